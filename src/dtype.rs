@@ -1,0 +1,299 @@
+//! Element types: the [`DType`] tag and the [`Element`] trait that ties each tag
+//! to a Rust type for checked, zero-copy typed access.
+//!
+//! | `DType`    | Rust type      | numpy name | bytes |
+//! |------------|----------------|------------|-------|
+//! | `Bool`     | `bool`         | bool       | 1     |
+//! | `Int8`     | `i8`           | int8       | 1     |
+//! | `Int16`    | `i16`          | int16      | 2     |
+//! | `Int32`    | `i32`          | int32      | 4     |
+//! | `Int64`    | `i64`          | int64      | 8     |
+//! | `UInt8`    | `u8`           | uint8      | 1     |
+//! | `UInt16`   | `u16`          | uint16     | 2     |
+//! | `UInt32`   | `u32`          | uint32     | 4     |
+//! | `UInt64`   | `u64`          | uint64     | 8     |
+//! | `Float16`  | `half::f16`    | float16    | 2     |
+//! | `BFloat16` | `half::bf16`   | bfloat16   | 2     |
+//! | `Float32`  | `f32`          | float32    | 4     |
+//! | `Float64`  | `f64`          | float64    | 8     |
+
+use crate::error::{Error, Result};
+use half::{bf16, f16};
+use std::fmt;
+use std::str::FromStr;
+
+/// The element type of a tensor.
+///
+/// ```
+/// use lodt::DType;
+/// assert_eq!(DType::Float32.size(), 4);
+/// assert_eq!(DType::BFloat16.name(), "bfloat16");
+/// assert_eq!("int64".parse::<DType>().unwrap(), DType::Int64);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum DType {
+    /// `bool`, one byte holding 0 or 1.
+    Bool = 0,
+    /// `i8`.
+    Int8 = 1,
+    /// `i16`.
+    Int16 = 2,
+    /// `i32`.
+    Int32 = 3,
+    /// `i64`.
+    Int64 = 4,
+    /// `u8`.
+    UInt8 = 5,
+    /// `u16`.
+    UInt16 = 6,
+    /// `u32`.
+    UInt32 = 7,
+    /// `u64`.
+    UInt64 = 8,
+    /// IEEE 754 binary16 ([`half::f16`]).
+    Float16 = 9,
+    /// bfloat16 ([`half::bf16`]).
+    BFloat16 = 10,
+    /// `f32`.
+    Float32 = 11,
+    /// `f64`.
+    Float64 = 12,
+}
+
+impl DType {
+    /// Every dtype, in tag order.
+    ///
+    /// ```
+    /// assert_eq!(lodt::DType::ALL.len(), 13);
+    /// ```
+    pub const ALL: [DType; 13] = [
+        DType::Bool,
+        DType::Int8,
+        DType::Int16,
+        DType::Int32,
+        DType::Int64,
+        DType::UInt8,
+        DType::UInt16,
+        DType::UInt32,
+        DType::UInt64,
+        DType::Float16,
+        DType::BFloat16,
+        DType::Float32,
+        DType::Float64,
+    ];
+
+    /// The size of one element in bytes.
+    ///
+    /// ```
+    /// assert_eq!(lodt::DType::Int16.size(), 2);
+    /// ```
+    pub const fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::Int8 | DType::UInt8 => 1,
+            DType::Int16 | DType::UInt16 | DType::Float16 | DType::BFloat16 => 2,
+            DType::Int32 | DType::UInt32 | DType::Float32 => 4,
+            DType::Int64 | DType::UInt64 | DType::Float64 => 8,
+        }
+    }
+
+    /// numpy's name for the dtype (`bfloat16` for the type numpy lacks).
+    ///
+    /// ```
+    /// assert_eq!(lodt::DType::UInt32.name(), "uint32");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::Int8 => "int8",
+            DType::Int16 => "int16",
+            DType::Int32 => "int32",
+            DType::Int64 => "int64",
+            DType::UInt8 => "uint8",
+            DType::UInt16 => "uint16",
+            DType::UInt32 => "uint32",
+            DType::UInt64 => "uint64",
+            DType::Float16 => "float16",
+            DType::BFloat16 => "bfloat16",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+        }
+    }
+
+    /// The dtype with tag `tag` (the `repr(u8)` value), if there is one.
+    ///
+    /// ```
+    /// use lodt::DType;
+    /// assert_eq!(DType::from_tag(11), Some(DType::Float32));
+    /// assert_eq!(DType::from_tag(200), None);
+    /// ```
+    pub fn from_tag(tag: u8) -> Option<DType> {
+        DType::ALL.get(usize::from(tag)).copied()
+    }
+
+    /// Whether the dtype is a floating-point type.
+    ///
+    /// ```
+    /// assert!(lodt::DType::BFloat16.is_float());
+    /// assert!(!lodt::DType::Int8.is_float());
+    /// ```
+    pub const fn is_float(self) -> bool {
+        matches!(
+            self,
+            DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64
+        )
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DType {
+    type Err = Error;
+
+    /// Parses numpy's dtype names.
+    fn from_str(s: &str) -> Result<Self> {
+        DType::ALL
+            .iter()
+            .copied()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown dtype {s:?}")))
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that a tensor can hold. Sealed: implemented for the thirteen
+/// types of the table in the [module docs](self).
+///
+/// ```
+/// use lodt::{DType, Element};
+/// assert_eq!(<f32 as Element>::DTYPE, DType::Float32);
+/// let bytes = 1.5f32.to_le_bytes();
+/// assert_eq!(f32::slice_from_bytes(&bytes).unwrap(), &[1.5]);
+/// ```
+pub trait Element:
+    sealed::Sealed + Copy + Send + Sync + fmt::Debug + PartialEq + Default + 'static
+{
+    /// The dtype tag of this type.
+    const DTYPE: DType;
+
+    /// Views `bytes` as a slice of `Self` with no copy. Fails when the length is
+    /// not a multiple of the element size, when `bytes` is misaligned for
+    /// `Self`, or (for `bool`) when a byte is neither 0 nor 1.
+    fn slice_from_bytes(bytes: &[u8]) -> Result<&[Self]>;
+
+    /// Views a slice of `Self` as its bytes.
+    fn slice_as_bytes(values: &[Self]) -> &[u8];
+
+    /// Views mutable `bytes` as a mutable slice of `Self` with no copy (the same
+    /// checks as [`Element::slice_from_bytes`]).
+    fn slice_from_bytes_mut(bytes: &mut [u8]) -> Result<&mut [Self]>;
+}
+
+fn cast_error<T>(bytes: &[u8]) -> Error {
+    let size = std::mem::size_of::<T>();
+    if bytes.len() % size != 0 {
+        Error::Mismatch {
+            what: "byte length as a multiple of the element size",
+            expected: (bytes.len() - bytes.len() % size) as u64,
+            found: bytes.len() as u64,
+        }
+    } else {
+        Error::Mismatch {
+            what: "data alignment",
+            expected: std::mem::align_of::<T>() as u64,
+            found: (bytes.as_ptr() as usize % std::mem::align_of::<T>()) as u64,
+        }
+    }
+}
+
+macro_rules! plain_element {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn slice_from_bytes(bytes: &[u8]) -> Result<&[Self]> {
+                <[$t] as zerocopy::FromBytes>::ref_from_bytes(bytes).map_err(|_| cast_error::<$t>(bytes))
+            }
+            fn slice_as_bytes(values: &[Self]) -> &[u8] {
+                zerocopy::IntoBytes::as_bytes(values)
+            }
+            fn slice_from_bytes_mut(bytes: &mut [u8]) -> Result<&mut [Self]> {
+                let err = cast_error::<$t>(bytes);
+                <[$t] as zerocopy::FromBytes>::mut_from_bytes(bytes).map_err(|_| err)
+            }
+        }
+    )*};
+}
+
+plain_element!(
+    i8 => Int8, i16 => Int16, i32 => Int32, i64 => Int64,
+    u8 => UInt8, u16 => UInt16, u32 => UInt32, u64 => UInt64,
+    f16 => Float16, bf16 => BFloat16, f32 => Float32, f64 => Float64,
+);
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn slice_from_bytes(bytes: &[u8]) -> Result<&[Self]> {
+        check_bools(bytes)?;
+        <[bool] as zerocopy::TryFromBytes>::try_ref_from_bytes(bytes)
+            .map_err(|_| cast_error::<bool>(bytes))
+    }
+    fn slice_as_bytes(values: &[Self]) -> &[u8] {
+        zerocopy::IntoBytes::as_bytes(values)
+    }
+    fn slice_from_bytes_mut(bytes: &mut [u8]) -> Result<&mut [Self]> {
+        check_bools(bytes)?;
+        let err = cast_error::<bool>(bytes);
+        <[bool] as zerocopy::TryFromBytes>::try_mut_from_bytes(bytes).map_err(|_| err)
+    }
+}
+
+/// Checks that every byte of a `bool` buffer is 0 or 1.
+pub(crate) fn check_bools(bytes: &[u8]) -> Result<()> {
+    match bytes.iter().position(|&b| b > 1) {
+        Some(i) => Err(Error::InvalidBool {
+            index: i as u64,
+            found: bytes[i],
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(d.name().parse::<DType>().unwrap(), d);
+            assert_eq!(DType::from_tag(d as u8), Some(d));
+        }
+        assert!("complex64".parse::<DType>().is_err());
+    }
+
+    #[test]
+    fn bool_bytes_are_checked() {
+        assert_eq!(bool::slice_from_bytes(&[0, 1, 1]).unwrap(), &[false, true, true]);
+        assert_eq!(
+            bool::slice_from_bytes(&[0, 2]).unwrap_err(),
+            Error::InvalidBool { index: 1, found: 2 }
+        );
+    }
+
+    #[test]
+    fn odd_lengths_are_rejected() {
+        assert!(matches!(
+            u16::slice_from_bytes(&[0, 1, 2]).unwrap_err(),
+            Error::Mismatch { found: 3, .. }
+        ));
+    }
+}
