@@ -55,6 +55,7 @@
 #[cfg(not(target_endian = "little"))]
 compile_error!("lodt reads little-endian data in place and supports only little-endian targets");
 
+pub mod batch;
 pub mod buffer;
 pub mod dtype;
 pub mod error;
@@ -63,6 +64,7 @@ pub mod lod_view;
 pub mod tensor;
 pub mod view;
 
+pub use batch::Batch;
 pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
 pub use lod::Lod;
