@@ -96,10 +96,7 @@ impl Batch {
     /// assert!(lodt::Batch::new().get("x").is_none());
     /// ```
     pub fn get(&self, name: &str) -> Option<&LodTensor> {
-        self.tensors
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, t)| t)
+        self.tensors.iter().find(|(n, _)| n == name).map(|(_, t)| t)
     }
 
     /// The tensor names, in order.

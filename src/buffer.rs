@@ -5,6 +5,12 @@
 //! `Arc<dyn ByteStorage>`, so cloning a tensor never copies data and the same
 //! bytes can live in a `Vec<T>`, an aligned buffer, or a memory-mapped file.
 
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::lod_view::LodView;
+use crate::tensor::LodTensor;
+use crate::view::LodTensorView;
+use std::ops::Range;
 use std::panic::RefUnwindSafe;
 use std::sync::Arc;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -41,7 +47,20 @@ macro_rules! vec_storage {
     )*};
 }
 
-vec_storage!(i8, i16, i32, i64, u8, u16, u32, u64, half::f16, half::bf16, f32, f64);
+vec_storage!(
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    half::f16,
+    half::bf16,
+    f32,
+    f64
+);
 
 impl ByteStorage for Vec<bool> {
     fn bytes(&self) -> &[u8] {
@@ -156,5 +175,170 @@ pub(crate) fn make_mut(storage: &mut Arc<dyn ByteStorage>) -> &mut [u8] {
         // Unreachable: the storage was just replaced by a uniquely owned,
         // writable AlignedBytes. Return an empty slice rather than panic.
         None => &mut [],
+    }
+}
+
+/// A byte range of a shared storage, itself a [`ByteStorage`]: how a tensor
+/// borrows its body from a memory-mapped file with no copy.
+///
+/// ```
+/// use std::sync::Arc;
+/// use lodt::buffer::{ByteStorage, Region};
+/// let whole: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2, 3, 4]);
+/// let region = Region::try_new(whole, 1..3).unwrap();
+/// assert_eq!(region.bytes(), &[2, 3]);
+/// ```
+#[derive(Clone)]
+pub struct Region {
+    storage: Arc<dyn ByteStorage>,
+    range: Range<usize>,
+}
+
+impl Region {
+    /// The bytes `range` of `storage`; an error if the range is not inside it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodt::buffer::{ByteStorage, Region};
+    /// let whole: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2]);
+    /// assert!(Region::try_new(whole, 1..3).is_err());
+    /// ```
+    pub fn try_new(storage: Arc<dyn ByteStorage>, range: Range<usize>) -> Result<Self> {
+        let len = storage.bytes().len();
+        if range.start > range.end || range.end > len {
+            return Err(Error::OutOfRange {
+                what: "storage byte range",
+                index: range.end as u64,
+                len: len as u64 + 1,
+            });
+        }
+        Ok(Region { storage, range })
+    }
+
+    /// The storage the region is cut from.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodt::buffer::{ByteStorage, Region};
+    /// let whole: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2]);
+    /// let r = Region::try_new(whole.clone(), 0..1).unwrap();
+    /// assert!(Arc::ptr_eq(r.storage(), &whole));
+    /// ```
+    pub fn storage(&self) -> &Arc<dyn ByteStorage> {
+        &self.storage
+    }
+
+    /// The byte range within the storage.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodt::buffer::{ByteStorage, Region};
+    /// let whole: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2]);
+    /// assert_eq!(Region::try_new(whole, 0..1).unwrap().range(), 0..1);
+    /// ```
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+}
+
+impl ByteStorage for Region {
+    fn bytes(&self) -> &[u8] {
+        // In range: checked by `try_new`, and storages never shrink.
+        self.storage.bytes().get(self.range.clone()).unwrap_or(&[])
+    }
+}
+
+/// Where the buffers of one tensor lie inside one shared storage (for example
+/// a memory-mapped `.lodt` file): the byte range of each LoD level's `u64`
+/// offsets (little-endian, top level first) and of the body.
+///
+/// This is what zero-copy consumers (the Arrow bridge) use to wrap the
+/// storage's own bytes instead of copying them.
+///
+/// ```text
+///  storage: | ... | level 0 u64s | ... | level 1 u64s | ... | body bytes | ... |
+///                   lod[0]               lod[1]               body
+/// ```
+///
+/// ```
+/// use std::sync::Arc;
+/// use lodt::{buffer::{ByteStorage, TensorBuffers}, DType};
+/// let mut bytes = Vec::new();
+/// for o in [0u64, 1, 3] { bytes.extend_from_slice(&o.to_le_bytes()); }
+/// bytes.extend_from_slice(&[7, 8, 9]);
+/// let storage: Arc<dyn ByteStorage> = Arc::new(lodt::buffer::AlignedBytes::from_slice(&bytes));
+/// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![3], lod: vec![0..24], body: 24..27 };
+/// let t = parts.to_tensor().unwrap();
+/// assert_eq!(t.as_slice::<u8>().unwrap(), &[7, 8, 9]);
+/// assert_eq!(t.lod().to_lengths(), vec![vec![1, 2]]);
+/// ```
+#[derive(Clone)]
+pub struct TensorBuffers {
+    /// The storage holding every buffer.
+    pub storage: Arc<dyn ByteStorage>,
+    /// The element type.
+    pub dtype: DType,
+    /// The full shape, `[rows, ...]`.
+    pub shape: Vec<usize>,
+    /// The byte range of each LoD level's offsets, top level first.
+    pub lod: Vec<Range<usize>>,
+    /// The byte range of the body.
+    pub body: Range<usize>,
+}
+
+impl TensorBuffers {
+    /// The offsets of level `level`, borrowed from the storage; an error if the
+    /// range is outside the storage, misaligned, or not a whole number of `u64`s.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodt::{buffer::{AlignedBytes, ByteStorage, TensorBuffers}, DType};
+    /// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&[0; 16]));
+    /// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![0], lod: vec![0..16], body: 0..0 };
+    /// assert_eq!(parts.level(0).unwrap(), &[0, 0]);
+    /// ```
+    pub fn level(&self, level: usize) -> Result<&[u64]> {
+        let range = self.lod.get(level).ok_or(Error::OutOfRange {
+            what: "level",
+            index: level as u64,
+            len: self.lod.len() as u64,
+        })?;
+        u64::slice_from_bytes(self.slice(range.clone())?)
+    }
+
+    fn slice(&self, range: Range<usize>) -> Result<&[u8]> {
+        let bytes = self.storage.bytes();
+        bytes.get(range.clone()).ok_or(Error::OutOfRange {
+            what: "storage byte range",
+            index: range.end as u64,
+            len: bytes.len() as u64 + 1,
+        })
+    }
+
+    /// A validated view of the tensor, borrowing the storage.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodt::{buffer::{AlignedBytes, ByteStorage, TensorBuffers}, DType};
+    /// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&[5, 6]));
+    /// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![2], lod: vec![], body: 0..2 };
+    /// assert_eq!(parts.view().unwrap().as_bytes(), &[5, 6]);
+    /// ```
+    pub fn view(&self) -> Result<LodTensorView<'_>> {
+        let levels = (0..self.lod.len())
+            .map(|l| self.level(l))
+            .collect::<Result<Vec<_>>>()?;
+        let lod = LodView::try_new(levels)?;
+        LodTensorView::try_new(self.dtype, &self.shape, lod, self.slice(self.body.clone())?)
+    }
+
+    /// An owned tensor whose body borrows the storage (no copy of the body; the
+    /// LoD offsets are copied). Validated like [`LodTensor::try_new`].
+    ///
+    /// See the [type-level example](TensorBuffers).
+    pub fn to_tensor(&self) -> Result<LodTensor> {
+        let lod = self.view()?.lod().to_lod();
+        let body = Region::try_new(self.storage.clone(), self.body.clone())?;
+        LodTensor::try_new(self.dtype, self.shape.clone(), body, lod)
     }
 }

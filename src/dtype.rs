@@ -198,7 +198,7 @@ pub trait Element:
 
 fn cast_error<T>(bytes: &[u8]) -> Error {
     let size = std::mem::size_of::<T>();
-    if bytes.len() % size != 0 {
+    if !bytes.len().is_multiple_of(size) {
         Error::Mismatch {
             what: "byte length as a multiple of the element size",
             expected: (bytes.len() - bytes.len() % size) as u64,
@@ -282,7 +282,10 @@ mod tests {
 
     #[test]
     fn bool_bytes_are_checked() {
-        assert_eq!(bool::slice_from_bytes(&[0, 1, 1]).unwrap(), &[false, true, true]);
+        assert_eq!(
+            bool::slice_from_bytes(&[0, 1, 1]).unwrap(),
+            &[false, true, true]
+        );
         assert_eq!(
             bool::slice_from_bytes(&[0, 2]).unwrap_err(),
             Error::InvalidBool { index: 1, found: 2 }

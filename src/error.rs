@@ -93,7 +93,9 @@ pub enum Error {
         found: Vec<u64>,
     },
     /// A data buffer whose byte length is not shape × dtype size.
-    #[error("data length mismatch: shape {shape:?} of {dtype} needs {expected} bytes, found {found}")]
+    #[error(
+        "data length mismatch: shape {shape:?} of {dtype} needs {expected} bytes, found {found}"
+    )]
     DataLength {
         /// The tensor's dtype.
         dtype: DType,

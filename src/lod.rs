@@ -503,10 +503,7 @@ mod tests {
         assert_eq!(lod.sequence_range(0, 0).unwrap(), 0..3);
         assert_eq!(lod.row_range(0, 0).unwrap(), 0..9);
         assert_eq!(lod.row_range(1, 5).unwrap(), 12..15);
-        assert!(matches!(
-            lod.row_range(1, 6),
-            Err(Error::OutOfRange { .. })
-        ));
+        assert!(matches!(lod.row_range(1, 6), Err(Error::OutOfRange { .. })));
         assert_eq!(
             lod.to_absolute(),
             vec![vec![0, 9, 10, 15], vec![0, 3, 5, 9, 10, 12, 15]]

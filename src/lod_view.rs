@@ -251,7 +251,11 @@ impl<'a> LodView<'a> {
     /// ```
     pub fn branch(&self, path: &[usize]) -> Result<(LodView<'a>, Range<u64>)> {
         if path.len() > self.levels.len() {
-            return Err(out_of_range("branch depth", path.len(), self.levels.len() + 1));
+            return Err(out_of_range(
+                "branch depth",
+                path.len(),
+                self.levels.len() + 1,
+            ));
         }
         if path.is_empty() {
             let rows = 0..self.num_rows().unwrap_or(0);

@@ -145,8 +145,14 @@ impl LodTensor {
         data: Arc<dyn ByteStorage>,
         lod: Arc<Lod>,
     ) -> Result<Self> {
-        check_parts(dtype, &shape, lod.num_levels(), lod.num_rows(), data.bytes())?;
-        let data = if data.bytes().as_ptr() as usize % dtype.size() == 0 {
+        check_parts(
+            dtype,
+            &shape,
+            lod.num_levels(),
+            lod.num_rows(),
+            data.bytes(),
+        )?;
+        let data = if (data.bytes().as_ptr() as usize).is_multiple_of(dtype.size()) {
             data
         } else {
             Arc::new(AlignedBytes::from_slice(data.bytes()))

@@ -322,10 +322,7 @@ mod tests {
     #[test]
     fn out_of_range_slices_are_errors() {
         let t = seed_tensor();
-        assert!(matches!(
-            t.branch(&[3]),
-            Err(Error::OutOfRange { .. })
-        ));
+        assert!(matches!(t.branch(&[3]), Err(Error::OutOfRange { .. })));
         assert!(t.view().slice_level(0, 2, 4).is_err());
         assert!(t.view().sequence(2, 0).is_err());
     }
