@@ -61,6 +61,7 @@ pub mod dtype;
 pub mod error;
 pub mod lod;
 pub mod lod_view;
+pub mod paddle;
 pub mod tensor;
 pub mod view;
 
