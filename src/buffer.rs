@@ -1,7 +1,7 @@
 //! Tensor storage: the [`ByteStorage`] trait behind every owned tensor, and
 //! [`AlignedBytes`], a 64-byte-aligned byte buffer.
 //!
-//! An owned [`LodTensor`](crate::LodTensor) keeps its data in an
+//! An owned [`LodTensor`] keeps its data in an
 //! `Arc<dyn ByteStorage>`, so cloning a tensor never copies data and the same
 //! bytes can live in a `Vec<T>`, an aligned buffer, or a memory-mapped file.
 
