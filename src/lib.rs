@@ -61,6 +61,9 @@ pub mod dtype;
 pub mod error;
 pub mod lod;
 pub mod lod_view;
+pub mod nested;
+pub mod ops;
+pub mod pad;
 pub mod tensor;
 pub mod view;
 
@@ -69,5 +72,6 @@ pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
 pub use lod::Lod;
 pub use lod_view::LodView;
+pub use nested::Nested;
 pub use tensor::LodTensor;
 pub use view::LodTensorView;

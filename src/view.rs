@@ -232,6 +232,43 @@ impl<'a> LodTensorView<'a> {
         self.with_rows(lod, rows)
     }
 
+    /// Rows `begin..end` as a plain view with no LoD (Paddle's
+    /// `Tensor::Slice(begin, end)`, which ignores the LoD). No copy. An error
+    /// for a 0-D view, which has no rows to cut.
+    ///
+    /// ```
+    /// use lodt::{Lod, LodTensor};
+    /// let lod = Lod::try_from_lengths(&[vec![1, 3]]).unwrap();
+    /// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4], vec![4], lod).unwrap();
+    /// let rows = t.view().slice_rows(1, 3).unwrap();
+    /// assert_eq!((rows.as_slice::<u8>().unwrap(), rows.lod().num_levels()), (&[2, 3][..], 0));
+    /// assert!(t.view().slice_rows(3, 5).is_err());
+    /// ```
+    pub fn slice_rows(&self, begin: usize, end: usize) -> Result<Self> {
+        if self.scalar {
+            return Err(Error::ShapeMismatch {
+                what: "row slice of a 0-D tensor (needs rank >= 1)",
+                expected: vec![1],
+                found: Vec::new(),
+            });
+        }
+        if end > self.rows {
+            return Err(Error::OutOfRange {
+                what: "row range end",
+                index: end as u64,
+                len: self.rows as u64 + 1,
+            });
+        }
+        if begin > end {
+            return Err(Error::OutOfRange {
+                what: "row range start",
+                index: begin as u64,
+                len: end as u64 + 1,
+            });
+        }
+        self.with_rows(LodView::empty(), begin as u64..end as u64)
+    }
+
     /// Sequence `index` of level `level`, with the levels below it (the general
     /// `Slice(level, sequence)` of the design doc; level 0 is top-level slicing).
     ///
