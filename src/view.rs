@@ -212,6 +212,10 @@ impl<'a> LodTensorView<'a> {
     /// assert_eq!((s.lod().num_levels(), s.as_slice::<i64>().unwrap()), (0, &[10, 11][..]));
     /// ```
     pub fn branch(&self, path: &[usize]) -> Result<Self> {
+        if path.is_empty() {
+            // The whole view (its LoD alone cannot tell the rows of a plain tensor).
+            return Ok(self.clone());
+        }
         let (lod, rows) = self.lod.branch(path)?;
         self.with_rows(lod, rows)
     }
@@ -345,6 +349,16 @@ mod tests {
         assert_eq!(b02.as_slice::<i64>().unwrap(), &[5, 6, 7, 8]);
         // Slicing a slice: the <2>-slice's <0>-slice is the <2,0>-slice.
         assert_eq!(b2.branch(&[0]).unwrap(), b20);
+    }
+
+    #[test]
+    fn the_empty_branch_is_the_whole_view() {
+        let t = seed_tensor();
+        assert_eq!(t.branch(&[]).unwrap(), t.view());
+        let plain = LodTensor::from_vec(vec![1u8, 2, 3], vec![3], Lod::empty()).unwrap();
+        assert_eq!(plain.branch(&[]).unwrap().rows(), 3);
+        let scalar = LodTensor::from_vec(vec![1u8], vec![], Lod::empty()).unwrap();
+        assert_eq!(scalar.branch(&[]).unwrap().shape(), Vec::<usize>::new());
     }
 
     #[test]
