@@ -448,6 +448,25 @@ proptest! {
     }
 
     #[test]
+    fn from_lengths_judges_like_from_offsets(
+        raw in prop::collection::vec(prop::collection::vec(0u64..=3, 0..=4), 0..=3),
+    ) {
+        // Any lengths, consistent or not: the fast path of `try_from_lengths`
+        // must give what the full check of the prefix sums gives.
+        let offsets: Vec<Vec<u64>> = raw
+            .iter()
+            .map(|lens| {
+                let mut o = vec![0];
+                for &len in lens {
+                    o.push(o[o.len() - 1] + len);
+                }
+                o
+            })
+            .collect();
+        prop_assert_eq!(Lod::try_from_lengths(&raw), Lod::try_from_offsets(offsets));
+    }
+
+    #[test]
     fn branch_slices_match_the_nested_model(c in case()) {
         let t = c.tensor();
         let levels = c.lengths.len();
