@@ -103,6 +103,25 @@ impl AlignedBytes {
         }
     }
 
+    /// `len` zero bytes, or an error instead of an abort when the memory
+    /// cannot be had (for sizes computed from input, such as an operation's output).
+    ///
+    /// ```
+    /// use lodt::buffer::AlignedBytes;
+    /// assert_eq!(AlignedBytes::try_zeroed(3).unwrap().len(), 3);
+    /// assert!(AlignedBytes::try_zeroed(usize::MAX).is_err());
+    /// ```
+    pub fn try_zeroed(len: usize) -> Result<Self> {
+        let mut blocks = Vec::new();
+        blocks
+            .try_reserve_exact(len.div_ceil(64))
+            .map_err(|_| Error::Overflow {
+                what: "buffer allocation (too large for memory)",
+            })?;
+        blocks.resize(len.div_ceil(64), Block([0; 64]));
+        Ok(AlignedBytes { blocks, len })
+    }
+
     /// A copy of `bytes`.
     ///
     /// ```

@@ -43,6 +43,16 @@
 //! | `LODSlice` / `LODSliceShared(level, b, e)`    | [`LodTensorView::slice_level`] (+ `to_owned` to copy)  |
 //! | `ShareConstLODFrom`                           | [`LodTensor::set_shared_lod`] with [`LodTensor::lod_arc`] |
 //! | `ShareMutableLODFrom`                         | [`LodTensor::update_lod`] (copy-on-write)              |
+//! | `Tensor::Slice(begin, end)` (rows, no LoD)    | [`LodTensorView::slice_rows`]                          |
+//! | `sequence_expand` (op)                        | [`ops::sequence_expand()`]                             |
+//! | `SplitLoDTensor`                              | [`ops::split()`] (views), [`ops::split_shared()`] (owned, shared storage) |
+//! | `MergeLoDTensor`                              | [`ops::merge()`]                                       |
+//! | `SortBySeqLen`, `sorted_seqs` / `SortedSeqItem` | [`ops::SortedSequences::new`], [`ops::SortedSequences::order`] |
+//! | `SegmentInputs`                               | [`ops::SortedSequences::segment_inputs`]               |
+//! | `ConcatOutputs`                               | [`ops::SortedSequences::concat_outputs`]               |
+//! | `create_lod_tensor` from nested lists         | [`LodTensor::from_nested`] ([`Nested`])                |
+//! | `LodTensor_to_Tensor` (user guide), `np.array` per sequence | [`LodTensor::to_nested`], [`LodTensorView::to_nested`] |
+//! | `sequence_pad` / `sequence_unpad` (ops)       | [`pad::pad`] / [`pad::unpad`], [`pad::Padded`]         |
 //!
 //! ## Platform
 //!
@@ -61,6 +71,9 @@ pub mod dtype;
 pub mod error;
 pub mod lod;
 pub mod lod_view;
+pub mod nested;
+pub mod ops;
+pub mod pad;
 pub mod paddle;
 pub mod tensor;
 pub mod view;
@@ -70,5 +83,6 @@ pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
 pub use lod::Lod;
 pub use lod_view::LodView;
+pub use nested::Nested;
 pub use tensor::LodTensor;
 pub use view::LodTensorView;

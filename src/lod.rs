@@ -50,6 +50,17 @@ pub struct Lod {
 /// assert!(check_levels(&[&[0, 2, 4][..]], Some(5)).is_err());
 /// ```
 pub fn check_levels<L: AsRef<[u64]>>(levels: &[L], rows: Option<u64>) -> Result<()> {
+    check_levels_with(levels, rows, true)
+}
+
+/// [`check_levels`], with the non-decreasing scan optional: offsets made by a
+/// checked prefix sum of lengths cannot decrease, so [`Lod::try_from_lengths`]
+/// skips that pass (same result, one pass over the offsets fewer).
+fn check_levels_with<L: AsRef<[u64]>>(
+    levels: &[L],
+    rows: Option<u64>,
+    check_order: bool,
+) -> Result<()> {
     for (l, level) in levels.iter().enumerate() {
         let level = level.as_ref();
         if level.len() < 2 {
@@ -70,7 +81,12 @@ pub fn check_levels<L: AsRef<[u64]>>(levels: &[L], rows: Option<u64>) -> Result<
                 found: level[0],
             });
         }
-        if let Some(i) = level.windows(2).position(|w| w[1] < w[0]) {
+        let decreasing = if check_order {
+            level.windows(2).position(|w| w[1] < w[0])
+        } else {
+            None
+        };
+        if let Some(i) = decreasing {
             return Err(Error::InvalidLod {
                 level: l,
                 index: i + 1,
@@ -111,11 +127,19 @@ pub(crate) fn lengths_to_offsets(lengths: &[u64]) -> Result<Vec<u64>> {
     let mut offsets = Vec::with_capacity(lengths.len() + 1);
     offsets.push(0u64);
     let mut total = 0u64;
-    for &len in lengths {
-        total = total.checked_add(len).ok_or(Error::Overflow {
+    let mut overflow = false;
+    // `extend` from a slice iterator writes without a capacity check per
+    // element; overflow is recorded and reported after the loop.
+    offsets.extend(lengths.iter().map(|&len| {
+        let (sum, wrapped) = total.overflowing_add(len);
+        overflow |= wrapped;
+        total = sum;
+        sum
+    }));
+    if overflow {
+        return Err(Error::Overflow {
             what: "LoD offsets from lengths",
-        })?;
-        offsets.push(total);
+        });
     }
     Ok(offsets)
 }
@@ -155,7 +179,10 @@ impl Lod {
             .iter()
             .map(|l| lengths_to_offsets(l.as_ref()))
             .collect::<Result<Vec<_>>>()?;
-        Lod::try_from_offsets(levels)
+        // Prefix sums start at 0 and never decrease: only the length and the
+        // level-to-level rules can fail.
+        check_levels_with(&levels, None, false)?;
+        Ok(Lod { levels })
     }
 
     /// Wraps levels cut from a validated LoD. They obey every rule but one: a

@@ -212,6 +212,10 @@ impl<'a> LodTensorView<'a> {
     /// assert_eq!((s.lod().num_levels(), s.as_slice::<i64>().unwrap()), (0, &[10, 11][..]));
     /// ```
     pub fn branch(&self, path: &[usize]) -> Result<Self> {
+        if path.is_empty() {
+            // The whole view (its LoD alone cannot tell the rows of a plain tensor).
+            return Ok(self.clone());
+        }
         let (lod, rows) = self.lod.branch(path)?;
         self.with_rows(lod, rows)
     }
@@ -230,6 +234,43 @@ impl<'a> LodTensorView<'a> {
     pub fn slice_level(&self, level: usize, begin: usize, end: usize) -> Result<Self> {
         let (lod, rows) = self.lod.slice_level(level, begin, end)?;
         self.with_rows(lod, rows)
+    }
+
+    /// Rows `begin..end` as a plain view with no LoD (Paddle's
+    /// `Tensor::Slice(begin, end)`, which ignores the LoD). No copy. An error
+    /// for a 0-D view, which has no rows to cut.
+    ///
+    /// ```
+    /// use lodt::{Lod, LodTensor};
+    /// let lod = Lod::try_from_lengths(&[vec![1, 3]]).unwrap();
+    /// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4], vec![4], lod).unwrap();
+    /// let rows = t.view().slice_rows(1, 3).unwrap();
+    /// assert_eq!((rows.as_slice::<u8>().unwrap(), rows.lod().num_levels()), (&[2, 3][..], 0));
+    /// assert!(t.view().slice_rows(3, 5).is_err());
+    /// ```
+    pub fn slice_rows(&self, begin: usize, end: usize) -> Result<Self> {
+        if self.scalar {
+            return Err(Error::ShapeMismatch {
+                what: "row slice of a 0-D tensor (needs rank >= 1)",
+                expected: vec![1],
+                found: Vec::new(),
+            });
+        }
+        if end > self.rows {
+            return Err(Error::OutOfRange {
+                what: "row range end",
+                index: end as u64,
+                len: self.rows as u64 + 1,
+            });
+        }
+        if begin > end {
+            return Err(Error::OutOfRange {
+                what: "row range start",
+                index: begin as u64,
+                len: end as u64 + 1,
+            });
+        }
+        self.with_rows(LodView::empty(), begin as u64..end as u64)
     }
 
     /// Sequence `index` of level `level`, with the levels below it (the general
@@ -308,6 +349,16 @@ mod tests {
         assert_eq!(b02.as_slice::<i64>().unwrap(), &[5, 6, 7, 8]);
         // Slicing a slice: the <2>-slice's <0>-slice is the <2,0>-slice.
         assert_eq!(b2.branch(&[0]).unwrap(), b20);
+    }
+
+    #[test]
+    fn the_empty_branch_is_the_whole_view() {
+        let t = seed_tensor();
+        assert_eq!(t.branch(&[]).unwrap(), t.view());
+        let plain = LodTensor::from_vec(vec![1u8, 2, 3], vec![3], Lod::empty()).unwrap();
+        assert_eq!(plain.branch(&[]).unwrap().rows(), 3);
+        let scalar = LodTensor::from_vec(vec![1u8], vec![], Lod::empty()).unwrap();
+        assert_eq!(scalar.branch(&[]).unwrap().shape(), Vec::<usize>::new());
     }
 
     #[test]

@@ -1,0 +1,269 @@
+//! Split a batch into parts and merge parts back (Paddle's `SplitLoDTensor`
+//! and `MergeLoDTensor`, which spread a mini-batch over devices).
+//!
+//! The batch is the top level: its sequences, or its rows when the tensor has
+//! no LoD. With `step = ceil(batch / n)`, part `p` holds batch items
+//! `p*step .. min((p+1)*step, batch)`, so there may be fewer than `n` parts.
+//! Each part keeps every level, rebased:
+//!
+//! ```text
+//!  lod {{0, 3, 4, 6}{0, 3, 5, 9, 10, 12, 15}}, n = 2  ->  step = ceil(3/2) = 2
+//!
+//!  part 0: top sequences 0..2   rows 0..10   lod {{0, 3, 4}{0, 3, 5, 9, 10}}
+//!  part 1: top sequence  2..3   rows 10..15  lod {{0, 2}{0, 2, 5}}
+//! ```
+
+use super::{alloc_rows, batch_size, slice_top};
+use crate::buffer::{ByteStorage, Region};
+use crate::error::{Error, Result};
+use crate::lod::Lod;
+use crate::tensor::LodTensor;
+use crate::view::LodTensorView;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// The batch ranges of a split of `batch` items into at most `n` parts.
+fn part_ranges(batch: usize, n: usize) -> Vec<Range<usize>> {
+    let step = batch.div_ceil(n);
+    (0..batch.div_ceil(step))
+        .map(|p| p * step..((p + 1) * step).min(batch))
+        .collect()
+}
+
+fn check_parts_arg(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::InvalidArgument(
+            "cannot split into 0 parts: expected n >= 1".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Splits `x` into at most `n` parts along its top level, as views (no copy)
+/// (Paddle's `SplitLoDTensor`).
+///
+/// `step = ceil(batch / n)`, where `batch` is the number of top-level
+/// sequences (rows when `x` has no LoD); part `p` holds items
+/// `p*step .. min((p+1)*step, batch)` with every level kept and rebased.
+/// As in Paddle, an empty batch gives `n` parts that are each the whole
+/// (empty) `x`. A 0-D `x` has no batch dimension and is its own single part.
+/// `n == 0` is an [`Error::InvalidArgument`].
+///
+/// ```
+/// use lodt::{ops::split, Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+/// let t = LodTensor::from_vec((0..15i64).collect(), vec![15, 1], lod)?;
+/// let parts = split(&t, 2)?;
+/// assert_eq!(parts.len(), 2);
+/// assert_eq!(parts[1].as_slice::<i64>()?, &[10, 11, 12, 13, 14]);
+/// assert_eq!(parts[1].lod().to_lod().levels(), &[vec![0, 2], vec![0, 2, 5]]);
+/// // Four parts of a batch of 3: step 1, so only three parts.
+/// assert_eq!(split(&t, 4)?.len(), 3);
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn split<'a>(x: impl Into<LodTensorView<'a>>, n: usize) -> Result<Vec<LodTensorView<'a>>> {
+    check_parts_arg(n)?;
+    let x = x.into();
+    let Some(batch) = batch_size(&x) else {
+        return Ok(vec![x]);
+    };
+    if batch == 0 {
+        return Ok(vec![x; n]);
+    }
+    part_ranges(batch, n)
+        .into_iter()
+        .map(|r| slice_top(&x, r.start, r.end))
+        .collect()
+}
+
+/// Like [`split()`], as owned tensors that share `x`'s storage: no tensor data
+/// is copied (each part's data is a [`Region`] of `x`'s storage), only the
+/// parts' LoDs are.
+///
+/// ```
+/// use lodt::{ops::split_shared, Lod, LodTensor};
+/// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4, 5], vec![5], Lod::try_from_lengths(&[vec![2, 1, 2]])?)?;
+/// let parts = split_shared(&t, 2)?;
+/// assert_eq!(parts[0].as_slice::<u8>()?, &[1, 2, 3]);
+/// assert_eq!(parts[1].lod().to_lengths(), vec![vec![2]]);
+/// let whole = t.as_bytes().as_ptr_range();
+/// assert!(whole.contains(&parts[1].as_bytes().as_ptr()));
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn split_shared(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
+    let base = x.as_bytes().as_ptr() as usize;
+    split(x, n)?
+        .into_iter()
+        .map(|part| {
+            let bytes = part.as_bytes();
+            // The part's bytes lie inside x's bytes: find their range.
+            let start = (bytes.as_ptr() as usize).saturating_sub(base);
+            let region = Region::try_new(x.storage().clone(), start..start + bytes.len())?;
+            let storage: Arc<dyn ByteStorage> = Arc::new(region);
+            LodTensor::try_from_parts(
+                part.dtype(),
+                part.shape(),
+                storage,
+                Arc::new(part.lod().to_lod()),
+            )
+        })
+        .collect()
+}
+
+/// Concatenates parts along their top level into one tensor (Paddle's
+/// `MergeLoDTensor`): rows are concatenated and every LoD level is appended,
+/// shifted by the level's current end.
+///
+/// Every part must have the first part's dtype ([`Error::DTypeMismatch`]),
+/// element shape ([`Error::ShapeMismatch`]) and number of LoD levels
+/// ([`Error::Mismatch`]). No parts at all, or several parts of which one is 0-D
+/// (no batch dimension), is an error. Merging parts that hold no sequences
+/// keeps levels holding the single offset `[0]`.
+///
+/// ```
+/// use lodt::{ops::{merge, split}, Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1, 2]])?;
+/// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4, 5], vec![5], lod)?;
+/// assert_eq!(merge(split(&t, 2)?)?, t);
+/// let other = LodTensor::from_vec(vec![1i8], vec![1], Lod::empty())?;
+/// assert!(merge([t.view(), other.view()]).is_err());
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn merge<'a, I>(parts: I) -> Result<LodTensor>
+where
+    I: IntoIterator,
+    I::Item: Into<LodTensorView<'a>>,
+{
+    let parts: Vec<LodTensorView<'a>> = parts.into_iter().map(Into::into).collect();
+    let Some(first) = parts.first() else {
+        return Err(Error::InvalidArgument(
+            "cannot merge 0 parts: expected at least one".into(),
+        ));
+    };
+    if parts.len() == 1 {
+        return Ok(first.to_owned());
+    }
+    let levels = first.lod().num_levels();
+    let overflow = "merged tensor size";
+    let mut rows = 0usize;
+    for part in &parts {
+        if part.dtype() != first.dtype() {
+            return Err(Error::DTypeMismatch {
+                expected: first.dtype(),
+                found: part.dtype(),
+            });
+        }
+        if part.shape().is_empty() {
+            return Err(Error::ShapeMismatch {
+                what: "merged part (0-D tensors have no batch dimension to merge along)",
+                expected: vec![1],
+                found: Vec::new(),
+            });
+        }
+        if part.element_shape() != first.element_shape() {
+            return Err(Error::ShapeMismatch {
+                what: "element shape of a merged part",
+                expected: first.element_shape().iter().map(|&d| d as u64).collect(),
+                found: part.element_shape().iter().map(|&d| d as u64).collect(),
+            });
+        }
+        if part.lod().num_levels() != levels {
+            return Err(Error::Mismatch {
+                what: "LoD levels of a merged part",
+                expected: levels as u64,
+                found: part.lod().num_levels() as u64,
+            });
+        }
+        rows = rows
+            .checked_add(part.rows())
+            .ok_or(Error::Overflow { what: overflow })?;
+    }
+    let row_bytes = first.row_bytes();
+    let mut data = alloc_rows(rows, row_bytes, overflow)?;
+    let dst = data.as_mut_slice();
+    let mut at = 0usize;
+    for part in &parts {
+        let src = part.as_bytes();
+        // In range: `dst` holds the sum of the parts' rows.
+        dst[at..at + src.len()].copy_from_slice(src);
+        at += src.len();
+    }
+    let mut merged: Vec<Vec<u64>> = Vec::with_capacity(levels);
+    for l in 0..levels {
+        let mut level = vec![0u64];
+        for part in &parts {
+            let shift = level.last().copied().unwrap_or(0);
+            level.extend(part.lod().offsets(l)?.skip(1).map(|o| o + shift));
+        }
+        merged.push(level);
+    }
+    let mut shape = first.shape();
+    shape[0] = rows;
+    // Each level is a concatenation of valid levels, shifted to continue the
+    // one before: still valid (a level of [0] only if no part had sequences).
+    LodTensor::try_new(first.dtype(), shape, data, Lod::from_validated(merged))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed() -> LodTensor {
+        let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
+        LodTensor::from_vec((0..15i64).collect(), vec![15, 1], lod).unwrap()
+    }
+
+    #[test]
+    fn ranges_follow_paddle() {
+        assert_eq!(part_ranges(3, 2), vec![0..2, 2..3]);
+        assert_eq!(part_ranges(5, 4), vec![0..2, 2..4, 4..5]);
+        assert_eq!(part_ranges(4, 4), vec![0..1, 1..2, 2..3, 3..4]);
+        assert_eq!(part_ranges(2, 8), vec![0..1, 1..2]);
+    }
+
+    #[test]
+    fn split_seed_in_two() {
+        let t = seed();
+        let parts = split(&t, 2).unwrap();
+        assert_eq!(parts[0].rows(), 10);
+        assert_eq!(
+            parts[0].lod().to_lod().levels(),
+            &[vec![0, 3, 4], vec![0, 3, 5, 9, 10]]
+        );
+        assert_eq!(merge(&parts).unwrap(), t);
+        let shared = split_shared(&t, 2).unwrap();
+        assert_eq!(shared[1].as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
+        assert_eq!(merge(&shared).unwrap(), t);
+    }
+
+    #[test]
+    fn plain_tensors_split_by_rows() {
+        let t = LodTensor::from_vec((0..10u16).collect(), vec![5, 2], Lod::empty()).unwrap();
+        let parts = split(&t, 3).unwrap();
+        let rows: Vec<usize> = parts.iter().map(|p| p.rows()).collect();
+        assert_eq!(rows, vec![2, 2, 1]);
+        assert_eq!(parts[2].as_slice::<u16>().unwrap(), &[8, 9]);
+        assert_eq!(merge(parts).unwrap(), t);
+    }
+
+    #[test]
+    fn empty_and_scalar_batches() {
+        let empty = LodTensor::from_vec(Vec::<f32>::new(), vec![0, 3], Lod::empty()).unwrap();
+        let parts = split(&empty, 3).unwrap();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(merge(parts).unwrap(), empty);
+        let scalar = LodTensor::from_vec(vec![1.5f64], vec![], Lod::empty()).unwrap();
+        let parts = split(&scalar, 4).unwrap();
+        assert_eq!(parts.len(), 1);
+        assert_eq!(merge(parts).unwrap(), scalar);
+        assert!(matches!(
+            merge([scalar.view(), scalar.view()]),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        assert!(matches!(split(&scalar, 0), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            merge(Vec::<LodTensorView<'_>>::new()),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
