@@ -1,0 +1,510 @@
+//! The byte layout of a `.lodt` file: constants, the fixed 64-byte structs and
+//! the metadata JSON, exactly as `spec/FORMAT.md` describes them.
+//!
+//! ```text
+//!  offset 0   +-------------------------------+
+//!             | file header (64 B)            |  magic, version, file metadata length + CRC
+//!  64         | file metadata JSON, padded    |
+//!             +-------------------------------+
+//!             | batch 0                       |  header (64 B) | metadata JSON | buffers | CRC table
+//!             | batch 1                       |
+//!             | ...                           |
+//!             +-------------------------------+
+//!             | footer header (64 B)          |  batch count, index CRC
+//!             | index: 24 B per batch, padded |  offset, length, header CRC, table CRC
+//!             | trailer (64 B)                |  footer offset, batch count
+//!  file size  +-------------------------------+
+//! ```
+//!
+//! Every part starts at a multiple of [`ALIGN`] (64) and is zero-padded to one.
+
+use super::error::{FormatError, Location, Part, Result};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The first 9 bytes of every `.lodt` file: `\x89LODT\r\n\x1a\n`.
+///
+/// As in PNG, the non-ASCII first byte catches 7-bit transfers, `\r\n`
+/// catches line-ending conversion either way, and `\x1a` stops `type` on DOS.
+///
+/// ```
+/// assert_eq!(&lodt::format::MAGIC[1..5], b"LODT");
+/// ```
+pub const MAGIC: [u8; 9] = *b"\x89LODT\r\n\x1a\n";
+
+/// The major version this crate writes and reads. Readers reject other majors.
+///
+/// ```
+/// assert_eq!(lodt::format::MAJOR_VERSION, 1);
+/// ```
+pub const MAJOR_VERSION: u16 = 1;
+
+/// The minor version this crate writes. Readers accept any minor of their
+/// major and ignore what newer minors add.
+///
+/// ```
+/// assert_eq!(lodt::format::MINOR_VERSION, 0);
+/// ```
+pub const MINOR_VERSION: u16 = 0;
+
+/// The alignment of every part of the file, in bytes.
+///
+/// ```
+/// assert_eq!(lodt::format::ALIGN, 64);
+/// ```
+pub const ALIGN: u64 = 64;
+
+/// The size of the file header, batch header, footer header and trailer.
+pub(crate) const STRUCT_LEN: u64 = 64;
+
+/// The largest metadata JSON (file or batch) a reader accepts, in bytes (16 MiB).
+///
+/// ```
+/// assert_eq!(lodt::format::MAX_METADATA_LEN, 16 << 20);
+/// ```
+pub const MAX_METADATA_LEN: u64 = 16 << 20;
+
+/// The most dimensions a tensor may have.
+///
+/// ```
+/// assert_eq!(lodt::format::MAX_DIMS, 64);
+/// ```
+pub const MAX_DIMS: usize = 64;
+
+/// The most LoD levels a tensor may have.
+///
+/// ```
+/// assert_eq!(lodt::format::MAX_LOD_LEVELS, 64);
+/// ```
+pub const MAX_LOD_LEVELS: usize = 64;
+
+/// The tag of a batch header.
+pub(crate) const BATCH_TAG: [u8; 8] = *b"LODTBTCH";
+/// The tag of the footer header.
+pub(crate) const FOOTER_TAG: [u8; 8] = *b"LODTFOOT";
+/// The tag of the trailer.
+pub(crate) const TRAILER_TAG: [u8; 8] = *b"LODTTAIL";
+/// The size of one footer index entry.
+pub(crate) const INDEX_ENTRY_LEN: u64 = 24;
+
+/// Rounds `n` up to a multiple of [`ALIGN`], or `None` on overflow.
+pub(crate) fn pad64(n: u64) -> Option<u64> {
+    n.checked_add(ALIGN - 1).map(|x| x & !(ALIGN - 1))
+}
+
+/// The CRC32 (IEEE, as zlib) of `bytes`.
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
+}
+
+/// A 64-byte struct whose last 4 bytes are the CRC32 of the first 60.
+pub(crate) trait Sealed64: IntoBytes + Immutable {
+    /// The stored CRC field.
+    fn stored_crc(&self) -> u32;
+    /// Sets the CRC field.
+    fn set_crc(&mut self, crc: u32);
+    /// The CRC32 of the first 60 bytes.
+    fn computed_crc(&self) -> u32 {
+        crc32(self.as_bytes().get(..60).unwrap_or(&[]))
+    }
+    /// Sets the CRC field from the other 60 bytes.
+    fn seal(&mut self) {
+        let crc = self.computed_crc();
+        self.set_crc(crc);
+    }
+    /// Checks the CRC field.
+    fn check_crc(&self, at: Location) -> Result<()> {
+        let (expected, found) = (self.stored_crc(), self.computed_crc());
+        if expected != found {
+            return Err(FormatError::Checksum {
+                at,
+                expected,
+                found,
+            });
+        }
+        Ok(())
+    }
+}
+
+macro_rules! sealed64 {
+    ($t:ty) => {
+        impl Sealed64 for $t {
+            fn stored_crc(&self) -> u32 {
+                self.crc.get()
+            }
+            fn set_crc(&mut self, crc: u32) {
+                self.crc = U32::new(crc);
+            }
+        }
+    };
+}
+
+/// The file header, at offset 0.
+#[derive(Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct FileHeader {
+    pub magic: [u8; 9],
+    pub zero: [u8; 3],
+    pub major: U16,
+    pub minor: U16,
+    pub meta_len: U64,
+    pub meta_crc: U32,
+    pub reserved: [u8; 32],
+    pub crc: U32,
+}
+sealed64!(FileHeader);
+
+/// The header of a batch section.
+#[derive(Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct BatchHeader {
+    pub tag: [u8; 8],
+    pub section_len: U64,
+    pub index: U64,
+    pub meta_len: U64,
+    pub meta_crc: U32,
+    pub buffer_count: U32,
+    pub reserved: [u8; 20],
+    pub crc: U32,
+}
+sealed64!(BatchHeader);
+
+/// The header of the footer.
+#[derive(Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct FooterHeader {
+    pub tag: [u8; 8],
+    pub batch_count: U64,
+    pub index_len: U64,
+    pub index_crc: U32,
+    pub reserved: [u8; 32],
+    pub crc: U32,
+}
+sealed64!(FooterHeader);
+
+/// The last 64 bytes of the file.
+#[derive(Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+pub(crate) struct Trailer {
+    pub tag: [u8; 8],
+    pub footer_offset: U64,
+    pub batch_count: U64,
+    pub footer_crc: U32,
+    pub reserved: [u8; 32],
+    pub crc: U32,
+}
+sealed64!(Trailer);
+
+/// One entry of the footer index.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned,
+)]
+#[repr(C)]
+pub(crate) struct IndexEntry {
+    pub offset: U64,
+    pub length: U64,
+    pub header_crc: U32,
+    pub table_crc: U32,
+}
+
+impl FileHeader {
+    pub fn new(meta: &[u8]) -> Self {
+        let mut h = FileHeader {
+            magic: MAGIC,
+            zero: [0; 3],
+            major: U16::new(MAJOR_VERSION),
+            minor: U16::new(MINOR_VERSION),
+            meta_len: U64::new(meta.len() as u64),
+            meta_crc: U32::new(crc32(meta)),
+            reserved: [0; 32],
+            crc: U32::ZERO,
+        };
+        h.seal();
+        h
+    }
+}
+
+impl FooterHeader {
+    pub fn new(index: &[u8], batch_count: u64) -> Self {
+        let mut h = FooterHeader {
+            tag: FOOTER_TAG,
+            batch_count: U64::new(batch_count),
+            index_len: U64::new(index.len() as u64),
+            index_crc: U32::new(crc32(index)),
+            reserved: [0; 32],
+            crc: U32::ZERO,
+        };
+        h.seal();
+        h
+    }
+}
+
+impl Trailer {
+    pub fn new(footer_offset: u64, batch_count: u64, footer_crc: u32) -> Self {
+        let mut t = Trailer {
+            tag: TRAILER_TAG,
+            footer_offset: U64::new(footer_offset),
+            batch_count: U64::new(batch_count),
+            footer_crc: U32::new(footer_crc),
+            reserved: [0; 32],
+            crc: U32::ZERO,
+        };
+        t.seal();
+        t
+    }
+}
+
+/// Reads a 64-byte struct from the start of `bytes`, or reports truncation.
+pub(crate) fn read_struct<T: FromBytes + KnownLayout + Immutable + Copy>(
+    bytes: &[u8],
+    file_offset: u64,
+    at: Location,
+) -> Result<T> {
+    match T::read_from_prefix(bytes) {
+        Ok((t, _)) => Ok(t),
+        Err(_) => Err(FormatError::Truncated {
+            at,
+            needed: file_offset + std::mem::size_of::<T>() as u64,
+            available: file_offset + bytes.len() as u64,
+        }),
+    }
+}
+
+/// Checks that every byte of `bytes` (which start at `file_offset`) is zero.
+pub(crate) fn check_zero(
+    bytes: &[u8],
+    file_offset: u64,
+    at: impl FnOnce() -> Location,
+) -> Result<()> {
+    match bytes.iter().position(|&b| b != 0) {
+        None => Ok(()),
+        Some(i) => Err(FormatError::NonZeroPadding {
+            at: at(),
+            offset: file_offset + i as u64,
+            found: bytes.get(i).copied().unwrap_or(0),
+        }),
+    }
+}
+
+/// The file metadata JSON.
+#[derive(Serialize, Deserialize, Default)]
+pub(crate) struct FileMetaJson {
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// The batch metadata JSON.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct BatchMetaJson {
+    pub tensors: Vec<TensorJson>,
+    pub buffers: Vec<BufferJson>,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// One tensor of the batch metadata JSON.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct TensorJson {
+    pub name: String,
+    pub dtype: String,
+    #[serde(deserialize_with = "bounded_dims")]
+    pub shape: Vec<u64>,
+    #[serde(deserialize_with = "bounded_levels")]
+    pub lod: Vec<u64>,
+    pub body: u64,
+}
+
+/// One buffer of the batch metadata JSON (offset relative to the batch start).
+#[derive(Serialize, Deserialize, Clone, Copy)]
+pub(crate) struct BufferJson {
+    pub offset: u64,
+    pub length: u64,
+}
+
+/// Deserializes a list of at most `N` integers, failing before allocating more.
+fn bounded_list<'de, D: Deserializer<'de>, const N: usize>(d: D) -> Result<Vec<u64>, D::Error> {
+    struct Visitor<const N: usize>;
+    impl<'de, const N: usize> serde::de::Visitor<'de> for Visitor<N> {
+        type Value = Vec<u64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a list of at most {N} unsigned integers")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(v) = seq.next_element::<u64>()? {
+                if out.len() == N {
+                    return Err(serde::de::Error::custom(format!("more than {N} entries")));
+                }
+                out.push(v);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Visitor::<N>)
+}
+
+fn bounded_dims<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    bounded_list::<D, MAX_DIMS>(d)
+}
+
+fn bounded_levels<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    bounded_list::<D, MAX_LOD_LEVELS>(d)
+}
+
+/// Parses metadata JSON, attributing errors to `at`.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], at: Location) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|source| FormatError::Json { at, source })
+}
+
+/// Converts a file quantity to `usize`, or reports it as too large.
+pub(crate) fn to_usize(v: u64, at: impl FnOnce() -> Location, what: &'static str) -> Result<usize> {
+    usize::try_from(v).map_err(|_| FormatError::TooLarge {
+        at: at(),
+        what,
+        limit: usize::MAX as u64,
+        found: v,
+    })
+}
+
+/// Checks a metadata length against [`MAX_METADATA_LEN`].
+pub(crate) fn check_meta_len(len: u64, at: Location) -> Result<()> {
+    if len > MAX_METADATA_LEN {
+        return Err(FormatError::TooLarge {
+            at,
+            what: "metadata length",
+            limit: MAX_METADATA_LEN,
+            found: len,
+        });
+    }
+    Ok(())
+}
+
+/// Explains bytes that are not the magic, recognising common transfer damage.
+pub(crate) fn diagnose_magic(head: &[u8]) -> String {
+    let crlf_damaged: &[u8] = b"\x89LODT\r\r\n";
+    let lf_damaged: &[u8] = b"\x89LODT\n\x1a\n";
+    if head.starts_with(crlf_damaged) {
+        "the magic's \\n became \\r\\n: the file went through a text-mode (LF to CRLF) transfer"
+            .into()
+    } else if head.starts_with(lf_damaged) {
+        "the magic's \\r\\n became \\n: the file went through a text-mode (CRLF to LF) transfer"
+            .into()
+    } else if head.get(1..5) == Some(b"LODT") && head.first() != Some(&0x89) {
+        "the magic's first byte lost its high bit: the file went through a 7-bit transfer".into()
+    } else if head.len() < MAGIC.len() {
+        format!(
+            "expected {} bytes of magic \\x89LODT\\r\\n\\x1a\\n, the file has only {}",
+            MAGIC.len(),
+            head.len()
+        )
+    } else {
+        format!(
+            "expected magic \\x89LODT\\r\\n\\x1a\\n, found {}",
+            head.iter()
+                .take(MAGIC.len())
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
+    }
+}
+
+/// Parses and checks the file header and the file metadata from the first
+/// bytes of a file. `available` is the whole file when known (for the
+/// truncation report). Returns the version, the metadata and the offset of the
+/// first batch.
+pub(crate) fn parse_file_start(
+    bytes: &[u8],
+) -> Result<(super::Version, BTreeMap<String, String>, u64)> {
+    let at = || Location::file(Part::FileHeader);
+    if !bytes.starts_with(&MAGIC) {
+        return Err(FormatError::NotLodt {
+            reason: diagnose_magic(bytes),
+        });
+    }
+    let header: FileHeader = read_struct(bytes, 0, at())?;
+    let (major, minor) = (header.major.get(), header.minor.get());
+    // The version is read before the CRC so that a future major, which may
+    // change the header, is reported as such.
+    if major != MAJOR_VERSION {
+        return Err(FormatError::UnsupportedVersion {
+            major,
+            minor,
+            supported: MAJOR_VERSION,
+        });
+    }
+    header.check_crc(at())?;
+    let meta_len = header.meta_len.get();
+    check_meta_len(meta_len, Location::file(Part::FileMetadata))?;
+    let meta_end = STRUCT_LEN + meta_len;
+    let data_start = pad64(meta_end).unwrap_or(u64::MAX);
+    let available = bytes.len() as u64;
+    if data_start > available {
+        return Err(FormatError::Truncated {
+            at: Location::file(Part::FileMetadata),
+            needed: data_start,
+            available,
+        });
+    }
+    // In range: data_start <= bytes.len().
+    let meta = &bytes[STRUCT_LEN as usize..meta_end as usize];
+    let found = crc32(meta);
+    if found != header.meta_crc.get() {
+        return Err(FormatError::Checksum {
+            at: Location::file(Part::FileMetadata),
+            expected: header.meta_crc.get(),
+            found,
+        });
+    }
+    check_zero(
+        &bytes[meta_end as usize..data_start as usize],
+        meta_end,
+        || Location::file(Part::FileMetadata),
+    )?;
+    let json: FileMetaJson = parse_json(meta, Location::file(Part::FileMetadata))?;
+    Ok((super::Version { major, minor }, json.metadata, data_start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structs_are_64_bytes() {
+        assert_eq!(std::mem::size_of::<FileHeader>(), 64);
+        assert_eq!(std::mem::size_of::<BatchHeader>(), 64);
+        assert_eq!(std::mem::size_of::<FooterHeader>(), 64);
+        assert_eq!(std::mem::size_of::<Trailer>(), 64);
+        assert_eq!(std::mem::size_of::<IndexEntry>(), 24);
+    }
+
+    #[test]
+    fn pad64_rounds_up() {
+        assert_eq!(pad64(0), Some(0));
+        assert_eq!(pad64(1), Some(64));
+        assert_eq!(pad64(64), Some(64));
+        assert_eq!(pad64(u64::MAX), None);
+    }
+
+    #[test]
+    fn magic_damage_is_diagnosed() {
+        assert!(diagnose_magic(b"\x89LODT\r\r\n\x1a\r\n").contains("LF to CRLF"));
+        assert!(diagnose_magic(b"\x89LODT\n\x1a\nxx").contains("CRLF to LF"));
+        assert!(diagnose_magic(b"\x09LODT\r\n\x1a\n").contains("7-bit"));
+        assert!(diagnose_magic(b"PK\x03\x04zzzzzz").contains("50 4b 03 04"));
+    }
+
+    #[test]
+    fn bounded_lists_reject_long_shapes() {
+        let json = format!(
+            r#"{{"name":"x","dtype":"int8","shape":[{}],"lod":[],"body":0}}"#,
+            vec!["1"; 65].join(",")
+        );
+        let err = serde_json::from_str::<TensorJson>(&json)
+            .err()
+            .map(|e| e.to_string());
+        assert!(err.unwrap_or_default().contains("more than 64 entries"));
+    }
+}

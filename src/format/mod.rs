@@ -1,0 +1,132 @@
+//! The `.lodt` file format (version 1): a stream of mini-batches of named LoD
+//! tensors, with a footer index for random access; memory-mappable, with
+//! every buffer 64-byte aligned so tensors are read in place.
+//!
+//! The normative description is `spec/FORMAT.md`; [`layout`] mirrors it.
+//!
+//! ```text
+//!  +-------------+------------------+---------+---------+-----+--------+---------+
+//!  | file header | file metadata    | batch 0 | batch 1 | ... | footer | trailer |
+//!  | magic, ver. | JSON             |         |         |     | index  |         |
+//!  +-------------+------------------+---------+---------+-----+--------+---------+
+//!  batch: | header | metadata JSON | LoD/body buffers (64-aligned) | CRC table |
+//! ```
+//!
+//! - Write: [`save_tensor`], [`save_batch`], or a streaming [`Writer`]
+//!   (atomic file creation, appending, or any `Write`).
+//! - Read: [`LodtFile`] (memory map or in memory, zero-copy views, owned
+//!   tensors over the map), or [`StreamReader`] (any `Read`, in order).
+//! - Check and repair: [`verify`], [`recover`].
+//!
+//! ```
+//! use lodt::{Batch, Lod, LodTensor, format};
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("batch.lodt");
+//! let lod = Lod::try_from_lengths(&[vec![2, 1], vec![3, 2, 4]])?;
+//! let words = LodTensor::from_vec((0..9i64).collect(), vec![9, 1], lod)?;
+//! let labels = LodTensor::from_vec(vec![1i64, 0], vec![2], Lod::empty())?;
+//! format::save_batch(&path, &Batch::try_from_tensors([("words", words), ("labels", labels)])?)?;
+//!
+//! let file = format::LodtFile::open(&path)?;
+//! let batch = file.batch(0)?;
+//! assert_eq!(batch.tensor("words")?.branch(&[1, 0])?.as_slice::<i64>()?, &[5, 6, 7, 8]);
+//! assert_eq!(format::verify(&path)?.batches, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod json;
+pub mod layout;
+mod reader;
+mod recover;
+mod section;
+mod storage;
+mod stream;
+mod verify;
+mod writer;
+
+pub use error::{FormatError, Location, Part, Result};
+pub use json::tensor_json;
+pub use layout::{
+    ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
+};
+pub use reader::{BatchView, LodtFile};
+pub use recover::{recover, recover_with, RecoverReport};
+pub use storage::MappedFile;
+pub use stream::StreamReader;
+pub use verify::{verify, VerifyReport};
+pub use writer::{FileSink, WriteOptions, Writer};
+
+use crate::{Batch, LodTensor};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// A format version: `major.minor`.
+///
+/// ```
+/// let v = lodt::format::Version { major: 1, minor: 0 };
+/// assert_eq!(v.to_string(), "1.0");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    /// Incompatible changes.
+    pub major: u16,
+    /// Compatible additions that older readers ignore.
+    pub minor: u16,
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// Saves one tensor as a file of one batch holding it under `name`
+/// (atomically: see [`Writer::create`]).
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("t.lodt");
+/// let t = lodt::LodTensor::from_vec(vec![1i16, 2], vec![2], Default::default())?;
+/// lodt::format::save_tensor(&path, "t", &t)?;
+/// assert_eq!(lodt::format::LodtFile::open(&path)?.read_batch(0)?.get("t"), Some(&t));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save_tensor(path: impl AsRef<Path>, name: &str, tensor: &LodTensor) -> Result<()> {
+    save_batch(path, &Batch::try_from_tensors([(name, tensor.clone())])?)
+}
+
+/// Saves one batch as a file (atomically: see [`Writer::create`]).
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("b.lodt");
+/// lodt::format::save_batch(&path, &lodt::Batch::new())?;
+/// assert_eq!(lodt::format::LodtFile::open(&path)?.num_batches(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save_batch(path: impl AsRef<Path>, batch: &Batch) -> Result<()> {
+    let mut w = Writer::create(path, BTreeMap::new())?;
+    w.write_batch(batch)?;
+    w.finish()?;
+    Ok(())
+}
+
+/// The bytes of a file holding `batches`, with file metadata `metadata`.
+///
+/// ```
+/// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+/// assert!(bytes.starts_with(&lodt::format::MAGIC));
+/// # Ok::<(), lodt::format::FormatError>(())
+/// ```
+pub fn to_bytes<'a>(
+    batches: impl IntoIterator<Item = &'a Batch>,
+    metadata: BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
+    let mut w = Writer::new(Vec::new(), metadata)?;
+    for b in batches {
+        w.write_batch(b)?;
+    }
+    w.finish()
+}

@@ -1,0 +1,722 @@
+//! [`LodtFile`]: random access to a `.lodt` file through a memory map (or an
+//! in-memory copy), with zero-copy views and owned tensors.
+
+use super::error::{FormatError, Location, Part, Result};
+use super::layout::{
+    check_zero, crc32, pad64, parse_file_start, read_struct, FooterHeader, IndexEntry, Sealed64,
+    Trailer, FOOTER_TAG, INDEX_ENTRY_LEN, STRUCT_LEN, TRAILER_TAG,
+};
+use super::section::{self, BatchMeta};
+use super::storage::MappedFile;
+use super::Version;
+use crate::buffer::{AlignedBytes, ByteStorage, Region, TensorBuffers};
+use crate::{Batch, LodTensor, LodTensorView};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use zerocopy::FromBytes;
+
+/// An open `.lodt` file: random access to every batch, with views that borrow
+/// the file's bytes (no copy).
+///
+/// [`LodtFile::open`] maps the file; [`LodtFile::read`] and
+/// [`LodtFile::from_bytes`] hold it in memory. Either way the reader:
+///
+/// - checks the file header, the footer and its index when opening (O(1) in
+///   the file size, O(batches) integer checks);
+/// - checks a batch's header, metadata, checksum table, buffer layout, LoD
+///   checksums, LoD rules and body lengths the first time the batch is
+///   accessed, before any view of it is handed out (and remembers the result);
+/// - leaves body checksums to [`LodtFile::verify`] (they cost a full read).
+///
+/// `LodtFile` is `Send + Sync`: many threads may read one file.
+///
+/// ```
+/// use lodt::{Batch, Lod, LodTensor, format::{self, LodtFile}};
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("words.lodt");
+/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+/// let words = LodTensor::from_vec((0..15i64).collect(), vec![15, 1], lod)?;
+/// format::save_tensor(&path, "words", &words)?;
+///
+/// let file = LodtFile::open(&path)?;
+/// let view = file.batch(0)?.tensor("words")?;      // borrows the map
+/// assert_eq!(view.branch(&[0, 2])?.as_slice::<i64>()?, &[5, 6, 7, 8]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct LodtFile {
+    storage: Arc<dyn ByteStorage>,
+    version: Version,
+    metadata: BTreeMap<String, String>,
+    /// The index, copied out of the file (24 bytes per batch) so that an
+    /// append rewriting the footer in place never changes what this reader sees.
+    entries: Vec<IndexEntry>,
+    batches: Vec<OnceLock<Box<BatchMeta>>>,
+    footer_offset: u64,
+}
+
+impl std::fmt::Debug for LodtFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LodtFile")
+            .field("version", &self.version)
+            .field("batches", &self.entries.len())
+            .field("bytes", &self.storage.bytes().len())
+            .finish()
+    }
+}
+
+impl LodtFile {
+    /// Maps the file at `path` and checks its header and footer.
+    ///
+    /// A memory map shows the file's current bytes: if another program
+    /// truncates the file while it is open, reading the lost part raises
+    /// `SIGBUS` and kills the process (see [`MappedFile`]). lodt's own writers
+    /// never do that (saving renames a new file over the old one, and an open
+    /// map keeps the old one). For files that may change underneath, use
+    /// [`LodtFile::read`].
+    ///
+    /// ```
+    /// let err = lodt::format::LodtFile::open("/no/such.lodt").unwrap_err();
+    /// assert!(err.to_string().contains("/no/such.lodt"));
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let map = MappedFile::open(path)?;
+        Self::from_storage(Arc::new(map))
+    }
+
+    /// Reads the whole file at `path` into memory (no map), then checks it like
+    /// [`LodtFile::open`].
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("x.lodt");
+    /// let t = lodt::LodTensor::from_vec(vec![1.5f32, 2.5], vec![2], Default::default())?;
+    /// lodt::format::save_tensor(&path, "x", &t)?;
+    /// let file = lodt::format::LodtFile::read(&path)?;
+    /// assert_eq!(file.batch(0)?.tensor("x")?.as_slice::<f32>()?, &[1.5, 2.5]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let ctx = || format!("reading {}", path.display());
+        let mut file = std::fs::File::open(path).map_err(|e| FormatError::io(ctx(), e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| FormatError::io(ctx(), e))?
+            .len();
+        let len = usize::try_from(len).map_err(|_| FormatError::NotLodt {
+            reason: format!("a file of {len} bytes does not fit in memory"),
+        })?;
+        let mut bytes = AlignedBytes::zeroed(len);
+        file.read_exact(bytes.as_mut_slice())
+            .map_err(|e| FormatError::io(ctx(), e))?;
+        Self::from_storage(Arc::new(bytes))
+    }
+
+    /// Checks a file held in memory (copied into a 64-aligned buffer).
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![7u8], vec![1], Default::default())?;
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.num_batches(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        Self::from_storage(Arc::new(AlignedBytes::from_slice(bytes)))
+    }
+
+    /// Checks a file held in any storage. Storage not aligned to 64 bytes is
+    /// copied into an aligned buffer first (views need aligned offsets).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let t = lodt::LodTensor::from_vec(vec![7u8], vec![1], Default::default())?;
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_storage(Arc::new(bytes))?;
+    /// assert_eq!(file.batch(0)?.tensor("t")?.as_bytes(), &[7]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_storage(storage: Arc<dyn ByteStorage>) -> Result<Self> {
+        let storage: Arc<dyn ByteStorage> =
+            if (storage.bytes().as_ptr() as usize).is_multiple_of(64) {
+                storage
+            } else {
+                Arc::new(AlignedBytes::from_slice(storage.bytes()))
+            };
+        let bytes = storage.bytes();
+        let (version, metadata, data_start) = parse_file_start(bytes)?;
+        let (footer_offset, entries) = parse_footer(bytes, data_start)?;
+        let batches = (0..entries.len()).map(|_| OnceLock::new()).collect();
+        Ok(LodtFile {
+            storage,
+            version,
+            metadata,
+            entries,
+            batches,
+            footer_offset,
+        })
+    }
+
+    /// The file's format version.
+    ///
+    /// ```
+    /// # let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.version().to_string(), "1.0");
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The file's key/value metadata.
+    ///
+    /// ```
+    /// let meta = [("source".to_string(), "demo".to_string())].into();
+    /// let bytes = lodt::format::to_bytes([], meta)?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.metadata()["source"], "demo");
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.metadata
+    }
+
+    /// The number of batches.
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// assert_eq!(lodt::format::LodtFile::from_bytes(&bytes)?.num_batches(), 0);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn num_batches(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The file's size in bytes.
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// assert_eq!(lodt::format::LodtFile::from_bytes(&bytes)?.file_size(), bytes.len() as u64);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn file_size(&self) -> u64 {
+        self.storage.bytes().len() as u64
+    }
+
+    /// The storage holding the file's bytes (a [`MappedFile`] after
+    /// [`LodtFile::open`]).
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.storage().bytes(), &bytes[..]);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn storage(&self) -> &Arc<dyn ByteStorage> {
+        &self.storage
+    }
+
+    /// The index entries.
+    pub(crate) fn entries(&self) -> &[IndexEntry] {
+        &self.entries
+    }
+
+    /// The file offset where the footer starts (the end of the last batch).
+    pub(crate) fn footer_offset(&self) -> u64 {
+        self.footer_offset
+    }
+
+    /// The byte range of batch `k` within the file.
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![7u8], vec![1], Default::default())?;
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batch_range(0)?.start % 64, 0);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn batch_range(&self, k: usize) -> Result<Range<u64>> {
+        let e = self.entry(k)?;
+        Ok(e.offset.get()..e.offset.get() + e.length.get())
+    }
+
+    fn entry(&self, k: usize) -> Result<&IndexEntry> {
+        self.entries.get(k).ok_or(FormatError::NoSuchBatch {
+            index: k,
+            count: self.entries.len(),
+        })
+    }
+
+    /// The bytes of batch `k` (in range: checked when the footer was parsed).
+    fn section(&self, k: usize) -> Result<(&[u8], u64)> {
+        let r = self.batch_range(k)?;
+        let bytes = self
+            .storage
+            .bytes()
+            .get(r.start as usize..r.end as usize)
+            .ok_or(FormatError::Truncated {
+                at: Location::batch(k as u64, Part::BatchHeader),
+                needed: r.end,
+                available: self.file_size(),
+            })?;
+        Ok((bytes, r.start))
+    }
+
+    /// Batch `k`, checked on first access.
+    fn meta(&self, k: usize) -> Result<(&BatchMeta, &[u8], u64)> {
+        let (section, offset) = self.section(k)?;
+        let cell = self.batches.get(k).ok_or(FormatError::NoSuchBatch {
+            index: k,
+            count: self.entries.len(),
+        })?;
+        if let Some(meta) = cell.get() {
+            return Ok((meta, section, offset));
+        }
+        let meta = section::parse_batch(section, offset, k as u64)?;
+        let e = self.entry(k)?;
+        let at = || Location::batch(k as u64, Part::Index);
+        if e.header_crc.get() != meta.header_crc {
+            return Err(FormatError::Checksum {
+                at: at(),
+                expected: e.header_crc.get(),
+                found: meta.header_crc,
+            });
+        }
+        if e.table_crc.get() != meta.table_crc {
+            return Err(FormatError::Checksum {
+                at: Location::batch(k as u64, Part::Index),
+                expected: e.table_crc.get(),
+                found: meta.table_crc,
+            });
+        }
+        Ok((cell.get_or_init(|| Box::new(meta)), section, offset))
+    }
+
+    /// Batch `k`, as a view borrowing the file. Its metadata and LoD are
+    /// checked the first time it is accessed.
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], Default::default())?;
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batch(0)?.names().collect::<Vec<_>>(), vec!["t"]);
+    /// assert!(file.batch(1).is_err());
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn batch(&self, k: usize) -> Result<BatchView<'_>> {
+        let (meta, section, offset) = self.meta(k)?;
+        Ok(BatchView {
+            file: self,
+            k,
+            meta,
+            section,
+            offset,
+        })
+    }
+
+    /// Every batch, in order.
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], Default::default())?;
+    /// let b = lodt::Batch::try_from_tensors([("t", t)])?;
+    /// let bytes = lodt::format::to_bytes([&b, &b], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batches().filter(|b| b.is_ok()).count(), 2);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn batches(&self) -> impl ExactSizeIterator<Item = Result<BatchView<'_>>> + '_ {
+        (0..self.num_batches()).map(|k| self.batch(k))
+    }
+
+    /// The buffers of tensor `name` of batch `batch`: byte ranges inside
+    /// [`LodtFile::storage`] of each LoD level's offsets and of the body, for
+    /// zero-copy consumers (the Arrow bridge).
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], lodt::Lod::try_from_lengths(&[vec![2]])?)?;
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t.clone())])?], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// let parts = file.tensor_buffers(0, "t")?;
+    /// assert_eq!(parts.body.start % 64, 0);
+    /// assert_eq!(parts.to_tensor()?, t);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tensor_buffers(&self, batch: usize, name: &str) -> Result<TensorBuffers> {
+        let view = self.batch(batch)?;
+        let t = view.position(name)?;
+        let tm = view.meta.tensors.get(t).ok_or_else(|| view.no_such(name))?;
+        let abs = |b: usize| {
+            let r = view.meta.range(b);
+            let base = view.offset as usize;
+            base + r.start..base + r.end
+        };
+        Ok(TensorBuffers {
+            storage: self.storage.clone(),
+            dtype: tm.dtype,
+            shape: tm.shape.clone(),
+            lod: tm.lod.iter().map(|&b| abs(b)).collect(),
+            body: abs(tm.body),
+        })
+    }
+
+    /// Batch `k` as an owned [`Batch`] whose tensor bodies are regions of the
+    /// file's storage (no copy of any body; LoD offsets are copied).
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], Default::default())?;
+    /// let b = lodt::Batch::try_from_tensors([("t", t)])?;
+    /// let bytes = lodt::format::to_bytes([&b], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.read_batch(0)?, b);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn read_batch(&self, k: usize) -> Result<Batch> {
+        self.batch(k)?.to_batch()
+    }
+
+    /// Batch `k`'s metadata and section, for `verify`.
+    pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, &[u8], u64)> {
+        self.meta(k)
+    }
+}
+
+/// Parses the trailer, the footer header and the index; checks that the
+/// batches tile the file from `data_start` to the footer.
+fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)> {
+    let len = bytes.len() as u64;
+    let min = data_start + 2 * STRUCT_LEN;
+    if len < min {
+        return Err(FormatError::NoFooter {
+            reason: format!(
+                "the file has {len} bytes, fewer than the {min} a file with this header and an empty footer has"
+            ),
+        });
+    }
+    let trailer_offset = len - STRUCT_LEN;
+    let trailer: Trailer = read_struct(
+        bytes.get(trailer_offset as usize..).unwrap_or(&[]),
+        trailer_offset,
+        Location::file(Part::Trailer),
+    )?;
+    if trailer.tag != TRAILER_TAG {
+        return Err(FormatError::NoFooter {
+            reason: "the last 64 bytes are not a trailer".into(),
+        });
+    }
+    trailer.check_crc(Location::file(Part::Trailer))?;
+    let footer_offset = trailer.footer_offset.get();
+    let count = trailer.batch_count.get();
+    let corrupt = |part, reason: String| Err(FormatError::corrupt(Location::file(part), reason));
+    // The index must fit between the footer header and the trailer.
+    let index_len = count.checked_mul(INDEX_ENTRY_LEN).filter(|&l| l <= len);
+    let expected_footer = index_len
+        .and_then(pad64)
+        .and_then(|padded| trailer_offset.checked_sub(padded + STRUCT_LEN));
+    let Some((index_len, expected_footer)) = index_len.zip(expected_footer) else {
+        return corrupt(
+            Part::Trailer,
+            format!("an index of {count} batches does not fit in a file of {len} bytes"),
+        );
+    };
+    if footer_offset != expected_footer || footer_offset < data_start {
+        return corrupt(
+            Part::Trailer,
+            format!(
+                "footer offset {footer_offset}, expected {expected_footer} for {count} batches"
+            ),
+        );
+    }
+    // In range: footer_offset + 64 + padded index + 64 == len.
+    let fo = footer_offset as usize;
+    let footer: FooterHeader = read_struct(
+        &bytes[fo..],
+        footer_offset,
+        Location::file(Part::FooterHeader),
+    )?;
+    if footer.tag != FOOTER_TAG {
+        return corrupt(
+            Part::FooterHeader,
+            format!(
+                "expected tag \"LODTFOOT\", found {:?}",
+                String::from_utf8_lossy(&footer.tag)
+            ),
+        );
+    }
+    footer.check_crc(Location::file(Part::FooterHeader))?;
+    if trailer.footer_crc.get() != footer.crc.get() {
+        return Err(FormatError::Checksum {
+            at: Location::file(Part::Trailer),
+            expected: trailer.footer_crc.get(),
+            found: footer.crc.get(),
+        });
+    }
+    if footer.batch_count.get() != count || footer.index_len.get() != index_len {
+        return corrupt(
+            Part::FooterHeader,
+            format!(
+                "footer counts {} batches in {} bytes, the trailer {count} batches in {index_len} bytes",
+                footer.batch_count.get(),
+                footer.index_len.get()
+            ),
+        );
+    }
+    let index_start = fo + STRUCT_LEN as usize;
+    let index_end = index_start + index_len as usize;
+    let index = &bytes[index_start..index_end];
+    let found = crc32(index);
+    if found != footer.index_crc.get() {
+        return Err(FormatError::Checksum {
+            at: Location::file(Part::Index),
+            expected: footer.index_crc.get(),
+            found,
+        });
+    }
+    check_zero(
+        &bytes[index_end..trailer_offset as usize],
+        index_end as u64,
+        || Location::file(Part::Index),
+    )?;
+    let entries = <[IndexEntry]>::ref_from_bytes(index)
+        .map_err(|_| FormatError::corrupt(Location::file(Part::Index), "misaligned index"))?
+        .to_vec();
+    // The batches tile [data_start, footer_offset).
+    let mut next = data_start;
+    for (k, e) in entries.iter().enumerate() {
+        let (offset, length) = (e.offset.get(), e.length.get());
+        if offset != next || length < 2 * STRUCT_LEN || !length.is_multiple_of(64) {
+            return Err(FormatError::corrupt(
+                Location::batch(k as u64, Part::Index),
+                format!(
+                    "entry says {length} bytes at {offset}; expected a multiple of 64 of at least 128 at {next}"
+                ),
+            ));
+        }
+        next = offset.checked_add(length).filter(|&e| e <= footer_offset).ok_or_else(|| {
+            FormatError::corrupt(
+                Location::batch(k as u64, Part::Index),
+                format!("batch of {length} bytes at {offset} runs past the footer at {footer_offset}"),
+            )
+        })?;
+    }
+    if next != footer_offset {
+        return corrupt(
+            Part::Index,
+            format!("the batches end at {next}, the footer starts at {footer_offset}"),
+        );
+    }
+    Ok((footer_offset, entries))
+}
+
+/// One batch of an open file: named tensor views borrowing the file.
+///
+/// ```
+/// use lodt::{Batch, LodTensor};
+/// let mut b = Batch::new();
+/// b.push("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)?;
+/// b.metadata_mut().insert("split".into(), "train".into());
+/// let bytes = lodt::format::to_bytes([&b], Default::default())?;
+/// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+/// let batch = file.batch(0)?;
+/// assert_eq!(batch.metadata()["split"], "train");
+/// assert_eq!(batch.tensor("x")?.as_bytes(), &[1, 2]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct BatchView<'a> {
+    file: &'a LodtFile,
+    k: usize,
+    meta: &'a BatchMeta,
+    section: &'a [u8],
+    offset: u64,
+}
+
+impl std::fmt::Debug for BatchView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchView")
+            .field("index", &self.k)
+            .field("tensors", &self.meta.names())
+            .finish()
+    }
+}
+
+impl<'a> BatchView<'a> {
+    /// The batch's index in the file.
+    ///
+    /// ```
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batch(0)?.index(), 0);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn index(&self) -> usize {
+        self.k
+    }
+
+    /// The number of tensors.
+    ///
+    /// ```
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batch(0)?.len(), 0);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.meta.tensors.len()
+    }
+
+    /// Whether the batch has no tensor.
+    ///
+    /// ```
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert!(file.batch(0)?.is_empty());
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.meta.tensors.is_empty()
+    }
+
+    /// The tensor names, in order.
+    ///
+    /// ```
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batch(0)?.names().count(), 0);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &'a str> + 'a {
+        self.meta.tensors.iter().map(|t| t.name.as_str())
+    }
+
+    /// The batch's key/value metadata.
+    ///
+    /// ```
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert!(file.batch(0)?.metadata().is_empty());
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn metadata(&self) -> &'a BTreeMap<String, String> {
+        &self.meta.metadata
+    }
+
+    /// The byte range of the batch within the file.
+    ///
+    /// ```
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batch(0)?.byte_range(), file.batch_range(0)?);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn byte_range(&self) -> Range<u64> {
+        self.offset..self.offset + self.meta.section_len
+    }
+
+    /// The total size of the tensor bodies, in bytes.
+    ///
+    /// ```
+    /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batch(0)?.body_bytes(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn body_bytes(&self) -> u64 {
+        self.meta.body_bytes()
+    }
+
+    fn no_such(&self, name: &str) -> FormatError {
+        FormatError::NoSuchTensor {
+            batch: self.k,
+            name: name.to_owned(),
+            available: self.meta.names(),
+        }
+    }
+
+    fn position(&self, name: &str) -> Result<usize> {
+        self.meta.find(name).ok_or_else(|| self.no_such(name))
+    }
+
+    /// The tensor named `name`, as a view borrowing the file (no copy).
+    ///
+    /// ```
+    /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// let batch = file.batch(0)?;
+    /// assert_eq!(batch.tensor("t")?.as_slice::<u16>()?, &[1, 2]);
+    /// let err = batch.tensor("nope").unwrap_err();
+    /// assert!(err.to_string().contains("it has: t"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tensor(&self, name: &str) -> Result<LodTensorView<'a>> {
+        let t = self.position(name)?;
+        Ok(section::view(self.section, self.meta, t)?.1)
+    }
+
+    /// The `i`-th tensor and its name.
+    ///
+    /// ```
+    /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.batch(0)?.tensor_at(0)?.0, "t");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensorView<'a>)> {
+        section::view(self.section, self.meta, i)
+    }
+
+    /// Every tensor with its name, in order.
+    ///
+    /// ```
+    /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// for t in file.batch(0)?.tensors() {
+    ///     let (name, view) = t?;
+    ///     assert_eq!((name, view.rows()), ("t", 2));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tensors(
+        &self,
+    ) -> impl ExactSizeIterator<Item = Result<(&'a str, LodTensorView<'a>)>> + 'a {
+        let (section, meta) = (self.section, self.meta);
+        (0..meta.tensors.len()).map(move |i| section::view(section, meta, i))
+    }
+
+    /// The batch as an owned [`Batch`] whose bodies are regions of the file's
+    /// storage (no body copy).
+    ///
+    /// ```
+    /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
+    /// # let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// # let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// let owned = file.batch(0)?.to_batch()?;
+    /// assert_eq!(owned.get("t").unwrap().as_slice::<u16>()?, &[1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_batch(&self) -> Result<Batch> {
+        let mut batch = Batch::new();
+        *batch.metadata_mut() = self.meta.metadata.clone();
+        let base = self.offset as usize;
+        for (i, tm) in self.meta.tensors.iter().enumerate() {
+            let (_, view) = section::view(self.section, self.meta, i)?;
+            let r = self.meta.range(tm.body);
+            let body = Region::try_new(self.file.storage.clone(), base + r.start..base + r.end)?;
+            let tensor = LodTensor::from_checked_parts(
+                tm.dtype,
+                tm.shape.clone(),
+                Arc::new(body),
+                Arc::new(view.lod().to_lod()),
+            );
+            batch.push(tm.name.clone(), tensor)?;
+        }
+        Ok(batch)
+    }
+}

@@ -1,0 +1,173 @@
+//! Storages a file's bytes live in: [`MappedFile`] (a read-only memory map) and
+//! a growable 64-aligned buffer for the sequential reader.
+
+use super::error::{FormatError, Result};
+use crate::buffer::ByteStorage;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// A whole file mapped read-only into memory: a [`ByteStorage`], so tensors
+/// can borrow its bytes with no copy.
+///
+/// **Caveat:** a mapping shows the file's current bytes. If another process
+/// truncates the file while it is mapped, touching the lost pages raises
+/// `SIGBUS` (the process dies); if it rewrites bytes in place, they change
+/// under the reader. Writers in this crate never do either to a finished file
+/// (saving replaces the file by renaming a new one over it, and appending only
+/// adds bytes). For files that other programs may modify, read them into memory
+/// instead ([`LodtFile::read`](super::LodtFile::read)).
+///
+/// ```
+/// use lodt::buffer::ByteStorage;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("x.bin");
+/// std::fs::write(&path, b"abc")?;
+/// let map = lodt::format::MappedFile::open(&path)?;
+/// assert_eq!(map.bytes(), b"abc");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct MappedFile {
+    map: memmap2::Mmap,
+}
+
+impl MappedFile {
+    /// Maps the file at `path` read-only.
+    ///
+    /// ```
+    /// assert!(lodt::format::MappedFile::open("/no/such/file").is_err());
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let file = File::open(path)
+            .map_err(|e| FormatError::io(format!("opening {}", path.display()), e))?;
+        // SAFETY: `Mmap::map` is unsafe because the mapped bytes can change or
+        // vanish while they are borrowed as `&[u8]`: another process may write
+        // the file in place (the slice's contents change behind Rust's back) or
+        // truncate it (touching pages past the new end raises SIGBUS and kills
+        // the process). This cannot be prevented from here; it is documented
+        // on `MappedFile` and `LodtFile::open`, which point users of shared,
+        // changing files to `LodtFile::read`. lodt's own writers never modify
+        // a finished file in place except by appending (no truncation), and
+        // readers copy the only part an append rewrites (the footer index).
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| FormatError::io(format!("mapping {}", path.display()), e))?;
+        Ok(MappedFile { map })
+    }
+
+    /// Tells the OS the map will be read from start to end (a hint; errors are ignored).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("x.bin");
+    /// # std::fs::write(&path, b"abc")?;
+    /// lodt::format::MappedFile::open(&path)?.advise_sequential();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn advise_sequential(&self) {
+        #[cfg(unix)]
+        {
+            let _ = self.map.advise(memmap2::Advice::Sequential);
+            let _ = self.map.advise(memmap2::Advice::WillNeed);
+        }
+    }
+}
+
+impl ByteStorage for MappedFile {
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+/// One 64-byte, 64-aligned block.
+#[derive(Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C, align(64))]
+struct Block([u8; 64]);
+
+/// A 64-aligned byte buffer that grows as data arrives, so reading a section
+/// whose header announces a huge length allocates only about as much as the
+/// source actually delivers.
+pub(crate) struct GrowBuf {
+    blocks: Vec<Block>,
+    len: usize,
+}
+
+impl GrowBuf {
+    /// A buffer holding a copy of `head`.
+    pub fn from_head(head: &[u8]) -> Self {
+        let mut b = GrowBuf {
+            blocks: vec![Block([0; 64]); head.len().div_ceil(64)],
+            len: head.len(),
+        };
+        b.as_mut_slice().copy_from_slice(head);
+        b
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        let len = self.len;
+        &mut self.blocks.as_mut_bytes()[..len]
+    }
+
+    /// Appends exactly `n` bytes from `r`, growing step by step. On a short
+    /// read, returns how many bytes did arrive.
+    pub fn fill_from(&mut self, r: &mut dyn Read, n: usize) -> std::io::Result<Result<(), usize>> {
+        const FIRST_STEP: usize = 1 << 20;
+        let target = match self.len.checked_add(n) {
+            Some(t) => t,
+            None => return Ok(Err(0)),
+        };
+        let start = self.len;
+        while self.len < target {
+            let cap = self.blocks.len() * 64;
+            if self.len == cap {
+                let want = cap.saturating_mul(2).max(FIRST_STEP).min(target);
+                self.blocks.resize(want.div_ceil(64), Block([0; 64]));
+            }
+            let cap = self.blocks.len() * 64;
+            let end = cap.min(target);
+            let dst = &mut self.blocks.as_mut_bytes()[self.len..end];
+            match r.read(dst) {
+                Ok(0) => return Ok(Err(self.len - start)),
+                Ok(got) => self.len += got,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.blocks.as_bytes()[..self.len]
+    }
+}
+
+impl ByteStorage for GrowBuf {
+    fn bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growbuf_grows_and_stays_aligned() {
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| i as u8).collect();
+        let mut b = GrowBuf::from_head(&data[..64]);
+        let mut src = &data[64..];
+        assert_eq!(b.fill_from(&mut src, data.len() - 64).unwrap(), Ok(()));
+        assert_eq!(b.as_slice(), &data[..]);
+        assert_eq!(b.as_slice().as_ptr() as usize % 64, 0);
+    }
+
+    #[test]
+    fn growbuf_reports_short_reads_without_huge_allocations() {
+        let mut b = GrowBuf::from_head(&[1; 64]);
+        let mut src: &[u8] = &[2; 100];
+        assert_eq!(b.fill_from(&mut src, 1 << 40).unwrap(), Err(100));
+        assert!(b.blocks.len() * 64 <= 2 << 20);
+    }
+}

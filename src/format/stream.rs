@@ -1,0 +1,390 @@
+//! [`StreamReader`]: reads a `.lodt` file in order from any [`Read`] (a pipe,
+//! a socket), without the footer, checking every checksum.
+
+use super::error::{FormatError, Location, Part, Result};
+use super::layout::{
+    check_meta_len, crc32, pad64, parse_file_start, read_struct, FileHeader, FooterHeader,
+    IndexEntry, Sealed64, Trailer, BATCH_TAG, FOOTER_TAG, INDEX_ENTRY_LEN, MAGIC, MAJOR_VERSION,
+    STRUCT_LEN, TRAILER_TAG,
+};
+use super::section::{self, BatchMeta};
+use super::storage::GrowBuf;
+use super::Version;
+use crate::buffer::{ByteStorage, Region};
+use crate::{Batch, LodTensor};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::Arc;
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::IntoBytes;
+
+/// Reads batches in order from any [`Read`], with no seeking and no footer
+/// needed: each batch is read whole into one 64-aligned buffer, every checksum
+/// (bodies included) is checked, and it is returned as an owned [`Batch`]
+/// whose tensors are regions of that buffer.
+///
+/// At the end, the footer is read and checked against the batches seen. A
+/// stream that stops early (a file cut by a crash) yields every complete
+/// batch, then an error.
+///
+/// ```
+/// use lodt::{Batch, LodTensor, format::{StreamReader, Writer}};
+/// let t = LodTensor::from_vec(vec![1u32, 2, 3], vec![3], Default::default())?;
+/// let mut w = Writer::new(Vec::new(), Default::default())?;
+/// for _ in 0..4 {
+///     w.write_batch(&Batch::try_from_tensors([("t", t.clone())])?)?;
+/// }
+/// let bytes = w.finish()?;
+/// let cut = &bytes[..bytes.len() - 300];         // lose the footer and part of batch 3
+/// let results: Vec<_> = StreamReader::new(cut)?.collect();
+/// assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 3);
+/// assert!(results.last().unwrap().is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct StreamReader<R: Read> {
+    reader: R,
+    version: Version,
+    metadata: BTreeMap<String, String>,
+    pos: u64,
+    entries: Vec<IndexEntry>,
+    done: bool,
+}
+
+impl<R: Read> std::fmt::Debug for StreamReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamReader")
+            .field("version", &self.version)
+            .field("batches_read", &self.entries.len())
+            .field("position", &self.pos)
+            .finish()
+    }
+}
+
+/// Reads until `buf` is full or the source ends; returns the count read.
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+impl<R: Read> StreamReader<R> {
+    /// Reads and checks the file header and the file metadata.
+    ///
+    /// ```
+    /// let err = lodt::format::StreamReader::new(&b"GIF89a..."[..]).unwrap_err();
+    /// assert!(err.to_string().contains("not a .lodt file"));
+    /// ```
+    pub fn new(mut reader: R) -> Result<Self> {
+        let mut head = [0u8; STRUCT_LEN as usize];
+        let got = read_full(&mut reader, &mut head)
+            .map_err(|e| FormatError::io("reading the file header", e))?;
+        let head = &head[..got];
+        if !head.starts_with(&MAGIC) {
+            return Err(FormatError::NotLodt {
+                reason: super::layout::diagnose_magic(head),
+            });
+        }
+        let header: FileHeader = read_struct(head, 0, Location::file(Part::FileHeader))?;
+        if header.major.get() != MAJOR_VERSION {
+            return Err(FormatError::UnsupportedVersion {
+                major: header.major.get(),
+                minor: header.minor.get(),
+                supported: MAJOR_VERSION,
+            });
+        }
+        header.check_crc(Location::file(Part::FileHeader))?;
+        let meta_len = header.meta_len.get();
+        check_meta_len(meta_len, Location::file(Part::FileMetadata))?;
+        // Cannot overflow: meta_len <= MAX_METADATA_LEN.
+        let start_len = pad64(STRUCT_LEN + meta_len).unwrap_or(u64::MAX);
+        let mut start = head.to_vec();
+        let rest = start_len - STRUCT_LEN;
+        (&mut reader)
+            .take(rest)
+            .read_to_end(&mut start)
+            .map_err(|e| FormatError::io("reading the file metadata", e))?;
+        if (start.len() as u64) < start_len {
+            return Err(FormatError::Truncated {
+                at: Location::file(Part::FileMetadata),
+                needed: start_len,
+                available: start.len() as u64,
+            });
+        }
+        let (version, metadata, data_start) = parse_file_start(&start)?;
+        Ok(StreamReader {
+            reader,
+            version,
+            metadata,
+            pos: data_start,
+            entries: Vec::new(),
+            done: false,
+        })
+    }
+
+    /// The file's format version.
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// assert_eq!(r.version().major, 1);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The file's key/value metadata.
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], [("a".to_string(), "b".to_string())].into())?;
+    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// assert_eq!(r.metadata()["a"], "b");
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.metadata
+    }
+
+    /// The number of bytes read so far.
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// assert_eq!(r.position(), 128);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The number of batches read so far.
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// let mut r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// r.next_batch()?;
+    /// assert_eq!(r.batches_read(), 1);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn batches_read(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The next batch, or `None` after the last one (once the footer has been
+    /// read and checked).
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// let mut r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// assert!(r.next_batch()?.is_some());
+    /// assert!(r.next_batch()?.is_none());
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn next_batch(&mut self) -> Result<Option<Batch>> {
+        match self.next_section()? {
+            None => Ok(None),
+            Some((buf, meta)) => to_batch(buf, &meta).map(Some),
+        }
+    }
+
+    /// The next batch section, fully checked (bodies included), with its
+    /// parsed metadata; `None` after a valid footer.
+    pub(crate) fn next_section(&mut self) -> Result<Option<(Arc<GrowBuf>, BatchMeta)>> {
+        if self.done {
+            return Ok(None);
+        }
+        let r = self.read_section();
+        if !matches!(r, Ok(Some(_))) {
+            self.done = true;
+        }
+        r
+    }
+
+    fn read_section(&mut self) -> Result<Option<(Arc<GrowBuf>, BatchMeta)>> {
+        let k = self.entries.len() as u64;
+        let offset = self.pos;
+        let mut head = [0u8; STRUCT_LEN as usize];
+        let got = read_full(&mut self.reader, &mut head)
+            .map_err(|e| FormatError::io(format!("reading at offset {offset}"), e))?;
+        if got == 0 {
+            return Err(FormatError::NoFooter {
+                reason: format!("the data ends after batch {k} (offset {offset}) without a footer"),
+            });
+        }
+        if got < head.len() {
+            return Err(FormatError::Truncated {
+                at: Location::batch(k, Part::BatchHeader),
+                needed: offset + STRUCT_LEN,
+                available: offset + got as u64,
+            });
+        }
+        if head.starts_with(&FOOTER_TAG) {
+            self.read_footer(&head)?;
+            return Ok(None);
+        }
+        if !head.starts_with(&BATCH_TAG) {
+            return Err(FormatError::corrupt(
+                Location::batch(k, Part::BatchHeader),
+                format!(
+                    "expected the tag of a batch (\"LODTBTCH\") or of the footer (\"LODTFOOT\"), found {:?}",
+                    String::from_utf8_lossy(head.get(..8).unwrap_or(&[]))
+                ),
+            ));
+        }
+        let header = section::parse_header(&head, offset, k)?;
+        let section_len = header.section_len.get();
+        let rest =
+            usize::try_from(section_len - STRUCT_LEN).map_err(|_| FormatError::TooLarge {
+                at: Location::batch(k, Part::BatchHeader),
+                what: "section length",
+                limit: usize::MAX as u64,
+                found: section_len,
+            })?;
+        let mut buf = GrowBuf::from_head(&head);
+        match buf
+            .fill_from(&mut self.reader, rest)
+            .map_err(|e| FormatError::io(format!("reading batch {k} at offset {offset}"), e))?
+        {
+            Ok(()) => {}
+            Err(got) => {
+                return Err(FormatError::Truncated {
+                    at: Location::batch(k, Part::BatchHeader),
+                    needed: offset + section_len,
+                    available: offset + STRUCT_LEN + got as u64,
+                })
+            }
+        }
+        let meta = section::parse_batch(buf.as_slice(), offset, k)?;
+        section::check_buffers(buf.as_slice(), &meta, offset, &mut |_| {})?;
+        self.pos = offset + section_len;
+        self.entries.push(IndexEntry {
+            offset: U64::new(offset),
+            length: U64::new(section_len),
+            header_crc: U32::new(meta.header_crc),
+            table_crc: U32::new(meta.table_crc),
+        });
+        Ok(Some((Arc::new(buf), meta)))
+    }
+
+    /// Reads the footer whose first 64 bytes are `head` and the trailer, and
+    /// checks them against the batches read; then expects the end of the data.
+    fn read_footer(&mut self, head: &[u8]) -> Result<()> {
+        let footer_offset = self.pos;
+        let count = self.entries.len() as u64;
+        let footer: FooterHeader =
+            read_struct(head, footer_offset, Location::file(Part::FooterHeader))?;
+        footer.check_crc(Location::file(Part::FooterHeader))?;
+        let index_len = count * INDEX_ENTRY_LEN;
+        if footer.batch_count.get() != count || footer.index_len.get() != index_len {
+            return Err(FormatError::corrupt(
+                Location::file(Part::FooterHeader),
+                format!(
+                    "footer counts {} batches in {} bytes; the stream had {count} batches",
+                    footer.batch_count.get(),
+                    footer.index_len.get()
+                ),
+            ));
+        }
+        // Bounded by the batches actually read.
+        let padded = pad64(index_len).unwrap_or(u64::MAX);
+        let mut index = Vec::new();
+        (&mut self.reader)
+            .take(padded + STRUCT_LEN)
+            .read_to_end(&mut index)
+            .map_err(|e| FormatError::io("reading the footer", e))?;
+        let index_start = footer_offset + STRUCT_LEN;
+        if (index.len() as u64) < padded + STRUCT_LEN {
+            return Err(FormatError::Truncated {
+                at: Location::file(Part::Index),
+                needed: index_start + padded + STRUCT_LEN,
+                available: index_start + index.len() as u64,
+            });
+        }
+        let (entries, rest) = index.split_at(index_len as usize);
+        let (padding, trailer) = rest.split_at((padded - index_len) as usize);
+        let found = crc32(entries);
+        if found != footer.index_crc.get() {
+            return Err(FormatError::Checksum {
+                at: Location::file(Part::Index),
+                expected: footer.index_crc.get(),
+                found,
+            });
+        }
+        if entries != self.entries.as_bytes() {
+            return Err(FormatError::corrupt(
+                Location::file(Part::Index),
+                "the index does not describe the batches that precede it",
+            ));
+        }
+        super::layout::check_zero(padding, index_start + index_len, || {
+            Location::file(Part::Index)
+        })?;
+        let trailer_offset = index_start + padded;
+        let trailer: Trailer = read_struct(trailer, trailer_offset, Location::file(Part::Trailer))?;
+        if trailer.tag != TRAILER_TAG {
+            return Err(FormatError::corrupt(
+                Location::file(Part::Trailer),
+                "expected tag \"LODTTAIL\"",
+            ));
+        }
+        trailer.check_crc(Location::file(Part::Trailer))?;
+        if trailer.footer_offset.get() != footer_offset
+            || trailer.batch_count.get() != count
+            || trailer.footer_crc.get() != footer.crc.get()
+        {
+            return Err(FormatError::corrupt(
+                Location::file(Part::Trailer),
+                format!(
+                    "trailer points at a footer at {} with {} batches; found one at {footer_offset} with {count}",
+                    trailer.footer_offset.get(),
+                    trailer.batch_count.get()
+                ),
+            ));
+        }
+        self.pos = trailer_offset + STRUCT_LEN;
+        let mut extra = [0u8; 1];
+        let got = read_full(&mut self.reader, &mut extra)
+            .map_err(|e| FormatError::io("reading past the trailer", e))?;
+        if got != 0 {
+            return Err(FormatError::corrupt(
+                Location::file(Part::Trailer),
+                format!("data continues after the trailer at offset {}", self.pos),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Builds an owned batch whose bodies are regions of `buf`.
+fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
+    let storage: Arc<dyn ByteStorage> = buf;
+    let mut batch = Batch::new();
+    *batch.metadata_mut() = meta.metadata.clone();
+    for (i, tm) in meta.tensors.iter().enumerate() {
+        let lod = section::view(storage.bytes(), meta, i)?.1.lod().to_lod();
+        let body = Region::try_new(storage.clone(), meta.range(tm.body))?;
+        let tensor = LodTensor::from_checked_parts(
+            tm.dtype,
+            tm.shape.clone(),
+            Arc::new(body),
+            Arc::new(lod),
+        );
+        batch.push(tm.name.clone(), tensor)?;
+    }
+    Ok(batch)
+}
+
+impl<R: Read> Iterator for StreamReader<R> {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Result<Batch>> {
+        self.next_batch().transpose()
+    }
+}

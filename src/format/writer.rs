@@ -1,0 +1,713 @@
+//! [`Writer`]: writes a `.lodt` file batch by batch, never seeking back.
+
+use super::error::{FormatError, Result};
+use super::layout::{
+    crc32, pad64, BatchHeader, BatchMetaJson, BufferJson, FileHeader, FileMetaJson, FooterHeader,
+    IndexEntry, Sealed64, TensorJson, Trailer, BATCH_TAG, MAX_METADATA_LEN, STRUCT_LEN,
+};
+use super::LodtFile;
+use crate::Batch;
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::IntoBytes;
+
+/// Zero bytes for padding.
+const ZEROS: [u8; 64] = [0; 64];
+
+/// Above this many buffer bytes in a batch, checksums are computed on a second
+/// thread while the buffers are written.
+const PARALLEL_CRC: u64 = 1 << 20;
+
+/// Options of a file [`Writer`].
+///
+/// ```
+/// let opts = lodt::format::WriteOptions { fsync: false };
+/// assert!(lodt::format::WriteOptions::default().fsync);
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions {
+    /// Flush the file (and its directory) to disk before `finish` returns, so
+    /// a power cut cannot leave a renamed but empty file. On by default.
+    pub fsync: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions { fsync: true }
+    }
+}
+
+/// The output of a file [`Writer`]: a buffered file and what `finish` does
+/// with it (rename a temporary file over the destination, or, when
+/// appending, nothing but a flush).
+///
+/// Dropping an uncommitted `FileSink` of a new file deletes the temporary file.
+#[derive(Debug)]
+pub struct FileSink {
+    file: BufWriter<File>,
+    mode: SinkMode,
+    fsync: bool,
+    committed: bool,
+}
+
+#[derive(Debug)]
+enum SinkMode {
+    /// Writing `tmp`, to be renamed to `dest`.
+    Replace { tmp: PathBuf, dest: PathBuf },
+    /// Appending to `path` in place.
+    InPlace { path: PathBuf },
+}
+
+impl Write for FileSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl FileSink {
+    fn path(&self) -> &Path {
+        match &self.mode {
+            SinkMode::Replace { dest, .. } => dest,
+            SinkMode::InPlace { path } => path,
+        }
+    }
+
+    /// Flushes and, with `fsync`, syncs the data to disk.
+    fn sync(&mut self) -> Result<()> {
+        let path = self.path().to_path_buf();
+        let ctx = || format!("writing {}", path.display());
+        self.file.flush().map_err(|e| FormatError::io(ctx(), e))?;
+        if self.fsync {
+            self.file
+                .get_ref()
+                .sync_all()
+                .map_err(|e| FormatError::io(ctx(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Makes the written file the destination.
+    fn commit(&mut self, end: u64) -> Result<()> {
+        self.sync()?;
+        match &self.mode {
+            SinkMode::Replace { tmp, dest } => {
+                std::fs::rename(tmp, dest).map_err(|e| {
+                    FormatError::io(
+                        format!("renaming {} to {}", tmp.display(), dest.display()),
+                        e,
+                    )
+                })?;
+                self.committed = true;
+                if self.fsync {
+                    sync_dir(dest);
+                }
+            }
+            SinkMode::InPlace { path } => {
+                // An append never makes the file shorter; drop stale bytes if
+                // it somehow would have.
+                let ctx = || format!("appending to {}", path.display());
+                let len = self
+                    .file
+                    .get_ref()
+                    .metadata()
+                    .map_err(|e| FormatError::io(ctx(), e))?
+                    .len();
+                if len > end {
+                    self.file
+                        .get_ref()
+                        .set_len(end)
+                        .map_err(|e| FormatError::io(ctx(), e))?;
+                }
+                self.committed = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for FileSink {
+    fn drop(&mut self) {
+        if let SinkMode::Replace { tmp, .. } = &self.mode {
+            if !self.committed {
+                let _ = std::fs::remove_file(tmp);
+            }
+        }
+    }
+}
+
+/// Syncs the directory holding `path`, so a rename in it is durable.
+fn sync_dir(path: &Path) {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+}
+
+/// A temporary file next to `dest`, created exclusively.
+fn create_temp(dest: &Path) -> Result<(File, PathBuf)> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "lodt".into());
+    let mut last = None;
+    for _ in 0..16 {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((f, tmp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => {
+                return Err(FormatError::io(
+                    format!("creating a temporary file in {}", dir.display()),
+                    e,
+                ))
+            }
+        }
+    }
+    Err(FormatError::io(
+        format!("creating a temporary file in {}", dir.display()),
+        last.unwrap_or_else(|| std::io::Error::other("no free temporary name")),
+    ))
+}
+
+/// Writes a `.lodt` file one batch at a time, streaming: each batch is written
+/// as soon as it is given and never held afterwards (the writer keeps only 24
+/// bytes of index per batch), and the writer never seeks back. `finish` writes
+/// the footer.
+///
+/// - [`Writer::create`] writes a new file atomically: into a temporary file in
+///   the same directory, renamed over the destination by `finish` (after an
+///   fsync). Readers that mapped the old file keep the old bytes. If the
+///   writer is dropped without `finish`, the temporary file is deleted and the
+///   destination is untouched.
+/// - [`Writer::append`] adds batches to an existing file in place.
+/// - [`Writer::new`] writes to any [`Write`] (a pipe, stdout, a `Vec<u8>`).
+///
+/// ```
+/// use lodt::{Batch, Lod, LodTensor, format::{LodtFile, Writer}};
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("data.lodt");
+/// let mut w = Writer::create(&path, [("source".to_string(), "doc".to_string())].into())?;
+/// for i in 0..3i64 {
+///     let lod = Lod::try_from_lengths(&[vec![1, 2]])?;
+///     let words = LodTensor::from_vec(vec![i, i + 1, i + 2], vec![3], lod)?;
+///     let labels = LodTensor::from_vec(vec![i, -i], vec![2], Lod::empty())?;
+///     w.write_batch(&Batch::try_from_tensors([("words", words), ("labels", labels)])?)?;
+/// }
+/// w.finish()?;
+/// let file = LodtFile::open(&path)?;
+/// assert_eq!(file.num_batches(), 3);
+/// assert_eq!(file.batch(2)?.tensor("labels")?.as_slice::<i64>()?, &[2, -2]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Writer<W: Write> {
+    sink: Option<W>,
+    /// The number of bytes written so far (the offset of the next section).
+    pos: u64,
+    entries: Vec<IndexEntry>,
+    commit: Option<fn(&mut W, u64) -> Result<()>>,
+    sync: Option<fn(&mut W) -> Result<()>>,
+    /// Appending in place.
+    appending: bool,
+    /// Write the footer when dropped without `finish` (appending only).
+    finish_on_drop: bool,
+    failed: bool,
+}
+
+impl<W: Write> std::fmt::Debug for Writer<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("batches", &self.entries.len())
+            .field("bytes", &self.pos)
+            .finish()
+    }
+}
+
+impl Writer<FileSink> {
+    /// Starts a new file at `path` with file-level key/value metadata. The
+    /// bytes go to a temporary file in the same directory until
+    /// [`Writer::finish`] renames it to `path`.
+    ///
+    /// See the [type-level example](Writer).
+    pub fn create(path: impl AsRef<Path>, metadata: BTreeMap<String, String>) -> Result<Self> {
+        Self::create_with(path, metadata, WriteOptions::default())
+    }
+
+    /// [`Writer::create`] with options.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("a.lodt");
+    /// let opts = lodt::format::WriteOptions { fsync: false };
+    /// lodt::format::Writer::create_with(&path, Default::default(), opts)?.finish()?;
+    /// assert_eq!(lodt::format::LodtFile::open(&path)?.num_batches(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        metadata: BTreeMap<String, String>,
+        options: WriteOptions,
+    ) -> Result<Self> {
+        let dest = path.as_ref().to_path_buf();
+        let (file, tmp) = create_temp(&dest)?;
+        let sink = FileSink {
+            file: BufWriter::with_capacity(1 << 16, file),
+            mode: SinkMode::Replace { tmp, dest },
+            fsync: options.fsync,
+            committed: false,
+        };
+        let mut w = Writer::new(sink, metadata)?;
+        w.commit = Some(FileSink::commit);
+        Ok(w)
+    }
+
+    /// Opens an existing file to add batches after its last one. The file's
+    /// metadata stays as it is.
+    ///
+    /// The new batches overwrite the old footer, in place; `finish` writes
+    /// the new footer. Existing batches are never modified and the file never
+    /// shrinks, so readers that opened it before keep working. Until `finish`,
+    /// the file has no valid footer: new readers get [`FormatError::NoFooter`].
+    /// If the process dies before `finish`, [`recover`](super::recover)
+    /// rebuilds the footer and keeps every batch, old and new, that was
+    /// completely written. Dropping the writer without `finish` writes the
+    /// footer (best effort).
+    ///
+    /// ```
+    /// use lodt::{Batch, LodTensor, format};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("log.lodt");
+    /// let b = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?;
+    /// format::save_batch(&path, &b)?;
+    /// let mut w = format::Writer::append(&path)?;
+    /// w.write_batch(&b)?;
+    /// w.finish()?;
+    /// assert_eq!(format::LodtFile::open(&path)?.num_batches(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append(path: impl AsRef<Path>) -> Result<Self> {
+        Self::append_with(path, WriteOptions::default())
+    }
+
+    /// [`Writer::append`] with options.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("log.lodt");
+    /// # lodt::format::save_batch(&path, &lodt::Batch::new())?;
+    /// let opts = lodt::format::WriteOptions { fsync: false };
+    /// lodt::format::Writer::append_with(&path, opts)?.finish()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append_with(path: impl AsRef<Path>, options: WriteOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        // Copy what is needed out of the map and drop it before writing: the
+        // footer is about to be overwritten.
+        let existing = LodtFile::open(&path)?;
+        let entries: Vec<IndexEntry> = existing.entries().to_vec();
+        let end = existing.footer_offset();
+        drop(existing);
+        let ctx = || format!("appending to {}", path.display());
+        let mut file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(|e| FormatError::io(ctx(), e))?;
+        file.seek(SeekFrom::Start(end))
+            .map_err(|e| FormatError::io(ctx(), e))?;
+        let sink = FileSink {
+            file: BufWriter::with_capacity(1 << 16, file),
+            mode: SinkMode::InPlace { path },
+            fsync: options.fsync,
+            committed: false,
+        };
+        Ok(Writer {
+            sink: Some(sink),
+            pos: end,
+            entries,
+            commit: Some(FileSink::commit),
+            sync: Some(FileSink::sync),
+            appending: true,
+            finish_on_drop: true,
+            failed: false,
+        })
+    }
+}
+
+impl Writer<FileSink> {
+    /// A writer that replaces `path` with a copy of the first `len` bytes of
+    /// `src` (a file header and the complete batches `entries` describe),
+    /// ready for more batches or the footer.
+    pub(crate) fn resume<R: std::io::Read>(
+        path: &Path,
+        mut src: R,
+        len: u64,
+        entries: Vec<IndexEntry>,
+        options: WriteOptions,
+    ) -> Result<Self> {
+        let dest = path.to_path_buf();
+        let (mut file, tmp) = create_temp(&dest)?;
+        let copied = std::io::copy(&mut src, &mut file);
+        let sink = FileSink {
+            file: BufWriter::with_capacity(1 << 16, file),
+            mode: SinkMode::Replace { tmp, dest },
+            fsync: options.fsync,
+            committed: false,
+        };
+        let copied =
+            copied.map_err(|e| FormatError::io(format!("copying {}", path.display()), e))?;
+        if copied != len {
+            return Err(FormatError::io(
+                format!("copying {}", path.display()),
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("copied {copied} of {len} bytes"),
+                ),
+            ));
+        }
+        Ok(Writer {
+            sink: Some(sink),
+            pos: len,
+            entries,
+            commit: Some(FileSink::commit),
+            sync: None,
+            appending: false,
+            finish_on_drop: false,
+            failed: false,
+        })
+    }
+}
+
+impl<W: Write> Writer<W> {
+    /// Starts a file on any [`Write`]: writes the file header and metadata
+    /// now. There is no atomic rename: what is written is written.
+    ///
+    /// ```
+    /// use lodt::format::{StreamReader, Writer};
+    /// let t = lodt::LodTensor::from_vec(vec![1.0f64], vec![1], Default::default())?;
+    /// let mut w = Writer::new(Vec::new(), Default::default())?;
+    /// w.write_batch(&lodt::Batch::try_from_tensors([("t", t)])?)?;
+    /// let bytes = w.finish()?;
+    /// let batches: Vec<_> = StreamReader::new(&bytes[..])?.collect::<Result<_, _>>()?;
+    /// assert_eq!(batches.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(sink: W, metadata: BTreeMap<String, String>) -> Result<Self> {
+        let meta = serde_json::to_vec(&FileMetaJson { metadata })
+            .map_err(|e| FormatError::Unwritable(format!("file metadata: {e}")))?;
+        if meta.len() as u64 > MAX_METADATA_LEN {
+            return Err(FormatError::Unwritable(format!(
+                "the file metadata takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
+                meta.len()
+            )));
+        }
+        let header = FileHeader::new(&meta);
+        let mut w = Writer {
+            sink: Some(sink),
+            pos: 0,
+            entries: Vec::new(),
+            commit: None,
+            sync: None,
+            appending: false,
+            finish_on_drop: false,
+            failed: false,
+        };
+        w.put(header.as_bytes())?;
+        w.put(&meta)?;
+        w.pad()?;
+        Ok(w)
+    }
+
+    /// The number of batches in the file so far (including, when appending,
+    /// the ones it had).
+    ///
+    /// ```
+    /// let w = lodt::format::Writer::new(Vec::new(), Default::default())?;
+    /// assert_eq!(w.batches_written(), 0);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn batches_written(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The number of bytes written so far.
+    ///
+    /// ```
+    /// let w = lodt::format::Writer::new(Vec::new(), Default::default())?;
+    /// assert_eq!(w.bytes_written(), 128);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn bytes_written(&self) -> u64 {
+        self.pos
+    }
+
+    fn sink(&mut self) -> Result<&mut W> {
+        if self.failed {
+            return Err(FormatError::Unwritable(
+                "an earlier write failed; the writer cannot continue".into(),
+            ));
+        }
+        self.sink
+            .as_mut()
+            .ok_or_else(|| FormatError::Unwritable("the writer is finished".into()))
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        let pos = self.pos;
+        let r = self.sink()?.write_all(bytes);
+        match r {
+            Ok(()) => {
+                self.pos += bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(FormatError::io(format!("writing at offset {pos}"), e))
+            }
+        }
+    }
+
+    fn pad(&mut self) -> Result<()> {
+        let pad = (64 - (self.pos % 64) as usize) % 64;
+        self.put(&ZEROS[..pad])
+    }
+
+    /// Writes one batch.
+    ///
+    /// ```
+    /// use lodt::{Batch, LodTensor};
+    /// let mut w = lodt::format::Writer::new(Vec::new(), Default::default())?;
+    /// let t = LodTensor::from_vec(vec![true, false], vec![2], Default::default())?;
+    /// w.write_batch(&Batch::try_from_tensors([("mask", t)])?)?;
+    /// assert_eq!(w.batches_written(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+        self.sink()?;
+        let plan = plan_batch(batch, self.entries.len() as u64)?;
+        let start = self.pos;
+        self.put(plan.header.as_bytes())?;
+        self.put(&plan.meta)?;
+        self.pad()?;
+        let crcs = self.write_buffers(&plan)?;
+        let mut table: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
+        let table_crc = crc32(&table);
+        table.extend_from_slice(&table_crc.to_le_bytes());
+        self.pad()?;
+        self.put(&table)?;
+        self.pad()?;
+        if self.pos - start != plan.header.section_len.get() {
+            self.failed = true;
+            return Err(FormatError::Unwritable(format!(
+                "internal layout error: wrote {} bytes for a batch planned at {}",
+                self.pos - start,
+                plan.header.section_len.get()
+            )));
+        }
+        self.entries.push(IndexEntry {
+            offset: U64::new(start),
+            length: U64::new(self.pos - start),
+            header_crc: plan.header.crc,
+            table_crc: U32::new(table_crc),
+        });
+        Ok(())
+    }
+
+    /// Writes the buffers at their planned offsets and returns their CRC32s,
+    /// computed on a second thread while writing when the batch is large.
+    fn write_buffers(&mut self, plan: &Plan<'_>) -> Result<Vec<u32>> {
+        if plan.buffer_bytes < PARALLEL_CRC {
+            for b in &plan.buffers {
+                self.put_buffer(b)?;
+            }
+            return Ok(plan.buffers.iter().map(|b| crc32(b)).collect());
+        }
+        let buffers = &plan.buffers;
+        std::thread::scope(|s| {
+            let crcs = s.spawn(|| buffers.iter().map(|b| crc32(b)).collect::<Vec<u32>>());
+            let written = buffers.iter().try_for_each(|b| self.put_buffer(b));
+            let crcs = crcs.join();
+            written?;
+            crcs.map_err(|_| FormatError::Unwritable("the checksum thread failed".into()))
+        })
+    }
+
+    fn put_buffer(&mut self, bytes: &[u8]) -> Result<()> {
+        self.pad()?;
+        self.put(bytes)
+    }
+
+    /// Writes the footer, then flushes; for [`Writer::create`], syncs and
+    /// renames the temporary file to the destination. Returns the sink.
+    ///
+    /// ```
+    /// let bytes = lodt::format::Writer::new(Vec::new(), Default::default())?.finish()?;
+    /// assert_eq!(bytes.len(), 256); // header + metadata, footer header, trailer
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn finish(mut self) -> Result<W> {
+        self.finish_on_drop = false;
+        self.write_footer()?;
+        self.sink
+            .take()
+            .ok_or_else(|| FormatError::Unwritable("the writer is finished".into()))
+    }
+
+    fn write_footer(&mut self) -> Result<()> {
+        if self.appending {
+            // Make the new batches durable before the footer that points at
+            // them, so a crash cannot leave a footer over missing data.
+            if let Some(sync) = self.sync {
+                sync(self.sink()?)?;
+            }
+        }
+        let index: Vec<u8> = self.entries.as_bytes().to_vec();
+        let footer = FooterHeader::new(&index, self.entries.len() as u64);
+        let footer_offset = self.pos;
+        self.put(footer.as_bytes())?;
+        self.put(&index)?;
+        self.pad()?;
+        let trailer = Trailer::new(footer_offset, self.entries.len() as u64, footer.crc.get());
+        self.put(trailer.as_bytes())?;
+        let end = self.pos;
+        let sink = self.sink()?;
+        sink.flush()
+            .map_err(|e| FormatError::io(format!("flushing at offset {end}"), e))?;
+        if let Some(commit) = self.commit {
+            commit(self.sink()?, end)?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Drop for Writer<W> {
+    fn drop(&mut self) {
+        if self.finish_on_drop && !self.failed && self.sink.is_some() {
+            self.finish_on_drop = false;
+            let _ = self.write_footer();
+        }
+    }
+}
+
+/// The layout of one batch, computed before writing it.
+struct Plan<'b> {
+    header: BatchHeader,
+    meta: Vec<u8>,
+    buffers: Vec<&'b [u8]>,
+    buffer_bytes: u64,
+}
+
+/// Lays out `batch`: the metadata JSON, every buffer's offset, the header.
+fn plan_batch(batch: &Batch, index: u64) -> Result<Plan<'_>> {
+    let mut buffers: Vec<&[u8]> = Vec::new();
+    let mut tensors = Vec::with_capacity(batch.len());
+    for (name, t) in batch.iter() {
+        let mut lod = Vec::new();
+        for level in t.lod().levels() {
+            lod.push(buffers.len() as u64);
+            buffers.push(level.as_bytes());
+        }
+        let body = buffers.len() as u64;
+        buffers.push(t.as_bytes());
+        tensors.push(TensorJson {
+            name: name.to_owned(),
+            dtype: t.dtype().name().to_owned(),
+            shape: t.shape().iter().map(|&d| d as u64).collect(),
+            lod,
+            body,
+        });
+        if t.shape().len() > super::MAX_DIMS || t.lod().num_levels() > super::MAX_LOD_LEVELS {
+            return Err(FormatError::Unwritable(format!(
+                "tensor {name:?} has {} dimensions and {} LoD levels; the format allows {} and {}",
+                t.shape().len(),
+                t.lod().num_levels(),
+                super::MAX_DIMS,
+                super::MAX_LOD_LEVELS
+            )));
+        }
+    }
+    let buffer_count = u32::try_from(buffers.len())
+        .map_err(|_| FormatError::Unwritable(format!("{} buffers in one batch", buffers.len())))?;
+    // The JSON's length depends on the offsets, which depend on the JSON's
+    // (padded) length: iterate until the padded length is stable.
+    let mut data_start = STRUCT_LEN + 64;
+    let overflow = || FormatError::Unwritable("batch size overflows u64".into());
+    for _ in 0..8 {
+        let mut offsets = Vec::with_capacity(buffers.len());
+        let mut cursor = data_start;
+        for b in &buffers {
+            cursor = pad64(cursor).ok_or_else(overflow)?;
+            offsets.push(BufferJson {
+                offset: cursor,
+                length: b.len() as u64,
+            });
+            cursor = cursor.checked_add(b.len() as u64).ok_or_else(overflow)?;
+        }
+        let json = BatchMetaJson {
+            tensors,
+            buffers: offsets,
+            metadata: batch.metadata().clone(),
+        };
+        let meta = serde_json::to_vec(&json)
+            .map_err(|e| FormatError::Unwritable(format!("batch metadata: {e}")))?;
+        let needed = pad64(STRUCT_LEN + meta.len() as u64).ok_or_else(overflow)?;
+        if needed != data_start {
+            data_start = needed;
+            tensors = json.tensors;
+            continue;
+        }
+        if meta.len() as u64 > MAX_METADATA_LEN {
+            return Err(FormatError::Unwritable(format!(
+                "the batch metadata takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
+                meta.len()
+            )));
+        }
+        let table_start = pad64(cursor).ok_or_else(overflow)?;
+        let section_len = pad64(4 * (buffer_count as u64 + 1))
+            .and_then(|t| table_start.checked_add(t))
+            .ok_or_else(overflow)?;
+        let mut header = BatchHeader {
+            tag: BATCH_TAG,
+            section_len: U64::new(section_len),
+            index: U64::new(index),
+            meta_len: U64::new(meta.len() as u64),
+            meta_crc: U32::new(crc32(&meta)),
+            buffer_count: U32::new(buffer_count),
+            reserved: [0; 20],
+            crc: U32::ZERO,
+        };
+        header.seal();
+        let buffer_bytes = buffers.iter().map(|b| b.len() as u64).sum();
+        return Ok(Plan {
+            header,
+            meta,
+            buffers,
+            buffer_bytes,
+        });
+    }
+    Err(FormatError::Unwritable(
+        "the batch metadata layout did not settle".into(),
+    ))
+}
