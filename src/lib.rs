@@ -55,12 +55,15 @@
 #[cfg(not(target_endian = "little"))]
 compile_error!("lodt reads little-endian data in place and supports only little-endian targets");
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod batch;
 pub mod buffer;
 pub mod dtype;
 pub mod error;
 pub mod lod;
 pub mod lod_view;
+pub mod rebatch;
 pub mod tensor;
 pub mod view;
 
