@@ -163,10 +163,12 @@ fn large_offsets(column: &str, level: &LevelSource<'_>) -> Result<OffsetBuffer<i
         if let Some(shared) = &level.shared {
             if shared.len() == level.raw.len() * 8 && is_aligned(shared.as_slice(), 8) {
                 let values = ScalarBuffer::<i64>::new(shared.clone(), 0, level.raw.len());
-                // SAFETY: the buffer holds the level's validated offsets: at
-                // least two, starting at 0, non-decreasing, and all <= i64::MAX
-                // (checked above), so they read as valid non-negative,
-                // monotonically increasing i64 offsets.
+                // SAFETY: the buffer holds the level's offsets: at least two
+                // and starting at 0 (validated by every caller), non-decreasing
+                // (validated, or promised by the caller of
+                // `tensor_buffers_to_arrow_unchecked`), and so all <= the last,
+                // which is <= i64::MAX (checked above). They read as valid
+                // non-negative, monotonically increasing i64 offsets.
                 return Ok(unsafe { OffsetBuffer::new_unchecked(values) });
             }
         }
@@ -433,15 +435,18 @@ pub fn tensor_buffers_to_arrow(
 }
 
 /// Like [`tensor_buffers_to_arrow`], in O(levels): the LoD offsets are not
-/// read (only each level's first and last offset); byte ranges, alignment,
-/// the data length and the LoD's row count are still checked.
+/// read, only each level's first and last offset. Everything else is still
+/// checked: byte ranges, alignment, that each level starts at 0 and ends at the
+/// next level's number of sequences (the last level at the rows), the data
+/// length, and bools.
 ///
 /// # Safety
 ///
-/// The offsets in `parts` must form a valid LoD for the tensor's rows, that is
-/// [`lod::check_levels`](crate::lod::check_levels) would accept them (a reader
-/// that validated the file on open guarantees it). Otherwise the array breaks
-/// Arrow's invariants and code reading it may read out of bounds.
+/// The offsets of each level must be non-decreasing: the one LoD rule
+/// ([`lod::check_levels`](crate::lod::check_levels)) that needs every offset
+/// read. A reader that validated the file's LoDs on open guarantees it.
+/// Otherwise the array breaks Arrow's invariants and code reading it may read
+/// out of bounds.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -453,7 +458,7 @@ pub fn tensor_buffers_to_arrow(
 /// bytes.extend_from_slice(&[7, 8]);
 /// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&bytes));
 /// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![2], lod: vec![0..16], body: 16..18 };
-/// // SAFETY: [0, 2] is a valid LoD for 2 rows.
+/// // SAFETY: the offsets [0, 2] are non-decreasing.
 /// let (_, array) = unsafe { tensor_buffers_to_arrow_unchecked("x", &parts, &ArrowOptions::default())? };
 /// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2]);
 /// # Ok::<(), lodt::arrow::Error>(())
