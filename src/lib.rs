@@ -65,6 +65,8 @@
 #[cfg(not(target_endian = "little"))]
 compile_error!("lodt reads little-endian data in place and supports only little-endian targets");
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod batch;
 pub mod buffer;
 pub mod dtype;
@@ -76,6 +78,7 @@ pub mod nested;
 pub mod ops;
 pub mod pad;
 pub mod paddle;
+pub mod rebatch;
 pub mod tensor;
 pub mod view;
 

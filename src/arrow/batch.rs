@@ -1,0 +1,207 @@
+//! A mini-batch ([`Batch`]) <-> an Arrow `RecordBatch`, one column per tensor.
+
+use super::{from_arrow, to_arrow, ArrowOptions, Error, Result};
+use crate::batch::Batch;
+use crate::tensor::LodTensor;
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::Schema;
+use std::sync::Arc;
+
+/// The number of Arrow rows a tensor becomes: its number of top-level
+/// sequences when it has a LoD, its rows (`shape[0]`) when it has none, and 1
+/// for a 0-D tensor.
+///
+/// ```
+/// use lodt::{arrow::top_level_rows, Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
+/// assert_eq!(top_level_rows(&LodTensor::from_vec(vec![0u8; 3], vec![3], lod)?), 2);
+/// assert_eq!(top_level_rows(&LodTensor::from_vec(vec![0u8; 3], vec![3], Lod::empty())?), 3);
+/// assert_eq!(top_level_rows(&LodTensor::from_vec(vec![0u8], vec![], Lod::empty())?), 1);
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn top_level_rows(tensor: &LodTensor) -> usize {
+    match tensor.lod().level(0) {
+        Some(level) => level.len().saturating_sub(1),
+        None => tensor.rows(),
+    }
+}
+
+/// Converts a batch into a `RecordBatch`: one column per tensor, in order,
+/// named after it ([`to_arrow`]; no copy but bools), and the batch's metadata
+/// as the schema's metadata.
+///
+/// Every tensor must have the same number of [top-level rows](top_level_rows):
+/// for example a 0-level `labels` tensor of N rows fits beside a `words` tensor
+/// of N top-level sequences. Anything else is an [`Error::RowCount`].
+///
+/// ```
+/// use lodt::{arrow::{batch_to_record_batch, ArrowOptions}, Batch, Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
+/// let mut batch = Batch::new();
+/// batch.push("words", LodTensor::from_vec(vec![1i64, 2, 3], vec![3], lod)?)?;
+/// batch.push("labels", LodTensor::from_vec(vec![0i64, 1], vec![2], Lod::empty())?)?;
+/// batch.metadata_mut().insert("split".into(), "train".into());
+/// let rb = batch_to_record_batch(&batch, &ArrowOptions::default())?;
+/// assert_eq!((rb.num_rows(), rb.num_columns()), (2, 2));
+/// assert_eq!(rb.schema().metadata()["split"], "train");
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<RecordBatch> {
+    let mut fields = Vec::with_capacity(batch.len());
+    let mut columns = Vec::with_capacity(batch.len());
+    let mut first: Option<(&str, usize)> = None;
+    for (name, tensor) in batch.iter() {
+        let rows = top_level_rows(tensor);
+        match first {
+            None => first = Some((name, rows)),
+            Some((first_column, expected)) if expected != rows => {
+                return Err(Error::RowCount {
+                    first_column: first_column.to_owned(),
+                    expected,
+                    column: name.to_owned(),
+                    found: rows,
+                })
+            }
+            Some(_) => {}
+        }
+        let (field, array) = to_arrow(name, tensor, options)?;
+        fields.push(field);
+        columns.push(array);
+    }
+    let metadata: arrow_schema::Metadata = batch
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
+    let rows = first.map_or(0, |(_, rows)| rows);
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        schema, columns, &options,
+    )?)
+}
+
+/// Converts a `RecordBatch` into a batch: one tensor per column
+/// ([`from_arrow`]), named after it, and the schema's metadata as the batch's.
+///
+/// ```
+/// use lodt::{arrow::{batch_to_record_batch, record_batch_to_batch, ArrowOptions}, Batch, Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
+/// let batch = Batch::try_from_tensors([("words", LodTensor::from_vec(vec![1i64, 2, 3], vec![3], lod)?)])?;
+/// let rb = batch_to_record_batch(&batch, &ArrowOptions::default())?;
+/// assert_eq!(record_batch_to_batch(&rb, &ArrowOptions::default())?, batch);
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn record_batch_to_batch(record_batch: &RecordBatch, options: &ArrowOptions) -> Result<Batch> {
+    let schema = record_batch.schema();
+    let mut batch = Batch::new();
+    for (field, column) in schema.fields().iter().zip(record_batch.columns()) {
+        let tensor = from_arrow(field, column, options)?;
+        batch.push(field.name().clone(), tensor)?;
+    }
+    batch.metadata_mut().extend(
+        schema
+            .metadata()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    Ok(batch)
+}
+
+/// Converts the batches written to one file, checking that they share the
+/// file's schema (taken from the first batch) and metadata.
+pub(crate) struct BatchEncoder {
+    options: super::WriteOptions,
+    schema: Option<arrow_schema::SchemaRef>,
+    metadata: std::collections::BTreeMap<String, String>,
+    batches: u64,
+    rows: u64,
+}
+
+fn describe(schema: &Schema) -> String {
+    let fields: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| format!("{}: {}", f.name(), f.data_type()))
+        .collect();
+    format!("[{}]", fields.join(", "))
+}
+
+impl BatchEncoder {
+    pub(crate) fn new(options: super::WriteOptions) -> Self {
+        BatchEncoder {
+            options,
+            schema: None,
+            metadata: Default::default(),
+            batches: 0,
+            rows: 0,
+        }
+    }
+
+    /// The file's schema, once a batch was encoded.
+    pub(crate) fn schema(&self) -> Option<&arrow_schema::SchemaRef> {
+        self.schema.as_ref()
+    }
+
+    /// The file's metadata (the first batch's).
+    pub(crate) fn metadata(&self) -> &std::collections::BTreeMap<String, String> {
+        &self.metadata
+    }
+
+    /// What was encoded so far.
+    pub(crate) fn stats(&self) -> super::WriteStats {
+        super::WriteStats {
+            batches: self.batches,
+            rows: self.rows,
+        }
+    }
+
+    /// Converts `batch`; its record batch carries the file's schema.
+    pub(crate) fn encode(&mut self, batch: &Batch) -> Result<RecordBatch> {
+        let record_batch = batch_to_record_batch(batch, &self.options.arrow)?;
+        let record_batch = match &self.schema {
+            None => {
+                self.schema = Some(record_batch.schema());
+                self.metadata = batch.metadata().clone();
+                record_batch
+            }
+            Some(schema) => {
+                if schema.fields() != record_batch.schema().fields() {
+                    return Err(Error::SchemaMismatch {
+                        batch: self.batches,
+                        expected: describe(schema),
+                        found: describe(&record_batch.schema()),
+                    });
+                }
+                if self.options.metadata == super::MetadataPolicy::Error {
+                    let differing = self
+                        .metadata
+                        .iter()
+                        .find(|(k, v)| batch.metadata().get(*k) != Some(*v))
+                        .map(|(k, _)| k)
+                        .or_else(|| {
+                            batch
+                                .metadata()
+                                .keys()
+                                .find(|k| !self.metadata.contains_key(*k))
+                        });
+                    if let Some(key) = differing {
+                        return Err(Error::MetadataMismatch {
+                            batch: self.batches,
+                            key: key.clone(),
+                        });
+                    }
+                }
+                let rows = RecordBatchOptions::new().with_row_count(Some(record_batch.num_rows()));
+                RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    record_batch.columns().to_vec(),
+                    &rows,
+                )?
+            }
+        };
+        self.batches += 1;
+        self.rows += record_batch.num_rows() as u64;
+        Ok(record_batch)
+    }
+}

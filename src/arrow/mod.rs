@@ -1,0 +1,266 @@
+//! Arrow and Parquet interop: LoD tensors as nested Arrow lists, mini-batches
+//! as `RecordBatch`es, and Arrow IPC and Parquet files of many batches.
+//!
+//! The normative mapping is `spec/ARROW.md`. In short, a tensor with `k >= 1`
+//! LoD levels and element shape `S` is an array with one row per top-level
+//! sequence: `k` nested `LargeList`s (or `List`s), outermost = level 0, over a
+//! leaf that is the primitive type (`S` empty) or a
+//! `FixedSizeList<T, prod(S)>` carrying the canonical `arrow.fixed_shape_tensor`
+//! extension with shape `S`:
+//!
+//! ```text
+//!  words: int64 [15], lod {{0, 3, 4, 6}{0, 3, 5, 9, 10, 12, 15}}
+//!
+//!  LargeList           offsets [0, 3, 4, 6]                 (level 0, 3 rows)
+//!   └ LargeList        offsets [0, 3, 5, 9, 10, 12, 15]     (level 1)
+//!      └ Int64         values  [w0 w1 ... w14]              (the tensor body)
+//! ```
+//!
+//! Both the offsets and the body are shared with Arrow, not copied, wherever
+//! their layout allows it ([`to_arrow`], [`tensor_buffers_to_arrow`],
+//! [`from_arrow`]).
+//!
+//! ```
+//! use lodt::{arrow::{from_arrow, to_arrow, ArrowOptions}, Lod, LodTensor};
+//! let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+//! let words = LodTensor::from_vec((0..15i64).collect(), vec![15], lod)?;
+//! let (field, array) = to_arrow("words", &words, &ArrowOptions::default())?;
+//! assert_eq!(array.len(), 3); // one Arrow row per top-level sequence
+//! assert_eq!(field.data_type().to_string(), "LargeList(non-null LargeList(non-null Int64))");
+//! let back = from_arrow(&field, &array, &ArrowOptions::default())?;
+//! assert_eq!(back, words);
+//! # Ok::<(), lodt::arrow::Error>(())
+//! ```
+
+mod batch;
+mod error;
+pub mod ipc;
+#[cfg(feature = "parquet")]
+pub mod parquet;
+mod tensor;
+
+pub use batch::{batch_to_record_batch, record_batch_to_batch, top_level_rows};
+pub use error::{Error, Result};
+pub use tensor::{
+    from_arrow, from_arrow_array, tensor_buffers_to_arrow, tensor_buffers_to_arrow_unchecked,
+    to_arrow, view_to_arrow,
+};
+
+use crate::buffer::ByteStorage;
+use arrow_buffer::Buffer;
+
+/// Field metadata key that marks a `UInt16` leaf as bfloat16 (value
+/// `"bfloat16"`); Arrow has no bfloat16 type.
+///
+/// ```
+/// assert_eq!(lodt::arrow::DTYPE_KEY, "lodt.dtype");
+/// ```
+pub const DTYPE_KEY: &str = "lodt.dtype";
+
+/// Column field metadata key that marks a one-row column as a 0-D tensor
+/// (value `"true"`).
+///
+/// ```
+/// assert_eq!(lodt::arrow::SCALAR_KEY, "lodt.scalar");
+/// ```
+pub const SCALAR_KEY: &str = "lodt.scalar";
+
+/// The name of Arrow's canonical fixed-shape tensor extension type.
+///
+/// ```
+/// assert_eq!(lodt::arrow::FIXED_SHAPE_TENSOR, "arrow.fixed_shape_tensor");
+/// ```
+pub const FIXED_SHAPE_TENSOR: &str = "arrow.fixed_shape_tensor";
+
+/// Which Arrow list type LoD levels become.
+///
+/// ```
+/// assert_eq!(lodt::arrow::ListType::default(), lodt::arrow::ListType::LargeList);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ListType {
+    /// `List`, with `i32` offsets (copied and checked against `i32::MAX`).
+    List,
+    /// `LargeList`, with `i64` offsets: lodt's `u64` offsets are shared as
+    /// they are, with no copy.
+    #[default]
+    LargeList,
+}
+
+/// What reading does with a null list slot.
+///
+/// ```
+/// assert_eq!(lodt::arrow::NullLists::default(), lodt::arrow::NullLists::Error);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NullLists {
+    /// A null list is an [`Error::NullList`] naming the column, level and index.
+    #[default]
+    Error,
+    /// A null list is read as an empty sequence.
+    Empty,
+}
+
+/// Options of the conversions between lodt and Arrow.
+///
+/// ```
+/// use lodt::arrow::{ArrowOptions, ListType, NullLists};
+/// let o = ArrowOptions::default().with_list_type(ListType::List).with_null_lists(NullLists::Empty);
+/// assert_eq!((o.list_type, o.null_lists), (ListType::List, NullLists::Empty));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ArrowOptions {
+    /// The list type written for LoD levels (reading accepts both).
+    pub list_type: ListType,
+    /// What reading does with null lists.
+    pub null_lists: NullLists,
+}
+
+impl ArrowOptions {
+    /// Sets [`ArrowOptions::list_type`].
+    ///
+    /// ```
+    /// use lodt::arrow::{ArrowOptions, ListType};
+    /// assert_eq!(ArrowOptions::default().with_list_type(ListType::List).list_type, ListType::List);
+    /// ```
+    pub fn with_list_type(mut self, list_type: ListType) -> Self {
+        self.list_type = list_type;
+        self
+    }
+
+    /// Sets [`ArrowOptions::null_lists`].
+    ///
+    /// ```
+    /// use lodt::arrow::{ArrowOptions, NullLists};
+    /// assert_eq!(ArrowOptions::default().with_null_lists(NullLists::Empty).null_lists, NullLists::Empty);
+    /// ```
+    pub fn with_null_lists(mut self, null_lists: NullLists) -> Self {
+        self.null_lists = null_lists;
+        self
+    }
+}
+
+/// What a file writer does with a batch whose metadata differs from the first
+/// batch's (an Arrow IPC or Parquet file stores one metadata map).
+///
+/// ```
+/// assert_eq!(lodt::arrow::MetadataPolicy::default(), lodt::arrow::MetadataPolicy::Error);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MetadataPolicy {
+    /// A differing batch is an [`Error::MetadataMismatch`].
+    #[default]
+    Error,
+    /// The file keeps the first batch's metadata; later batches' is dropped.
+    KeepFirst,
+}
+
+/// Options of the IPC and Parquet file writers.
+///
+/// ```
+/// use lodt::arrow::{MetadataPolicy, WriteOptions};
+/// let o = WriteOptions::default().with_row_group_rows(1024).with_metadata_policy(MetadataPolicy::KeepFirst);
+/// assert_eq!(o.row_group_rows, Some(1024));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct WriteOptions {
+    /// How tensors become arrays.
+    pub arrow: ArrowOptions,
+    /// What to do with batches whose metadata differs from the first's.
+    pub metadata: MetadataPolicy,
+    /// Parquet only: `None` writes one row group per batch; `Some(n)` cuts row
+    /// groups of `n` top-level rows regardless of batch boundaries.
+    pub row_group_rows: Option<usize>,
+}
+
+impl WriteOptions {
+    /// Sets [`WriteOptions::arrow`].
+    ///
+    /// ```
+    /// use lodt::arrow::{ArrowOptions, ListType, WriteOptions};
+    /// let o = WriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(ListType::List));
+    /// assert_eq!(o.arrow.list_type, ListType::List);
+    /// ```
+    pub fn with_arrow(mut self, arrow: ArrowOptions) -> Self {
+        self.arrow = arrow;
+        self
+    }
+
+    /// Sets [`WriteOptions::metadata`].
+    ///
+    /// ```
+    /// use lodt::arrow::{MetadataPolicy, WriteOptions};
+    /// let o = WriteOptions::default().with_metadata_policy(MetadataPolicy::KeepFirst);
+    /// assert_eq!(o.metadata, MetadataPolicy::KeepFirst);
+    /// ```
+    pub fn with_metadata_policy(mut self, metadata: MetadataPolicy) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Sets [`WriteOptions::row_group_rows`] to `Some(rows)`.
+    ///
+    /// ```
+    /// assert_eq!(lodt::arrow::WriteOptions::default().with_row_group_rows(8).row_group_rows, Some(8));
+    /// ```
+    pub fn with_row_group_rows(mut self, rows: usize) -> Self {
+        self.row_group_rows = Some(rows);
+        self
+    }
+}
+
+/// What a file writer wrote.
+///
+/// ```
+/// let s = lodt::arrow::WriteStats::default();
+/// assert_eq!((s.batches, s.rows), (0, 0));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct WriteStats {
+    /// The number of batches.
+    pub batches: u64,
+    /// The number of top-level rows, over all batches.
+    pub rows: u64,
+}
+
+/// An Arrow [`Buffer`] as a tensor's storage: how [`from_arrow`] keeps Arrow's
+/// values with no copy.
+///
+/// ```
+/// use arrow_buffer::Buffer;
+/// use lodt::{arrow::ArrowBytes, buffer::ByteStorage};
+/// let b = ArrowBytes::new(Buffer::from_vec(vec![1u16, 2]));
+/// assert_eq!(b.bytes(), &[1, 0, 2, 0]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct ArrowBytes(Buffer);
+
+impl ArrowBytes {
+    /// Wraps `buffer`.
+    ///
+    /// ```
+    /// let b = lodt::arrow::ArrowBytes::new(arrow_buffer::Buffer::from_vec(vec![7u8]));
+    /// assert_eq!(b.buffer().len(), 1);
+    /// ```
+    pub fn new(buffer: Buffer) -> Self {
+        ArrowBytes(buffer)
+    }
+
+    /// The wrapped buffer.
+    ///
+    /// ```
+    /// let b = lodt::arrow::ArrowBytes::new(arrow_buffer::Buffer::from_vec(vec![7u8]));
+    /// assert_eq!(b.buffer().as_slice(), &[7]);
+    /// ```
+    pub fn buffer(&self) -> &Buffer {
+        &self.0
+    }
+}
+
+impl ByteStorage for ArrowBytes {
+    fn bytes(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}

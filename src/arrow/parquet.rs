@@ -1,0 +1,300 @@
+//! Parquet files of mini-batches, through Arrow: a writer that takes one
+//! [`Batch`] at a time (one row group per batch, or row groups of a fixed
+//! number of top-level rows), and a reader that yields one batch per row group.
+//!
+//! The Arrow schema is stored in the file (`ARROW:schema`), so `LargeList`,
+//! the `arrow.fixed_shape_tensor` extension and lodt's field metadata (bfloat16,
+//! 0-D) survive a round trip. The first batch's metadata becomes the schema
+//! metadata and the file's key/value metadata; see
+//! [`MetadataPolicy`](super::MetadataPolicy) for later batches. A batch with
+//! no rows writes nothing (Parquet has no empty row groups).
+//!
+//! ```
+//! use lodt::{arrow::{parquet::{ParquetReader, ParquetWriter}, WriteOptions}, Batch, Lod, LodTensor};
+//! let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
+//! let batch = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1i64, 2, 3], vec![3], lod)?)])?;
+//! let mut file = tempfile::tempfile()?;
+//! let mut writer = ParquetWriter::try_new(file.try_clone()?, &WriteOptions::default())?;
+//! writer.write(&batch)?;
+//! writer.write(&batch)?;
+//! writer.finish()?;
+//! let reader = ParquetReader::try_new(file, &Default::default())?;
+//! assert_eq!(reader.num_row_groups(), 2);
+//! assert_eq!(reader.collect::<Result<Vec<_>, _>>()?, vec![batch.clone(), batch]);
+//! # Ok::<(), lodt::arrow::Error>(())
+//! ```
+
+use super::batch::{record_batch_to_batch, BatchEncoder};
+use super::{ArrowOptions, Error, Result, WriteOptions, WriteStats};
+use crate::batch::Batch;
+use ::parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use ::parquet::arrow::ArrowWriter;
+use ::parquet::file::metadata::KeyValue;
+use ::parquet::file::properties::WriterProperties;
+use arrow_schema::{Schema, SchemaRef};
+use std::fs::File;
+use std::io::Write;
+use std::sync::Arc;
+
+enum State<W: Write + Send> {
+    Pending(W),
+    Open(Box<ArrowWriter<W>>),
+    Closed,
+}
+
+/// Writes batches to a Parquet file. See the [module docs](self).
+pub struct ParquetWriter<W: Write + Send> {
+    state: State<W>,
+    encoder: BatchEncoder,
+    properties: WriterProperties,
+    per_batch: bool,
+}
+
+impl<W: Write + Send> ParquetWriter<W> {
+    /// A writer with the Parquet crate's default properties (no compression).
+    ///
+    /// ```
+    /// use lodt::arrow::{parquet::ParquetWriter, WriteOptions};
+    /// assert!(ParquetWriter::try_new(Vec::new(), &WriteOptions::default()).is_ok());
+    /// assert!(ParquetWriter::try_new(Vec::new(), &WriteOptions::default().with_row_group_rows(0)).is_err());
+    /// ```
+    pub fn try_new(writer: W, options: &WriteOptions) -> Result<Self> {
+        Self::try_with_properties(writer, options, WriterProperties::default())
+    }
+
+    /// A writer with the given Parquet properties (compression, encodings,
+    /// ...). The row group size is set from `options`.
+    ///
+    /// ```
+    /// use parquet::{basic::Compression, file::properties::WriterProperties};
+    /// use lodt::arrow::{parquet::ParquetWriter, WriteOptions};
+    /// let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
+    /// assert!(ParquetWriter::try_with_properties(Vec::new(), &WriteOptions::default(), props).is_ok());
+    /// ```
+    pub fn try_with_properties(
+        writer: W,
+        options: &WriteOptions,
+        properties: WriterProperties,
+    ) -> Result<Self> {
+        if options.row_group_rows == Some(0) {
+            return Err(Error::InvalidArgument(
+                "row_group_rows must be at least 1".into(),
+            ));
+        }
+        let properties = properties
+            .into_builder()
+            .set_max_row_group_row_count(options.row_group_rows)
+            .build();
+        Ok(ParquetWriter {
+            state: State::Pending(writer),
+            encoder: BatchEncoder::new(*options),
+            properties,
+            per_batch: options.row_group_rows.is_none(),
+        })
+    }
+
+    fn open(&mut self, schema: &SchemaRef) -> Result<&mut ArrowWriter<W>> {
+        if let State::Pending(_) = self.state {
+            if let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed) {
+                let writer =
+                    ArrowWriter::try_new(w, schema.clone(), Some(self.properties.clone()))?;
+                self.state = State::Open(Box::new(writer));
+            }
+        }
+        match &mut self.state {
+            State::Open(writer) => Ok(writer),
+            _ => Err(Error::InvalidArgument(
+                "the Parquet writer is finished".into(),
+            )),
+        }
+    }
+
+    /// Writes one batch: as its own row group by default, or into row groups
+    /// of [`WriteOptions::row_group_rows`] top-level rows.
+    ///
+    /// See the [module docs](self).
+    pub fn write(&mut self, batch: &Batch) -> Result<()> {
+        let record_batch = self.encoder.encode(batch)?;
+        let per_batch = self.per_batch;
+        let writer = self.open(&record_batch.schema())?;
+        writer.write(&record_batch)?;
+        if per_batch {
+            writer.flush()?;
+        }
+        Ok(())
+    }
+
+    /// What was written so far.
+    ///
+    /// ```
+    /// let w = lodt::arrow::parquet::ParquetWriter::try_new(Vec::new(), &Default::default())?;
+    /// assert_eq!(w.stats().batches, 0);
+    /// # Ok::<(), lodt::arrow::Error>(())
+    /// ```
+    pub fn stats(&self) -> WriteStats {
+        self.encoder.stats()
+    }
+
+    /// Writes the footer (with the file's key/value metadata) and returns the
+    /// writer. A file with no batch has an empty schema.
+    ///
+    /// See the [module docs](self).
+    pub fn finish(mut self) -> Result<W> {
+        let schema = self
+            .encoder
+            .schema()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Schema::empty()));
+        let metadata = self.encoder.metadata().clone();
+        let writer = self.open(&schema)?;
+        for (key, value) in metadata {
+            writer.append_key_value_metadata(KeyValue::new(key, value));
+        }
+        match std::mem::replace(&mut self.state, State::Closed) {
+            State::Open(writer) => Ok(writer.into_inner()?),
+            _ => Err(Error::InvalidArgument(
+                "the Parquet writer is finished".into(),
+            )),
+        }
+    }
+}
+
+/// Writes every batch of `batches` to a Parquet file and returns the writer
+/// and what was written. Stops at the first error; memory stays bounded by one
+/// row group.
+///
+/// ```
+/// use lodt::{arrow::{parquet::write_parquet, WriteOptions}, Batch, LodTensor};
+/// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1i32, 2], vec![2], Default::default())?)])?;
+/// let (bytes, stats) = write_parquet(Vec::new(), [Ok::<_, lodt::Error>(batch)], &WriteOptions::default())?;
+/// assert_eq!((stats.batches, stats.rows), (1, 2));
+/// assert!(bytes.ends_with(b"PAR1"));
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn write_parquet<W, I, E>(
+    writer: W,
+    batches: I,
+    options: &WriteOptions,
+) -> Result<(W, WriteStats)>
+where
+    W: Write + Send,
+    I: IntoIterator<Item = std::result::Result<Batch, E>>,
+    E: Into<Error>,
+{
+    let mut writer = ParquetWriter::try_new(writer, options)?;
+    for batch in batches {
+        writer.write(&batch.map_err(Into::into)?)?;
+    }
+    let stats = writer.stats();
+    Ok((writer.finish()?, stats))
+}
+
+/// Reads a Parquet file one row group at a time, each row group as one batch
+/// (row groups with no rows are skipped). Each batch's metadata is the file's
+/// (Arrow schema metadata and key/value metadata).
+///
+/// See the [module docs](self) for an example.
+pub struct ParquetReader {
+    file: File,
+    metadata: ArrowReaderMetadata,
+    options: ArrowOptions,
+    next: usize,
+}
+
+impl ParquetReader {
+    /// Opens a file (reads its footer and Arrow schema).
+    ///
+    /// See the [module docs](self).
+    pub fn try_new(file: File, options: &ArrowOptions) -> Result<Self> {
+        let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
+        Ok(ParquetReader {
+            file,
+            metadata,
+            options: *options,
+            next: 0,
+        })
+    }
+
+    /// Opens the file at `path`.
+    ///
+    /// ```no_run
+    /// let reader = lodt::arrow::parquet::ParquetReader::open("batches.parquet", &Default::default())?;
+    /// # Ok::<(), lodt::arrow::Error>(())
+    /// ```
+    pub fn open(path: impl AsRef<std::path::Path>, options: &ArrowOptions) -> Result<Self> {
+        Self::try_new(File::open(path)?, options)
+    }
+
+    /// The number of row groups.
+    ///
+    /// See the [module docs](self).
+    pub fn num_row_groups(&self) -> usize {
+        self.metadata.metadata().num_row_groups()
+    }
+
+    /// The file's Arrow schema.
+    ///
+    /// ```
+    /// use lodt::arrow::parquet::{ParquetReader, ParquetWriter};
+    /// let mut file = tempfile::tempfile()?;
+    /// ParquetWriter::try_new(file.try_clone()?, &Default::default())?.finish()?;
+    /// assert!(ParquetReader::try_new(file, &Default::default())?.schema().fields().is_empty());
+    /// # Ok::<(), lodt::arrow::Error>(())
+    /// ```
+    pub fn schema(&self) -> &SchemaRef {
+        self.metadata.schema()
+    }
+
+    fn read_row_group(&self, index: usize, rows: usize) -> Result<Batch> {
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
+            self.file.try_clone()?,
+            self.metadata.clone(),
+        )
+        .with_row_groups(vec![index])
+        .with_batch_size(rows)
+        .build()?;
+        let mut batch = None;
+        for record_batch in reader {
+            if batch.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "row group {index} was read as more than one batch"
+                )));
+            }
+            let mut read = record_batch_to_batch(&record_batch?, &self.options)?;
+            for (key, value) in self.metadata.schema().metadata().iter() {
+                read.metadata_mut()
+                    .entry(key.clone())
+                    .or_insert_with(|| value.clone());
+            }
+            batch = Some(read);
+        }
+        batch.ok_or_else(|| {
+            Error::InvalidArgument(format!("row group {index} of {rows} rows read as no rows"))
+        })
+    }
+}
+
+impl Iterator for ParquetReader {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let index = self.next;
+            let row_group = self.metadata.metadata().row_groups().get(index)?;
+            self.next += 1;
+            let rows = match usize::try_from(row_group.num_rows()) {
+                Ok(0) => continue,
+                Ok(rows) => rows,
+                Err(_) => {
+                    return Some(Err(Error::InvalidArgument(format!(
+                        "row group {index} has {} rows",
+                        row_group.num_rows()
+                    ))))
+                }
+            };
+            return Some(self.read_row_group(index, rows));
+        }
+    }
+}

@@ -1,0 +1,943 @@
+//! One tensor <-> one Arrow array (plus its field, which carries the metadata
+//! that makes the mapping lossless).
+
+use super::{
+    ArrowBytes, ArrowOptions, Error, ListType, NullLists, Result, DTYPE_KEY, FIXED_SHAPE_TENSOR,
+    SCALAR_KEY,
+};
+use crate::buffer::{AlignedBytes, ByteStorage, TensorBuffers};
+use crate::dtype::DType;
+use crate::lod::Lod;
+use crate::tensor::LodTensor;
+use crate::view::LodTensorView;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
+    UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, GenericListArray, OffsetSizeTrait,
+    PrimitiveArray,
+};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::extension::{EXTENSION_TYPE_METADATA_KEY, EXTENSION_TYPE_NAME_KEY};
+use arrow_schema::{DataType, Field, Metadata};
+use std::ops::Range;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+// ---------------------------------------------------------------------------
+// lodt -> Arrow
+// ---------------------------------------------------------------------------
+
+/// One LoD level to convert: its raw offsets (validated, possibly a window
+/// that does not start at 0) and, when the memory can be shared with Arrow, a
+/// buffer over exactly those bytes.
+struct LevelSource<'a> {
+    raw: &'a [u64],
+    shared: Option<Buffer>,
+}
+
+/// Everything needed to build the array of one tensor.
+struct Source<'a> {
+    dtype: DType,
+    shape: &'a [usize],
+    levels: Vec<LevelSource<'a>>,
+    body: &'a [u8],
+    body_shared: Option<Buffer>,
+}
+
+/// A buffer over `bytes` that keeps `owner` alive instead of copying.
+///
+/// # Safety
+///
+/// `bytes` must lie in memory owned by `owner` that stays valid and unchanged
+/// for as long as `owner` is alive.
+unsafe fn shared_buffer(owner: Arc<dyn arrow_buffer::alloc::Allocation>, bytes: &[u8]) -> Buffer {
+    // A slice pointer is never null (empty slices use a dangling pointer).
+    let ptr = NonNull::from(bytes).cast::<u8>();
+    // SAFETY: the caller guarantees that `bytes` stays valid and unchanged
+    // while `owner` lives; the Buffer holds `owner`.
+    unsafe { Buffer::from_custom_allocation(ptr, bytes.len(), owner) }
+}
+
+/// A buffer over `bytes` borrowed from `storage`, keeping the storage alive.
+///
+/// # Safety
+///
+/// `bytes` must have been borrowed from `storage.bytes()`.
+unsafe fn storage_buffer(storage: &Arc<dyn ByteStorage>, bytes: &[u8]) -> Buffer {
+    // SAFETY: `bytes` comes from `storage.bytes()` (caller). The owner is a
+    // clone of the Arc, so the storage outlives the buffer, and while it is
+    // shared nothing can take `&mut` to it (`Arc::get_mut` fails; `LodTensor`
+    // copies on write), so its bytes stay where they are, unchanged. A
+    // memory-mapped storage keeps its map for as long as it lives.
+    unsafe { shared_buffer(Arc::new(storage.clone()), bytes) }
+}
+
+fn is_aligned(bytes: &[u8], align: usize) -> bool {
+    (bytes.as_ptr() as usize).is_multiple_of(align)
+}
+
+/// The bytes as a buffer aligned for `T`: `shared` when it is usable, a copy otherwise.
+fn aligned_buffer<T: ArrowNativeType>(bytes: &[u8], shared: Option<Buffer>) -> ScalarBuffer<T> {
+    let size = std::mem::size_of::<T>();
+    let buffer = match shared {
+        Some(b)
+            if b.len() == bytes.len() && is_aligned(b.as_slice(), std::mem::align_of::<T>()) =>
+        {
+            b
+        }
+        // Arrow's own allocations are 64-byte aligned.
+        _ => Buffer::from_slice_ref(bytes),
+    };
+    let len = buffer.len() / size;
+    // In range and aligned: checked or allocated just above.
+    ScalarBuffer::new(buffer, 0, len)
+}
+
+fn overflow(column: &str, what: &'static str, value: u128, limit: u128) -> Error {
+    Error::Overflow {
+        column: column.to_owned(),
+        what,
+        value,
+        limit,
+    }
+}
+
+fn tensor_error(column: &str) -> impl Fn(crate::Error) -> Error + '_ {
+    move |source| Error::Tensor {
+        column: column.to_owned(),
+        source,
+    }
+}
+
+/// The primitive leaf of a tensor: every element, flat.
+fn leaf_array(dtype: DType, body: &[u8], shared: Option<Buffer>) -> ArrayRef {
+    macro_rules! primitive {
+        ($t:ty) => {
+            Arc::new(PrimitiveArray::<$t>::new(
+                aligned_buffer(body, shared),
+                None,
+            )) as ArrayRef
+        };
+    }
+    match dtype {
+        // Arrow booleans are bit-packed: necessarily a copy.
+        DType::Bool => Arc::new(BooleanArray::new(
+            BooleanBuffer::collect_bool(body.len(), |i| body.get(i).is_some_and(|&b| b != 0)),
+            None,
+        )),
+        DType::Int8 => primitive!(Int8Type),
+        DType::Int16 => primitive!(Int16Type),
+        DType::Int32 => primitive!(Int32Type),
+        DType::Int64 => primitive!(Int64Type),
+        DType::UInt8 => primitive!(UInt8Type),
+        DType::UInt16 | DType::BFloat16 => primitive!(UInt16Type),
+        DType::UInt32 => primitive!(UInt32Type),
+        DType::UInt64 => primitive!(UInt64Type),
+        DType::Float16 => primitive!(Float16Type),
+        DType::Float32 => primitive!(Float32Type),
+        DType::Float64 => primitive!(Float64Type),
+    }
+}
+
+/// `i64` offsets of one level, rebased to start at 0; shared when the level
+/// already starts at 0 and its memory is shareable.
+fn large_offsets(column: &str, level: &LevelSource<'_>) -> Result<OffsetBuffer<i64>> {
+    let (Some(&first), Some(&last)) = (level.raw.first(), level.raw.last()) else {
+        return Err(Error::InvalidArgument(format!(
+            "column {column:?}: a LoD level with no offsets"
+        )));
+    };
+    // Offsets are non-decreasing (validated), so the last is the largest.
+    if last > i64::MAX as u64 {
+        return Err(overflow(
+            column,
+            "LargeList offset",
+            last.into(),
+            i64::MAX as u128,
+        ));
+    }
+    if first == 0 {
+        if let Some(shared) = &level.shared {
+            if shared.len() == level.raw.len() * 8 && is_aligned(shared.as_slice(), 8) {
+                let values = ScalarBuffer::<i64>::new(shared.clone(), 0, level.raw.len());
+                // SAFETY: the buffer holds the level's offsets: at least two
+                // and starting at 0 (validated by every caller), non-decreasing
+                // (validated, or promised by the caller of
+                // `tensor_buffers_to_arrow_unchecked`), and so all <= the last,
+                // which is <= i64::MAX (checked above). They read as valid
+                // non-negative, monotonically increasing i64 offsets.
+                return Ok(unsafe { OffsetBuffer::new_unchecked(values) });
+            }
+        }
+    }
+    let values: Vec<i64> = level
+        .raw
+        .iter()
+        .map(|&o| o.saturating_sub(first) as i64)
+        .collect();
+    // Validated non-empty, non-negative and non-decreasing: `new` cannot fail.
+    Ok(OffsetBuffer::new(ScalarBuffer::from(values)))
+}
+
+/// `i32` offsets of one level, rebased to start at 0 (always a copy).
+fn small_offsets(column: &str, level: &LevelSource<'_>) -> Result<OffsetBuffer<i32>> {
+    let (Some(&first), Some(&last)) = (level.raw.first(), level.raw.last()) else {
+        return Err(Error::InvalidArgument(format!(
+            "column {column:?}: a LoD level with no offsets"
+        )));
+    };
+    let span = last.saturating_sub(first);
+    if span > i32::MAX as u64 {
+        return Err(overflow(
+            column,
+            "List offset (use ListType::LargeList)",
+            span.into(),
+            i32::MAX as u128,
+        ));
+    }
+    let values: Vec<i32> = level
+        .raw
+        .iter()
+        .map(|&o| o.saturating_sub(first) as i32)
+        .collect();
+    // Validated non-empty, non-negative and non-decreasing: `new` cannot fail.
+    Ok(OffsetBuffer::new(ScalarBuffer::from(values)))
+}
+
+fn list_array<O: OffsetSizeTrait>(
+    child: Field,
+    offsets: OffsetBuffer<O>,
+    values: ArrayRef,
+) -> Result<ArrayRef> {
+    Ok(Arc::new(GenericListArray::<O>::try_new(
+        Arc::new(child),
+        offsets,
+        values,
+        None,
+    )?))
+}
+
+fn build(name: &str, src: Source<'_>, options: &ArrowOptions) -> Result<(Field, ArrayRef)> {
+    let (rows, element_shape, scalar) = match src.shape.split_first() {
+        Some((&rows, rest)) => (rows, rest, false),
+        None => (1, src.shape, true),
+    };
+    let mut metadata = Metadata::new();
+    let mut array = leaf_array(src.dtype, src.body, src.body_shared);
+    if !element_shape.is_empty() {
+        let size = element_shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| overflow(name, "element size", u128::MAX, i32::MAX as u128))?;
+        let size = i32::try_from(size)
+            .map_err(|_| overflow(name, "element size", size as u128, i32::MAX as u128))?;
+        // The value field is nullable (though no value is null): Arrow C++ and
+        // pyarrow define the extension's storage as `fixed_size_list<item: T>`
+        // with a nullable item, and restore the extension from Parquet only
+        // when the storage matches exactly. See spec/ARROW.md.
+        let value_field =
+            Field::new("item", array.data_type().clone(), true).with_metadata(metadata);
+        let fsl = FixedSizeListArray::try_new_with_length(
+            Arc::new(value_field),
+            size,
+            array,
+            None,
+            rows,
+        )?;
+        // The canonical extension, with the metadata written as the Arrow
+        // spec shows it (`{"shape":[...]}`, no null optional keys).
+        metadata = Metadata::new()
+            .with(EXTENSION_TYPE_NAME_KEY, FIXED_SHAPE_TENSOR)
+            .with(
+                EXTENSION_TYPE_METADATA_KEY,
+                serde_json::json!({ "shape": element_shape }).to_string(),
+            );
+        array = Arc::new(fsl);
+    }
+    for level in src.levels.iter().rev() {
+        let child = Field::new("item", array.data_type().clone(), false).with_metadata(metadata);
+        metadata = Metadata::new();
+        array = match options.list_type {
+            ListType::LargeList => list_array(child, large_offsets(name, level)?, array)?,
+            ListType::List => list_array(child, small_offsets(name, level)?, array)?,
+        };
+    }
+    // Column-level markers: tools keep a column field's metadata even where
+    // they drop nested fields' (pyarrow rebuilds extension storage types).
+    if src.dtype == DType::BFloat16 {
+        metadata.insert(DTYPE_KEY, DType::BFloat16.name());
+    }
+    if scalar {
+        metadata.insert(SCALAR_KEY, "true");
+    }
+    let field = Field::new(name, array.data_type().clone(), false).with_metadata(metadata);
+    Ok((field, array))
+}
+
+/// Converts an owned tensor into an Arrow array and the field describing it
+/// (named `name`). See `spec/ARROW.md` for the mapping.
+///
+/// With [`ListType::LargeList`] (the default) nothing is copied but bools: the
+/// array's offsets buffers share the tensor's LoD and its values buffer shares
+/// the tensor's storage (both kept alive by the array). With
+/// [`ListType::List`] the offsets are converted to `i32` (a copy).
+///
+/// ```
+/// use lodt::{arrow::{to_arrow, ArrowOptions}, Lod, LodTensor};
+/// use arrow_array::{cast::AsArray, types::Float32Type};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
+/// let frames = LodTensor::from_vec(vec![0f32; 3 * 4], vec![3, 4], lod)?;
+/// let (field, array) = to_arrow("frames", &frames, &ArrowOptions::default())?;
+/// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2, 3]);
+/// // Values are shared, not copied:
+/// let values = array.as_list::<i64>().values().as_fixed_size_list().values().as_primitive::<Float32Type>();
+/// assert_eq!(values.values().as_ptr(), frames.as_slice::<f32>()?.as_ptr());
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn to_arrow(
+    name: &str,
+    tensor: &LodTensor,
+    options: &ArrowOptions,
+) -> Result<(Field, ArrayRef)> {
+    let storage = tensor.storage();
+    let body = tensor.as_bytes();
+    // SAFETY: `body` is `storage.bytes()` (`LodTensor::as_bytes`).
+    let body_shared = Some(unsafe { storage_buffer(storage, body) });
+    let lod: Arc<Lod> = tensor.lod_arc().clone();
+    let levels = lod
+        .levels()
+        .iter()
+        .map(|level| {
+            let bytes = zerocopy::IntoBytes::as_bytes(level.as_slice());
+            // SAFETY: the level lives inside the `Lod` behind this Arc, which
+            // the buffer keeps alive. A shared `Lod` is never changed in place
+            // (`LodTensor::update_lod` copies a shared LoD first), and the
+            // buffer's clone keeps it shared.
+            let shared = unsafe { shared_buffer(Arc::new(lod.clone()), bytes) };
+            LevelSource {
+                raw: level.as_slice(),
+                shared: Some(shared),
+            }
+        })
+        .collect();
+    build(
+        name,
+        Source {
+            dtype: tensor.dtype(),
+            shape: tensor.shape(),
+            levels,
+            body,
+            body_shared,
+        },
+        options,
+    )
+}
+
+/// Converts a borrowed (possibly sliced) tensor into an Arrow array and its
+/// field, copying offsets (rebased to 0) and values.
+///
+/// ```
+/// use lodt::{arrow::{view_to_arrow, ArrowOptions}, Lod, LodTensor};
+/// use arrow_array::cast::AsArray;
+/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+/// let words = LodTensor::from_vec((0..15i64).collect(), vec![15], lod)?;
+/// let article2 = words.branch(&[2])?;                 // offsets [10, 12, 15]
+/// let (_, array) = view_to_arrow("a2", &article2, &ArrowOptions::default())?;
+/// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2, 5]);
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn view_to_arrow(
+    name: &str,
+    view: &LodTensorView<'_>,
+    options: &ArrowOptions,
+) -> Result<(Field, ArrayRef)> {
+    let shape = view.shape();
+    let levels = (0..view.lod().num_levels())
+        .map(|l| LevelSource {
+            raw: view.lod().raw_level(l).unwrap_or(&[]),
+            shared: None,
+        })
+        .collect();
+    build(
+        name,
+        Source {
+            dtype: view.dtype(),
+            shape: &shape,
+            levels,
+            body: view.as_bytes(),
+            body_shared: None,
+        },
+        options,
+    )
+}
+
+/// Converts a tensor that lies in a shared storage (a memory-mapped `.lodt`
+/// file) into an Arrow array and its field, using the storage's own bytes as
+/// the Arrow buffers: with [`ListType::LargeList`], no offset or value is
+/// copied (the `u64` LoD offsets are read as `i64`; a buffer that is misaligned
+/// for its type, and bools, are copied). The array keeps the storage alive.
+///
+/// The parts are validated first ([`TensorBuffers::view`]: byte ranges,
+/// LoD rules, data length): one read of the offsets. See
+/// [`tensor_buffers_to_arrow_unchecked`] to skip it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use lodt::{buffer::{AlignedBytes, ByteStorage, TensorBuffers}, DType};
+/// use lodt::arrow::{tensor_buffers_to_arrow, ArrowOptions};
+/// use arrow_array::cast::AsArray;
+/// let mut bytes = Vec::new();
+/// for o in [0u64, 1, 3] { bytes.extend_from_slice(&o.to_le_bytes()); }
+/// bytes.extend_from_slice(&[7, 8, 9]);
+/// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&bytes));
+/// let parts = TensorBuffers { storage: storage.clone(), dtype: DType::UInt8, shape: vec![3], lod: vec![0..24], body: 24..27 };
+/// let (_, array) = tensor_buffers_to_arrow("x", &parts, &ArrowOptions::default())?;
+/// let list = array.as_list::<i64>();
+/// assert_eq!(list.value_offsets(), &[0, 1, 3]);
+/// assert_eq!(list.value_offsets().as_ptr() as usize, storage.bytes().as_ptr() as usize);
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn tensor_buffers_to_arrow(
+    name: &str,
+    parts: &TensorBuffers,
+    options: &ArrowOptions,
+) -> Result<(Field, ArrayRef)> {
+    let view = parts.view().map_err(tensor_error(name))?;
+    let levels = (0..view.lod().num_levels())
+        .map(|l| {
+            let raw = view.lod().raw_level(l).unwrap_or(&[]);
+            let bytes = zerocopy::IntoBytes::as_bytes(raw);
+            // SAFETY: `raw` was borrowed from `parts.storage.bytes()` by `view`.
+            let shared = unsafe { storage_buffer(&parts.storage, bytes) };
+            LevelSource {
+                raw,
+                shared: Some(shared),
+            }
+        })
+        .collect();
+    let body = view.as_bytes();
+    // SAFETY: `body` was borrowed from `parts.storage.bytes()` by `view`.
+    let body_shared = Some(unsafe { storage_buffer(&parts.storage, body) });
+    build(
+        name,
+        Source {
+            dtype: parts.dtype,
+            shape: &parts.shape,
+            levels,
+            body,
+            body_shared,
+        },
+        options,
+    )
+}
+
+/// Like [`tensor_buffers_to_arrow`], in O(levels): the LoD offsets are not
+/// read, only each level's first and last offset. Everything else is still
+/// checked: byte ranges, alignment, that each level starts at 0 and ends at the
+/// next level's number of sequences (the last level at the rows), the data
+/// length, and bools.
+///
+/// # Safety
+///
+/// The offsets of each level must be non-decreasing: the one LoD rule
+/// ([`lod::check_levels`](crate::lod::check_levels)) that needs every offset
+/// read. A reader that validated the file's LoDs on open guarantees it.
+/// Otherwise the array breaks Arrow's invariants and code reading it may read
+/// out of bounds.
+///
+/// ```
+/// use std::sync::Arc;
+/// use lodt::{buffer::{AlignedBytes, ByteStorage, TensorBuffers}, DType};
+/// use lodt::arrow::{tensor_buffers_to_arrow_unchecked, ArrowOptions};
+/// use arrow_array::cast::AsArray;
+/// let mut bytes = Vec::new();
+/// for o in [0u64, 2] { bytes.extend_from_slice(&o.to_le_bytes()); }
+/// bytes.extend_from_slice(&[7, 8]);
+/// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&bytes));
+/// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![2], lod: vec![0..16], body: 16..18 };
+/// // SAFETY: the offsets [0, 2] are non-decreasing.
+/// let (_, array) = unsafe { tensor_buffers_to_arrow_unchecked("x", &parts, &ArrowOptions::default())? };
+/// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2]);
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub unsafe fn tensor_buffers_to_arrow_unchecked(
+    name: &str,
+    parts: &TensorBuffers,
+    options: &ArrowOptions,
+) -> Result<(Field, ArrayRef)> {
+    let bytes = parts.storage.bytes();
+    let mut levels = Vec::with_capacity(parts.lod.len());
+    for l in 0..parts.lod.len() {
+        let raw = parts.level(l).map_err(tensor_error(name))?;
+        if raw.len() < 2 {
+            return Err(tensor_error(name)(crate::Error::InvalidLod {
+                level: l,
+                index: 0,
+                rule: crate::LodRule::TooShort,
+                expected: 2,
+                found: raw.len() as u64,
+            }));
+        }
+        levels.push(raw);
+    }
+    // O(levels) consistency: each level ends where the next one's entries end,
+    // the last one at the rows.
+    let rows = parts.shape.first().copied();
+    let ends: Vec<u64> = levels
+        .iter()
+        .skip(1)
+        .map(|l| (l.len() - 1) as u64)
+        .chain(rows.map(|r| r as u64))
+        .collect();
+    for (l, (level, &end)) in levels.iter().zip(&ends).enumerate() {
+        let (first, last) = (level.first().copied(), level.last().copied());
+        if first != Some(0) || last != Some(end) {
+            return Err(tensor_error(name)(crate::Error::InvalidLod {
+                level: l,
+                index: level.len() - 1,
+                rule: crate::LodRule::LevelMismatch,
+                expected: end,
+                found: last.unwrap_or(0),
+            }));
+        }
+    }
+    if !levels.is_empty() && rows.is_none() {
+        return Err(tensor_error(name)(crate::Error::ShapeMismatch {
+            what: "shape of a tensor with a LoD (needs rank >= 1)",
+            expected: vec![0],
+            found: Vec::new(),
+        }));
+    }
+    let body = bytes.get(parts.body.clone()).ok_or_else(|| {
+        tensor_error(name)(crate::Error::OutOfRange {
+            what: "storage byte range",
+            index: parts.body.end as u64,
+            len: bytes.len() as u64 + 1,
+        })
+    })?;
+    let expected =
+        crate::tensor::checked_byte_len(parts.dtype, &parts.shape).map_err(tensor_error(name))?;
+    if body.len() != expected {
+        return Err(tensor_error(name)(crate::Error::DataLength {
+            dtype: parts.dtype,
+            shape: parts.shape.iter().map(|&d| d as u64).collect(),
+            expected: expected as u64,
+            found: body.len() as u64,
+        }));
+    }
+    if parts.dtype == DType::Bool {
+        crate::dtype::check_bools(body).map_err(tensor_error(name))?;
+    }
+    let levels = levels
+        .into_iter()
+        .map(|raw| {
+            // SAFETY: `raw` was borrowed from `parts.storage.bytes()` by `level`.
+            let shared =
+                unsafe { storage_buffer(&parts.storage, zerocopy::IntoBytes::as_bytes(raw)) };
+            LevelSource {
+                raw,
+                shared: Some(shared),
+            }
+        })
+        .collect();
+    // SAFETY: `body` was borrowed from `parts.storage.bytes()` above.
+    let body_shared = Some(unsafe { storage_buffer(&parts.storage, body) });
+    build(
+        name,
+        Source {
+            dtype: parts.dtype,
+            shape: &parts.shape,
+            levels,
+            body,
+            body_shared,
+        },
+        options,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Arrow -> lodt
+// ---------------------------------------------------------------------------
+
+/// Appends `run` to `runs`, merging it with the last run when adjacent.
+fn push_run(runs: &mut Vec<Range<usize>>, run: Range<usize>) {
+    if run.is_empty() {
+        return;
+    }
+    match runs.last_mut() {
+        Some(last) if last.end == run.start => last.end = run.end,
+        _ => runs.push(run),
+    }
+}
+
+fn runs_len(runs: &[Range<usize>]) -> usize {
+    runs.iter().map(|r| r.len()).sum()
+}
+
+/// Reads one list level: appends its (rebased) offsets to a new LoD level and
+/// returns the runs of child entries it selects.
+fn read_list_level<O: OffsetSizeTrait>(
+    column: &str,
+    list: &GenericListArray<O>,
+    runs: &[Range<usize>],
+    level: usize,
+    options: &ArrowOptions,
+    out: &mut Vec<u64>,
+) -> Result<Vec<Range<usize>>> {
+    let offsets = list.value_offsets();
+    let nulls = list.nulls().filter(|n| n.null_count() > 0);
+    let values_len = list.values().len();
+    let bad_offset = || {
+        Error::InvalidArgument(format!(
+            "column {column:?}: list offsets at level {level} are not valid for {values_len} values"
+        ))
+    };
+    out.reserve(runs_len(runs) + 1);
+    out.push(0);
+    let mut total = 0u64;
+    let mut child_runs = Vec::new();
+    let mut index = 0usize;
+    for run in runs {
+        for i in run.clone() {
+            let is_null = nulls.is_some_and(|n| n.is_null(i));
+            if is_null {
+                match options.null_lists {
+                    NullLists::Error => {
+                        return Err(Error::NullList {
+                            column: column.to_owned(),
+                            level,
+                            index,
+                        })
+                    }
+                    NullLists::Empty => {
+                        out.push(total);
+                        index += 1;
+                        continue;
+                    }
+                }
+            }
+            let start = offsets.get(i).and_then(|o| o.to_usize());
+            let end = offsets.get(i + 1).and_then(|o| o.to_usize());
+            let (Some(start), Some(end)) = (start, end) else {
+                return Err(bad_offset());
+            };
+            if end < start || end > values_len {
+                return Err(bad_offset());
+            }
+            total = total
+                .checked_add((end - start) as u64)
+                .ok_or_else(bad_offset)?;
+            out.push(total);
+            push_run(&mut child_runs, start..end);
+            index += 1;
+        }
+    }
+    Ok(child_runs)
+}
+
+/// The `arrow.fixed_shape_tensor` extension metadata, parsed by lodt itself
+/// (sizes are checked, never trusted).
+#[derive(serde::Deserialize)]
+struct TensorExtension {
+    shape: Vec<u64>,
+}
+
+fn metadata_error(column: &str, message: String) -> Error {
+    Error::Metadata {
+        column: column.to_owned(),
+        message,
+    }
+}
+
+/// The element shape named by a field's `arrow.fixed_shape_tensor` extension, if any.
+fn extension_shape(column: &str, metadata: &Metadata) -> Result<Option<Vec<u64>>> {
+    if metadata.get(EXTENSION_TYPE_NAME_KEY).map(String::as_str) != Some(FIXED_SHAPE_TENSOR) {
+        return Ok(None);
+    }
+    let json = metadata
+        .get(EXTENSION_TYPE_METADATA_KEY)
+        .ok_or_else(|| metadata_error(column, "the extension has no metadata".into()))?;
+    let ext: TensorExtension = serde_json::from_str(json)
+        .map_err(|e| metadata_error(column, format!("bad metadata {json:?}: {e}")))?;
+    Ok(Some(ext.shape))
+}
+
+fn checked_product(dims: &[u64]) -> Option<u64> {
+    dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+}
+
+/// Converts an Arrow array (with the field describing it) into an owned LoD
+/// tensor. See `spec/ARROW.md` for the mapping; in short, `List` and
+/// `LargeList` levels become LoD levels, `FixedSizeList`s (or the
+/// `arrow.fixed_shape_tensor` extension, whose shape wins) the element shape.
+///
+/// Slices are rebased. When the selected values are one contiguous run of
+/// non-boolean values (no null lists read as empty in between), the tensor
+/// shares Arrow's values buffer ([`ArrowBytes`]) instead of copying it; the
+/// LoD offsets are always copied (a [`Lod`] owns its `Vec<u64>`s).
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow_array::{ArrayRef, LargeListArray, types::Int32Type};
+/// use arrow_schema::Field;
+/// use lodt::arrow::{from_arrow, ArrowOptions};
+/// let array: ArrayRef = Arc::new(LargeListArray::from_iter_primitive::<Int32Type, _, _>(
+///     vec![Some(vec![Some(1), Some(2)]), Some(vec![]), Some(vec![Some(3)])]));
+/// let field = Field::new("x", array.data_type().clone(), true);
+/// let t = from_arrow(&field, &array, &ArrowOptions::default())?;
+/// assert_eq!(t.lod().levels(), &[vec![0, 2, 2, 3]]);
+/// assert_eq!(t.as_slice::<i32>()?, &[1, 2, 3]);
+/// // A slice is rebased:
+/// let t = from_arrow(&field, &array.slice(1, 2), &ArrowOptions::default())?;
+/// assert_eq!((t.lod().levels(), t.as_slice::<i32>()?), (&[vec![0, 0, 1]][..], &[3][..]));
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
+    let column = field.name().as_str();
+    if !field.data_type().equals_datatype(array.data_type()) {
+        return Err(Error::InvalidArgument(format!(
+            "column {column:?}: the field's type {} is not the array's type {}",
+            field.data_type(),
+            array.data_type()
+        )));
+    }
+    let mismatch = |found: &DataType| {
+        Error::InvalidArgument(format!(
+            "column {column:?}: the array's type {found} does not match the field's type {}",
+            field.data_type()
+        ))
+    };
+    // Metadata comes from the field's type tree, structure from the array.
+    let mut metadata = field.metadata();
+    let mut ftype = field.data_type();
+    let mut array: &dyn Array = array;
+    let mut runs = Vec::new();
+    push_run(&mut runs, 0..array.len());
+    let mut levels: Vec<Vec<u64>> = Vec::new();
+    // LoD levels.
+    while let DataType::List(child) | DataType::LargeList(child) = ftype {
+        let mut offsets = Vec::new();
+        let level = levels.len();
+        let (child_runs, values) = if let Some(list) = array.as_list_opt::<i32>() {
+            let runs = read_list_level(column, list, &runs, level, options, &mut offsets)?;
+            (runs, list.values())
+        } else if let Some(list) = array.as_list_opt::<i64>() {
+            let runs = read_list_level(column, list, &runs, level, options, &mut offsets)?;
+            (runs, list.values())
+        } else {
+            return Err(mismatch(array.data_type()));
+        };
+        levels.push(offsets);
+        runs = child_runs;
+        metadata = child.metadata();
+        ftype = child.data_type();
+        array = values.as_ref();
+    }
+    let rows = runs_len(&runs);
+    // Element shape.
+    let extension = extension_shape(column, metadata)?;
+    let mut dims: Vec<u64> = Vec::new();
+    let mut elements_per_row = 1usize;
+    while let DataType::FixedSizeList(child, size) = ftype {
+        let fsl: &FixedSizeListArray = array
+            .as_fixed_size_list_opt()
+            .ok_or_else(|| mismatch(array.data_type()))?;
+        let size = usize::try_from(*size).map_err(|_| {
+            Error::InvalidArgument(format!("column {column:?}: negative FixedSizeList size"))
+        })?;
+        if let Some(nulls) = fsl.nulls().filter(|n| n.null_count() > 0) {
+            let mut position = 0usize;
+            for run in &runs {
+                if let Some(i) = run.clone().find(|&i| nulls.is_null(i)) {
+                    return Err(Error::NullValue {
+                        column: column.to_owned(),
+                        row: (position + i - run.start) / elements_per_row,
+                    });
+                }
+                position += run.len();
+            }
+        }
+        let too_big = || overflow(column, "element size", u128::MAX, usize::MAX as u128);
+        let mut child_runs = Vec::with_capacity(runs.len());
+        for run in &runs {
+            let start = run.start.checked_mul(size).ok_or_else(too_big)?;
+            let end = run.end.checked_mul(size).ok_or_else(too_big)?;
+            push_run(&mut child_runs, start..end);
+        }
+        runs = child_runs;
+        elements_per_row = elements_per_row.checked_mul(size).ok_or_else(too_big)?;
+        dims.push(size as u64);
+        ftype = child.data_type();
+        array = fsl.values().as_ref();
+    }
+    let element_shape = match extension {
+        Some(shape) => {
+            if dims.is_empty() {
+                return Err(metadata_error(
+                    column,
+                    format!("{FIXED_SHAPE_TENSOR} on a non-FixedSizeList field"),
+                ));
+            }
+            if checked_product(&shape) != checked_product(&dims) {
+                return Err(metadata_error(
+                    column,
+                    format!("shape {shape:?} does not hold the {elements_per_row} values of its FixedSizeList storage"),
+                ));
+            }
+            shape
+        }
+        None => dims,
+    };
+    // Leaf.
+    let is_bf16 = match field.metadata().get(DTYPE_KEY).map(String::as_str) {
+        None => false,
+        Some("bfloat16") if ftype == &DataType::UInt16 => true,
+        Some(other) => {
+            return Err(metadata_error(
+                column,
+                format!("{DTYPE_KEY} = {other:?} on a column of {ftype} values (lodt writes {DTYPE_KEY} = \"bfloat16\" on columns of UInt16 values only)"),
+            ))
+        }
+    };
+    let dtype = match ftype {
+        DataType::Boolean => DType::Bool,
+        DataType::Int8 => DType::Int8,
+        DataType::Int16 => DType::Int16,
+        DataType::Int32 => DType::Int32,
+        DataType::Int64 => DType::Int64,
+        DataType::UInt8 => DType::UInt8,
+        DataType::UInt16 if is_bf16 => DType::BFloat16,
+        DataType::UInt16 => DType::UInt16,
+        DataType::UInt32 => DType::UInt32,
+        DataType::UInt64 => DType::UInt64,
+        DataType::Float16 => DType::Float16,
+        DataType::Float32 => DType::Float32,
+        DataType::Float64 => DType::Float64,
+        other => {
+            return Err(Error::Unsupported {
+                column: column.to_owned(),
+                data_type: other.to_string(),
+            })
+        }
+    };
+    if runs.iter().any(|r| r.end > array.len()) {
+        return Err(Error::InvalidArgument(format!(
+            "column {column:?}: offsets point past the {} values",
+            array.len()
+        )));
+    }
+    if let Some(nulls) = array.logical_nulls().filter(|n| n.null_count() > 0) {
+        let mut position = 0usize;
+        for run in &runs {
+            if let Some(i) = run.clone().find(|&i| nulls.is_null(i)) {
+                return Err(Error::NullValue {
+                    column: column.to_owned(),
+                    row: (position + i - run.start) / elements_per_row.max(1),
+                });
+            }
+            position += run.len();
+        }
+    }
+    let storage: Arc<dyn ByteStorage> = if dtype == DType::Bool {
+        let values = array
+            .as_boolean_opt()
+            .ok_or_else(|| mismatch(array.data_type()))?
+            .values();
+        let bools: Vec<bool> = runs
+            .iter()
+            .flat_map(|r| r.clone().map(|i| values.value(i)))
+            .collect();
+        Arc::new(bools)
+    } else {
+        let buffer = leaf_buffer(array, dtype).ok_or_else(|| Error::Unsupported {
+            column: column.to_owned(),
+            data_type: array.data_type().to_string(),
+        })?;
+        let size = dtype.size();
+        let range = |r: &Range<usize>| r.start * size..r.end * size;
+        match runs.as_slice() {
+            [] => Arc::new(AlignedBytes::zeroed(0)),
+            [run] => Arc::new(ArrowBytes::new(
+                buffer.slice_with_length(run.start * size, run.len() * size),
+            )),
+            _ => {
+                let bytes = buffer.as_slice();
+                let total = runs_len(&runs) * size;
+                let mut out = AlignedBytes::zeroed(total);
+                let mut at = 0;
+                for run in &runs {
+                    let src = bytes.get(range(run)).unwrap_or(&[]);
+                    if let Some(dst) = out.as_mut_slice().get_mut(at..at + src.len()) {
+                        dst.copy_from_slice(src);
+                    }
+                    at += src.len();
+                }
+                Arc::new(out)
+            }
+        }
+    };
+    let scalar = field.metadata().get(SCALAR_KEY).map(String::as_str) == Some("true");
+    let mut shape = Vec::with_capacity(1 + element_shape.len());
+    if scalar {
+        if !(levels.is_empty() && element_shape.is_empty() && rows == 1) {
+            return Err(metadata_error(
+                column,
+                format!("{SCALAR_KEY} on a column that is not one primitive value"),
+            ));
+        }
+    } else {
+        shape.push(rows);
+    }
+    for &d in &element_shape {
+        shape.push(
+            usize::try_from(d)
+                .map_err(|_| overflow(column, "dimension", d.into(), usize::MAX as u128))?,
+        );
+    }
+    let lod = Lod::try_from_offsets(levels).map_err(tensor_error(column))?;
+    LodTensor::try_from_parts(dtype, shape, storage, Arc::new(lod)).map_err(tensor_error(column))
+}
+
+/// The values buffer of a primitive leaf (already sliced to the array).
+fn leaf_buffer(array: &dyn Array, dtype: DType) -> Option<Buffer> {
+    macro_rules! values {
+        ($t:ty) => {
+            array
+                .as_primitive_opt::<$t>()
+                .map(|a| a.values().inner().clone())
+        };
+    }
+    match dtype {
+        DType::Bool => None,
+        DType::Int8 => values!(Int8Type),
+        DType::Int16 => values!(Int16Type),
+        DType::Int32 => values!(Int32Type),
+        DType::Int64 => values!(Int64Type),
+        DType::UInt8 => values!(UInt8Type),
+        DType::UInt16 | DType::BFloat16 => values!(UInt16Type),
+        DType::UInt32 => values!(UInt32Type),
+        DType::UInt64 => values!(UInt64Type),
+        DType::Float16 => values!(Float16Type),
+        DType::Float32 => values!(Float32Type),
+        DType::Float64 => values!(Float64Type),
+    }
+}
+
+/// [`from_arrow`] for an array without a field: the column is named `"array"`
+/// and there is no field metadata (so no bfloat16, 0-D or extension marker).
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow_array::{ArrayRef, Float32Array};
+/// let array: ArrayRef = Arc::new(Float32Array::from(vec![1.0, 2.0]));
+/// let t = lodt::arrow::from_arrow_array(&array, &Default::default())?;
+/// assert_eq!((t.shape(), t.lod().num_levels()), (&[2][..], 0));
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn from_arrow_array(array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
+    let field = Field::new("array", array.data_type().clone(), true);
+    from_arrow(&field, array, options)
+}

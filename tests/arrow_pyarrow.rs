@@ -1,0 +1,335 @@
+//! pyarrow reads what lodt writes: Parquet, Arrow IPC files and streams of
+//! batches holding every dtype, 0-3 LoD levels, element shapes, a 0-D tensor.
+//! `tests/pyarrow/check.py` checks values, LoD and list types against a
+//! manifest this test writes beside the files.
+//!
+//! Needs `LODT_PYTHON` (a python with pyarrow and numpy; `.ci/run` sets it up).
+//! Without it the test prints `SKIPPED: pyarrow not available` and passes.
+#![cfg(feature = "parquet")]
+
+use lodt::arrow::ipc::{write_ipc_file, write_ipc_stream};
+use lodt::arrow::parquet::write_parquet;
+use lodt::arrow::{top_level_rows, ArrowOptions, ListType, WriteOptions};
+use lodt::{Batch, DType, Lod, LodTensor};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A small deterministic generator (no dependency on test randomness).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// LoD lengths with `top` top-level sequences and `levels` levels; every level
+/// above the last has at least one entry.
+fn lengths(rng: &mut Lcg, top: u64, levels: usize) -> Vec<Vec<u64>> {
+    let mut out: Vec<Vec<u64>> = Vec::new();
+    let mut count = top;
+    for l in 0..levels {
+        let mut level: Vec<u64> = (0..count).map(|_| rng.below(4)).collect();
+        if l + 1 < levels && level.iter().sum::<u64>() == 0 {
+            level[0] = 1;
+        }
+        count = level.iter().sum();
+        out.push(level);
+    }
+    out
+}
+
+fn values(rng: &mut Lcg, dtype: DType, n: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(n * dtype.size());
+    for _ in 0..n {
+        let r = rng.next();
+        let signed = r as i64 % 1000 - 500;
+        match dtype {
+            DType::Bool => bytes.push((r & 1) as u8),
+            DType::Int8 => bytes.extend_from_slice(&(r as i8).to_le_bytes()),
+            DType::Int16 => bytes.extend_from_slice(&(signed as i16 * 60).to_le_bytes()),
+            DType::Int32 => bytes.extend_from_slice(&(signed as i32 * 4_000_000).to_le_bytes()),
+            DType::Int64 => bytes.extend_from_slice(&(signed * 10_000_000_000_000).to_le_bytes()),
+            DType::UInt8 => bytes.push(r as u8),
+            DType::UInt16 => bytes.extend_from_slice(&(r as u16).to_le_bytes()),
+            DType::UInt32 => bytes.extend_from_slice(&(r as u32).to_le_bytes()),
+            DType::UInt64 => bytes.extend_from_slice(&((r << 20) | 7).to_le_bytes()),
+            DType::Float16 => {
+                bytes.extend_from_slice(&half::f16::from_f32(signed as f32 / 8.0).to_le_bytes())
+            }
+            DType::BFloat16 => {
+                bytes.extend_from_slice(&half::bf16::from_f32(signed as f32 / 4.0).to_le_bytes())
+            }
+            DType::Float32 => bytes.extend_from_slice(&(signed as f32 / 3.0).to_le_bytes()),
+            DType::Float64 => bytes.extend_from_slice(&(signed as f64 / 7.0).to_le_bytes()),
+        }
+    }
+    bytes
+}
+
+/// The tensor's values as JSON numbers (bfloat16: raw bits, as pyarrow sees them).
+fn json_values(t: &LodTensor) -> Vec<Value> {
+    match t.dtype() {
+        DType::Bool => t
+            .as_slice::<bool>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::Int8 => t
+            .as_slice::<i8>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::Int16 => t
+            .as_slice::<i16>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::Int32 => t
+            .as_slice::<i32>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::Int64 => t
+            .as_slice::<i64>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::UInt8 => t
+            .as_slice::<u8>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::UInt16 => t
+            .as_slice::<u16>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::UInt32 => t
+            .as_slice::<u32>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::UInt64 => t
+            .as_slice::<u64>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+        DType::Float16 => t
+            .as_slice::<half::f16>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v.to_f64()))
+            .collect(),
+        DType::BFloat16 => t
+            .as_slice::<half::bf16>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v.to_bits()))
+            .collect(),
+        DType::Float32 => t
+            .as_slice::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(f64::from(*v)))
+            .collect(),
+        DType::Float64 => t
+            .as_slice::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| json!(v))
+            .collect(),
+    }
+}
+
+fn batches(seed: u64) -> Vec<Batch> {
+    let shapes: [&[usize]; 4] = [&[], &[2], &[2, 3], &[3]];
+    let mut rng = Lcg(seed);
+    (0..2u64)
+        .map(|b| {
+            let top = 3 + b;
+            let mut batch = Batch::new();
+            for (i, dtype) in DType::ALL.into_iter().enumerate() {
+                let levels = i % 4;
+                let lengths = lengths(&mut rng, top, levels);
+                let rows = lengths.last().map_or(top, |l| l.iter().sum()) as usize;
+                let element_shape = shapes[(i / 2) % 4];
+                let n = rows * element_shape.iter().product::<usize>();
+                let mut shape = vec![rows];
+                shape.extend_from_slice(element_shape);
+                let lod = Lod::try_from_lengths(&lengths).unwrap();
+                let t =
+                    LodTensor::from_bytes(dtype, shape, &values(&mut rng, dtype, n), lod).unwrap();
+                batch
+                    .push(format!("{}_{levels}lvl", dtype.name()), t)
+                    .unwrap();
+            }
+            batch
+                .metadata_mut()
+                .insert("source".into(), "lodt-pyarrow-test".into());
+            batch
+        })
+        .collect()
+}
+
+fn scalar_batches() -> Vec<Batch> {
+    let scalar = LodTensor::from_vec(vec![2.5f64], vec![], Lod::empty()).unwrap();
+    let lod = Lod::try_from_lengths(&[vec![4]]).unwrap();
+    let one = LodTensor::from_vec(vec![1i32, 2, 3, 4], vec![4], lod).unwrap();
+    let mut batch = Batch::try_from_tensors([("scalar", scalar), ("one", one)]).unwrap();
+    batch
+        .metadata_mut()
+        .insert("source".into(), "lodt-pyarrow-test".into());
+    vec![batch]
+}
+
+fn manifest_entry(path: &str, format: &str, list_type: ListType, batches: &[Batch]) -> Value {
+    let list_type = match list_type {
+        ListType::List => "list",
+        ListType::LargeList => "large_list",
+    };
+    let batches: Vec<Value> = batches
+        .iter()
+        .map(|b| {
+            let columns: Vec<Value> = b
+                .iter()
+                .map(|(name, t)| {
+                    json!({
+                        "name": name,
+                        "dtype": t.dtype().name(),
+                        "lod": t.lod().levels(),
+                        "element_shape": t.element_shape(),
+                        "scalar": t.shape().is_empty(),
+                        "values": json_values(t),
+                    })
+                })
+                .collect();
+            let rows = b.iter().next().map_or(0, |(_, t)| top_level_rows(t));
+            json!({ "rows": rows, "columns": columns })
+        })
+        .collect();
+    json!({
+        "path": path,
+        "format": format,
+        "list_type": list_type,
+        "metadata": batches_metadata(),
+        "batches": batches,
+    })
+}
+
+fn batches_metadata() -> Value {
+    json!({ "source": "lodt-pyarrow-test" })
+}
+
+/// Writes every file and the manifest into `dir`.
+fn write_files(dir: &Path) {
+    let mut files = Vec::new();
+    for (list_type, suffix) in [(ListType::LargeList, ""), (ListType::List, "_list")] {
+        let options =
+            WriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(list_type));
+        for (set, batches) in [("data", batches(42)), ("scalar", scalar_batches())] {
+            let items = || batches.iter().cloned().map(Ok::<_, lodt::Error>);
+            let name = format!("{set}{suffix}.parquet");
+            write_parquet(
+                std::fs::File::create(dir.join(&name)).unwrap(),
+                items(),
+                &options,
+            )
+            .unwrap();
+            files.push(manifest_entry(&name, "parquet", list_type, &batches));
+            let name = format!("{set}{suffix}.arrow");
+            write_ipc_file(
+                std::fs::File::create(dir.join(&name)).unwrap(),
+                items(),
+                &options,
+            )
+            .unwrap();
+            files.push(manifest_entry(&name, "ipc_file", list_type, &batches));
+            let name = format!("{set}{suffix}.arrows");
+            write_ipc_stream(
+                std::fs::File::create(dir.join(&name)).unwrap(),
+                items(),
+                &options,
+            )
+            .unwrap();
+            files.push(manifest_entry(&name, "ipc_stream", list_type, &batches));
+        }
+    }
+    let manifest = json!({ "files": files });
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+}
+
+/// The python to use, if it can import pyarrow and numpy.
+fn python() -> Option<PathBuf> {
+    let python = PathBuf::from(std::env::var_os("LODT_PYTHON")?);
+    let ok = Command::new(&python)
+        .args(["-c", "import pyarrow, numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(python)
+}
+
+#[test]
+fn pyarrow_reads_what_lodt_writes() {
+    let Some(python) = python() else {
+        eprintln!(
+            "SKIPPED: pyarrow not available (set LODT_PYTHON to a python with pyarrow and numpy)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pyarrow/check.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "check.py failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("12 files"), "{stdout}");
+    eprintln!("{stdout}");
+}
+
+#[test]
+fn the_written_files_read_back_in_lodt_too() {
+    // The same files, read by lodt: what pyarrow checks is what lodt wrote.
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path());
+    let back: Vec<Batch> = lodt::arrow::parquet::ParquetReader::open(
+        dir.path().join("data_list.parquet"),
+        &ArrowOptions::default(),
+    )
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    assert_eq!(back, batches(42));
+    let f = std::fs::File::open(dir.path().join("scalar.arrows")).unwrap();
+    let back: Vec<Batch> = lodt::arrow::ipc::IpcStreamReader::try_new(f, &ArrowOptions::default())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back, scalar_batches());
+}
