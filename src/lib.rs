@@ -69,6 +69,7 @@ compile_error!("lodt reads little-endian data in place and supports only little-
 pub mod arrow;
 pub mod batch;
 pub mod buffer;
+pub mod convert;
 pub mod dtype;
 pub mod error;
 pub mod format;
