@@ -594,3 +594,25 @@ fn garbage_files_are_errors_not_panics() {
     std::io::Write::write_all(&mut file, b"PAR1 garbage PAR1").unwrap();
     assert!(ParquetReader::try_new(file, &ArrowOptions::default()).is_err());
 }
+
+#[test]
+fn zero_sized_element_shapes_round_trip() {
+    let lod = Lod::try_from_lengths(&[vec![2, 1]]).unwrap();
+    let t = LodTensor::from_vec(Vec::<f32>::new(), vec![3, 2, 0], lod).unwrap();
+    let (field, array) = to_arrow("z", &t, &ArrowOptions::default()).unwrap();
+    assert_eq!(
+        from_arrow(&field, &array, &ArrowOptions::default()).unwrap(),
+        t
+    );
+    let batch = Batch::try_from_tensors([("z", t)]).unwrap();
+    let file = tempfile::tempfile().unwrap();
+    let mut writer =
+        ParquetWriter::try_new(file.try_clone().unwrap(), &WriteOptions::default()).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    let back: Vec<Batch> = ParquetReader::try_new(file, &ArrowOptions::default())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back, vec![batch]);
+}
