@@ -594,3 +594,68 @@ fn garbage_files_are_errors_not_panics() {
     std::io::Write::write_all(&mut file, b"PAR1 garbage PAR1").unwrap();
     assert!(ParquetReader::try_new(file, &ArrowOptions::default()).is_err());
 }
+
+#[test]
+fn zero_sized_element_shapes_round_trip() {
+    let lod = Lod::try_from_lengths(&[vec![2, 1]]).unwrap();
+    let t = LodTensor::from_vec(Vec::<f32>::new(), vec![3, 2, 0], lod).unwrap();
+    let (field, array) = to_arrow("z", &t, &ArrowOptions::default()).unwrap();
+    assert_eq!(
+        from_arrow(&field, &array, &ArrowOptions::default()).unwrap(),
+        t
+    );
+    let batch = Batch::try_from_tensors([("z", t)]).unwrap();
+    let file = tempfile::tempfile().unwrap();
+    let mut writer =
+        ParquetWriter::try_new(file.try_clone().unwrap(), &WriteOptions::default()).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    let back: Vec<Batch> = ParquetReader::try_new(file, &ArrowOptions::default())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back, vec![batch]);
+}
+
+#[test]
+fn an_ipc_footer_pointing_outside_the_file_is_an_error_not_a_panic() {
+    let mut writer = IpcFileWriter::new(Vec::new(), &WriteOptions::default());
+    writer.write(&words_and_labels(3)).unwrap();
+    let good = writer.finish().unwrap();
+    // Find the record batch block (offset i64, metadata length i32, padding,
+    // body length i64) in the footer and corrupt its body length.
+    let footer_len =
+        u32::from_le_bytes(good[good.len() - 10..good.len() - 6].try_into().unwrap()) as usize;
+    let footer_start = good.len() - 10 - footer_len;
+    let blocks = {
+        let footer = arrow_ipc::root_as_footer(&good[footer_start..good.len() - 10]).unwrap();
+        let b = footer.recordBatches().unwrap().get(0);
+        (b.offset(), b.metaDataLength(), b.bodyLength())
+    };
+    let mut pattern = Vec::new();
+    pattern.extend_from_slice(&blocks.0.to_le_bytes());
+    pattern.extend_from_slice(&blocks.1.to_le_bytes());
+    pattern.extend_from_slice(&[0; 4]);
+    pattern.extend_from_slice(&blocks.2.to_le_bytes());
+    let at = footer_start
+        + good[footer_start..]
+            .windows(pattern.len())
+            .position(|w| w == pattern)
+            .unwrap();
+    for body in [-1i64, 1 << 40] {
+        let mut bad = good.clone();
+        bad[at + 16..at + 24].copy_from_slice(&body.to_le_bytes());
+        let err = IpcFileReader::try_new(std::io::Cursor::new(bad), &ArrowOptions::default())
+            .err()
+            .unwrap();
+        assert!(matches!(err, Error::Corrupt(_)), "{err:?}");
+        assert!(err.to_string().contains("outside"), "{err}");
+    }
+    for cut in [0, 5, good.len() - 12] {
+        let err = IpcFileReader::try_new(
+            std::io::Cursor::new(good[..cut].to_vec()),
+            &ArrowOptions::default(),
+        );
+        assert!(err.is_err());
+    }
+}

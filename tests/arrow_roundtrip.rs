@@ -53,7 +53,8 @@ fn tensor() -> impl Strategy<Value = LodTensor> {
             LodTensor::from_bytes(dtype, vec![], &bytes, Lod::empty()).unwrap()
         })
     });
-    let shaped = (dtype, 0usize..=4, vec(1usize..=3, 0..=3), 0usize..=5).prop_flat_map(
+    let dim = prop_oneof![9 => 1usize..=3, 1 => Just(0usize)];
+    let shaped = (dtype, 0usize..=4, vec(dim, 0..=3), 0usize..=5).prop_flat_map(
         |(dtype, levels, element_shape, flat_rows)| {
             lengths(levels).prop_flat_map(move |lengths| {
                 let rows = match lengths.last() {

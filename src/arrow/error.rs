@@ -127,6 +127,10 @@ pub enum Error {
         /// The first key whose value differs.
         key: String,
     },
+    /// A file whose structure is broken (for example an Arrow IPC footer
+    /// pointing outside the file).
+    #[error("corrupt file: {0}")]
+    Corrupt(String),
     /// An argument that is not valid for the operation.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -29,7 +29,7 @@ use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::{Schema, SchemaRef};
 use std::collections::HashMap;
-use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 fn unwrap_buffer<W: Write>(writer: BufWriter<W>) -> Result<W> {
     writer.into_inner().map_err(|e| Error::Io(e.into_error()))
@@ -298,11 +298,55 @@ pub struct IpcFileReader<R: Read + Seek> {
     metadata: HashMap<String, String>,
 }
 
+/// Checks that every block of an IPC file's footer lies inside the file, so
+/// that reading a block allocates no more than the file holds (and arrow-ipc,
+/// which trusts these lengths, never sees a negative one).
+fn check_footer<R: Read + Seek>(reader: &mut R) -> Result<()> {
+    let len = reader.seek(SeekFrom::End(0))?;
+    if len < 10 {
+        return Err(Error::Corrupt(format!(
+            "an Arrow IPC file of {len} bytes is too short for its trailer"
+        )));
+    }
+    reader.seek(SeekFrom::End(-10))?;
+    let mut trailer = [0u8; 10];
+    reader.read_exact(&mut trailer)?;
+    let footer_len = arrow_ipc::reader::read_footer_length(trailer)? as u64;
+    if footer_len + 10 > len {
+        return Err(Error::Corrupt(format!(
+            "the Arrow IPC footer of {footer_len} bytes does not fit in the {len}-byte file"
+        )));
+    }
+    reader.seek(SeekFrom::End(-10 - footer_len as i64))?;
+    let mut footer = vec![0u8; footer_len as usize];
+    reader.read_exact(&mut footer)?;
+    let footer = arrow_ipc::root_as_footer(&footer)
+        .map_err(|e| Error::Corrupt(format!("unreadable Arrow IPC footer: {e}")))?;
+    let blocks = footer
+        .recordBatches()
+        .into_iter()
+        .flatten()
+        .chain(footer.dictionaries().into_iter().flatten());
+    for (i, block) in blocks.enumerate() {
+        let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
+        let end = i128::from(offset) + i128::from(meta) + i128::from(body);
+        if offset < 0 || meta < 0 || body < 0 || end > i128::from(len) {
+            return Err(Error::Corrupt(format!(
+                "Arrow IPC block {i} (offset {offset}, {meta} metadata bytes, {body} body bytes) lies outside the {len}-byte file"
+            )));
+        }
+    }
+    reader.seek(SeekFrom::Start(0))?;
+    Ok(())
+}
+
 impl<R: Read + Seek> IpcFileReader<R> {
-    /// Opens a file (reads its footer).
+    /// Opens a file (reads its footer, and checks that every block it lists
+    /// lies inside the file).
     ///
     /// See the [type-level example](IpcFileReader).
-    pub fn try_new(reader: R, options: &ArrowOptions) -> Result<Self> {
+    pub fn try_new(mut reader: R, options: &ArrowOptions) -> Result<Self> {
+        check_footer(&mut reader)?;
         let inner = FileReader::try_new_buffered(reader, None)?;
         let metadata = inner.custom_metadata().clone();
         Ok(IpcFileReader {

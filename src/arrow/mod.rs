@@ -20,6 +20,14 @@
 //! their layout allows it ([`to_arrow`], [`tensor_buffers_to_arrow`],
 //! [`from_arrow`]).
 //!
+//! | what                         | API |
+//! |------------------------------|-----|
+//! | tensor <-> array             | [`to_arrow`], [`view_to_arrow`], [`tensor_buffers_to_arrow`], [`from_arrow`] |
+//! | [`Batch`](crate::Batch) <-> `RecordBatch` | [`batch_to_record_batch`], [`record_batch_to_batch`] |
+//! | Arrow IPC files and streams  | [`ipc`] |
+//! | Parquet files (feature `parquet`) | `parquet` |
+//! | regrouping rows into batches | [`crate::rebatch`] |
+//!
 //! ```
 //! use lodt::{arrow::{from_arrow, to_arrow, ArrowOptions}, Lod, LodTensor};
 //! let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;

@@ -28,11 +28,13 @@ use super::batch::{record_batch_to_batch, BatchEncoder};
 use super::{ArrowOptions, Error, Result, WriteOptions, WriteStats};
 use crate::batch::Batch;
 use ::parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
 };
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::properties::WriterProperties;
+use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
 use std::fs::File;
 use std::io::Write;
@@ -191,16 +193,30 @@ where
     Ok((writer.finish()?, stats))
 }
 
+/// The most top-level rows [`ParquetReader`] reads into one batch by default.
+/// Parquet readers preallocate by batch size and a row group's row count is
+/// read from the file, so it is capped: a larger row group is read as several
+/// batches.
+///
+/// ```
+/// assert_eq!(lodt::arrow::parquet::MAX_BATCH_ROWS, 1 << 20);
+/// ```
+pub const MAX_BATCH_ROWS: usize = 1 << 20;
+
 /// Reads a Parquet file one row group at a time, each row group as one batch
-/// (row groups with no rows are skipped). Each batch's metadata is the file's
-/// (Arrow schema metadata and key/value metadata).
+/// (row groups with no rows are skipped; a row group of more than
+/// [`ParquetReader::with_max_batch_rows`] rows, [`MAX_BATCH_ROWS`] by default,
+/// is read as several batches). Each batch's metadata is the file's (Arrow
+/// schema metadata and key/value metadata).
 ///
 /// See the [module docs](self) for an example.
 pub struct ParquetReader {
     file: File,
     metadata: ArrowReaderMetadata,
     options: ArrowOptions,
-    next: usize,
+    max_batch_rows: usize,
+    next_row_group: usize,
+    current: Option<ParquetRecordBatchReader>,
 }
 
 impl ParquetReader {
@@ -213,7 +229,9 @@ impl ParquetReader {
             file,
             metadata,
             options: *options,
-            next: 0,
+            max_batch_rows: MAX_BATCH_ROWS,
+            next_row_group: 0,
+            current: None,
         })
     }
 
@@ -225,6 +243,23 @@ impl ParquetReader {
     /// ```
     pub fn open(path: impl AsRef<std::path::Path>, options: &ArrowOptions) -> Result<Self> {
         Self::try_new(File::open(path)?, options)
+    }
+
+    /// Reads at most `rows` top-level rows into one batch (at least 1).
+    ///
+    /// ```
+    /// use lodt::{arrow::parquet::{write_parquet, ParquetReader}, Batch, LodTensor};
+    /// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1i32, 2, 3], vec![3], Default::default())?)])?;
+    /// let file = tempfile::tempfile()?;
+    /// write_parquet(file.try_clone()?, [Ok::<_, lodt::Error>(batch)], &Default::default())?;
+    /// let reader = ParquetReader::try_new(file, &Default::default())?.with_max_batch_rows(2);
+    /// let rows: Vec<usize> = reader.map(|b| b.map(|b| b.get("y").unwrap().rows())).collect::<Result<_, _>>()?;
+    /// assert_eq!(rows, vec![2, 1]);
+    /// # Ok::<(), lodt::arrow::Error>(())
+    /// ```
+    pub fn with_max_batch_rows(mut self, rows: usize) -> Self {
+        self.max_batch_rows = rows.max(1);
+        self
     }
 
     /// The number of row groups.
@@ -247,43 +282,12 @@ impl ParquetReader {
         self.metadata.schema()
     }
 
-    fn read_row_group(&self, index: usize, rows: usize) -> Result<Batch> {
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
-            self.file.try_clone()?,
-            self.metadata.clone(),
-        )
-        .with_row_groups(vec![index])
-        .with_batch_size(rows)
-        .build()?;
-        let mut batch = None;
-        for record_batch in reader {
-            if batch.is_some() {
-                return Err(Error::InvalidArgument(format!(
-                    "row group {index} was read as more than one batch"
-                )));
-            }
-            let mut read = record_batch_to_batch(&record_batch?, &self.options)?;
-            for (key, value) in self.metadata.schema().metadata().iter() {
-                read.metadata_mut()
-                    .entry(key.clone())
-                    .or_insert_with(|| value.clone());
-            }
-            batch = Some(read);
-        }
-        batch.ok_or_else(|| {
-            Error::InvalidArgument(format!("row group {index} of {rows} rows read as no rows"))
-        })
-    }
-}
-
-impl Iterator for ParquetReader {
-    type Item = Result<Batch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+    /// Starts reading the next row group with rows; `None` after the last.
+    fn open_next_row_group(&mut self) -> Option<Result<ParquetRecordBatchReader>> {
         loop {
-            let index = self.next;
+            let index = self.next_row_group;
             let row_group = self.metadata.metadata().row_groups().get(index)?;
-            self.next += 1;
+            self.next_row_group += 1;
             let rows = match usize::try_from(row_group.num_rows()) {
                 Ok(0) => continue,
                 Ok(rows) => rows,
@@ -294,7 +298,51 @@ impl Iterator for ParquetReader {
                     ))))
                 }
             };
-            return Some(self.read_row_group(index, rows));
+            let reader = self.file.try_clone().map_err(Error::from).and_then(|file| {
+                Ok(
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
+                        .with_row_groups(vec![index])
+                        .with_batch_size(rows.min(self.max_batch_rows))
+                        .build()?,
+                )
+            });
+            return Some(reader);
+        }
+    }
+
+    fn convert(&self, record_batch: RecordBatch) -> Result<Batch> {
+        let mut batch = record_batch_to_batch(&record_batch, &self.options)?;
+        for (key, value) in self.metadata.schema().metadata().iter() {
+            batch
+                .metadata_mut()
+                .entry(key.clone())
+                .or_insert_with(|| value.clone());
+        }
+        Ok(batch)
+    }
+}
+
+impl Iterator for ParquetReader {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(reader) = &mut self.current {
+                match reader.next() {
+                    Some(record_batch) => {
+                        return Some(
+                            record_batch
+                                .map_err(Error::from)
+                                .and_then(|rb| self.convert(rb)),
+                        )
+                    }
+                    None => self.current = None,
+                }
+            }
+            match self.open_next_row_group()? {
+                Ok(reader) => self.current = Some(reader),
+                Err(e) => return Some(Err(e)),
+            }
         }
     }
 }

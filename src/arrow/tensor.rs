@@ -754,7 +754,7 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
                 if let Some(i) = run.clone().find(|&i| nulls.is_null(i)) {
                     return Err(Error::NullValue {
                         column: column.to_owned(),
-                        row: (position + i - run.start) / elements_per_row,
+                        row: (position + i - run.start) / elements_per_row.max(1),
                     });
                 }
                 position += run.len();
