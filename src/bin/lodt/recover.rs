@@ -1,0 +1,44 @@
+//! `lodt recover FILE`.
+
+use crate::common::{self, human, CliError};
+use lodt::format::{self, WriteOptions};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .lodt file (rewritten in place, atomically, if its footer is missing).
+    file: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let size = std::fs::metadata(&args.file)
+        .map_err(|e| CliError::failure(format!("{}: {e}", args.file.display())))?
+        .len();
+    let bar = common::progress(size, "scanning");
+    let report = format::recover_with(&args.file, WriteOptions::default(), &mut |done, _| {
+        bar.set_position(done)
+    });
+    bar.finish_and_clear();
+    let report = report?;
+    let mut out = common::stdout();
+    if report.rewritten {
+        writeln!(
+            out,
+            "rebuilt the footer: kept {} batches ({}), dropped {} after the last complete batch",
+            report.batches,
+            human(report.kept_bytes),
+            human(report.dropped_bytes)
+        )?;
+        if let Some(reason) = report.reason {
+            writeln!(out, "reading stopped at: {reason}")?;
+        }
+    } else {
+        writeln!(
+            out,
+            "nothing to do: the footer is valid and all {} batches read back",
+            report.batches
+        )?;
+    }
+    common::finish(out)
+}

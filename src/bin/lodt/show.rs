@@ -1,0 +1,213 @@
+//! `lodt show FILE [--batch N] [--tensor NAME] [--branch I,J,...] [--json]`.
+
+use crate::common::{self, list, CliError};
+use half::{bf16, f16};
+use lodt::format::LodtFile;
+use lodt::{DType, LodTensorView, LodView};
+use std::io::Write;
+use std::ops::Range;
+use std::path::PathBuf;
+
+/// Sequences printed in the text form; `--json` prints everything.
+const MAX_LINES: usize = 40;
+/// Values printed per sequence in the text form.
+const MAX_VALUES: usize = 12;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .lodt file.
+    file: PathBuf,
+    /// The batch.
+    #[arg(long, default_value_t = 0)]
+    batch: usize,
+    /// The tensor (may be left out when the batch has only one).
+    #[arg(long)]
+    tensor: Option<String>,
+    /// A branch slice: one sequence index per LoD level from the top, e.g. `2,0`.
+    #[arg(long, value_parser = parse_branch)]
+    branch: Option<Branch>,
+    /// Print exactly {"name","dtype","shape","lod","values"} as one line of JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The indices of a `--branch` path.
+#[derive(Clone, Debug)]
+pub struct Branch(Vec<usize>);
+
+fn parse_branch(s: &str) -> Result<Branch, String> {
+    s.split(',')
+        .map(|p| {
+            p.trim().parse::<usize>().map_err(|_| {
+                format!("expected comma-separated sequence indices like 2,0; found {p:?}")
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Branch)
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let file = LodtFile::open(&args.file)?;
+    let batch = file.batch(args.batch)?;
+    let name = match &args.tensor {
+        Some(name) => name.clone(),
+        None if batch.len() == 1 => batch.names().next().unwrap_or_default().to_owned(),
+        None => {
+            return Err(CliError::usage(format!(
+                "batch {} has {} tensors; choose one with --tensor: {}",
+                args.batch,
+                batch.len(),
+                batch.names().collect::<Vec<_>>().join(", ")
+            )))
+        }
+    };
+    let whole = batch.tensor(&name)?;
+    let view = match &args.branch {
+        None => whole,
+        Some(Branch(path)) => whole
+            .branch(path)
+            .map_err(|e| CliError::usage(format!("--branch {}: {e}", list(path))))?,
+    };
+    let mut out = common::stdout();
+    if args.json {
+        let json = lodt::format::tensor_json(&name, &view).map_err(CliError::failure)?;
+        writeln!(out, "{json}")?;
+    } else {
+        text(&mut out, &args, &name, &view)?;
+    }
+    common::finish(out)
+}
+
+/// The readable form: a header, then one line per innermost sequence.
+fn text(
+    out: &mut impl Write,
+    args: &Args,
+    name: &str,
+    v: &LodTensorView<'_>,
+) -> Result<(), CliError> {
+    let what = match &args.branch {
+        Some(Branch(path)) => format!(
+            "branch <{}> of ",
+            path.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        None => String::new(),
+    };
+    writeln!(out, "tensor  {name} ({what}batch {})", args.batch)?;
+    writeln!(out, "dtype   {}", v.dtype())?;
+    writeln!(out, "shape   {}", list(v.shape()))?;
+    writeln!(out, "lod     {}", v.lod())?;
+    let per_row = v.element_shape().iter().product::<usize>();
+    let lines = sequences(v.lod(), v.rows() as u64);
+    writeln!(
+        out,
+        "values  {}",
+        if v.lod().is_empty() {
+            "(all rows)".to_string()
+        } else {
+            "(one line per sequence of the last level: <path> rows)".to_string()
+        }
+    )?;
+    for (i, (path, rows)) in lines.iter().enumerate() {
+        if i == MAX_LINES {
+            writeln!(
+                out,
+                "  ... {} more sequences (--json prints everything)",
+                lines.len() - i
+            )?;
+            break;
+        }
+        let start = rows.start as usize * per_row;
+        let end = rows.end as usize * per_row;
+        let count = end - start;
+        let shown: Vec<String> = (start..end.min(start + MAX_VALUES))
+            .map(|e| value(v, e))
+            .collect();
+        let more = if count > MAX_VALUES {
+            format!(" ... ({count} values)")
+        } else {
+            String::new()
+        };
+        let label = if path.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "<{}> ",
+                path.iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        writeln!(
+            out,
+            "  {label}rows {}..{}: {}{more}",
+            rows.start,
+            rows.end,
+            shown.join(" ")
+        )?;
+    }
+    Ok(())
+}
+
+/// Every innermost sequence with its branch path and row range; the whole
+/// tensor as one line when there is no LoD.
+fn sequences(lod: &LodView<'_>, rows: u64) -> Vec<(Vec<usize>, Range<u64>)> {
+    fn walk(
+        lod: &LodView<'_>,
+        level: usize,
+        seqs: Range<u64>,
+        path: &mut Vec<usize>,
+        out: &mut Vec<(Vec<usize>, Range<u64>)>,
+    ) {
+        let offsets: Vec<u64> = match lod.offsets(level) {
+            Ok(o) => o.collect(),
+            Err(_) => return,
+        };
+        for (n, s) in (seqs.start as usize..seqs.end as usize).enumerate() {
+            let (Some(&a), Some(&b)) = (offsets.get(s), offsets.get(s + 1)) else {
+                return;
+            };
+            path.push(n);
+            if level + 1 == lod.num_levels() {
+                out.push((path.clone(), a..b));
+            } else {
+                walk(lod, level + 1, a..b, path, out);
+            }
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    match lod.num_sequences(0) {
+        Ok(n) => walk(lod, 0, 0..n as u64, &mut Vec::new(), &mut out),
+        Err(_) => out.push((Vec::new(), 0..rows)),
+    }
+    out
+}
+
+/// Element `i` of `v` as text (bounds come from the view's own shape).
+fn value(v: &LodTensorView<'_>, i: usize) -> String {
+    fn get<T: lodt::Element + ToString>(v: &LodTensorView<'_>, i: usize) -> String {
+        v.as_slice::<T>()
+            .ok()
+            .and_then(|s| s.get(i))
+            .map_or_else(|| "?".into(), |x| x.to_string())
+    }
+    match v.dtype() {
+        DType::Bool => get::<bool>(v, i),
+        DType::Int8 => get::<i8>(v, i),
+        DType::Int16 => get::<i16>(v, i),
+        DType::Int32 => get::<i32>(v, i),
+        DType::Int64 => get::<i64>(v, i),
+        DType::UInt8 => get::<u8>(v, i),
+        DType::UInt16 => get::<u16>(v, i),
+        DType::UInt32 => get::<u32>(v, i),
+        DType::UInt64 => get::<u64>(v, i),
+        DType::Float16 => get::<f16>(v, i),
+        DType::BFloat16 => get::<bf16>(v, i),
+        DType::Float32 => get::<f32>(v, i),
+        DType::Float64 => get::<f64>(v, i),
+    }
+}

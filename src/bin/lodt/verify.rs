@@ -1,0 +1,29 @@
+//! `lodt verify FILE`.
+
+use crate::common::{self, human, CliError};
+use lodt::format::LodtFile;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The .lodt file.
+    file: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let file = LodtFile::open(&args.file)?;
+    let bar = common::progress(file.file_size(), "verifying");
+    let report = file.verify_with_progress(&mut |done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    let report = report.map_err(|e| CliError::failure(format!("{}: {e}", args.file.display())))?;
+    let mut out = common::stdout();
+    writeln!(
+        out,
+        "ok: {} batches, {} tensors, {} checked (every checksum, padding byte and LoD rule)",
+        report.batches,
+        report.tensors,
+        human(report.file_bytes)
+    )?;
+    common::finish(out)
+}
