@@ -4,6 +4,7 @@
 //! a subcommand, add a module, a variant to [`Command`] and an arm in `main`.
 
 mod common;
+mod convert;
 mod demo;
 mod info;
 mod recover;
@@ -33,6 +34,8 @@ enum Command {
     Recover(recover::Args),
     /// Write a sample dataset, reopen it, slice it and verify it.
     Demo(demo::Args),
+    /// Convert between .lodt, Parquet, Arrow IPC (file, stream) and Paddle files, by extension.
+    Convert(convert::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Recover(args) => recover::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Convert(args) => convert::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,75 @@
+//! `lodt convert IN OUT [--names a,b,c] [--batch-rows N] [--small-lists]`.
+
+use crate::common::{self, CliError};
+use indicatif::{ProgressBar, ProgressStyle};
+use lodt::convert::{self, ConvertError, ConvertOptions};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The input: .lodt, .parquet, .arrow/.feather, .arrows, .pdtensor, .pdparams/.pdiparams.
+    input: PathBuf,
+    /// The output, in the format its extension names.
+    output: PathBuf,
+    /// Names for the tensors of a Paddle input, in file order (default tensor0, tensor1, ...).
+    #[arg(long, value_delimiter = ',')]
+    names: Option<Vec<String>>,
+    /// Regroup top-level rows into batches of N rows.
+    #[arg(long, value_name = "N")]
+    batch_rows: Option<usize>,
+    /// Write Arrow List (32-bit offsets) instead of LargeList.
+    #[arg(long)]
+    small_lists: bool,
+}
+
+fn bar(total: Option<usize>) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(n) => ProgressBar::new(n as u64),
+        None => ProgressBar::no_length(),
+    };
+    let template = if total.is_some() {
+        "converting [{bar:30}] {pos}/{len} batches {eta}"
+    } else {
+        "converting {pos} batches {elapsed}"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+fn failure(e: ConvertError) -> CliError {
+    match e {
+        ConvertError::UnknownExtension { .. } | ConvertError::Unsupported(_) => CliError::usage(e),
+        e => CliError::failure(e),
+    }
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let options = ConvertOptions {
+        names: args.names,
+        batch_rows: args.batch_rows,
+        small_lists: args.small_lists,
+    };
+    let source = convert::read_batches(&args.input, &options).map_err(failure)?;
+    let progress = bar(source.total);
+    let stats = convert::write_batches(&args.output, source.batches, &options, |s| {
+        progress.set_position(s.batches as u64)
+    });
+    progress.finish_and_clear();
+    let stats = stats.map_err(failure)?;
+    let mut out = common::stdout();
+    writeln!(
+        out,
+        "wrote {} ({} batches, {} tensors) from {}",
+        args.output.display(),
+        stats.batches,
+        stats.tensors,
+        args.input.display()
+    )?;
+    common::finish(out)
+}
