@@ -1,11 +1,11 @@
 //! Arrow bridge benchmarks, each against its arrow-rs peer in the same run.
 //!
 //! 1. `mmap_to_large_list`: a memory-mapped file -> `LargeListArray`, zero
-//!    copy. lodt converts a `TensorBuffers` over a map of a file laid out like a
-//!    `.lodt` file (header, u64 LoD levels, body; written here, since the
-//!    `.lodt` reader lives in another module); arrow-ipc's `FileDecoder`
-//!    decodes the same column from a mapped IPC file. Two sizes (1/10 of the
-//!    rows) show that lodt's unchecked conversion is O(levels).
+//!    copy. lodt converts a tensor of a mapped `.lodt` file
+//!    (`lodt_tensor_to_arrow`: O(levels), the LoD was validated when the batch
+//!    was first read; `lodt_checked`: validating every offset again);
+//!    arrow-ipc's `FileDecoder` decodes the same column from a mapped IPC file.
+//!    Two sizes (x10 rows) show that the file path is O(levels).
 //! 2. `parquet_write` / `parquet_read`: lodt's Parquet writer and reader vs
 //!    arrow-rs `ArrowWriter` / `ParquetRecordBatchReader` on the same
 //!    `RecordBatch` with the same properties.
@@ -19,11 +19,10 @@ use arrow_ipc::writer::FileWriter;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lodt::arrow::parquet::{ParquetReader, ParquetWriter};
 use lodt::arrow::{
-    batch_to_record_batch, tensor_buffers_to_arrow, tensor_buffers_to_arrow_unchecked,
-    ArrowOptions, WriteOptions,
+    batch_to_record_batch, lodt_tensor_to_arrow, tensor_buffers_to_arrow, ArrowOptions,
+    WriteOptions,
 };
-use lodt::buffer::{ByteStorage, TensorBuffers};
-use lodt::{Batch, Lod, LodTensor};
+use lodt::{Batch, Lod, LodTensor, LodtFile};
 use memmap2::Mmap;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -33,15 +32,6 @@ use std::io::Write;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A read-only memory map as tensor storage.
-struct MapStorage(Mmap);
-
-impl ByteStorage for MapStorage {
-    fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
 
 /// A deterministic 2-level tensor: `top` articles of 1-7 sentences of 1-15
 /// words, each word an `f32` row of `dim` values.
@@ -67,28 +57,11 @@ fn map_file(bytes: &[u8]) -> Mmap {
     unsafe { Mmap::map(&file).unwrap() }
 }
 
-/// The tensor laid out like a `.lodt` file, mapped: header, levels, body.
-fn lodt_like_map(t: &LodTensor) -> TensorBuffers {
-    let mut bytes = vec![0u8; 64];
-    let mut lod = Vec::new();
-    for level in t.lod().levels() {
-        let start = bytes.len();
-        for o in level {
-            bytes.extend_from_slice(&o.to_le_bytes());
-        }
-        lod.push(start..bytes.len());
-        bytes.resize(bytes.len().div_ceil(64) * 64, 0);
-    }
-    let start = bytes.len();
-    bytes.extend_from_slice(t.as_bytes());
-    let body = start..bytes.len();
-    TensorBuffers {
-        storage: Arc::new(MapStorage(map_file(&bytes))),
-        dtype: t.dtype(),
-        shape: t.shape().to_vec(),
-        lod,
-        body,
-    }
+/// The tensor saved as a `.lodt` file and opened (memory-mapped).
+fn lodt_file(t: &LodTensor, dir: &std::path::Path) -> LodtFile {
+    let path = dir.join(format!("words{}.lodt", t.rows()));
+    lodt::format::save_tensor(&path, "words", t).unwrap();
+    LodtFile::open(&path).unwrap()
 }
 
 /// The same column in a mapped Arrow IPC file, ready for `FileDecoder`.
@@ -141,9 +114,11 @@ fn mmap_to_large_list(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2));
     let options = ArrowOptions::default();
+    let dir = tempfile::tempdir().unwrap();
     for top in [10_000usize, 100_000] {
         let t = words(top, 4);
-        let parts = lodt_like_map(&t);
+        let file = lodt_file(&t, dir.path());
+        let parts = file.tensor_buffers(0, "words").unwrap();
         let rows = t.rows();
         group.throughput(Throughput::Elements(rows as u64));
         let batch = Batch::try_from_tensors([("words", t)]).unwrap();
@@ -152,18 +127,9 @@ fn mmap_to_large_list(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("lodt_checked", &label), &parts, |b, p| {
             b.iter(|| black_box(tensor_buffers_to_arrow("words", p, &options).unwrap()))
         });
-        group.bench_with_input(
-            BenchmarkId::new("lodt_unchecked", &label),
-            &parts,
-            |b, p| {
-                // SAFETY: the parts were laid out from a valid tensor.
-                b.iter(|| {
-                    black_box(
-                        unsafe { tensor_buffers_to_arrow_unchecked("words", p, &options) }.unwrap(),
-                    )
-                })
-            },
-        );
+        group.bench_with_input(BenchmarkId::new("lodt_file", &label), &file, |b, f| {
+            b.iter(|| black_box(lodt_tensor_to_arrow(f, 0, "words", &options).unwrap()))
+        });
         let decoder = FileDecoder::new(ipc.schema.clone(), ipc.version);
         group.bench_with_input(
             BenchmarkId::new("ipc_file_decoder", &label),

@@ -35,6 +35,9 @@ pub enum Error {
     /// An I/O error.
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// An error reading a `.lodt` file.
+    #[error(transparent)]
+    Format(#[from] crate::format::FormatError),
     /// An Arrow type with no LoD tensor counterpart.
     #[error("column {column:?}: unsupported Arrow type {data_type}: lodt reads List, LargeList and FixedSizeList arrays (or the arrow.fixed_shape_tensor extension) over boolean, integer and floating-point values")]
     Unsupported {

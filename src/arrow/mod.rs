@@ -42,6 +42,7 @@
 
 mod batch;
 mod error;
+mod file;
 pub mod ipc;
 #[cfg(feature = "parquet")]
 pub mod parquet;
@@ -49,6 +50,7 @@ mod tensor;
 
 pub use batch::{batch_to_record_batch, record_batch_to_batch, top_level_rows};
 pub use error::{Error, Result};
+pub use file::lodt_tensor_to_arrow;
 pub use tensor::{
     from_arrow, from_arrow_array, tensor_buffers_to_arrow, tensor_buffers_to_arrow_unchecked,
     to_arrow, view_to_arrow,
