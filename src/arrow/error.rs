@@ -35,9 +35,9 @@ pub enum Error {
     /// An I/O error.
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
-    /// An error reading a `.lodt` file.
+    /// An error reading a `.lodt` file (boxed: it is large and rare here).
     #[error(transparent)]
-    Format(#[from] crate::format::FormatError),
+    Format(Box<crate::format::FormatError>),
     /// An Arrow type with no LoD tensor counterpart.
     #[error("column {column:?}: unsupported Arrow type {data_type}: lodt reads List, LargeList and FixedSizeList arrays (or the arrow.fixed_shape_tensor extension) over boolean, integer and floating-point values")]
     Unsupported {
@@ -145,5 +145,11 @@ pub enum Error {
 impl From<std::convert::Infallible> for Error {
     fn from(never: std::convert::Infallible) -> Self {
         match never {}
+    }
+}
+
+impl From<crate::format::FormatError> for Error {
+    fn from(e: crate::format::FormatError) -> Self {
+        Error::Format(Box::new(e))
     }
 }
