@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let videos = LodTensor::from_vec(
             pixels,
             vec![frames as usize, 2, 3],
-            Lod::try_from_lengths(&[lengths.clone()])?,
+            Lod::try_from_lengths(std::slice::from_ref(&lengths))?,
         )?;
         let labels = LodTensor::from_vec(
             vec![k as i32; lengths.len()],
