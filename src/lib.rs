@@ -92,3 +92,8 @@ pub use lod_view::LodView;
 pub use nested::Nested;
 pub use tensor::LodTensor;
 pub use view::LodTensorView;
+
+/// The README's Rust examples, run as doctests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
