@@ -46,6 +46,15 @@ impl Default for WriteOptions {
 /// appending, nothing but a flush).
 ///
 /// Dropping an uncommitted `FileSink` of a new file deletes the temporary file.
+///
+/// ```
+/// use lodt::format::{FileSink, Writer};
+/// let dir = tempfile::tempdir()?;
+/// let w: Writer<FileSink> = Writer::create(dir.path().join("x.lodt"), Default::default())?;
+/// let _sink: FileSink = w.finish()?; // committed: renamed into place
+/// assert!(dir.path().join("x.lodt").exists());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct FileSink {
     file: BufWriter<File>,
