@@ -1,5 +1,7 @@
 //! The `lodt` binary, run on the spec's test vectors and on a demo dataset.
 
+#![cfg(feature = "cli")]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

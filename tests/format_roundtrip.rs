@@ -307,8 +307,8 @@ fn streaming_writer_to_a_plain_write() {
 }
 
 #[test]
-fn large_batches_use_the_parallel_checksum_path() {
-    let n = 3 << 20; // 12 MiB of f32 (above both parallel thresholds)
+fn large_buffers_are_verified_on_two_threads() {
+    let n = 3 << 20; // 12 MiB of f32: verify splits its checksum over two threads
     let lod = Lod::try_from_lengths(&[vec![n as u64 / 2, n as u64 / 2]]).unwrap();
     let t =
         LodTensor::from_vec((0..n).map(|i| i as f32).collect::<Vec<f32>>(), vec![n], lod).unwrap();

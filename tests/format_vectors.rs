@@ -234,3 +234,25 @@ fn json_values_read_back_exactly() {
     assert_eq!(f16::from_f32(tenth), f16::from_f32(-0.1));
     assert_eq!(f16::from_f32(tenth).to_f32(), tenth, "printed exactly");
 }
+
+#[test]
+fn an_independent_python_reader_agrees() {
+    // spec/vectors/check.py reads the vectors from FORMAT.md alone (Python
+    // standard library only) and compares them with the JSON records.
+    let python = std::env::var("LODT_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = dir().join("check.py");
+    let out = match std::process::Command::new(&python).arg(&script).output() {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("SKIP: cannot run {python} ({e}); the Python cross-check did not run");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "ok: 5 files read, 17 JSON records match\n");
+}

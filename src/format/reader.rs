@@ -378,6 +378,24 @@ impl LodtFile {
         self.batch(k)?.to_batch()
     }
 
+    /// Checks every batch's header, metadata, checksum table, layout and LoD
+    /// now, rather than on first access (bodies are not read: see
+    /// [`LodtFile::verify`] for that).
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], Default::default())?;
+    /// let b = lodt::Batch::try_from_tensors([("t", t)])?;
+    /// let bytes = lodt::format::to_bytes([&b, &b], Default::default())?;
+    /// lodt::format::LodtFile::from_bytes(&bytes)?.check_batches()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_batches(&self) -> Result<()> {
+        for k in 0..self.num_batches() {
+            self.meta(k)?;
+        }
+        Ok(())
+    }
+
     /// Batch `k`'s metadata and section, for `verify`.
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, &[u8], u64)> {
         self.meta(k)

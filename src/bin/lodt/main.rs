@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 /// Inspect, check and repair .lodt files (LoD tensor datasets).
 #[derive(Parser)]
-#[command(name = "lodt", version, about, long_about = None)]
+#[command(name = "lodt", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
