@@ -7,6 +7,7 @@
 
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
+use crate::lod::check_view_levels;
 use crate::lod_view::LodView;
 use crate::tensor::LodTensor;
 use crate::view::LodTensorView;
@@ -334,7 +335,9 @@ impl TensorBuffers {
         })
     }
 
-    /// A validated view of the tensor, borrowing the storage.
+    /// A view of the tensor, borrowing the storage, checked like a stored
+    /// tensor ([`check_view_levels`]: `CheckLoD`, plus levels of zero
+    /// sequences below an empty slice).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -347,7 +350,8 @@ impl TensorBuffers {
         let levels = (0..self.lod.len())
             .map(|l| self.level(l))
             .collect::<Result<Vec<_>>>()?;
-        let lod = LodView::try_new(levels)?;
+        check_view_levels(&levels, self.shape.first().map(|&r| r as u64))?;
+        let lod = LodView::from_trusted(levels);
         LodTensorView::try_new(self.dtype, &self.shape, lod, self.slice(self.body.clone())?)
     }
 
@@ -359,5 +363,56 @@ impl TensorBuffers {
         let lod = self.view()?.lod().to_lod();
         let body = Region::try_new(self.storage.clone(), self.body.clone())?;
         LodTensor::try_new(self.dtype, self.shape.clone(), body, lod)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offsets(levels: &[&[u64]]) -> (AlignedBytes, Vec<Range<usize>>) {
+        let mut bytes = Vec::new();
+        let mut ranges = Vec::new();
+        for level in levels {
+            let start = bytes.len();
+            for o in *level {
+                bytes.extend_from_slice(&o.to_le_bytes());
+            }
+            ranges.push(start..bytes.len());
+        }
+        (AlignedBytes::from_slice(&bytes), ranges)
+    }
+
+    #[test]
+    fn stored_slices_of_empty_sequences_read_back() {
+        let (bytes, lod) = offsets(&[&[0], &[0]]);
+        let end = bytes.len();
+        let parts = TensorBuffers {
+            storage: Arc::new(bytes),
+            dtype: DType::Float32,
+            shape: vec![0, 2],
+            lod,
+            body: end..end,
+        };
+        let t = parts.to_tensor().unwrap();
+        assert_eq!(t.lod().levels(), &[vec![0], vec![0]]);
+        assert_eq!(t.shape(), &[0, 2]);
+    }
+
+    #[test]
+    fn bad_stored_levels_are_errors() {
+        let (bytes, lod) = offsets(&[&[0], &[0, 1]]);
+        let end = bytes.len();
+        let parts = TensorBuffers {
+            storage: Arc::new(bytes),
+            dtype: DType::UInt8,
+            shape: vec![1],
+            lod,
+            body: end..end,
+        };
+        assert!(matches!(
+            parts.to_tensor(),
+            Err(Error::InvalidLod { level: 0, .. })
+        ));
     }
 }

@@ -122,6 +122,38 @@ fn check_levels_with<L: AsRef<[u64]>>(
     Ok(())
 }
 
+/// The rules every LoD view obeys: Paddle's `CheckLoD` ([`check_levels`]),
+/// plus the one state that slicing an empty range produces and `CheckLoD`
+/// rejects: once a level is the single offset `[0]` (zero sequences), every
+/// level below it is `[0]` too and there are no rows. Readers of stored
+/// tensors (which may be such slices) check with this; constructors from user
+/// data use the strict [`check_levels`].
+///
+/// ```
+/// use lodt::lod::{check_levels, check_view_levels};
+/// let empty: [&[u64]; 2] = [&[0], &[0]];
+/// assert!(check_view_levels(&empty, Some(0)).is_ok());
+/// assert!(check_levels(&empty, Some(0)).is_err());
+/// assert!(check_view_levels(&[&[0u64][..], &[0, 1][..]], Some(1)).is_err());
+/// ```
+pub fn check_view_levels<L: AsRef<[u64]>>(levels: &[L], rows: Option<u64>) -> Result<()> {
+    match check_levels(levels, rows) {
+        Err(Error::InvalidLod {
+            level,
+            rule: LodRule::TooShort,
+            found: 1,
+            ..
+        }) if levels
+            .get(level..)
+            .is_some_and(|rest| rest.iter().all(|l| l.as_ref() == [0]))
+            && rows.unwrap_or(0) == 0 =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// Turns lengths into offsets starting at 0, with checked sums.
 pub(crate) fn lengths_to_offsets(lengths: &[u64]) -> Result<Vec<u64>> {
     let mut offsets = Vec::with_capacity(lengths.len() + 1);

@@ -17,11 +17,11 @@ use super::layout::{
     BatchMetaJson, Sealed64, BATCH_TAG, STRUCT_LEN,
 };
 use crate::dtype::{DType, Element};
-use crate::lod::check_levels;
+use crate::lod::check_view_levels;
 use crate::lod_view::LodView;
 use crate::tensor::{check_parts, checked_byte_len};
 use crate::view::LodTensorView;
-use crate::{Error, LodRule};
+use crate::Error;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
@@ -394,33 +394,12 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
     }
     let lod_rows = levels.last().and_then(|w| w.last().copied());
     let body = buffer(section, meta, tm.body);
-    check_lod(&levels, tm.shape.first().map(|&r| r as u64))
+    check_view_levels(&levels, tm.shape.first().map(|&r| r as u64))
         .and_then(|()| check_parts(tm.dtype, &tm.shape, levels.len(), lod_rows, body))
         .map_err(|source| FormatError::Tensor {
             at: tat(Part::Body),
             source,
         })
-}
-
-/// Paddle's LoD rules ([`check_levels`]), plus the one state slicing produces
-/// that they reject: once a level is the single offset `[0]` (no sequences, the
-/// slice of an empty sequence), every level below it is `[0]` and there are no rows.
-pub(crate) fn check_lod(levels: &[&[u64]], rows: Option<u64>) -> crate::Result<()> {
-    match check_levels(levels, rows) {
-        Err(Error::InvalidLod {
-            level,
-            rule: LodRule::TooShort,
-            found: 1,
-            ..
-        }) if levels
-            .get(level..)
-            .is_some_and(|rest| rest.iter().all(|l| *l == [0]))
-            && rows.unwrap_or(0) == 0 =>
-        {
-            Ok(())
-        }
-        other => other,
-    }
 }
 
 /// A view of tensor `t` of a checked batch, borrowing `section`.
