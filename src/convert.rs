@@ -353,7 +353,7 @@ pub fn convert(
 mod arrow_side {
     use super::{create, open, BatchSource, ConvertError, ConvertOptions, FileKind};
     use crate::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamReader, IpcStreamWriter};
-    use crate::arrow::{ArrowOptions, ListType, WriteOptions};
+    use crate::arrow::{ArrowOptions, BatchWriter, ListType, WriteOptions};
     use crate::batch::Batch;
     use std::io::BufWriter;
     use std::path::Path;
@@ -402,7 +402,7 @@ mod arrow_side {
         path: &Path,
         batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
         options: &ConvertOptions,
-        mut written: impl FnMut(&Batch),
+        written: impl FnMut(&Batch),
     ) -> Result<(), ConvertError> {
         let list_type = if options.small_lists {
             ListType::List
@@ -411,50 +411,47 @@ mod arrow_side {
         };
         let write_options =
             WriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(list_type));
-        if kind == FileKind::Parquet {
-            return write_parquet(path, batches, &write_options, written);
-        }
         let sink = BufWriter::new(create(path)?);
-        if kind == FileKind::ArrowFile {
-            let mut writer = IpcFileWriter::new(sink, &write_options);
-            for batch in batches {
-                let batch = batch?;
-                writer.write(&batch)?;
-                written(&batch);
+        match kind {
+            FileKind::ArrowFile => {
+                drain(IpcFileWriter::new(sink, &write_options), batches, written)
             }
-            writer.finish()?;
-        } else {
-            let mut writer = IpcStreamWriter::new(sink, &write_options);
-            for batch in batches {
-                let batch = batch?;
-                writer.write(&batch)?;
-                written(&batch);
+            FileKind::ArrowStream => {
+                drain(IpcStreamWriter::new(sink, &write_options), batches, written)
             }
-            writer.finish()?;
+            _ => write_parquet(sink, batches, &write_options, written),
         }
+    }
+
+    /// Writes every batch with `writer`, reporting each, then ends the file.
+    fn drain<B: BatchWriter>(
+        mut writer: B,
+        batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
+        mut written: impl FnMut(&Batch),
+    ) -> Result<(), ConvertError> {
+        for batch in batches {
+            let batch = batch?;
+            writer.write_batch(&batch)?;
+            written(&batch);
+        }
+        writer.finish_file()?;
         Ok(())
     }
 
     #[cfg(feature = "parquet")]
     fn write_parquet(
-        path: &Path,
+        sink: BufWriter<std::fs::File>,
         batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
         options: &WriteOptions,
-        mut written: impl FnMut(&Batch),
+        written: impl FnMut(&Batch),
     ) -> Result<(), ConvertError> {
-        let mut writer = crate::arrow::parquet::ParquetWriter::try_new(create(path)?, options)?;
-        for batch in batches {
-            let batch = batch?;
-            writer.write(&batch)?;
-            written(&batch);
-        }
-        writer.finish()?;
-        Ok(())
+        let writer = crate::arrow::parquet::ParquetWriter::try_new(sink, options)?;
+        drain(writer, batches, written)
     }
 
     #[cfg(not(feature = "parquet"))]
     fn write_parquet(
-        _: &Path,
+        _: BufWriter<std::fs::File>,
         _: impl IntoIterator<Item = Result<Batch, ConvertError>>,
         _: &WriteOptions,
         _: impl FnMut(&Batch),

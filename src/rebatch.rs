@@ -38,15 +38,6 @@ use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use std::collections::BTreeMap;
 
-/// The number of top-level rows of a tensor: its top-level sequences, or its
-/// rows when it has no LoD.
-fn top_level_rows(tensor: &LodTensor) -> usize {
-    match tensor.lod().level(0) {
-        Some(level) => level.len().saturating_sub(1),
-        None => tensor.rows(),
-    }
-}
-
 /// The rows of a batch, checking that its tensors agree.
 fn batch_rows(batch: &Batch, index: u64) -> Result<usize> {
     let mut rows = None;
@@ -56,7 +47,7 @@ fn batch_rows(batch: &Batch, index: u64) -> Result<usize> {
                 "rebatch: batch {index}: tensor {name:?} is 0-D; a scalar has no rows to regroup"
             )));
         }
-        let r = top_level_rows(tensor);
+        let r = tensor.top_level_rows();
         match rows {
             None => rows = Some(r),
             Some(expected) if expected != r => {

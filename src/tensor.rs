@@ -237,6 +237,26 @@ impl LodTensor {
         self.shape.first().copied().unwrap_or(1)
     }
 
+    /// The number of top-level rows: the sequences of the top LoD level, or
+    /// the rows when the tensor has no LoD (a 0-D tensor counts as one row).
+    /// This is the tensor's number of rows in an Arrow `RecordBatch`, and what
+    /// re-batching regroups.
+    ///
+    /// ```
+    /// use lodt::{Lod, LodTensor};
+    /// let lod = Lod::try_from_lengths(&[vec![1, 2]])?;
+    /// assert_eq!(LodTensor::from_vec(vec![0u8; 3], vec![3], lod)?.top_level_rows(), 2);
+    /// assert_eq!(LodTensor::from_vec(vec![0u8; 3], vec![3], Lod::empty())?.top_level_rows(), 3);
+    /// assert_eq!(LodTensor::from_vec(vec![0u8], vec![], Lod::empty())?.top_level_rows(), 1);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn top_level_rows(&self) -> usize {
+        match self.lod.level(0) {
+            Some(level) => level.len().saturating_sub(1),
+            None => self.rows(),
+        }
+    }
+
     /// The shape of one row (`shape[1..]`).
     ///
     /// ```

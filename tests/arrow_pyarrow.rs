@@ -9,7 +9,7 @@
 
 use lodt::arrow::ipc::{write_ipc_file, write_ipc_stream};
 use lodt::arrow::parquet::write_parquet;
-use lodt::arrow::{top_level_rows, ArrowOptions, ListType, WriteOptions};
+use lodt::arrow::{ArrowOptions, ListType, WriteOptions};
 use lodt::{Batch, DType, Lod, LodTensor};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -221,7 +221,7 @@ fn manifest_entry(path: &str, format: &str, list_type: ListType, batches: &[Batc
                     })
                 })
                 .collect();
-            let rows = b.iter().next().map_or(0, |(_, t)| top_level_rows(t));
+            let rows = b.iter().next().map_or(0, |(_, t)| t.top_level_rows());
             json!({ "rows": rows, "columns": columns })
         })
         .collect();

@@ -2,35 +2,15 @@
 
 use super::{from_arrow, to_arrow, ArrowOptions, Error, Result};
 use crate::batch::Batch;
-use crate::tensor::LodTensor;
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::Schema;
 use std::sync::Arc;
-
-/// The number of Arrow rows a tensor becomes: its number of top-level
-/// sequences when it has a LoD, its rows (`shape[0]`) when it has none, and 1
-/// for a 0-D tensor.
-///
-/// ```
-/// use lodt::{arrow::top_level_rows, Lod, LodTensor};
-/// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
-/// assert_eq!(top_level_rows(&LodTensor::from_vec(vec![0u8; 3], vec![3], lod)?), 2);
-/// assert_eq!(top_level_rows(&LodTensor::from_vec(vec![0u8; 3], vec![3], Lod::empty())?), 3);
-/// assert_eq!(top_level_rows(&LodTensor::from_vec(vec![0u8], vec![], Lod::empty())?), 1);
-/// # Ok::<(), lodt::Error>(())
-/// ```
-pub fn top_level_rows(tensor: &LodTensor) -> usize {
-    match tensor.lod().level(0) {
-        Some(level) => level.len().saturating_sub(1),
-        None => tensor.rows(),
-    }
-}
 
 /// Converts a batch into a `RecordBatch`: one column per tensor, in order,
 /// named after it ([`to_arrow`]; no copy but bools), and the batch's metadata
 /// as the schema's metadata.
 ///
-/// Every tensor must have the same number of [top-level rows](top_level_rows):
+/// Every tensor must have the same number of [top-level rows](crate::LodTensor::top_level_rows):
 /// for example a 0-level `labels` tensor of N rows fits beside a `words` tensor
 /// of N top-level sequences. Anything else is an [`Error::RowCount`].
 ///
@@ -51,7 +31,7 @@ pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<Re
     let mut columns = Vec::with_capacity(batch.len());
     let mut first: Option<(&str, usize)> = None;
     for (name, tensor) in batch.iter() {
-        let rows = top_level_rows(tensor);
+        let rows = tensor.top_level_rows();
         match first {
             None => first = Some((name, rows)),
             Some((first_column, expected)) if expected != rows => {

@@ -23,7 +23,7 @@
 //! ```
 
 use super::batch::{record_batch_to_batch, BatchEncoder};
-use super::{ArrowOptions, Error, Result, WriteOptions, WriteStats};
+use super::{write_all, ArrowOptions, BatchWriter, Error, Result, WriteOptions, WriteStats};
 use crate::batch::Batch;
 use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_ipc::writer::{FileWriter, StreamWriter};
@@ -233,12 +233,7 @@ where
     I: IntoIterator<Item = std::result::Result<Batch, E>>,
     E: Into<Error>,
 {
-    let mut writer = IpcFileWriter::new(writer, options);
-    for batch in batches {
-        writer.write(&batch.map_err(Into::into)?)?;
-    }
-    let stats = writer.stats();
-    Ok((writer.finish()?, stats))
+    write_all(IpcFileWriter::new(writer, options), batches)
 }
 
 /// Writes every batch of `batches` to an Arrow IPC stream and returns the
@@ -261,12 +256,7 @@ where
     I: IntoIterator<Item = std::result::Result<Batch, E>>,
     E: Into<Error>,
 {
-    let mut writer = IpcStreamWriter::new(writer, options);
-    for batch in batches {
-        writer.write(&batch.map_err(Into::into)?)?;
-    }
-    let stats = writer.stats();
-    Ok((writer.finish()?, stats))
+    write_all(IpcStreamWriter::new(writer, options), batches)
 }
 
 /// Merges file-level metadata into a batch's (the schema's keys win).
@@ -442,5 +432,31 @@ impl<R: Read> Iterator for IpcStreamReader<R> {
                 .map_err(Error::from)
                 .and_then(|rb| record_batch_to_batch(&rb, &self.options)),
         )
+    }
+}
+
+impl<W: Write> BatchWriter for IpcFileWriter<W> {
+    type Output = W;
+    fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+        self.write(batch)
+    }
+    fn write_stats(&self) -> WriteStats {
+        self.stats()
+    }
+    fn finish_file(self) -> Result<W> {
+        self.finish()
+    }
+}
+
+impl<W: Write> BatchWriter for IpcStreamWriter<W> {
+    type Output = W;
+    fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+        self.write(batch)
+    }
+    fn write_stats(&self) -> WriteStats {
+        self.stats()
+    }
+    fn finish_file(self) -> Result<W> {
+        self.finish()
     }
 }

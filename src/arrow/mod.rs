@@ -48,7 +48,7 @@ pub mod ipc;
 pub mod parquet;
 mod tensor;
 
-pub use batch::{batch_to_record_batch, record_batch_to_batch, top_level_rows};
+pub use batch::{batch_to_record_batch, record_batch_to_batch};
 pub use error::{Error, Result};
 pub use file::lodt_tensor_to_arrow;
 pub use tensor::{
@@ -56,6 +56,7 @@ pub use tensor::{
     to_arrow, view_to_arrow,
 };
 
+use crate::batch::Batch;
 use crate::buffer::ByteStorage;
 use arrow_buffer::Buffer;
 
@@ -233,6 +234,48 @@ pub struct WriteStats {
     pub batches: u64,
     /// The number of top-level rows, over all batches.
     pub rows: u64,
+}
+
+/// A writer of mini-batches into an Arrow-based file: implemented by
+/// [`ipc::IpcFileWriter`], [`ipc::IpcStreamWriter`] and
+/// `parquet::ParquetWriter`, so code can stream batches into any of them.
+///
+/// ```
+/// use lodt::arrow::{ipc::IpcStreamWriter, write_all, WriteOptions};
+/// use lodt::{Batch, LodTensor};
+/// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?;
+/// let writer = IpcStreamWriter::new(Vec::new(), &WriteOptions::default());
+/// let (bytes, stats) = write_all(writer, [Ok::<_, lodt::Error>(batch)])?;
+/// assert_eq!(stats.batches, 1);
+/// assert!(!bytes.is_empty());
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub trait BatchWriter {
+    /// What [`BatchWriter::finish`] returns (the underlying writer).
+    type Output;
+    /// Writes one batch.
+    fn write_batch(&mut self, batch: &Batch) -> Result<()>;
+    /// What was written so far.
+    fn write_stats(&self) -> WriteStats;
+    /// Ends the file and returns the underlying writer.
+    fn finish_file(self) -> Result<Self::Output>;
+}
+
+/// Writes every batch of `batches` with `writer`, then ends the file; returns
+/// the underlying writer and what was written. Stops at the first error (of
+/// the source or of the writer); memory stays bounded by one batch. See
+/// [`BatchWriter`].
+pub fn write_all<B, I, E>(mut writer: B, batches: I) -> Result<(B::Output, WriteStats)>
+where
+    B: BatchWriter,
+    I: IntoIterator<Item = std::result::Result<Batch, E>>,
+    E: Into<Error>,
+{
+    for batch in batches {
+        writer.write_batch(&batch.map_err(Into::into)?)?;
+    }
+    let stats = writer.write_stats();
+    Ok((writer.finish_file()?, stats))
 }
 
 /// An Arrow [`Buffer`] as a tensor's storage: how [`from_arrow`] keeps Arrow's

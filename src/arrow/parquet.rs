@@ -25,7 +25,7 @@
 //! ```
 
 use super::batch::{record_batch_to_batch, BatchEncoder};
-use super::{ArrowOptions, Error, Result, WriteOptions, WriteStats};
+use super::{write_all, ArrowOptions, BatchWriter, Error, Result, WriteOptions, WriteStats};
 use crate::batch::Batch;
 use ::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -185,12 +185,7 @@ where
     I: IntoIterator<Item = std::result::Result<Batch, E>>,
     E: Into<Error>,
 {
-    let mut writer = ParquetWriter::try_new(writer, options)?;
-    for batch in batches {
-        writer.write(&batch.map_err(Into::into)?)?;
-    }
-    let stats = writer.stats();
-    Ok((writer.finish()?, stats))
+    write_all(ParquetWriter::try_new(writer, options)?, batches)
 }
 
 /// The most top-level rows [`ParquetReader`] reads into one batch by default.
@@ -344,5 +339,18 @@ impl Iterator for ParquetReader {
                 Err(e) => return Some(Err(e)),
             }
         }
+    }
+}
+
+impl<W: Write + Send> BatchWriter for ParquetWriter<W> {
+    type Output = W;
+    fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+        self.write(batch)
+    }
+    fn write_stats(&self) -> WriteStats {
+        self.stats()
+    }
+    fn finish_file(self) -> Result<W> {
+        self.finish()
     }
 }
