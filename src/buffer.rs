@@ -21,6 +21,11 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// Implemented for [`AlignedBytes`] and `Vec<T>` for every [`Element`] `T`; a
 /// file reader implements it for a region of a memory map.
 ///
+/// Contract: while a storage is shared (behind an `Arc` with other owners),
+/// [`ByteStorage::bytes`] returns the same bytes, in the same place, unchanged.
+/// Zero-copy consumers (views, Arrow buffers) rely on it; every safe
+/// implementation keeps it, since changing bytes behind `&self` needs `unsafe`.
+///
 /// ```
 /// use lodt::buffer::ByteStorage;
 /// let v: Vec<u16> = vec![1, 2];
