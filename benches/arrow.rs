@@ -16,16 +16,16 @@ use arrow_array::{Array, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::FileDecoder;
 use arrow_ipc::writer::FileWriter;
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use lodt::arrow::parquet::{ParquetReader, ParquetWriter};
 use lodt::arrow::{
-    batch_to_record_batch, lodt_tensor_to_arrow, tensor_buffers_to_arrow, ArrowOptions,
-    WriteOptions,
+    ArrowOptions, WriteOptions, batch_to_record_batch, lodt_tensor_to_arrow,
+    tensor_buffers_to_arrow,
 };
 use lodt::{Batch, Lod, LodTensor, LodtFile};
 use memmap2::Mmap;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::properties::WriterProperties;
 use std::hint::black_box;
 use std::io::Write;

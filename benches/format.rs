@@ -13,7 +13,7 @@
 //! temporary directory (about 2.3 GB at peak), removed at the end.
 //! `LODT_BENCH=write,read` runs only some groups.
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use lodt::buffer::ByteStorage;
 use lodt::format::{LodtFile, MappedFile, StreamReader, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};

@@ -8,7 +8,7 @@
 //!
 //! Run: `cargo bench --bench lod` (about half a minute).
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use lodt::{Lod, LodTensor};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;

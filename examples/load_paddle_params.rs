@@ -9,7 +9,7 @@
 //! ```
 
 use half::{bf16, f16};
-use lodt::{paddle, DType, Element, LodTensor};
+use lodt::{DType, Element, LodTensor, paddle};
 use std::fmt::Debug;
 
 /// The bundled fixture, written by PaddlePaddle 2.6.2, and its tensors' names.

@@ -11,7 +11,7 @@
 //! ```
 
 use lodt::arrow::parquet::ParquetReader;
-use lodt::convert::{convert, ConvertOptions};
+use lodt::convert::{ConvertOptions, convert};
 use lodt::format::Writer;
 use lodt::{Batch, Lod, LodTensor};
 use std::error::Error;

@@ -78,7 +78,7 @@ impl FileKind {
             _ => {
                 return Err(ConvertError::UnknownExtension {
                     path: path.display().to_string(),
-                })
+                });
             }
         })
     }
@@ -141,7 +141,9 @@ pub struct ConvertStats {
 #[non_exhaustive]
 pub enum ConvertError {
     /// The extension names no supported format.
-    #[error("cannot tell the format of {path}: expected .lodt, .parquet, .arrow, .feather, .arrows, .pdtensor, .pdparams or .pdiparams")]
+    #[error(
+        "cannot tell the format of {path}: expected .lodt, .parquet, .arrow, .feather, .arrows, .pdtensor, .pdparams or .pdiparams"
+    )]
     UnknownExtension {
         /// The path.
         path: String,
@@ -351,7 +353,7 @@ pub fn convert(
 /// The Arrow IPC and Parquet side of a conversion.
 #[cfg(feature = "arrow")]
 mod arrow_side {
-    use super::{create, open, BatchSource, ConvertError, ConvertOptions, FileKind};
+    use super::{BatchSource, ConvertError, ConvertOptions, FileKind, create, open};
     use crate::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamReader, IpcStreamWriter};
     use crate::arrow::{ArrowOptions, BatchWriter, ListType, WriteOptions};
     use crate::batch::Batch;

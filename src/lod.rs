@@ -107,16 +107,16 @@ fn check_levels_with<L: AsRef<[u64]>>(
                     found: last,
                 });
             }
-        } else if let Some(rows) = rows {
-            if last != rows {
-                return Err(Error::InvalidLod {
-                    level: l,
-                    index: level.len() - 1,
-                    rule: LodRule::RowMismatch,
-                    expected: rows,
-                    found: last,
-                });
-            }
+        } else if let Some(rows) = rows
+            && last != rows
+        {
+            return Err(Error::InvalidLod {
+                level: l,
+                index: level.len() - 1,
+                rule: LodRule::RowMismatch,
+                expected: rows,
+                found: last,
+            });
         }
     }
     Ok(())

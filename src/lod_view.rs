@@ -14,7 +14,7 @@
 //! Slicing a view costs O(levels) and allocates only the list of windows.
 
 use crate::error::{Error, Result};
-use crate::lod::{check_levels, Lod};
+use crate::lod::{Lod, check_levels};
 use std::fmt;
 use std::ops::Range;
 

@@ -247,8 +247,7 @@ fn unpad_with(padded: LodTensorView<'_>, lod: &Lod) -> Result<LodTensor> {
             .all(|(&d, &m)| d as u64 >= m);
     if !fits {
         return Err(Error::ShapeMismatch {
-            what:
-                "padded dimensions against the lengths (batch, then at least each level's longest)",
+            what: "padded dimensions against the lengths (batch, then at least each level's longest)",
             expected,
             found: shape[..=levels].iter().map(|&d| d as u64).collect(),
         });

@@ -53,7 +53,7 @@ fn batch_rows(batch: &Batch, index: u64) -> Result<usize> {
             Some(expected) if expected != r => {
                 return Err(Error::InvalidArgument(format!(
                     "rebatch: batch {index}: tensor {name:?} has {r} top-level rows, the batch's first tensor has {expected}"
-                )))
+                )));
             }
             Some(_) => {}
         }

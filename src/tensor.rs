@@ -13,8 +13,8 @@
 //! two tensors may share one LoD (Paddle's `ShareConstLODFrom`); changing a
 //! shared LoD copies it first (`ShareMutableLODFrom`, copy-on-write).
 
-use crate::buffer::{make_mut, AlignedBytes, ByteStorage};
-use crate::dtype::{check_bools, DType, Element};
+use crate::buffer::{AlignedBytes, ByteStorage, make_mut};
+use crate::dtype::{DType, Element, check_bools};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
 use crate::view::LodTensorView;

@@ -14,7 +14,7 @@ use crate::buffer::AlignedBytes;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::lod_view::LodView;
-use crate::tensor::{check_parts, checked_byte_len, LodTensor};
+use crate::tensor::{LodTensor, check_parts, checked_byte_len};
 use std::ops::Range;
 use std::sync::Arc;
 

@@ -13,8 +13,8 @@ use arrow_schema::{DataType, Field, Fields};
 use lodt::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamWriter};
 use lodt::arrow::parquet::{ParquetReader, ParquetWriter};
 use lodt::arrow::{
-    batch_to_record_batch, from_arrow, record_batch_to_batch, to_arrow, ArrowOptions, Error,
-    ListType, MetadataPolicy, NullLists, WriteOptions, DTYPE_KEY, FIXED_SHAPE_TENSOR, SCALAR_KEY,
+    ArrowOptions, DTYPE_KEY, Error, FIXED_SHAPE_TENSOR, ListType, MetadataPolicy, NullLists,
+    SCALAR_KEY, WriteOptions, batch_to_record_batch, from_arrow, record_batch_to_batch, to_arrow,
 };
 use lodt::{Batch, DType, Lod, LodTensor};
 use std::sync::Arc;
@@ -522,9 +522,10 @@ fn metadata_reaches_schema_and_file_level_metadata() {
     .key_value_metadata()
     .cloned()
     .unwrap();
-    assert!(meta
-        .iter()
-        .any(|kv| kv.key == "split" && kv.value.as_deref() == Some("train")));
+    assert!(
+        meta.iter()
+            .any(|kv| kv.key == "split" && kv.value.as_deref() == Some("train"))
+    );
     assert!(meta.iter().any(|kv| kv.key == "ARROW:schema"));
     let reader = ParquetReader::try_new(file, &ArrowOptions::default()).unwrap();
     assert_eq!(reader.schema().metadata()["split"], "train");

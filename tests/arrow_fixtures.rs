@@ -2,9 +2,9 @@
 //! column's LoD, element shape, dtype and values, from Parquet and Arrow IPC.
 #![cfg(feature = "parquet")]
 
+use lodt::arrow::ArrowOptions;
 use lodt::arrow::ipc::IpcFileReader;
 use lodt::arrow::parquet::ParquetReader;
-use lodt::arrow::ArrowOptions;
 use lodt::{Batch, DType, LodTensor};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

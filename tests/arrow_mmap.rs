@@ -2,10 +2,10 @@
 //! are the map's own bytes.
 #![cfg(feature = "arrow")]
 
+use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Float32Type;
-use arrow_array::Array;
-use lodt::arrow::{lodt_tensor_to_arrow, ArrowOptions, ListType};
+use lodt::arrow::{ArrowOptions, ListType, lodt_tensor_to_arrow};
 use lodt::{Batch, Lod, LodTensor, LodtFile};
 
 fn inside(storage: &[u8], ptr: *const u8) -> bool {

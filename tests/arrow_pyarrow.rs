@@ -11,7 +11,7 @@ use lodt::arrow::ipc::{write_ipc_file, write_ipc_stream};
 use lodt::arrow::parquet::write_parquet;
 use lodt::arrow::{ArrowOptions, ListType, WriteOptions};
 use lodt::{Batch, DType, Lod, LodTensor};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -3,9 +3,9 @@
 //! through Arrow arrays, Arrow IPC files and streams, and Parquet files.
 #![cfg(feature = "parquet")]
 
-use lodt::arrow::ipc::{write_ipc_file, write_ipc_stream, IpcFileReader, IpcStreamReader};
-use lodt::arrow::parquet::{write_parquet, ParquetReader};
-use lodt::arrow::{from_arrow, to_arrow, view_to_arrow, ArrowOptions, ListType, WriteOptions};
+use lodt::arrow::ipc::{IpcFileReader, IpcStreamReader, write_ipc_file, write_ipc_stream};
+use lodt::arrow::parquet::{ParquetReader, write_parquet};
+use lodt::arrow::{ArrowOptions, ListType, WriteOptions, from_arrow, to_arrow, view_to_arrow};
 use lodt::{Batch, DType, Lod, LodTensor};
 use proptest::collection::vec;
 use proptest::prelude::*;

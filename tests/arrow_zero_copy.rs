@@ -7,8 +7,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int64Type};
 use arrow_array::{Array, ArrayRef};
 use lodt::arrow::{
-    from_arrow, tensor_buffers_to_arrow, tensor_buffers_to_arrow_unchecked, to_arrow, ArrowOptions,
-    Error, ListType,
+    ArrowOptions, Error, ListType, from_arrow, tensor_buffers_to_arrow,
+    tensor_buffers_to_arrow_unchecked, to_arrow,
 };
 use lodt::buffer::{AlignedBytes, TensorBuffers};
 use lodt::{DType, Lod, LodTensor};

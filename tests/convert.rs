@@ -1,7 +1,7 @@
 //! `lodt::convert`: every pair of formats, through the library, against the
 //! PaddlePaddle and pyarrow fixtures.
 
-use lodt::convert::{convert, read_batches, ConvertError, ConvertOptions, FileKind};
+use lodt::convert::{ConvertError, ConvertOptions, FileKind, convert, read_batches};
 use lodt::{Batch, LodtFile};
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! error, and no allocation while reading is larger than the file.
 
 use lodt::format::{FormatError, LodtFile, Part, StreamReader};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 

@@ -67,9 +67,10 @@ fn flips_are_reported_where_they_are() {
         (at.batch, at.tensor.as_deref(), at.part),
         (Some(1), Some("words"), format::Part::Body)
     );
-    assert!(err
-        .to_string()
-        .starts_with("checksum mismatch in batch 1, tensor \"words\", body"));
+    assert!(
+        err.to_string()
+            .starts_with("checksum mismatch in batch 1, tensor \"words\", body")
+    );
     // A LoD flip is caught when the batch is first read, not only by verify.
     let mut bad = bytes.clone();
     bad[parts.lod[1].start + 8] ^= 1;

@@ -2,7 +2,7 @@
 //! threads, appending, atomic replacement.
 
 use half::{bf16, f16};
-use lodt::format::{self, FormatError, LodtFile, Part, StreamReader, WriteOptions, Writer, MAGIC};
+use lodt::format::{self, FormatError, LodtFile, MAGIC, Part, StreamReader, WriteOptions, Writer};
 use lodt::{Batch, DType, Lod, LodTensor};
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -91,13 +91,15 @@ fn vectors() -> Vec<Vector> {
     let scalars = Vector {
         name: "scalar_bool_half",
         metadata: BTreeMap::new(),
-        batches: vec![Batch::try_from_tensors([
-            ("scale", scale),
-            ("mask", mask),
-            ("half", half),
-            ("brain", brain),
-        ])
-        .unwrap()],
+        batches: vec![
+            Batch::try_from_tensors([
+                ("scale", scale),
+                ("mask", mask),
+                ("half", half),
+                ("brain", brain),
+            ])
+            .unwrap(),
+        ],
         slices: vec![],
     };
 

@@ -2,7 +2,7 @@
 //! examples with their exact values, and one test per bad-input error.
 
 use lodt::nested::Nested::{self, Rows, Seqs};
-use lodt::ops::{merge, sequence_expand, split, split_shared, SortedSequences};
+use lodt::ops::{SortedSequences, merge, sequence_expand, split, split_shared};
 use lodt::pad::{pad, unpad};
 use lodt::{DType, Error, Lod, LodRule, LodTensor, LodTensorView, LodView};
 
@@ -430,8 +430,7 @@ fn pad_and_unpad_one_level() {
     assert_eq!(
         unpad(p.tensor(), &[vec![1, 2, 1]]).unwrap_err(),
         Error::ShapeMismatch {
-            what:
-                "padded dimensions against the lengths (batch, then at least each level's longest)",
+            what: "padded dimensions against the lengths (batch, then at least each level's longest)",
             expected: vec![3, 2],
             found: vec![2, 3]
         }

@@ -4,8 +4,8 @@
 
 use half::f16;
 use lodt::nested::Nested;
-use lodt::ops::{merge, sequence_expand, split, split_shared, SortedSequences};
-use lodt::pad::{pad, unpad, Padded};
+use lodt::ops::{SortedSequences, merge, sequence_expand, split, split_shared};
+use lodt::pad::{Padded, pad, unpad};
 use lodt::{DType, Error, Lod, LodRule, LodTensor, LodTensorView};
 use proptest::prelude::*;
 use std::ops::Range;

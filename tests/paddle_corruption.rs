@@ -1,8 +1,8 @@
 //! Truncating and flipping the bytes of every Paddle fixture: always an error
 //! or a consistent tensor, never a panic.
 
-use lodt::paddle::{self, PaddleError};
 use lodt::LodTensor;
+use lodt::paddle::{self, PaddleError};
 use std::path::PathBuf;
 
 const FIXTURES: [&str; 8] = [

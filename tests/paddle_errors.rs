@@ -494,9 +494,10 @@ fn dtypes_without_a_paddle_twin_write_nothing() {
         let err = paddle::write_combined([&ok, &t], &mut out).unwrap_err();
         assert!(matches!(err, PaddleError::UnsupportedDType { .. }));
         assert!(out.is_empty());
-        assert!(err
-            .to_string()
-            .starts_with(&format!("{} has no PaddlePaddle data type", t.dtype())));
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{} has no PaddlePaddle data type", t.dtype()))
+        );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.pdiparams");
         assert!(paddle::write_combined_file(&path, [&ok, &t]).is_err());

@@ -1,6 +1,6 @@
 //! A mini-batch ([`Batch`]) <-> an Arrow `RecordBatch`, one column per tensor.
 
-use super::{from_arrow, to_arrow, ArrowOptions, Error, Result};
+use super::{ArrowOptions, Error, Result, from_arrow, to_arrow};
 use crate::batch::Batch;
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::Schema;
@@ -40,7 +40,7 @@ pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<Re
                     expected,
                     column: name.to_owned(),
                     found: rows,
-                })
+                });
             }
             Some(_) => {}
         }

@@ -39,7 +39,9 @@ pub enum Error {
     #[error(transparent)]
     Format(Box<crate::format::FormatError>),
     /// An Arrow type with no LoD tensor counterpart.
-    #[error("column {column:?}: unsupported Arrow type {data_type}: lodt reads List, LargeList and FixedSizeList arrays (or the arrow.fixed_shape_tensor extension) over boolean, integer and floating-point values")]
+    #[error(
+        "column {column:?}: unsupported Arrow type {data_type}: lodt reads List, LargeList and FixedSizeList arrays (or the arrow.fixed_shape_tensor extension) over boolean, integer and floating-point values"
+    )]
     Unsupported {
         /// The column.
         column: String,
@@ -47,7 +49,9 @@ pub enum Error {
         data_type: String,
     },
     /// A null list slot: a LoD tensor has no nulls.
-    #[error("column {column:?}: null list at level {level}, index {index} (a LoD tensor has no nulls; read null lists as empty sequences with NullLists::Empty)")]
+    #[error(
+        "column {column:?}: null list at level {level}, index {index} (a LoD tensor has no nulls; read null lists as empty sequences with NullLists::Empty)"
+    )]
     NullList {
         /// The column.
         column: String,
@@ -99,7 +103,9 @@ pub enum Error {
         source: crate::Error,
     },
     /// Two columns of one batch with different numbers of top-level rows.
-    #[error("column {column:?} has {found} top-level rows but column {first_column:?} has {expected}: every tensor of a RecordBatch needs the same number of top-level rows")]
+    #[error(
+        "column {column:?} has {found} top-level rows but column {first_column:?} has {expected}: every tensor of a RecordBatch needs the same number of top-level rows"
+    )]
     RowCount {
         /// The first column of the batch.
         first_column: String,
@@ -112,7 +118,9 @@ pub enum Error {
     },
     /// A batch whose schema differs from the schema of the file being written
     /// (an Arrow IPC or Parquet file has one schema).
-    #[error("batch {batch}: schema differs from the file's schema (taken from the first batch): expected {expected}, found {found}")]
+    #[error(
+        "batch {batch}: schema differs from the file's schema (taken from the first batch): expected {expected}, found {found}"
+    )]
     SchemaMismatch {
         /// The index of the batch (0 is the first).
         batch: u64,
@@ -123,7 +131,9 @@ pub enum Error {
     },
     /// A batch whose metadata differs from the first batch's, written to a file
     /// that has one metadata map.
-    #[error("batch {batch}: metadata differs from the first batch's at key {key:?} (a file stores one metadata map; use MetadataPolicy::KeepFirst to keep the first batch's)")]
+    #[error(
+        "batch {batch}: metadata differs from the first batch's at key {key:?} (a file stores one metadata map; use MetadataPolicy::KeepFirst to keep the first batch's)"
+    )]
     MetadataMismatch {
         /// The index of the batch (0 is the first).
         batch: u64,

@@ -6,7 +6,7 @@
 //!  LargeListArray:          offsets ──┘   child offsets ──┘   values ┘   (no copy)
 //! ```
 
-use super::{tensor_buffers_to_arrow_unchecked, ArrowOptions, Result};
+use super::{ArrowOptions, Result, tensor_buffers_to_arrow_unchecked};
 use crate::format::LodtFile;
 use arrow_array::ArrayRef;
 use arrow_schema::Field;

@@ -22,8 +22,8 @@
 //! # Ok::<(), lodt::arrow::Error>(())
 //! ```
 
-use super::batch::{record_batch_to_batch, BatchEncoder};
-use super::{write_all, ArrowOptions, BatchWriter, Error, Result, WriteOptions, WriteStats};
+use super::batch::{BatchEncoder, record_batch_to_batch};
+use super::{ArrowOptions, BatchWriter, Error, Result, WriteOptions, WriteStats, write_all};
 use crate::batch::Batch;
 use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_ipc::writer::{FileWriter, StreamWriter};
@@ -71,10 +71,10 @@ impl<W: Write> IpcFileWriter<W> {
     }
 
     fn open(&mut self, schema: &Schema) -> Result<&mut FileWriter<BufWriter<W>>> {
-        if let State::Pending(_) = self.state {
-            if let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed) {
-                self.state = State::Open(FileWriter::try_new(BufWriter::new(w), schema)?);
-            }
+        if let State::Pending(_) = self.state
+            && let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed)
+        {
+            self.state = State::Open(FileWriter::try_new(BufWriter::new(w), schema)?);
         }
         match &mut self.state {
             State::Open(writer) => Ok(writer),
@@ -156,10 +156,10 @@ impl<W: Write> IpcStreamWriter<W> {
     }
 
     fn open(&mut self, schema: &Schema) -> Result<&mut StreamWriter<BufWriter<W>>> {
-        if let State::Pending(_) = self.state {
-            if let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed) {
-                self.state = State::Open(StreamWriter::try_new(BufWriter::new(w), schema)?);
-            }
+        if let State::Pending(_) = self.state
+            && let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed)
+        {
+            self.state = State::Open(StreamWriter::try_new(BufWriter::new(w), schema)?);
         }
         match &mut self.state {
             State::Open(writer) => Ok(writer),

@@ -23,7 +23,7 @@
 //! | what                         | API |
 //! |------------------------------|-----|
 //! | tensor <-> array             | [`to_arrow`], [`view_to_arrow`], [`tensor_buffers_to_arrow`], [`from_arrow`] |
-//! | [`Batch`](crate::Batch) <-> `RecordBatch` | [`batch_to_record_batch`], [`record_batch_to_batch`] |
+//! | [`Batch`] <-> `RecordBatch` | [`batch_to_record_batch`], [`record_batch_to_batch`] |
 //! | Arrow IPC files and streams  | [`ipc`] |
 //! | Parquet files (feature `parquet`) | `parquet` |
 //! | regrouping rows into batches | [`crate::rebatch`] |
@@ -251,7 +251,7 @@ pub struct WriteStats {
 /// # Ok::<(), lodt::arrow::Error>(())
 /// ```
 pub trait BatchWriter {
-    /// What [`BatchWriter::finish`] returns (the underlying writer).
+    /// What [`BatchWriter::finish_file`] returns (the underlying writer).
     type Output;
     /// Writes one batch.
     fn write_batch(&mut self, batch: &Batch) -> Result<()>;

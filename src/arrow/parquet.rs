@@ -24,14 +24,14 @@
 //! # Ok::<(), lodt::arrow::Error>(())
 //! ```
 
-use super::batch::{record_batch_to_batch, BatchEncoder};
-use super::{write_all, ArrowOptions, BatchWriter, Error, Result, WriteOptions, WriteStats};
+use super::batch::{BatchEncoder, record_batch_to_batch};
+use super::{ArrowOptions, BatchWriter, Error, Result, WriteOptions, WriteStats, write_all};
 use crate::batch::Batch;
+use ::parquet::arrow::ArrowWriter;
 use ::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
 };
-use ::parquet::arrow::ArrowWriter;
 use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::properties::WriterProperties;
 use arrow_array::RecordBatch;
@@ -98,12 +98,11 @@ impl<W: Write + Send> ParquetWriter<W> {
     }
 
     fn open(&mut self, schema: &SchemaRef) -> Result<&mut ArrowWriter<W>> {
-        if let State::Pending(_) = self.state {
-            if let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed) {
-                let writer =
-                    ArrowWriter::try_new(w, schema.clone(), Some(self.properties.clone()))?;
-                self.state = State::Open(Box::new(writer));
-            }
+        if let State::Pending(_) = self.state
+            && let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed)
+        {
+            let writer = ArrowWriter::try_new(w, schema.clone(), Some(self.properties.clone()))?;
+            self.state = State::Open(Box::new(writer));
         }
         match &mut self.state {
             State::Open(writer) => Ok(writer),
@@ -290,7 +289,7 @@ impl ParquetReader {
                     return Some(Err(Error::InvalidArgument(format!(
                         "row group {index} has {} rows",
                         row_group.num_rows()
-                    ))))
+                    ))));
                 }
             };
             let reader = self.file.try_clone().map_err(Error::from).and_then(|file| {
@@ -329,7 +328,7 @@ impl Iterator for ParquetReader {
                             record_batch
                                 .map_err(Error::from)
                                 .and_then(|rb| self.convert(rb)),
-                        )
+                        );
                     }
                     None => self.current = None,
                 }

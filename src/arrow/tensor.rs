@@ -2,7 +2,7 @@
 //! that makes the mapping lossless).
 
 use super::{
-    ArrowBytes, ArrowOptions, Error, ListType, NullLists, Result, DTYPE_KEY, FIXED_SHAPE_TENSOR,
+    ArrowBytes, ArrowOptions, DTYPE_KEY, Error, FIXED_SHAPE_TENSOR, ListType, NullLists, Result,
     SCALAR_KEY,
 };
 use crate::buffer::{AlignedBytes, ByteStorage, TensorBuffers};
@@ -12,8 +12,8 @@ use crate::tensor::LodTensor;
 use crate::view::LodTensorView;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
-    UInt32Type, UInt64Type, UInt8Type,
+    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
+    UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, GenericListArray, OffsetSizeTrait,
@@ -159,19 +159,19 @@ fn large_offsets(column: &str, level: &LevelSource<'_>) -> Result<OffsetBuffer<i
             i64::MAX as u128,
         ));
     }
-    if first == 0 {
-        if let Some(shared) = &level.shared {
-            if shared.len() == level.raw.len() * 8 && is_aligned(shared.as_slice(), 8) {
-                let values = ScalarBuffer::<i64>::new(shared.clone(), 0, level.raw.len());
-                // SAFETY: the buffer holds the level's offsets: at least two
-                // and starting at 0 (validated by every caller), non-decreasing
-                // (validated, or promised by the caller of
-                // `tensor_buffers_to_arrow_unchecked`), and so all <= the last,
-                // which is <= i64::MAX (checked above). They read as valid
-                // non-negative, monotonically increasing i64 offsets.
-                return Ok(unsafe { OffsetBuffer::new_unchecked(values) });
-            }
-        }
+    if first == 0
+        && let Some(shared) = &level.shared
+        && shared.len() == level.raw.len() * 8
+        && is_aligned(shared.as_slice(), 8)
+    {
+        let values = ScalarBuffer::<i64>::new(shared.clone(), 0, level.raw.len());
+        // SAFETY: the buffer holds the level's offsets: at least two
+        // and starting at 0 (validated by every caller), non-decreasing
+        // (validated, or promised by the caller of
+        // `tensor_buffers_to_arrow_unchecked`), and so all <= the last,
+        // which is <= i64::MAX (checked above). They read as valid
+        // non-negative, monotonically increasing i64 offsets.
+        return Ok(unsafe { OffsetBuffer::new_unchecked(values) });
     }
     let values: Vec<i64> = level
         .raw
@@ -610,7 +610,7 @@ fn read_list_level<O: OffsetSizeTrait>(
                             column: column.to_owned(),
                             level,
                             index,
-                        })
+                        });
                     }
                     NullLists::Empty => {
                         out.push(total);
@@ -784,7 +784,9 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
             if checked_product(&shape) != checked_product(&dims) {
                 return Err(metadata_error(
                     column,
-                    format!("shape {shape:?} does not hold the {elements_per_row} values of its FixedSizeList storage"),
+                    format!(
+                        "shape {shape:?} does not hold the {elements_per_row} values of its FixedSizeList storage"
+                    ),
                 ));
             }
             shape
@@ -798,8 +800,10 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
         Some(other) => {
             return Err(metadata_error(
                 column,
-                format!("{DTYPE_KEY} = {other:?} on a column of {ftype} values (lodt writes {DTYPE_KEY} = \"bfloat16\" on columns of UInt16 values only)"),
-            ))
+                format!(
+                    "{DTYPE_KEY} = {other:?} on a column of {ftype} values (lodt writes {DTYPE_KEY} = \"bfloat16\" on columns of UInt16 values only)"
+                ),
+            ));
         }
     };
     let dtype = match ftype {
@@ -820,7 +824,7 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
             return Err(Error::Unsupported {
                 column: column.to_owned(),
                 data_type: other.to_string(),
-            })
+            });
         }
     };
     if runs.iter().any(|r| r.end > array.len()) {

@@ -185,9 +185,7 @@ pub enum FormatError {
         found: u32,
     },
     /// The file ends before a part it announces.
-    #[error(
-        "truncated file: {at} needs bytes up to offset {needed}, but the file has {available}"
-    )]
+    #[error("truncated file: {at} needs bytes up to offset {needed}, but the file has {available}")]
     Truncated {
         /// The part that is cut.
         at: Location,
@@ -197,7 +195,9 @@ pub enum FormatError {
         available: u64,
     },
     /// The file has no valid footer (a writer was interrupted, or the file is cut).
-    #[error("no valid footer: {reason}; the batches may still be readable in order, and `lodt recover` rebuilds the footer")]
+    #[error(
+        "no valid footer: {reason}; the batches may still be readable in order, and `lodt recover` rebuilds the footer"
+    )]
     NoFooter {
         /// What is wrong with the end of the file.
         reason: String,

@@ -18,7 +18,11 @@ use crate::view::LodTensorView;
 use half::{bf16, f16};
 use std::fmt::Write;
 
-/// The JSON of tensor `name` (see the [module docs](self)).
+/// The JSON of tensor `name`, as `lodt show --json` prints it:
+/// `{"name":…,"dtype":…,"shape":[…],"lod":[[…],…],"values":[…]}` on one line,
+/// `lod` rebased, values flattened row-major, floats as the shortest decimal
+/// that reads back (f16/bf16 via their f32 value), NaN and infinities as the
+/// strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
 ///
 /// ```
 /// use lodt::{Lod, LodTensor};

@@ -51,10 +51,10 @@ pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
 };
 pub use reader::{BatchView, LodtFile};
-pub use recover::{recover, recover_with, RecoverReport};
+pub use recover::{RecoverReport, recover, recover_with};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
-pub use verify::{verify, VerifyReport};
+pub use verify::{VerifyReport, verify};
 pub use writer::{FileSink, WriteOptions, Writer};
 
 use crate::{Batch, LodTensor};

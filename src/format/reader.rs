@@ -1,14 +1,14 @@
 //! [`LodtFile`]: random access to a `.lodt` file through a memory map (or an
 //! in-memory copy), with zero-copy views and owned tensors.
 
+use super::Version;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    check_zero, crc32, pad64, parse_file_start, read_struct, FooterHeader, IndexEntry, Sealed64,
-    Trailer, FOOTER_TAG, INDEX_ENTRY_LEN, STRUCT_LEN, TRAILER_TAG,
+    FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG,
+    Trailer, check_zero, crc32, pad64, parse_file_start, read_struct,
 };
 use super::section::{self, BatchMeta};
 use super::storage::MappedFile;
-use super::Version;
 use crate::buffer::{AlignedBytes, ByteStorage, Region, TensorBuffers};
 use crate::{Batch, LodTensor, LodTensorView};
 use std::collections::BTreeMap;

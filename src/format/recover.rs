@@ -1,10 +1,10 @@
 //! [`recover`]: rebuilds the footer of a file whose writer was interrupted.
 
+use super::LodtFile;
 use super::error::{FormatError, Result};
 use super::layout::IndexEntry;
 use super::stream::StreamReader;
 use super::writer::{FileSink, WriteOptions, Writer};
-use super::LodtFile;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -135,7 +135,7 @@ pub fn recover_with(
                     dropped_bytes: 0,
                     rewritten: false,
                     reason: None,
-                })
+                });
             }
             Err(e) => break e,
         }

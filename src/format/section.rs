@@ -13,15 +13,15 @@
 
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    check_meta_len, check_zero, crc32, pad64, parse_json, read_struct, to_usize, BatchHeader,
-    BatchMetaJson, Sealed64, BATCH_TAG, STRUCT_LEN,
+    BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_meta_len, check_zero, crc32,
+    pad64, parse_json, read_struct, to_usize,
 };
+use crate::Error;
 use crate::dtype::{DType, Element};
 use crate::lod::check_view_levels;
 use crate::lod_view::LodView;
 use crate::tensor::{check_parts, checked_byte_len};
 use crate::view::LodTensorView;
-use crate::Error;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 

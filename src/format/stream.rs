@@ -1,22 +1,22 @@
 //! [`StreamReader`]: reads a `.lodt` file in order from any [`Read`] (a pipe,
 //! a socket), without the footer, checking every checksum.
 
+use super::Version;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    check_meta_len, crc32, pad64, parse_file_start, read_struct, FileHeader, FooterHeader,
-    IndexEntry, Sealed64, Trailer, BATCH_TAG, FOOTER_TAG, INDEX_ENTRY_LEN, MAGIC, MAJOR_VERSION,
-    STRUCT_LEN, TRAILER_TAG,
+    BATCH_TAG, FOOTER_TAG, FileHeader, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, MAGIC,
+    MAJOR_VERSION, STRUCT_LEN, Sealed64, TRAILER_TAG, Trailer, check_meta_len, crc32, pad64,
+    parse_file_start, read_struct,
 };
 use super::section::{self, BatchMeta};
 use super::storage::GrowBuf;
-use super::Version;
 use crate::buffer::{ByteStorage, Region};
 use crate::{Batch, LodTensor};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;
-use zerocopy::little_endian::{U32, U64};
 use zerocopy::IntoBytes;
+use zerocopy::little_endian::{U32, U64};
 
 /// Reads batches in order from any [`Read`], with no seeking and no footer
 /// needed: each batch is read whole into one 64-aligned buffer, every checksum
@@ -258,7 +258,7 @@ impl<R: Read> StreamReader<R> {
                     at: Location::batch(k, Part::BatchHeader),
                     needed: offset + section_len,
                     available: offset + STRUCT_LEN + got as u64,
-                })
+                });
             }
         }
         let meta = section::parse_batch(buf.as_slice(), offset, k)?;

@@ -1,8 +1,8 @@
 //! [`verify`]: checks every checksum and rule of a `.lodt` file.
 
+use super::LodtFile;
 use super::error::Result;
 use super::section;
-use super::LodtFile;
 use std::path::Path;
 
 /// What [`verify`] checked.

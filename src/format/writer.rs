@@ -1,18 +1,18 @@
 //! [`Writer`]: writes a `.lodt` file batch by batch, never seeking back.
 
+use super::LodtFile;
 use super::error::{FormatError, Result};
 use super::layout::{
-    crc32, pad64, BatchHeader, BatchMetaJson, BufferJson, FileHeader, FileMetaJson, FooterHeader,
-    IndexEntry, Sealed64, TensorJson, Trailer, BATCH_TAG, MAX_METADATA_LEN, STRUCT_LEN,
+    BATCH_TAG, BatchHeader, BatchMetaJson, BufferJson, FileHeader, FileMetaJson, FooterHeader,
+    IndexEntry, MAX_METADATA_LEN, STRUCT_LEN, Sealed64, TensorJson, Trailer, crc32, pad64,
 };
-use super::LodtFile;
 use crate::Batch;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use zerocopy::little_endian::{U32, U64};
 use zerocopy::IntoBytes;
+use zerocopy::little_endian::{U32, U64};
 
 /// Zero bytes for padding.
 const ZEROS: [u8; 64] = [0; 64];
@@ -146,10 +146,10 @@ impl FileSink {
 
 impl Drop for FileSink {
     fn drop(&mut self) {
-        if let SinkMode::Replace { tmp, .. } = &self.mode {
-            if !self.committed {
-                let _ = std::fs::remove_file(tmp);
-            }
+        if let SinkMode::Replace { tmp, .. } = &self.mode
+            && !self.committed
+        {
+            let _ = std::fs::remove_file(tmp);
         }
     }
 }
@@ -192,7 +192,7 @@ fn create_temp(dest: &Path) -> Result<(File, PathBuf)> {
                 return Err(FormatError::io(
                     format!("creating a temporary file in {}", dir.display()),
                     e,
-                ))
+                ));
             }
         }
     }

@@ -242,7 +242,9 @@ pub struct TensorDesc {
 #[non_exhaustive]
 pub enum DescError {
     /// The message ends inside a field.
-    #[error("the message ends inside {what} at byte {at}: expected {needed} more bytes, found {available}")]
+    #[error(
+        "the message ends inside {what} at byte {at}: expected {needed} more bytes, found {available}"
+    )]
     Truncated {
         /// What was being read.
         what: &'static str,
@@ -385,7 +387,7 @@ impl TensorDesc {
                         at,
                         expected: "0 (varint)",
                         found: wire,
-                    })
+                    });
                 }
                 (2, 0) => dims.push(d.varint("a dim")? as i64),
                 (2, 2) => {
@@ -408,7 +410,7 @@ impl TensorDesc {
                         at,
                         expected: "0 (varint) or 2 (packed)",
                         found: wire,
-                    })
+                    });
                 }
                 (_, 0) => {
                     d.varint("an unknown varint field")?;
@@ -428,7 +430,7 @@ impl TensorDesc {
                         field,
                         at,
                         found: wire,
-                    })
+                    });
                 }
             }
         }

@@ -25,7 +25,9 @@ pub enum PaddleError {
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     /// The input ends before a field is complete.
-    #[error("truncated Paddle stream: {field} at offset {offset} needs {needed} bytes, found {available}")]
+    #[error(
+        "truncated Paddle stream: {field} at offset {offset} needs {needed} bytes, found {available}"
+    )]
     Truncated {
         /// The field being read.
         field: &'static str,
@@ -47,9 +49,7 @@ pub enum PaddleError {
         found: u32,
     },
     /// A LoD level byte size that is not a whole number of `u64` offsets.
-    #[error(
-        "LoD level {level} byte size at offset {offset} is not a multiple of 8: found {found}"
-    )]
+    #[error("LoD level {level} byte size at offset {offset} is not a multiple of 8: found {found}")]
     LevelByteSize {
         /// The level (0 is the top level).
         level: usize,
@@ -83,7 +83,9 @@ pub enum PaddleError {
         source: DescError,
     },
     /// A `data_type` that is not a Paddle tensor data type.
-    #[error("unknown Paddle data type {found} in the TensorDesc at offset {offset}: expected one of BOOL=0, INT16=1, INT32=2, INT64=3, FP16=4, FP32=5, FP64=6, UINT8=20, INT8=21, BF16=22")]
+    #[error(
+        "unknown Paddle data type {found} in the TensorDesc at offset {offset}: expected one of BOOL=0, INT16=1, INT32=2, INT64=3, FP16=4, FP32=5, FP64=6, UINT8=20, INT8=21, BF16=22"
+    )]
     UnknownDType {
         /// Where the `TensorDesc` starts.
         offset: u64,
@@ -91,7 +93,9 @@ pub enum PaddleError {
         found: i64,
     },
     /// A complex tensor (`COMPLEX64`, `COMPLEX128`), which lodt cannot hold.
-    #[error("Paddle data type {found} in the TensorDesc at offset {offset} is not supported: lodt has no complex dtypes")]
+    #[error(
+        "Paddle data type {found} in the TensorDesc at offset {offset} is not supported: lodt has no complex dtypes"
+    )]
     ComplexDType {
         /// Where the `TensorDesc` starts.
         offset: u64,
@@ -99,7 +103,9 @@ pub enum PaddleError {
         found: &'static str,
     },
     /// A negative dimension.
-    #[error("negative dimension in the TensorDesc at offset {offset}: dims[{index}] expected >= 0, found {found}")]
+    #[error(
+        "negative dimension in the TensorDesc at offset {offset}: dims[{index}] expected >= 0, found {found}"
+    )]
     NegativeDim {
         /// Where the `TensorDesc` starts.
         offset: u64,
@@ -135,7 +141,9 @@ pub enum PaddleError {
         count: Option<u64>,
     },
     /// A lodt dtype with no Paddle data type (`uint16`, `uint32`, `uint64`).
-    #[error("{dtype} has no PaddlePaddle data type: Paddle tensors hold bool, int8, int16, int32, int64, uint8, float16, bfloat16, float32 or float64")]
+    #[error(
+        "{dtype} has no PaddlePaddle data type: Paddle tensors hold bool, int8, int16, int32, int64, uint8, float16, bfloat16, float32 or float64"
+    )]
     UnsupportedDType {
         /// The dtype.
         dtype: DType,

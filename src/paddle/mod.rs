@@ -55,7 +55,7 @@ pub use reader::PaddleReader;
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
 use crate::view::LodTensorView;
-use reader::{open, read_all, read_single, Input};
+use reader::{Input, open, read_all, read_single};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;

@@ -12,7 +12,7 @@ use super::error::PaddleError;
 use crate::buffer::{AlignedBytes, ByteStorage, Region};
 use crate::error::{Error, LodRule};
 use crate::lod::Lod;
-use crate::tensor::{check_lod_fits_shape, checked_byte_len, LodTensor};
+use crate::tensor::{LodTensor, check_lod_fits_shape, checked_byte_len};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;

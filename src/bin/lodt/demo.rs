@@ -1,6 +1,6 @@
 //! `lodt demo [DIR]`: writes a sample dataset, reopens it, slices it, verifies it.
 
-use crate::common::{self, human, list, CliError};
+use crate::common::{self, CliError, human, list};
 use lodt::format::{LodtFile, Writer};
 use lodt::{Batch, Lod, LodTensor};
 use std::collections::BTreeMap;

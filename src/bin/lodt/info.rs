@@ -1,8 +1,8 @@
 //! `lodt info FILE [--json]`.
 
-use crate::common::{self, human, list, pairs, CliError};
+use crate::common::{self, CliError, human, list, pairs};
 use lodt::format::LodtFile;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::PathBuf;
 

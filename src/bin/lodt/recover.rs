@@ -1,6 +1,6 @@
 //! `lodt recover FILE`.
 
-use crate::common::{self, human, CliError};
+use crate::common::{self, CliError, human};
 use lodt::format::{self, WriteOptions};
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! `lodt show FILE [--batch N] [--tensor NAME] [--branch I,J,...] [--json]`.
 
-use crate::common::{self, list, CliError};
+use crate::common::{self, CliError, list};
 use half::{bf16, f16};
 use lodt::format::LodtFile;
 use lodt::{DType, LodTensorView, LodView};
@@ -58,7 +58,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 args.batch,
                 batch.len(),
                 batch.names().collect::<Vec<_>>().join(", ")
-            )))
+            )));
         }
     };
     let whole = batch.tensor(&name)?;

@@ -1,6 +1,6 @@
 //! `lodt verify FILE`.
 
-use crate::common::{self, human, CliError};
+use crate::common::{self, CliError, human};
 use lodt::format::LodtFile;
 use std::io::Write;
 use std::path::PathBuf;
