@@ -23,7 +23,9 @@
 //! ```
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
-use super::{ArrowOptions, BatchWriter, Error, Result, WriteOptions, WriteStats, write_all};
+use super::{
+    ArrowOptions, BatchWriter, Error, LazyWriter, Result, WriteOptions, WriteStats, write_all,
+};
 use crate::batch::Batch;
 use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_ipc::writer::{FileWriter, StreamWriter};
@@ -33,14 +35,6 @@ use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
 fn unwrap_buffer<W: Write>(writer: BufWriter<W>) -> Result<W> {
     writer.into_inner().map_err(|e| Error::Io(e.into_error()))
-}
-
-enum State<T, W> {
-    /// No batch yet: the schema is not known.
-    Pending(W),
-    Open(T),
-    /// Finished, or failed while opening.
-    Closed,
 }
 
 /// Writes batches to an Arrow IPC file (`.arrow`). See the [module docs](self).
@@ -55,7 +49,7 @@ enum State<T, W> {
 /// # Ok::<(), lodt::arrow::Error>(())
 /// ```
 pub struct IpcFileWriter<W: Write> {
-    state: State<FileWriter<BufWriter<W>>, W>,
+    state: LazyWriter<FileWriter<BufWriter<W>>, W>,
     encoder: BatchEncoder,
 }
 
@@ -65,23 +59,15 @@ impl<W: Write> IpcFileWriter<W> {
     /// See the [type-level example](IpcFileWriter).
     pub fn new(writer: W, options: &WriteOptions) -> Self {
         IpcFileWriter {
-            state: State::Pending(writer),
+            state: LazyWriter::Pending(writer),
             encoder: BatchEncoder::new(*options),
         }
     }
 
     fn open(&mut self, schema: &Schema) -> Result<&mut FileWriter<BufWriter<W>>> {
-        if let State::Pending(_) = self.state
-            && let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed)
-        {
-            self.state = State::Open(FileWriter::try_new(BufWriter::new(w), schema)?);
-        }
-        match &mut self.state {
-            State::Open(writer) => Ok(writer),
-            _ => Err(Error::InvalidArgument(
-                "the IPC file writer is finished".into(),
-            )),
-        }
+        self.state.open("the IPC file writer", |sink| {
+            Ok(FileWriter::try_new(BufWriter::new(sink), schema)?)
+        })
     }
 
     /// Writes one batch.
@@ -118,12 +104,7 @@ impl<W: Write> IpcFileWriter<W> {
         for (key, value) in metadata {
             writer.write_metadata(key, value);
         }
-        match std::mem::replace(&mut self.state, State::Closed) {
-            State::Open(writer) => unwrap_buffer(writer.into_inner()?),
-            _ => Err(Error::InvalidArgument(
-                "the IPC file writer is finished".into(),
-            )),
-        }
+        unwrap_buffer(self.state.take("the IPC file writer")?.into_inner()?)
     }
 }
 
@@ -140,7 +121,7 @@ impl<W: Write> IpcFileWriter<W> {
 /// # Ok::<(), lodt::arrow::Error>(())
 /// ```
 pub struct IpcStreamWriter<W: Write> {
-    state: State<StreamWriter<BufWriter<W>>, W>,
+    state: LazyWriter<StreamWriter<BufWriter<W>>, W>,
     encoder: BatchEncoder,
 }
 
@@ -150,23 +131,15 @@ impl<W: Write> IpcStreamWriter<W> {
     /// See the [type-level example](IpcStreamWriter).
     pub fn new(writer: W, options: &WriteOptions) -> Self {
         IpcStreamWriter {
-            state: State::Pending(writer),
+            state: LazyWriter::Pending(writer),
             encoder: BatchEncoder::new(*options),
         }
     }
 
     fn open(&mut self, schema: &Schema) -> Result<&mut StreamWriter<BufWriter<W>>> {
-        if let State::Pending(_) = self.state
-            && let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed)
-        {
-            self.state = State::Open(StreamWriter::try_new(BufWriter::new(w), schema)?);
-        }
-        match &mut self.state {
-            State::Open(writer) => Ok(writer),
-            _ => Err(Error::InvalidArgument(
-                "the IPC stream writer is finished".into(),
-            )),
-        }
+        self.state.open("the IPC stream writer", |sink| {
+            Ok(StreamWriter::try_new(BufWriter::new(sink), schema)?)
+        })
     }
 
     /// Writes one batch (it is flushed to the underlying writer).
@@ -201,12 +174,7 @@ impl<W: Write> IpcStreamWriter<W> {
             .cloned()
             .unwrap_or_else(|| std::sync::Arc::new(Schema::empty()));
         self.open(&schema)?;
-        match std::mem::replace(&mut self.state, State::Closed) {
-            State::Open(writer) => unwrap_buffer(writer.into_inner()?),
-            _ => Err(Error::InvalidArgument(
-                "the IPC stream writer is finished".into(),
-            )),
-        }
+        unwrap_buffer(self.state.take("the IPC stream writer")?.into_inner()?)
     }
 }
 

@@ -236,6 +236,46 @@ pub struct WriteStats {
     pub rows: u64,
 }
 
+/// A file writer that can only be created once the schema is known, that
+/// is, on the first batch: pending (holding the sink), open, or closed.
+/// Shared by the IPC file, IPC stream and Parquet writers.
+pub(crate) enum LazyWriter<T, W> {
+    /// No batch yet: the sink waits for the schema.
+    Pending(W),
+    /// Writing.
+    Open(T),
+    /// Finished, or failed while opening.
+    Closed,
+}
+
+impl<T, W> LazyWriter<T, W> {
+    /// The open writer, created from the sink by `create` on first use.
+    /// `what` names the writer in the error after it is finished.
+    pub(crate) fn open(
+        &mut self,
+        what: &'static str,
+        create: impl FnOnce(W) -> Result<T>,
+    ) -> Result<&mut T> {
+        if let LazyWriter::Pending(_) = self
+            && let LazyWriter::Pending(sink) = std::mem::replace(self, LazyWriter::Closed)
+        {
+            *self = LazyWriter::Open(create(sink)?);
+        }
+        match self {
+            LazyWriter::Open(writer) => Ok(writer),
+            _ => Err(Error::InvalidArgument(format!("{what} is finished"))),
+        }
+    }
+
+    /// Takes the open writer out, closing this one.
+    pub(crate) fn take(&mut self, what: &'static str) -> Result<T> {
+        match std::mem::replace(self, LazyWriter::Closed) {
+            LazyWriter::Open(writer) => Ok(writer),
+            _ => Err(Error::InvalidArgument(format!("{what} is finished"))),
+        }
+    }
+}
+
 /// A writer of mini-batches into an Arrow-based file: implemented by
 /// [`ipc::IpcFileWriter`], [`ipc::IpcStreamWriter`] and
 /// `parquet::ParquetWriter`, so code can stream batches into any of them.

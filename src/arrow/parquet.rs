@@ -25,7 +25,9 @@
 //! ```
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
-use super::{ArrowOptions, BatchWriter, Error, Result, WriteOptions, WriteStats, write_all};
+use super::{
+    ArrowOptions, BatchWriter, Error, LazyWriter, Result, WriteOptions, WriteStats, write_all,
+};
 use crate::batch::Batch;
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::arrow::arrow_reader::{
@@ -40,15 +42,9 @@ use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
 
-enum State<W: Write + Send> {
-    Pending(W),
-    Open(Box<ArrowWriter<W>>),
-    Closed,
-}
-
 /// Writes batches to a Parquet file. See the [module docs](self).
 pub struct ParquetWriter<W: Write + Send> {
-    state: State<W>,
+    state: LazyWriter<Box<ArrowWriter<W>>, W>,
     encoder: BatchEncoder,
     properties: WriterProperties,
     per_batch: bool,
@@ -90,7 +86,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             .set_max_row_group_row_count(options.row_group_rows)
             .build();
         Ok(ParquetWriter {
-            state: State::Pending(writer),
+            state: LazyWriter::Pending(writer),
             encoder: BatchEncoder::new(*options),
             properties,
             per_batch: options.row_group_rows.is_none(),
@@ -98,18 +94,12 @@ impl<W: Write + Send> ParquetWriter<W> {
     }
 
     fn open(&mut self, schema: &SchemaRef) -> Result<&mut ArrowWriter<W>> {
-        if let State::Pending(_) = self.state
-            && let State::Pending(w) = std::mem::replace(&mut self.state, State::Closed)
-        {
-            let writer = ArrowWriter::try_new(w, schema.clone(), Some(self.properties.clone()))?;
-            self.state = State::Open(Box::new(writer));
-        }
-        match &mut self.state {
-            State::Open(writer) => Ok(writer),
-            _ => Err(Error::InvalidArgument(
-                "the Parquet writer is finished".into(),
-            )),
-        }
+        let properties = &self.properties;
+        let writer = self.state.open("the Parquet writer", |sink| {
+            let writer = ArrowWriter::try_new(sink, schema.clone(), Some(properties.clone()))?;
+            Ok(Box::new(writer))
+        })?;
+        Ok(writer)
     }
 
     /// Writes one batch: as its own row group by default, or into row groups
@@ -153,12 +143,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         for (key, value) in metadata {
             writer.append_key_value_metadata(KeyValue::new(key, value));
         }
-        match std::mem::replace(&mut self.state, State::Closed) {
-            State::Open(writer) => Ok(writer.into_inner()?),
-            _ => Err(Error::InvalidArgument(
-                "the Parquet writer is finished".into(),
-            )),
-        }
+        Ok(self.state.take("the Parquet writer")?.into_inner()?)
     }
 }
 
