@@ -130,3 +130,50 @@ fn bad_conversions_are_usage_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot tell the format of in.csv"), "{err}");
 }
+
+#[test]
+fn show_reads_every_format_convert_reads() {
+    let (code, json, err) = lodt(&[
+        "show",
+        "tests/data/paddle/seed_2level_int64.pdtensor",
+        "--branch",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        json.trim(),
+        r#"{"name":"tensor0","dtype":"int64","shape":[5,1],"lod":[[0,2,5]],"values":[10,11,12,13,14]}"#
+    );
+    let (code, _, err) = lodt(&[
+        "show",
+        "tests/data/paddle/seed_2level_int64.pdtensor",
+        "--batch",
+        "1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("has no batch 1"), "{err}");
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn show_reads_parquet_and_arrow_ipc() {
+    let (code, json, err) = lodt(&[
+        "show",
+        "tests/data/arrow/batch1.parquet",
+        "--tensor",
+        "words",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        json.trim(),
+        r#"{"name":"words","dtype":"int64","shape":[8],"lod":[[0,2,4],[0,1,1,6,8]],"values":[94,79,-40,-15,-52,-71,71,34]}"#
+    );
+    let (code, _, err) = lodt(&["show", "tests/data/arrow/batch0.arrow"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("choose one with --tensor: words, frames, labels"),
+        "{err}"
+    );
+}

@@ -2,6 +2,7 @@
 
 use crate::common::{self, CliError, list};
 use half::{bf16, f16};
+use lodt::convert::{self, ConvertOptions, FileKind};
 use lodt::format::LodtFile;
 use lodt::{DType, LodTensorView, LodView};
 use std::io::Write;
@@ -15,7 +16,7 @@ const MAX_VALUES: usize = 12;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .lodt file.
+    /// The file: .lodt (read in place), or any format `lodt convert` reads.
     file: PathBuf,
     /// The batch.
     #[arg(long, default_value_t = 0)]
@@ -47,21 +48,65 @@ fn parse_branch(s: &str) -> Result<Branch, String> {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    let file = LodtFile::open(&args.file)?;
-    let batch = file.batch(args.batch)?;
-    let name = match &args.tensor {
-        Some(name) => name.clone(),
-        None if batch.len() == 1 => batch.names().next().unwrap_or_default().to_owned(),
-        None => {
-            return Err(CliError::usage(format!(
-                "batch {} has {} tensors; choose one with --tensor: {}",
-                args.batch,
-                batch.len(),
-                batch.names().collect::<Vec<_>>().join(", ")
-            )));
+    // .lodt (and anything without a known extension) is read in place;
+    // the other formats `lodt convert` knows are read through it.
+    match FileKind::from_path(&args.file) {
+        Ok(kind) if kind != FileKind::Lodt => {
+            let options = ConvertOptions::default();
+            let batch = convert::read_batches(&args.file, &options)
+                .map_err(CliError::failure)?
+                .batches
+                .nth(args.batch)
+                .transpose()
+                .map_err(CliError::failure)?
+                .ok_or_else(|| {
+                    CliError::usage(format!(
+                        "{} has no batch {}",
+                        args.file.display(),
+                        args.batch
+                    ))
+                })?;
+            let names: Vec<&str> = batch.names().collect();
+            let name = choose(&args, &names)?;
+            let tensor = batch
+                .get(&name)
+                .ok_or_else(|| CliError::usage(no_such(&args, &name, &names)))?;
+            print(&args, &name, tensor.view())
         }
-    };
-    let whole = batch.tensor(&name)?;
+        _ => {
+            let file = LodtFile::open(&args.file)?;
+            let batch = file.batch(args.batch)?;
+            let names: Vec<&str> = batch.names().collect();
+            let name = choose(&args, &names)?;
+            print(&args, &name, batch.tensor(&name)?)
+        }
+    }
+}
+
+/// The tensor to show: `--tensor`, or the batch's only one.
+fn choose(args: &Args, names: &[&str]) -> Result<String, CliError> {
+    match (&args.tensor, names) {
+        (Some(name), _) => Ok(name.clone()),
+        (None, [only]) => Ok((*only).to_owned()),
+        (None, _) => Err(CliError::usage(format!(
+            "batch {} has {} tensors; choose one with --tensor: {}",
+            args.batch,
+            names.len(),
+            names.join(", ")
+        ))),
+    }
+}
+
+fn no_such(args: &Args, name: &str, names: &[&str]) -> String {
+    format!(
+        "batch {} has no tensor {name:?}; it has: {}",
+        args.batch,
+        names.join(", ")
+    )
+}
+
+/// Prints `whole`, or its `--branch` slice, as JSON or text.
+fn print(args: &Args, name: &str, whole: LodTensorView<'_>) -> Result<(), CliError> {
     let view = match &args.branch {
         None => whole,
         Some(Branch(path)) => whole
@@ -70,10 +115,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     let mut out = common::stdout();
     if args.json {
-        let json = lodt::format::tensor_json(&name, &view).map_err(CliError::failure)?;
+        let json = lodt::format::tensor_json(name, &view).map_err(CliError::failure)?;
         writeln!(out, "{json}")?;
     } else {
-        text(&mut out, &args, &name, &view)?;
+        text(&mut out, args, name, &view)?;
     }
     common::finish(out)
 }
