@@ -23,8 +23,10 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 ///
 /// Contract: while a storage is shared (behind an `Arc` with other owners),
 /// [`ByteStorage::bytes`] returns the same bytes, in the same place, unchanged.
-/// Zero-copy consumers (views, Arrow buffers) rely on it; every safe
-/// implementation keeps it, since changing bytes behind `&self` needs `unsafe`.
+/// Implementations must keep it: zero-copy consumers (views, Arrow buffers)
+/// rely on it. (Changing the bytes behind `&self` needs `unsafe`; returning a
+/// different slice on a later call is a contract violation, though the
+/// memory a consumer holds stays valid for as long as the storage lives.)
 ///
 /// ```
 /// use lodt::buffer::ByteStorage;

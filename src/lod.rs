@@ -199,6 +199,22 @@ impl Lod {
         Ok(Lod { levels })
     }
 
+    /// Builds a LoD from stored or computed offsets that may be the result of
+    /// slicing: checked with [`check_view_levels`] (`CheckLoD`, plus levels of
+    /// zero sequences below an empty slice). Readers of stored tensors and
+    /// re-batching use this; user input goes through [`Lod::try_from_offsets`].
+    ///
+    /// ```
+    /// use lodt::Lod;
+    /// assert!(Lod::try_from_stored(vec![vec![0], vec![0]]).is_ok());
+    /// assert!(Lod::try_from_offsets(vec![vec![0], vec![0]]).is_err());
+    /// assert!(Lod::try_from_stored(vec![vec![0], vec![0, 1]]).is_err());
+    /// ```
+    pub fn try_from_stored(levels: Vec<Vec<u64>>) -> Result<Self> {
+        check_view_levels(&levels, None)?;
+        Ok(Lod { levels })
+    }
+
     /// Builds a LoD from lengths (Paddle's `recursive_sequence_lengths`).
     ///
     /// ```

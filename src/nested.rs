@@ -236,7 +236,7 @@ impl LodTensorView<'_> {
     /// ```
     pub fn to_nested<T: Element>(&self) -> Result<Nested<T>> {
         let values = self.as_slice::<T>()?;
-        let numel = self.element_shape().iter().product::<usize>();
+        let numel = self.row_numel();
         if numel == 0 && self.rows() > 0 && !self.shape().is_empty() {
             return Err(Error::InvalidArgument(format!(
                 "cannot express {} rows of element shape {:?} (no values) as flattened leaves",

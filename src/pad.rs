@@ -129,7 +129,7 @@ where
     for l in 0..lod.num_levels() {
         dims.push(lod.lengths(l)?.max().unwrap_or(0) as usize);
     }
-    let numel = x.element_shape().iter().product::<usize>();
+    let numel = x.row_numel();
     let total = dims
         .iter()
         .try_fold(numel, |acc, &d| acc.checked_mul(d))

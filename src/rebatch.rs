@@ -140,7 +140,7 @@ impl Column {
         let mut shape = Vec::with_capacity(1 + self.layout.element_shape.len());
         shape.push(self.rows);
         shape.extend_from_slice(&self.layout.element_shape);
-        let lod = Lod::try_from_offsets(self.levels)?;
+        let lod = Lod::try_from_stored(self.levels)?;
         let tensor = LodTensor::try_new(self.layout.dtype, shape, self.data, lod)?;
         Ok((self.layout.name, tensor))
     }

@@ -73,7 +73,9 @@ impl<'a> LodTensorView<'a> {
             Some((&rows, rest)) => (rows, rest, false),
             None => (1, shape, true),
         };
-        // Checked by the caller: the whole shape's byte size fits in usize.
+        // The caller checked that the whole shape's byte size fits in usize.
+        // The row's alone may not when there are no rows (shape [0, 2^40,
+        // 2^40]): then no row is ever read, and 0 is as good as any width.
         let row_bytes = checked_byte_len(dtype, element_shape).unwrap_or(0);
         LodTensorView {
             dtype,
@@ -130,6 +132,18 @@ impl<'a> LodTensorView<'a> {
         shape.push(self.rows);
         shape.extend_from_slice(self.element_shape);
         shape
+    }
+
+    /// The number of elements of one row (the product of the element shape).
+    /// Never overflows: when that product would not fit in `usize` the view
+    /// has no rows, and this is 0.
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![0f32; 24], vec![2, 3, 4], Default::default()).unwrap();
+    /// assert_eq!(t.view().row_numel(), 12);
+    /// ```
+    pub fn row_numel(&self) -> usize {
+        self.row_bytes / self.dtype.size()
     }
 
     /// The number of bytes of one row.

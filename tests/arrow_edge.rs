@@ -413,14 +413,13 @@ fn list_type_option_chooses_list_or_large_list() {
 }
 
 #[test]
-fn empty_lists_and_mismatched_fields_are_errors() {
-    // A list column with no rows would be a LoD level with no sequence.
+fn empty_list_columns_read_as_zero_sequences_and_mismatched_fields_are_errors() {
+    // A list column with no rows is a LoD level of zero sequences (LOD.md
+    // §3.1): a tensor with no rows, as slicing an empty range gives.
     let empty = int_lists(vec![]);
-    let err = read(&empty).unwrap_err();
-    assert!(
-        matches!(&err, Error::Tensor { column, .. } if column == "col"),
-        "{err:?}"
-    );
+    let t = read(&empty).unwrap();
+    assert_eq!(t.lod().levels(), &[vec![0u64]]);
+    assert_eq!(t.rows(), 0);
     let ints: ArrayRef = Arc::new(Int32Array::from(vec![1]));
     let field = Field::new("x", DataType::Int64, false);
     assert!(matches!(

@@ -901,7 +901,7 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
                 .map_err(|_| overflow(column, "dimension", d.into(), usize::MAX as u128))?,
         );
     }
-    let lod = Lod::try_from_offsets(levels).map_err(tensor_error(column))?;
+    let lod = Lod::try_from_stored(levels).map_err(tensor_error(column))?;
     LodTensor::try_from_parts(dtype, shape, storage, Arc::new(lod)).map_err(tensor_error(column))
 }
 

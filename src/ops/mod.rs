@@ -100,6 +100,16 @@ pub(crate) fn alloc_rows(
     AlignedBytes::try_zeroed(len)
 }
 
+/// An empty `Vec` with room for `n` items, or an overflow error instead of an
+/// abort when `n` (which may come from a LoD, not from bytes in memory) is too
+/// large to allocate.
+pub(crate) fn try_vec<T>(n: usize, what: &'static str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::Overflow { what })?;
+    Ok(v)
+}
+
 /// `usize::try_from` for LoD values, as an overflow error.
 pub(crate) fn to_usize(value: u64, what: &'static str) -> Result<usize> {
     usize::try_from(value).map_err(|_| Error::Overflow { what })

@@ -23,7 +23,7 @@
 //! the next level, and each step is a LoD tensor whose top level holds one
 //! sub-sequence per sorted sequence.
 
-use super::{batch_size, merge, slice_top, to_usize};
+use super::{batch_size, merge, slice_top, to_usize, try_vec};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
 use crate::lod_view::LodView;
@@ -212,7 +212,7 @@ impl SortedSequences {
         self.check_input(&x)?;
         let steps = to_usize(self.num_steps(), "number of time steps")?;
         let last_level = x.lod().num_levels() == self.lod.num_levels();
-        let mut out = Vec::with_capacity(steps);
+        let mut out = try_vec(steps, "time steps")?;
         for t in 0..steps as u64 {
             let batch = self.batch_size(t);
             let items = self.order[..batch].iter().map(|&o| {

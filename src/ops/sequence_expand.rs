@@ -81,13 +81,13 @@ pub fn sequence_expand<'a, 'b>(
         });
     }
     let repeats: Vec<u64> = y_lod.lengths(ref_level)?.collect();
-    // The rows of x's sequence i: x's LoD offsets, or i..i+1 without a LoD.
-    let x_offsets: Vec<u64> = if x_levels == 1 {
-        x.lod().offsets(0)?.collect()
+    // Compare counts before building anything per sequence or row: a tensor
+    // of zero-width rows may claim far more rows than it has bytes.
+    let x_count = if x_levels == 1 {
+        x.lod().num_sequences(0)?
     } else {
-        (0..=x.rows() as u64).collect()
+        x.rows()
     };
-    let x_count = x_offsets.len() - 1;
     if x_count != repeats.len() {
         return Err(Error::Mismatch {
             what: if x_levels == 1 {
@@ -99,6 +99,13 @@ pub fn sequence_expand<'a, 'b>(
             found: x_count as u64,
         });
     }
+    // The rows of x's sequence i: x's LoD offsets, or i..i+1 without a LoD
+    // (as many as y's sequences, which exist in memory).
+    let x_offsets: Vec<u64> = if x_levels == 1 {
+        x.lod().offsets(0)?.collect()
+    } else {
+        (0..=x_count as u64).collect()
+    };
     let overflow = "sequence_expand output size";
     let mut out_rows = 0u64;
     let mut out_sequences = 0u64;

@@ -13,7 +13,7 @@
 //!  part 1: top sequence  2..3   rows 10..15  lod {{0, 2}{0, 2, 5}}
 //! ```
 
-use super::{alloc_rows, batch_size, slice_top};
+use super::{alloc_rows, batch_size, slice_top, try_vec};
 use crate::buffer::{ByteStorage, Region};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
@@ -23,11 +23,15 @@ use std::ops::Range;
 use std::sync::Arc;
 
 /// The batch ranges of a split of `batch` items into at most `n` parts.
-fn part_ranges(batch: usize, n: usize) -> Vec<Range<usize>> {
-    let step = batch.div_ceil(n);
-    (0..batch.div_ceil(step))
-        .map(|p| p * step..((p + 1) * step).min(batch))
-        .collect()
+fn part_ranges(batch: usize, n: usize) -> Result<Vec<Range<usize>>> {
+    // `n >= 1` (checked by the callers), so `step >= 1` when `batch >= 1`.
+    let step = batch.div_ceil(n).max(1);
+    let parts = batch.div_ceil(step);
+    let mut ranges = try_vec(parts, "split parts")?;
+    ranges.extend(
+        (0..parts).map(|p| p.saturating_mul(step)..(p + 1).saturating_mul(step).min(batch)),
+    );
+    Ok(ranges)
 }
 
 fn check_parts_arg(n: usize) -> Result<()> {
@@ -68,9 +72,11 @@ pub fn split<'a>(x: impl Into<LodTensorView<'a>>, n: usize) -> Result<Vec<LodTen
         return Ok(vec![x]);
     };
     if batch == 0 {
-        return Ok(vec![x; n]);
+        let mut parts = try_vec(n, "split parts")?;
+        parts.resize(n, x);
+        return Ok(parts);
     }
-    part_ranges(batch, n)
+    part_ranges(batch, n)?
         .into_iter()
         .map(|r| slice_top(&x, r.start, r.end))
         .collect()
@@ -215,10 +221,10 @@ mod tests {
 
     #[test]
     fn ranges_follow_paddle() {
-        assert_eq!(part_ranges(3, 2), vec![0..2, 2..3]);
-        assert_eq!(part_ranges(5, 4), vec![0..2, 2..4, 4..5]);
-        assert_eq!(part_ranges(4, 4), vec![0..1, 1..2, 2..3, 3..4]);
-        assert_eq!(part_ranges(2, 8), vec![0..1, 1..2]);
+        assert_eq!(part_ranges(3, 2).unwrap(), vec![0..2, 2..3]);
+        assert_eq!(part_ranges(5, 4).unwrap(), vec![0..2, 2..4, 4..5]);
+        assert_eq!(part_ranges(4, 4).unwrap(), vec![0..1, 1..2, 2..3, 3..4]);
+        assert_eq!(part_ranges(2, 8).unwrap(), vec![0..1, 1..2]);
     }
 
     #[test]

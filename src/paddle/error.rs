@@ -66,6 +66,14 @@ pub enum PaddleError {
         /// The rule broken.
         source: crate::Error,
     },
+    /// A tensor whose LoD Paddle's `CheckLoD` would reject, so Paddle could
+    /// not read it back: a level of zero sequences (`[0]`), which lodt allows
+    /// only as the result of slicing an empty range.
+    #[error("cannot write to Paddle's format, whose CheckLoD rejects this LoD: {source}")]
+    LodNotWritable {
+        /// The rule Paddle's `CheckLoD` applies.
+        source: crate::Error,
+    },
     /// A negative `TensorDesc` length.
     #[error("negative TensorDesc length at offset {offset}: expected >= 0, found {found}")]
     NegativeDescLength {

@@ -352,8 +352,11 @@ pub(crate) fn read_all<R: BufRead>(input: Input<R>) -> Result<Vec<LodTensor>, Pa
 /// Opens a file as an input of known length.
 pub(crate) fn open(path: &Path) -> Result<Input<BufReader<File>>, PaddleError> {
     let file = File::open(path)?;
-    let len = file.metadata()?.len();
-    Ok(Input::new(BufReader::new(file), Some(len)))
+    let metadata = file.metadata()?;
+    // Only a regular file's length is known up front; a pipe or device
+    // reports 0, and is read to its end with bounded chunks instead.
+    let len = metadata.is_file().then_some(metadata.len());
+    Ok(Input::new(BufReader::new(file), len))
 }
 
 /// Reads the tensors of a combined stream one at a time: an iterator of

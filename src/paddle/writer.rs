@@ -36,6 +36,19 @@ pub(crate) fn header(view: &LodTensorView<'_>) -> Result<Vec<u8>, PaddleError> {
     })?;
 
     let lod = view.lod();
+    for level in 0..lod.num_levels() {
+        if lod.num_sequences(level)? == 0 {
+            return Err(PaddleError::LodNotWritable {
+                source: crate::Error::InvalidLod {
+                    level,
+                    index: 0,
+                    rule: crate::LodRule::TooShort,
+                    expected: 2,
+                    found: 1,
+                },
+            });
+        }
+    }
     let lod_bytes: usize = (0..lod.num_levels())
         .map(|l| 8 + 8 * lod.num_sequences(l).map_or(0, |n| n + 1))
         .sum();

@@ -144,8 +144,8 @@ fn text(
     writeln!(out, "dtype   {}", v.dtype())?;
     writeln!(out, "shape   {}", list(v.shape()))?;
     writeln!(out, "lod     {}", v.lod())?;
-    let per_row = v.element_shape().iter().product::<usize>();
-    let lines = sequences(v.lod(), v.rows() as u64);
+    let per_row = v.row_numel();
+    let (lines, total) = sequences(v.lod(), v.rows() as u64, MAX_LINES);
     writeln!(
         out,
         "values  {}",
@@ -155,15 +155,7 @@ fn text(
             "(one line per sequence of the last level: <path> rows)".to_string()
         }
     )?;
-    for (i, (path, rows)) in lines.iter().enumerate() {
-        if i == MAX_LINES {
-            writeln!(
-                out,
-                "  ... {} more sequences (--json prints everything)",
-                lines.len() - i
-            )?;
-            break;
-        }
+    for (path, rows) in &lines {
         let start = rows.start as usize * per_row;
         let end = rows.end as usize * per_row;
         let count = end - start;
@@ -194,42 +186,62 @@ fn text(
             shown.join(" ")
         )?;
     }
+    if total > lines.len() {
+        writeln!(
+            out,
+            "  ... {} more sequences (--json prints everything)",
+            total - lines.len()
+        )?;
+    }
     Ok(())
 }
 
-/// Every innermost sequence with its branch path and row range; the whole
-/// tensor as one line when there is no LoD.
-fn sequences(lod: &LodView<'_>, rows: u64) -> Vec<(Vec<usize>, Range<u64>)> {
+/// One printed sequence: its path from the top, and its rows.
+type Line = (Vec<usize>, Range<u64>);
+
+/// The first `limit` sequences of the last level, each with its path from the
+/// top and its rows, and how many there are in all. Each level's offsets are
+/// read once, and the walk stops at `limit`, so a huge LoD costs no more than
+/// its size.
+fn sequences(lod: &LodView<'_>, rows: u64, limit: usize) -> (Vec<Line>, usize) {
     fn walk(
-        lod: &LodView<'_>,
+        levels: &[Vec<u64>],
         level: usize,
         seqs: Range<u64>,
         path: &mut Vec<usize>,
-        out: &mut Vec<(Vec<usize>, Range<u64>)>,
+        out: &mut Vec<Line>,
+        limit: usize,
     ) {
-        let offsets: Vec<u64> = match lod.offsets(level) {
-            Ok(o) => o.collect(),
-            Err(_) => return,
+        let Some(offsets) = levels.get(level) else {
+            return;
         };
         for (n, s) in (seqs.start as usize..seqs.end as usize).enumerate() {
+            if out.len() >= limit {
+                return;
+            }
             let (Some(&a), Some(&b)) = (offsets.get(s), offsets.get(s + 1)) else {
                 return;
             };
             path.push(n);
-            if level + 1 == lod.num_levels() {
+            if level + 1 == levels.len() {
                 out.push((path.clone(), a..b));
             } else {
-                walk(lod, level + 1, a..b, path, out);
+                walk(levels, level + 1, a..b, path, out, limit);
             }
             path.pop();
         }
     }
+    let levels: Vec<Vec<u64>> = (0..lod.num_levels())
+        .filter_map(|l| lod.offsets(l).ok().map(Iterator::collect))
+        .collect();
+    let Some(last) = levels.len().checked_sub(1) else {
+        return (vec![(Vec::new(), 0..rows)], 1);
+    };
+    let total = lod.num_sequences(last).unwrap_or(0);
     let mut out = Vec::new();
-    match lod.num_sequences(0) {
-        Ok(n) => walk(lod, 0, 0..n as u64, &mut Vec::new(), &mut out),
-        Err(_) => out.push((Vec::new(), 0..rows)),
-    }
-    out
+    let top = lod.num_sequences(0).unwrap_or(0) as u64;
+    walk(&levels, 0, 0..top, &mut Vec::new(), &mut out, limit);
+    (out, total)
 }
 
 /// Element `i` of `v` as text (bounds come from the view's own shape).
