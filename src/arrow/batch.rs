@@ -118,9 +118,12 @@ impl BatchEncoder {
         }
     }
 
-    /// The file's schema, once a batch was encoded.
-    pub(crate) fn schema(&self) -> Option<&arrow_schema::SchemaRef> {
-        self.schema.as_ref()
+    /// The file's schema: the first batch's, or an empty one when no batch
+    /// was encoded (a file with no batch still needs a schema).
+    pub(crate) fn schema(&self) -> arrow_schema::SchemaRef {
+        self.schema
+            .clone()
+            .unwrap_or_else(|| Arc::new(arrow_schema::Schema::empty()))
     }
 
     /// The file's metadata (the first batch's).

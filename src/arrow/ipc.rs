@@ -94,11 +94,7 @@ impl<W: Write> IpcFileWriter<W> {
     ///
     /// See the [type-level example](IpcFileWriter).
     pub fn finish(mut self) -> Result<W> {
-        let schema = self
-            .encoder
-            .schema()
-            .cloned()
-            .unwrap_or_else(|| std::sync::Arc::new(Schema::empty()));
+        let schema = self.encoder.schema();
         let metadata = self.encoder.metadata().clone();
         let writer = self.open(&schema)?;
         for (key, value) in metadata {
@@ -168,11 +164,7 @@ impl<W: Write> IpcStreamWriter<W> {
     ///
     /// See the [type-level example](IpcStreamWriter).
     pub fn finish(mut self) -> Result<W> {
-        let schema = self
-            .encoder
-            .schema()
-            .cloned()
-            .unwrap_or_else(|| std::sync::Arc::new(Schema::empty()));
+        let schema = self.encoder.schema();
         self.open(&schema)?;
         unwrap_buffer(self.state.take("the IPC stream writer")?.into_inner()?)
     }

@@ -37,10 +37,9 @@ use ::parquet::arrow::arrow_reader::{
 use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::properties::WriterProperties;
 use arrow_array::RecordBatch;
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::SchemaRef;
 use std::fs::File;
 use std::io::Write;
-use std::sync::Arc;
 
 /// Writes batches to a Parquet file. See the [module docs](self).
 pub struct ParquetWriter<W: Write + Send> {
@@ -133,11 +132,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// See the [module docs](self).
     pub fn finish(mut self) -> Result<W> {
-        let schema = self
-            .encoder
-            .schema()
-            .cloned()
-            .unwrap_or_else(|| Arc::new(Schema::empty()));
+        let schema = self.encoder.schema();
         let metadata = self.encoder.metadata().clone();
         let writer = self.open(&schema)?;
         for (key, value) in metadata {
