@@ -1,0 +1,168 @@
+"""PyTorch interop for lodt (needs ``pip install 'lodt[torch]'``).
+
+* :func:`to_torch`: a 1-level tensor as a ``torch.nested`` jagged tensor
+  sharing its values; any tensor padded, as ``(padded, lengths)``.
+* :func:`from_torch`: back from a jagged nested tensor or a dense tensor.
+* :class:`FileDataset`: a map-style ``Dataset`` over the top-level sequences
+  of a ``.lodt`` file, with :func:`collate` building a LoD :class:`lodt.Batch`;
+  works with ``DataLoader(num_workers=N)`` (each worker maps the file itself).
+
+Tensors handed to torch share lodt's memory, which is read-only (a file's
+memory map, or data other tensors share): do not write to them in place
+(``.clone()`` first). torch has no read-only tensors, so this is not checked.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+
+try:
+    import torch as _torch
+    from torch.utils.data import Dataset as _Dataset
+except ImportError as _e:  # pragma: no cover - exercised when torch is absent
+    raise ImportError(
+        "lodt's PyTorch interop needs torch: pip install 'lodt[torch]' (or pip install torch)"
+    ) from _e
+
+from . import _lodt
+from ._lodt import Batch, LodTensor
+
+__all__ = ["FileDataset", "collate", "from_torch", "to_torch"]
+
+
+def _shared(array: np.ndarray) -> "_torch.Tensor":
+    """A torch tensor sharing a (read-only) numpy array's memory."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return _torch.from_numpy(array)
+
+
+def _values(t: LodTensor) -> "_torch.Tensor":
+    if t.dtype == "bfloat16":
+        return _shared(t.numpy(bfloat16_as_uint16=True)).view(_torch.bfloat16)
+    return _shared(t.numpy())
+
+
+def to_torch(t: Any, padded: bool = False, pad_value: Any = None) -> Any:
+    """A lodt tensor as torch tensors, sharing memory where torch allows.
+
+    * ``padded=False``: a 1-level tensor becomes
+      ``torch.nested.nested_tensor_from_jagged(values, offsets)`` (jagged
+      layout), whose values share the tensor's memory; a tensor with no LoD
+      becomes a dense tensor sharing its memory. More levels: use
+      ``padded=True``.
+    * ``padded=True``: ``(padded, lengths)``: the dense padded tensor of
+      :func:`lodt.pad` (``[n, max_0, ..., *element_shape]``) and one int64
+      tensor of lengths per LoD level.
+
+    A :class:`lodt.Batch` gives a dict of the results, by name.
+    """
+    if isinstance(t, Batch):
+        return {name: to_torch(x, padded, pad_value) for name, x in t.items()}
+    if padded:
+        array, lengths = _lodt.pad(t, pad_value)
+        dense = _shared(array) if t.dtype != "bfloat16" else _shared(array.view(np.uint16)).view(_torch.bfloat16)
+        return dense, [_torch.tensor(level, dtype=_torch.int64) for level in lengths]
+    levels = t.num_levels
+    if levels == 0:
+        return _values(t)
+    if levels != 1:
+        raise ValueError(
+            f"to_torch() makes a jagged nested tensor of a 1-level tensor; this one has "
+            f"{levels} levels: use to_torch(padded=True)"
+        )
+    offsets = _torch.tensor(t.lod()[0], dtype=_torch.int64)
+    return _torch.nested.nested_tensor_from_jagged(_values(t), offsets)
+
+
+def _numpy(x: "_torch.Tensor") -> tuple[str, np.ndarray]:
+    x = x.detach().cpu().contiguous()
+    if x.dtype == _torch.bfloat16:
+        return "bfloat16", x.view(_torch.int16).numpy().view(np.uint16)
+    array = x.numpy()
+    return str(array.dtype), array
+
+
+def _tensor(x: "_torch.Tensor", lod: list[list[int]]) -> LodTensor:
+    dtype, array = _numpy(x)
+    if dtype == "bfloat16":
+        return _lodt._tensor_from_state(dtype, list(array.shape), lod, array.tobytes(), True)
+    return LodTensor(array, lod=lod or None)
+
+
+def from_torch(x: "_torch.Tensor") -> LodTensor:
+    """A lodt tensor from torch (a copy): a ``torch.nested`` tensor (jagged
+    or strided layout, ragged in dimension 1) gets one LoD level; a dense
+    tensor none."""
+    if not isinstance(x, _torch.Tensor):
+        raise TypeError(f"from_torch() takes a torch.Tensor, found {type(x).__name__}")
+    if not x.is_nested:
+        return _tensor(x, [])
+    if x.layout != _torch.jagged or x.lengths() is not None:
+        parts = list(x.unbind())
+        lengths = [int(p.shape[0]) for p in parts]
+        values = _torch.cat(parts) if parts else x.values()[:0]
+    else:
+        offsets = x.offsets().detach().cpu().tolist()
+        values = x.values()[offsets[0] : offsets[-1]] if offsets else x.values()[:0]
+        lengths = [b - a for a, b in zip(offsets, offsets[1:])]
+    lod = [list(np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist())]
+    return _tensor(values, lod)
+
+
+def collate(batches: Sequence[Batch]) -> Batch:
+    """Merges batches (e.g. one per dataset item) into one LoD batch: each
+    tensor's parts concatenated along the top level (:func:`lodt.merge`),
+    with the first batch's metadata."""
+    if not batches:
+        return Batch()
+    names = list(batches[0].keys())
+    merged = [(name, _lodt.merge([b[name] for b in batches])) for name in names]
+    return Batch(merged, batches[0].metadata)
+
+
+class FileDataset(_Dataset):
+    """A map-style dataset over the top-level sequences of a ``.lodt`` file,
+    counted over every batch: item ``i`` is a :class:`lodt.Batch` holding
+    sequence ``i`` of each tensor, read in place (no copy).
+
+    Use :meth:`collate` (or :func:`lodt.torch.collate`) as the
+    ``DataLoader``'s ``collate_fn`` to build LoD batches. The file is opened
+    lazily in each process (so each ``DataLoader`` worker maps it itself,
+    whether workers fork or spawn); pickling keeps only the path.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
+        self.path = os.fspath(path)
+        self.mmap = mmap
+        self._file: Any = None
+        self._pid: int | None = None
+        self._len = self._open().num_rows
+
+    def _open(self) -> Any:
+        pid = os.getpid()
+        if self._file is None or self._pid != pid:
+            self._file = _lodt.open(self.path, mmap=self.mmap)
+            self._pid = pid
+        return self._file
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, index: int) -> Batch:
+        return self._open().row(index)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_file"] = None
+        state["_pid"] = None
+        return state
+
+    @staticmethod
+    def collate(batches: Sequence[Batch]) -> Batch:
+        """See :func:`lodt.torch.collate`."""
+        return collate(batches)

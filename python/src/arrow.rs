@@ -1,0 +1,305 @@
+//! The Arrow PyCapsule interface: tensors and batches as Arrow arrays and
+//! record batches, files as Arrow streams, and back, with the mapping of
+//! `spec/ARROW.md`. Buffers are shared, not copied.
+
+use crate::error::{PyResult, arrow as arrow_err, arrow_rs, core as core_err, value};
+use crate::ffi;
+use arrow_array::ffi::FFI_ArrowSchema;
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{
+    Array, ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions, RecordBatchReader,
+    StructArray, make_array, new_empty_array,
+};
+use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+use lodt::arrow::{
+    ArrowOptions, batch_to_record_batch, from_arrow, lodt_tensor_to_arrow, record_batch_to_batch,
+};
+use lodt::format::LodtFile;
+use lodt::{Batch, LodTensor};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyTuple};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The column name a lone tensor gets in Arrow.
+const TENSOR_FIELD: &str = "tensor";
+
+fn schema_capsule<'py>(py: Python<'py>, schema: FFI_ArrowSchema) -> PyResult<Bound<'py, PyAny>> {
+    Ok(PyCapsule::new_with_value(py, schema, ffi::SCHEMA_CAPSULE)?.into_any())
+}
+
+fn array_pair<'py>(
+    py: Python<'py>,
+    schema: FFI_ArrowSchema,
+    array: &dyn Array,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let ffi_array = arrow_array::ffi::FFI_ArrowArray::new(&array.to_data());
+    let schema = schema_capsule(py, schema)?;
+    let array = PyCapsule::new_with_value(py, ffi_array, ffi::ARRAY_CAPSULE)?;
+    PyTuple::new(py, [schema, array.into_any()])
+}
+
+fn tensor_to_arrow(t: &LodTensor) -> PyResult<(Field, ArrayRef)> {
+    lodt::arrow::to_arrow(TENSOR_FIELD, t, &ArrowOptions::default()).map_err(arrow_err)
+}
+
+/// `LodTensor.__arrow_c_schema__`.
+pub fn tensor_schema<'py>(py: Python<'py>, t: &LodTensor) -> PyResult<Bound<'py, PyAny>> {
+    let (field, _) = tensor_to_arrow(t)?;
+    schema_capsule(py, FFI_ArrowSchema::try_from(&field).map_err(arrow_rs)?)
+}
+
+/// `LodTensor.__arrow_c_array__`.
+pub fn tensor_array<'py>(py: Python<'py>, t: &LodTensor) -> PyResult<Bound<'py, PyTuple>> {
+    let (field, array) = tensor_to_arrow(t)?;
+    let schema = FFI_ArrowSchema::try_from(&field).map_err(arrow_rs)?;
+    array_pair(py, schema, array.as_ref())
+}
+
+fn record_batch(batch: &Batch) -> PyResult<RecordBatch> {
+    batch_to_record_batch(batch, &ArrowOptions::default()).map_err(arrow_err)
+}
+
+/// `Batch.__arrow_c_schema__`.
+pub fn batch_schema<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyAny>> {
+    let rb = record_batch(batch)?;
+    schema_capsule(
+        py,
+        FFI_ArrowSchema::try_from(rb.schema().as_ref()).map_err(arrow_rs)?,
+    )
+}
+
+/// `Batch.__arrow_c_array__`: a struct array (a record batch) whose schema
+/// carries the batch's metadata.
+pub fn batch_array<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyTuple>> {
+    let rb = record_batch(batch)?;
+    let schema = FFI_ArrowSchema::try_from(rb.schema().as_ref()).map_err(arrow_rs)?;
+    let array = StructArray::from(rb);
+    array_pair(py, schema, &array)
+}
+
+fn stream_capsule<'py>(
+    py: Python<'py>,
+    reader: Box<dyn RecordBatchReader + Send>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let stream = FFI_ArrowArrayStream::new(reader);
+    Ok(PyCapsule::new_with_value(py, stream, ffi::STREAM_CAPSULE)?.into_any())
+}
+
+/// `Batch.__arrow_c_stream__`: a stream of one record batch.
+pub fn batch_stream<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyAny>> {
+    let rb = record_batch(batch)?;
+    let schema = rb.schema();
+    stream_capsule(py, Box::new(RecordBatchIterator::new([Ok(rb)], schema)))
+}
+
+/// The batches of a `.lodt` file as Arrow record batches over the file's
+/// own bytes (no copy), in order. The schema is the first batch's, with the
+/// file's metadata and the first batch's (batch keys win); later batches must
+/// have the same columns and types (else the stream reports an error).
+struct FileBatches {
+    file: Arc<LodtFile>,
+    next: usize,
+    schema: SchemaRef,
+}
+
+fn file_record_batch(
+    file: &LodtFile,
+    k: usize,
+    schema: Option<&SchemaRef>,
+) -> Result<RecordBatch, lodt::arrow::Error> {
+    let view = file.batch(k)?;
+    let options = ArrowOptions::default();
+    let mut fields = Vec::with_capacity(view.len());
+    let mut columns = Vec::with_capacity(view.len());
+    for name in view.names() {
+        let (field, array) = lodt_tensor_to_arrow(file, k, name, &options)?;
+        fields.push(field);
+        columns.push(array);
+    }
+    let schema = match schema {
+        Some(s) => s.clone(),
+        None => {
+            let mut metadata: HashMap<String, String> =
+                file.metadata().clone().into_iter().collect();
+            metadata.extend(view.metadata().clone());
+            Arc::new(Schema::new_with_metadata(fields, metadata))
+        }
+    };
+    let rows = columns.first().map_or(0, |c| c.len());
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        schema, columns, &options,
+    )?)
+}
+
+impl Iterator for FileBatches {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.file.num_batches() {
+            return None;
+        }
+        let k = self.next;
+        self.next += 1;
+        Some(
+            file_record_batch(&self.file, k, Some(&self.schema))
+                .map_err(|e| ArrowError::ExternalError(Box::new(e))),
+        )
+    }
+}
+
+impl RecordBatchReader for FileBatches {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+/// `File.__arrow_c_stream__`.
+pub fn file_stream<'py>(py: Python<'py>, file: &Arc<LodtFile>) -> PyResult<Bound<'py, PyAny>> {
+    let schema = if file.num_batches() == 0 {
+        let metadata: HashMap<String, String> = file.metadata().clone().into_iter().collect();
+        Arc::new(Schema::new_with_metadata(Vec::<Field>::new(), metadata))
+    } else {
+        file_record_batch(file, 0, None)
+            .map_err(arrow_err)?
+            .schema()
+    };
+    let reader = FileBatches {
+        file: file.clone(),
+        next: 0,
+        schema,
+    };
+    stream_capsule(py, Box::new(reader))
+}
+
+/// What an object exporting the Arrow PyCapsule interface gives: one array
+/// with its field, or a stream's schema and arrays.
+enum Imported {
+    Array(Field, ArrayRef),
+    Stream(SchemaRef, Vec<RecordBatch>),
+}
+
+fn import(obj: &Bound<'_, PyAny>) -> PyResult<Imported> {
+    if obj.hasattr("__arrow_c_array__")? {
+        let pair = obj.call_method0("__arrow_c_array__")?;
+        let pair = pair.cast::<PyTuple>()?;
+        if pair.len() != 2 {
+            return Err(value(
+                "__arrow_c_array__ must return (schema capsule, array capsule)",
+            ));
+        }
+        let schema = ffi::take_schema(&pair.get_item(0)?)?;
+        let field = Field::try_from(&schema).map_err(arrow_rs)?;
+        let data = ffi::take_array(&pair.get_item(1)?, &schema)?;
+        return Ok(Imported::Array(field, make_array(data)));
+    }
+    if obj.hasattr("__arrow_c_stream__")? {
+        let capsule = obj.call_method0("__arrow_c_stream__")?;
+        let reader = ffi::take_stream(&capsule)?;
+        let schema = reader.schema();
+        let batches = obj
+            .py()
+            .detach(move || reader.collect::<Result<Vec<_>, _>>())
+            .map_err(arrow_rs)?;
+        return Ok(Imported::Stream(schema, batches));
+    }
+    Err(crate::error::type_error(format!(
+        "expected an object exporting the Arrow PyCapsule interface (__arrow_c_array__ or \
+         __arrow_c_stream__), found {}",
+        obj.get_type().name()?
+    )))
+}
+
+/// A tensor from an Arrow array, or from a stream of arrays (concatenated).
+pub fn tensor_from_arrow(obj: &Bound<'_, PyAny>) -> PyResult<LodTensor> {
+    let options = ArrowOptions::default();
+    match import(obj)? {
+        Imported::Array(field, array) => from_arrow(&field, &array, &options).map_err(arrow_err),
+        Imported::Stream(schema, batches) => {
+            // A stream of plain arrays arrives as record batches of one column.
+            let field = match schema.fields().len() {
+                1 => schema.field(0).clone(),
+                n => {
+                    return Err(value(format!(
+                        "a tensor from an Arrow stream needs one column, found {n}"
+                    )));
+                }
+            };
+            let parts = batches
+                .iter()
+                .map(|b| from_arrow(&field, b.column(0), &options).map_err(arrow_err))
+                .collect::<PyResult<Vec<_>>>()?;
+            concat(parts, || {
+                let empty = new_empty_array(field.data_type());
+                from_arrow(&field, &empty, &options).map_err(arrow_err)
+            })
+        }
+    }
+}
+
+fn concat(
+    mut parts: Vec<LodTensor>,
+    empty: impl FnOnce() -> PyResult<LodTensor>,
+) -> PyResult<LodTensor> {
+    match parts.len() {
+        0 => empty(),
+        1 => parts.pop().ok_or_else(|| value("no part")),
+        _ => crate::core::merge(&parts).map_err(core_err),
+    }
+}
+
+/// A batch from an Arrow record batch (a struct array with a schema), or
+/// from a stream of them (concatenated column by column).
+pub fn batch_from_arrow(obj: &Bound<'_, PyAny>) -> PyResult<Batch> {
+    let options = ArrowOptions::default();
+    let (schema, batches) = match import(obj)? {
+        Imported::Array(field, array) => {
+            let Some(structs) = array.as_any().downcast_ref::<StructArray>() else {
+                return Err(crate::error::type_error(format!(
+                    "a batch from Arrow needs a struct array (a record batch), found {}",
+                    field.data_type()
+                )));
+            };
+            let schema = Arc::new(Schema::new_with_metadata(
+                structs.fields().clone(),
+                field.metadata().clone(),
+            ));
+            let rb = RecordBatch::try_new_with_options(
+                schema.clone(),
+                structs.columns().to_vec(),
+                &RecordBatchOptions::new().with_row_count(Some(structs.len())),
+            )
+            .map_err(arrow_rs)?;
+            (schema, vec![rb])
+        }
+        Imported::Stream(schema, batches) => (schema, batches),
+    };
+    let converted = batches
+        .iter()
+        .map(|rb| record_batch_to_batch(rb, &options).map_err(arrow_err))
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut out = Batch::new();
+    *out.metadata_mut() = schema
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for field in schema.fields() {
+        let name = field.name();
+        let parts = converted
+            .iter()
+            .map(|b| {
+                b.get(name)
+                    .cloned()
+                    .ok_or_else(|| value(format!("a record batch lacks column {name:?}")))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let tensor = concat(parts, || {
+            let empty = new_empty_array(field.data_type());
+            from_arrow(field, &empty, &options).map_err(arrow_err)
+        })?;
+        out.push(name.clone(), tensor).map_err(core_err)?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,286 @@
+//! Every call into lodt's tensor core that borrows (views, slices, gathers):
+//! the one module to adapt when the core's slicing API changes.
+//!
+//! The bindings hold owned [`LodTensor`]s only. Slices are owned tensors that
+//! share the parent's storage (a [`Region`] of it: no byte of data is copied)
+//! and own their rebased LoD.
+
+use lodt::buffer::{ByteStorage, Region};
+use lodt::format::{FormatError, LodtFile};
+use lodt::ops::SortedSequences;
+use lodt::{Batch, Lod, LodTensor, LodTensorView};
+use std::sync::Arc;
+
+/// An owned tensor over the bytes of `view`, which borrows `parent`: the data
+/// is a [`Region`] of the parent's storage (no copy), the LoD is rebased.
+fn share(parent: &Arc<dyn ByteStorage>, view: &LodTensorView<'_>) -> lodt::Result<LodTensor> {
+    let base = parent.bytes().as_ptr() as usize;
+    let bytes = view.as_bytes();
+    // The view's bytes lie inside the parent's storage: find their range.
+    let start = (bytes.as_ptr() as usize).saturating_sub(base);
+    let region = Region::try_new(parent.clone(), start..start + bytes.len())?;
+    LodTensor::try_from_parts(
+        view.dtype(),
+        view.shape(),
+        Arc::new(region),
+        Arc::new(view.lod().to_lod()),
+    )
+}
+
+/// The `<i, j, ...>`-slice, sharing `t`'s data.
+pub fn branch(t: &LodTensor, path: &[usize]) -> lodt::Result<LodTensor> {
+    if path.is_empty() {
+        return Ok(t.clone());
+    }
+    share(t.storage(), &t.branch(path)?)
+}
+
+/// Sequence `index` of level `level`, sharing `t`'s data.
+pub fn sequence(t: &LodTensor, level: usize, index: usize) -> lodt::Result<LodTensor> {
+    share(t.storage(), &t.sequence(level, index)?)
+}
+
+/// Sequences `begin..end` of level `level` (kept as the top level), sharing `t`'s data.
+pub fn slice_level(
+    t: &LodTensor,
+    level: usize,
+    begin: usize,
+    end: usize,
+) -> lodt::Result<LodTensor> {
+    share(t.storage(), &t.view().slice_level(level, begin, end)?)
+}
+
+/// Rows `begin..end` with no LoD, sharing `t`'s data.
+pub fn slice_rows(t: &LodTensor, begin: usize, end: usize) -> lodt::Result<LodTensor> {
+    share(t.storage(), &t.view().slice_rows(begin, end)?)
+}
+
+/// Top-level items `begin..end`: top-level sequences (with every level) when
+/// `t` has a LoD, rows otherwise. Shares `t`'s data.
+pub fn slice_top(t: &LodTensor, begin: usize, end: usize) -> lodt::Result<LodTensor> {
+    if t.lod().is_empty() {
+        slice_rows(t, begin, end)
+    } else {
+        slice_level(t, 0, begin, end)
+    }
+}
+
+/// Items `begin..end` of the top of a view (sequences of level 0, or rows).
+fn view_top<'a>(
+    v: &LodTensorView<'a>,
+    begin: usize,
+    end: usize,
+) -> lodt::Result<LodTensorView<'a>> {
+    if v.lod().is_empty() {
+        v.slice_rows(begin, end)
+    } else {
+        v.slice_level(0, begin, end)
+    }
+}
+
+/// Concatenates top-level slices into one new tensor (a copy); `empty` gives
+/// the dtype, element shape and levels when there is none.
+fn gather<'a>(
+    parts: impl Iterator<Item = lodt::Result<LodTensorView<'a>>>,
+    empty: &LodTensorView<'a>,
+) -> lodt::Result<LodTensor> {
+    let parts = parts.collect::<lodt::Result<Vec<_>>>()?;
+    if parts.is_empty() {
+        return Ok(view_top(empty, 0, 0)?.to_owned());
+    }
+    lodt::ops::merge(parts)
+}
+
+/// Top-level items `indices` of `t` (sequences with their levels, or rows),
+/// gathered into a new tensor in that order (a copy).
+pub fn take(t: &LodTensor, indices: &[usize]) -> lodt::Result<LodTensor> {
+    let view = t.view();
+    gather(
+        indices
+            .iter()
+            .map(|&i| view_top(&view, i, i.saturating_add(1))),
+        &view,
+    )
+}
+
+/// The number of top-level items of `t` (sequences of level 0, or rows).
+pub fn top_level_rows(t: &LodTensor) -> usize {
+    t.top_level_rows()
+}
+
+/// The offsets of `lod`, top level first, each level starting at 0.
+pub fn offsets(lod: &Lod) -> Vec<Vec<u64>> {
+    lod.levels().to_vec()
+}
+
+/// `t` with another LoD, sharing its data (checked against its rows).
+pub fn with_lod(t: &LodTensor, lod: Lod) -> lodt::Result<LodTensor> {
+    LodTensor::try_from_parts(
+        t.dtype(),
+        t.shape().to_vec(),
+        t.storage().clone(),
+        Arc::new(lod),
+    )
+}
+
+/// `x`'s sequences split into at most `n` parts sharing its data (Paddle's `SplitLoDTensor`).
+pub fn split(x: &LodTensor, n: usize) -> lodt::Result<Vec<LodTensor>> {
+    lodt::ops::split_shared(x, n)
+}
+
+/// Parts concatenated along their top level (Paddle's `MergeLoDTensor`).
+pub fn merge(parts: &[LodTensor]) -> lodt::Result<LodTensor> {
+    lodt::ops::merge(parts)
+}
+
+/// Paddle's `sequence_expand`.
+pub fn sequence_expand(x: &LodTensor, y: &Lod, ref_level: i64) -> lodt::Result<LodTensor> {
+    lodt::ops::sequence_expand(x, y, ref_level)
+}
+
+/// The sequences of level `level` of `lod` sorted by length.
+pub fn sort(lod: &Lod, level: usize) -> lodt::Result<SortedSequences> {
+    SortedSequences::new(lod, level)
+}
+
+/// `x` cut into time steps.
+pub fn segment_inputs(s: &SortedSequences, x: &LodTensor) -> lodt::Result<Vec<LodTensor>> {
+    s.segment_inputs(x)
+}
+
+/// Step outputs restored to the original order and LoD.
+pub fn concat_outputs(s: &SortedSequences, steps: &[LodTensor]) -> lodt::Result<LodTensor> {
+    s.concat_outputs(steps)
+}
+
+/// `padded` (no LoD) cut back into sequences of `lengths`.
+pub fn unpad(padded: &LodTensor, lengths: &[Vec<u64>]) -> lodt::Result<LodTensor> {
+    lodt::pad::unpad(padded, lengths)
+}
+
+/// Pads `x` with `value` into a dense tensor; returns it with the lengths.
+pub fn pad<T: lodt::Element>(x: &LodTensor, value: T) -> lodt::Result<(LodTensor, Vec<Vec<u64>>)>
+where
+    Vec<T>: ByteStorage,
+{
+    Ok(lodt::pad::pad(x, value)?.into_parts())
+}
+
+/// Batch `k` of `file`, its tensors sharing the file's storage.
+pub fn file_batch(file: &LodtFile, k: usize) -> Result<Batch, FormatError> {
+    file.batch(k)?.to_batch()
+}
+
+/// The number of top-level rows of batch `k` of `file`: that of its first
+/// tensor (0 for a batch with none).
+pub fn file_batch_rows(file: &LodtFile, k: usize) -> Result<usize, FormatError> {
+    let batch = file.batch(k)?;
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let (_, view) = batch.tensor_at(0)?;
+    Ok(view_rows(&view))
+}
+
+fn view_rows(v: &LodTensorView<'_>) -> usize {
+    if v.shape().is_empty() {
+        1
+    } else if v.lod().is_empty() {
+        v.rows()
+    } else {
+        v.lod().num_sequences(0).unwrap_or(0)
+    }
+}
+
+/// The top-level row `row` of batch `k` of `file`, in every tensor of the
+/// batch: tensors of one sequence (or one row), sharing the file's storage.
+/// Every tensor of the batch must have the same number of top-level rows.
+pub fn file_row(file: &LodtFile, k: usize, row: usize) -> Result<Batch, FormatError> {
+    let batch = file_batch(file, k)?;
+    let rows = file_batch_rows(file, k)?;
+    let mut out = Batch::new();
+    *out.metadata_mut() = batch.metadata().clone();
+    for (name, t) in batch.iter() {
+        check_rows(k, name, t.top_level_rows(), rows)?;
+        out.push(name, slice_top(t, row, row.saturating_add(1))?)?;
+    }
+    Ok(out)
+}
+
+fn check_rows(k: usize, name: &str, found: usize, expected: usize) -> Result<(), FormatError> {
+    if found == expected {
+        return Ok(());
+    }
+    Err(FormatError::Core(lodt::Error::InvalidArgument(format!(
+        "batch {k}: tensor {name:?} has {found} top-level rows, the batch's first tensor {expected}: \
+         row access needs every tensor of a batch to have as many"
+    ))))
+}
+
+/// Gathers the global top-level rows `rows` (`(batch, row)` pairs) of `file`
+/// into one batch (a copy), tensor by tensor, in the order given. The tensors
+/// are those of the first batch named; every batch touched must have them,
+/// with the same dtypes, element shapes and numbers of levels.
+pub fn file_take(file: &LodtFile, rows: &[(usize, usize)]) -> Result<Batch, FormatError> {
+    let first = rows.first().map_or(0, |&(k, _)| k);
+    let mut touched: Vec<usize> = rows.iter().map(|&(k, _)| k).collect();
+    touched.sort_unstable();
+    touched.dedup();
+    if touched.is_empty() && file.num_batches() > 0 {
+        touched.push(0);
+    }
+    let views = touched
+        .iter()
+        .map(|&k| file.batch(k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = Batch::new();
+    let Some(template) = views.iter().find(|b| b.index() == first) else {
+        return Ok(out);
+    };
+    *out.metadata_mut() = template.metadata().clone();
+    for name in template.names() {
+        let tensors = views
+            .iter()
+            .map(|b| b.tensor(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (b, v) in views.iter().zip(&tensors) {
+            check_rows(
+                b.index(),
+                name,
+                view_rows(v),
+                file_batch_rows(file, b.index())?,
+            )?;
+        }
+        let parts = rows.iter().map(|&(k, r)| {
+            let source = touched
+                .binary_search(&k)
+                .ok()
+                .and_then(|p| tensors.get(p))
+                .ok_or(lodt::Error::OutOfRange {
+                    what: "batch",
+                    index: k as u64,
+                    len: file.num_batches() as u64,
+                })?;
+            view_top(source, r, r.saturating_add(1))
+        });
+        let gathered = gather(parts, &template.tensor(name)?)?;
+        out.push(name, gathered)?;
+    }
+    Ok(out)
+}
+
+/// Row `i` of `t` as a tensor of the element shape, with no LoD, sharing `t`'s data.
+pub fn row(t: &LodTensor, i: usize) -> lodt::Result<LodTensor> {
+    let r = slice_rows(t, i, i.saturating_add(1))?;
+    LodTensor::try_from_parts(
+        r.dtype(),
+        r.element_shape().to_vec(),
+        r.storage().clone(),
+        Arc::new(Lod::empty()),
+    )
+}
+
+/// A copy of `t` in fresh memory (detached from a file's map).
+pub fn deep_copy(t: &LodTensor) -> lodt::Result<LodTensor> {
+    LodTensor::from_bytes(t.dtype(), t.shape().to_vec(), t.as_bytes(), t.lod().clone())
+}

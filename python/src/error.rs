@@ -1,0 +1,112 @@
+//! lodt's errors as Python exceptions, with the Rust error's message.
+//!
+//! | lodt error                                   | Python exception |
+//! |----------------------------------------------|------------------|
+//! | invalid LoD, shape, data length, bool, argument, overflow, corrupt or damaged file | `ValueError` |
+//! | dtype mismatch, unsupported Arrow type       | `TypeError`      |
+//! | index out of range, no such batch            | `IndexError`     |
+//! | no such tensor in a batch                    | `KeyError`       |
+//! | I/O (file not found, permission, ...)        | `OSError` (its subclass by kind) |
+
+use lodt::arrow::Error as ArrowError;
+use lodt::convert::ConvertError;
+use lodt::format::FormatError;
+use lodt::paddle::PaddleError;
+use pyo3::PyErr;
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyIndexError, PyKeyError, PyOSError, PyPermissionError,
+    PyTypeError, PyValueError,
+};
+
+/// A `PyResult` of this crate.
+pub type PyResult<T> = pyo3::PyResult<T>;
+
+fn io(err: &std::io::Error, message: String) -> PyErr {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+        std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+        std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
+        _ => PyOSError::new_err(message),
+    }
+}
+
+/// The exception of a core (LoD model) error.
+pub fn core(err: lodt::Error) -> PyErr {
+    let message = err.to_string();
+    match err {
+        lodt::Error::DTypeMismatch { .. } => PyTypeError::new_err(message),
+        lodt::Error::OutOfRange { .. } => PyIndexError::new_err(message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// The exception of a `.lodt` format error.
+pub fn format(err: FormatError) -> PyErr {
+    let message = err.to_string();
+    match err {
+        FormatError::Io { ref source, .. } => io(source, message),
+        FormatError::NoSuchBatch { .. } => PyIndexError::new_err(message),
+        FormatError::NoSuchTensor { .. } => PyKeyError::new_err(message),
+        FormatError::Core(e) => core(e),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// The exception of a Paddle format error.
+pub fn paddle(err: PaddleError) -> PyErr {
+    let message = err.to_string();
+    match err.root() {
+        PaddleError::Io(source) => io(source, message),
+        PaddleError::Core(lodt::Error::DTypeMismatch { .. }) => PyTypeError::new_err(message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// The exception of an Arrow mapping error.
+pub fn arrow(err: ArrowError) -> PyErr {
+    let message = err.to_string();
+    match err {
+        ArrowError::Core(e) => core(e),
+        ArrowError::Format(e) => format(*e),
+        ArrowError::Io(ref source) => io(source, message),
+        ArrowError::Unsupported { .. } => PyTypeError::new_err(message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// The exception of a conversion error.
+pub fn convert(err: ConvertError) -> PyErr {
+    let message = err.to_string();
+    match err {
+        ConvertError::Format(e) => format(e),
+        ConvertError::Paddle(e) => paddle(e),
+        ConvertError::Arrow(e) => arrow(e),
+        ConvertError::Core(e) => core(e),
+        ConvertError::Io { ref source, .. } => io(source, message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// The exception of an error of arrow-rs itself (C data interface, schemas).
+pub fn arrow_rs(err: arrow_schema::ArrowError) -> PyErr {
+    match err {
+        arrow_schema::ArrowError::NotYetImplemented(_) => PyTypeError::new_err(err.to_string()),
+        arrow_schema::ArrowError::IoError(ref message, ref source) => io(source, message.clone()),
+        _ => PyValueError::new_err(err.to_string()),
+    }
+}
+
+/// A `ValueError` with `message`.
+pub fn value(message: impl Into<String>) -> PyErr {
+    PyValueError::new_err(message.into())
+}
+
+/// A `TypeError` with `message`.
+pub fn type_error(message: impl Into<String>) -> PyErr {
+    PyTypeError::new_err(message.into())
+}
+
+/// An `IndexError` with `message`.
+pub fn index(message: impl Into<String>) -> PyErr {
+    PyIndexError::new_err(message.into())
+}

@@ -1,0 +1,55 @@
+//! Python bindings of lodt: the native module `lodt._lodt`, wrapped by the
+//! pure-Python package `lodt` (`python/lodt/`).
+//!
+//! | module    | what |
+//! |-----------|------|
+//! | `core`    | every call into lodt's slicing/gathering core (one place to adapt) |
+//! | `ffi`     | all `unsafe`: zero-copy numpy arrays, Arrow C data import |
+//! | `tensor`  | `LodTensor` (Paddle's `LoDTensor` API, slicing, numpy, Arrow, torch) |
+//! | `batch`   | `Batch` (a mapping of names to tensors) |
+//! | `file`    | `File`, `Writer`, `save`, `verify`, `recover`, `convert`, Paddle files |
+//! | `ops`     | `sequence_expand`, `split`, `merge`, `pad`, `unpad`, `SortedSequences` |
+//! | `arrow`   | the Arrow PyCapsule interface |
+//! | `dtype`   | numpy dtypes |
+//! | `error`   | lodt errors as Python exceptions |
+#![deny(unsafe_code)]
+
+mod arrow;
+mod batch;
+mod core;
+mod dtype;
+mod error;
+mod ffi;
+mod file;
+mod ops;
+mod tensor;
+
+use pyo3::prelude::*;
+
+/// The native part of the `lodt` package.
+#[pymodule]
+fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<tensor::PyLodTensor>()?;
+    m.add_class::<batch::PyBatch>()?;
+    m.add_class::<file::PyFile>()?;
+    m.add_class::<file::PyWriter>()?;
+    m.add_class::<file::BatchIter>()?;
+    m.add_class::<ops::PySortedSequences>()?;
+    m.add_class::<ffi::StorageOwner>()?;
+    m.add_function(wrap_pyfunction!(tensor::_tensor_from_state, m)?)?;
+    m.add_function(wrap_pyfunction!(file::open, m)?)?;
+    m.add_function(wrap_pyfunction!(file::save, m)?)?;
+    m.add_function(wrap_pyfunction!(file::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(file::recover, m)?)?;
+    m.add_function(wrap_pyfunction!(file::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(file::read_paddle, m)?)?;
+    m.add_function(wrap_pyfunction!(file::read_paddle_combined, m)?)?;
+    m.add_function(wrap_pyfunction!(file::write_paddle, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::sequence_expand, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::split, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::merge, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::pad, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::unpad, m)?)?;
+    Ok(())
+}
