@@ -10,7 +10,7 @@ use arrow_array::{
     Array, ArrayRef, RecordBatch, RecordBatchIterator, RecordBatchOptions, RecordBatchReader,
     StructArray, make_array, new_empty_array,
 };
-use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use lodt::arrow::{
     ArrowOptions, batch_to_record_batch, from_arrow, lodt_tensor_to_arrow, record_batch_to_batch,
 };
@@ -173,11 +173,11 @@ pub fn file_stream<'py>(py: Python<'py>, file: &Arc<LodtFile>) -> PyResult<Bound
     stream_capsule(py, Box::new(reader))
 }
 
-/// What an object exporting the Arrow PyCapsule interface gives: one array
-/// with its field, or a stream's schema and arrays.
-enum Imported {
-    Array(Field, ArrayRef),
-    Stream(SchemaRef, Vec<RecordBatch>),
+/// What an object exporting the Arrow PyCapsule interface gives: a field
+/// (a struct for record batches) and its arrays (one, or a stream's).
+struct Imported {
+    field: Field,
+    arrays: Vec<ArrayRef>,
 }
 
 fn import(obj: &Bound<'_, PyAny>) -> PyResult<Imported> {
@@ -192,17 +192,19 @@ fn import(obj: &Bound<'_, PyAny>) -> PyResult<Imported> {
         let schema = ffi::take_schema(&pair.get_item(0)?)?;
         let field = Field::try_from(&schema).map_err(arrow_rs)?;
         let data = ffi::take_array(&pair.get_item(1)?, &schema)?;
-        return Ok(Imported::Array(field, make_array(data)));
+        return Ok(Imported {
+            field,
+            arrays: vec![make_array(data)],
+        });
     }
     if obj.hasattr("__arrow_c_stream__")? {
         let capsule = obj.call_method0("__arrow_c_stream__")?;
-        let reader = ffi::take_stream(&capsule)?;
-        let schema = reader.schema();
-        let batches = obj
+        let (field, reader) = ffi::take_stream(&capsule)?;
+        let arrays = obj
             .py()
             .detach(move || reader.collect::<Result<Vec<_>, _>>())
             .map_err(arrow_rs)?;
-        return Ok(Imported::Stream(schema, batches));
+        return Ok(Imported { field, arrays });
     }
     Err(crate::error::type_error(format!(
         "expected an object exporting the Arrow PyCapsule interface (__arrow_c_array__ or \
@@ -212,30 +214,34 @@ fn import(obj: &Bound<'_, PyAny>) -> PyResult<Imported> {
 }
 
 /// A tensor from an Arrow array, or from a stream of arrays (concatenated).
+/// A one-column record batch or table gives its column.
 pub fn tensor_from_arrow(obj: &Bound<'_, PyAny>) -> PyResult<LodTensor> {
     let options = ArrowOptions::default();
-    match import(obj)? {
-        Imported::Array(field, array) => from_arrow(&field, &array, &options).map_err(arrow_err),
-        Imported::Stream(schema, batches) => {
-            // A stream of plain arrays arrives as record batches of one column.
-            let field = match schema.fields().len() {
-                1 => schema.field(0).clone(),
-                n => {
-                    return Err(value(format!(
-                        "a tensor from an Arrow stream needs one column, found {n}"
-                    )));
-                }
-            };
-            let parts = batches
+    let Imported { field, arrays } = import(obj)?;
+    let (field, arrays) = match field.data_type() {
+        DataType::Struct(fields) if fields.len() == 1 && field.name().is_empty() => {
+            let column = fields[0].as_ref().clone();
+            let arrays = arrays
                 .iter()
-                .map(|b| from_arrow(&field, b.column(0), &options).map_err(arrow_err))
+                .map(|a| {
+                    a.as_any()
+                        .downcast_ref::<StructArray>()
+                        .map(|s| s.column(0).clone())
+                        .ok_or_else(|| value("a struct stream yielded a non-struct array"))
+                })
                 .collect::<PyResult<Vec<_>>>()?;
-            concat(parts, || {
-                let empty = new_empty_array(field.data_type());
-                from_arrow(&field, &empty, &options).map_err(arrow_err)
-            })
+            (column, arrays)
         }
-    }
+        _ => (field, arrays),
+    };
+    let parts = arrays
+        .iter()
+        .map(|a| from_arrow(&field, a, &options).map_err(arrow_err))
+        .collect::<PyResult<Vec<_>>>()?;
+    concat(parts, || {
+        let empty = new_empty_array(field.data_type());
+        from_arrow(&field, &empty, &options).map_err(arrow_err)
+    })
 }
 
 fn concat(
@@ -253,28 +259,32 @@ fn concat(
 /// from a stream of them (concatenated column by column).
 pub fn batch_from_arrow(obj: &Bound<'_, PyAny>) -> PyResult<Batch> {
     let options = ArrowOptions::default();
-    let (schema, batches) = match import(obj)? {
-        Imported::Array(field, array) => {
-            let Some(structs) = array.as_any().downcast_ref::<StructArray>() else {
-                return Err(crate::error::type_error(format!(
-                    "a batch from Arrow needs a struct array (a record batch), found {}",
-                    field.data_type()
-                )));
-            };
-            let schema = Arc::new(Schema::new_with_metadata(
-                structs.fields().clone(),
-                field.metadata().clone(),
-            ));
-            let rb = RecordBatch::try_new_with_options(
+    let Imported { field, arrays } = import(obj)?;
+    let DataType::Struct(fields) = field.data_type() else {
+        return Err(crate::error::type_error(format!(
+            "a batch from Arrow needs a struct array (a record batch), found {}",
+            field.data_type()
+        )));
+    };
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields.clone(),
+        field.metadata().clone(),
+    ));
+    let batches = arrays
+        .iter()
+        .map(|a| {
+            let structs = a
+                .as_any()
+                .downcast_ref::<StructArray>()
+                .ok_or_else(|| value("a struct stream yielded a non-struct array"))?;
+            RecordBatch::try_new_with_options(
                 schema.clone(),
                 structs.columns().to_vec(),
                 &RecordBatchOptions::new().with_row_count(Some(structs.len())),
             )
-            .map_err(arrow_rs)?;
-            (schema, vec![rb])
-        }
-        Imported::Stream(schema, batches) => (schema, batches),
-    };
+            .map_err(arrow_rs)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
     let converted = batches
         .iter()
         .map(|rb| record_batch_to_batch(rb, &options).map_err(arrow_err))

@@ -12,8 +12,9 @@
 
 use crate::error::{PyResult, value};
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
-use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
+use arrow_array::ffi_stream::{ArrayStreamReader, FFI_ArrowArrayStream};
 use arrow_data::ArrayData;
+use arrow_schema::Field;
 use lodt::buffer::ByteStorage;
 use numpy::npyffi::{NpyTypes, PY_ARRAY_API, PyArrayObject, get_type_object, npy_intp};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
@@ -147,13 +148,31 @@ pub fn take_array(capsule: &Bound<'_, PyAny>, schema: &FFI_ArrowSchema) -> PyRes
     Ok(data)
 }
 
-/// Moves the stream out of an `arrow_array_stream` capsule.
-pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
+/// Moves the stream out of an `arrow_array_stream` capsule; returns the
+/// field it describes (a struct for a stream of record batches) and a
+/// reader of its arrays.
+pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<(Field, ArrayStreamReader)> {
     let capsule = capsule.cast::<PyCapsule>()?;
     let ptr = capsule.pointer_checked(Some(STREAM_CAPSULE))?;
     // SAFETY: a capsule named "arrow_array_stream" holds a pointer to an
     // `ArrowArrayStream` struct (the Arrow PyCapsule interface); `from_raw`
     // moves it out, marking the original released.
-    let stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr().cast()) };
-    RecordBatchStreamReader::try_new(stream).map_err(crate::error::arrow_rs)
+    let mut stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr().cast()) };
+    let get_schema = stream
+        .get_schema()
+        .ok_or_else(|| value("the Arrow stream has no get_schema callback"))?;
+    let mut schema = FFI_ArrowSchema::empty();
+    // SAFETY: `get_schema` is the stream's own callback, called with that
+    // stream (moved out of the capsule, not released) and an empty schema to
+    // fill, as the C stream interface specifies; the schema is released when
+    // dropped.
+    let status = unsafe { get_schema(&raw mut stream, &raw mut schema) };
+    if status != 0 {
+        return Err(value(format!(
+            "the Arrow stream failed to give its schema (error {status})"
+        )));
+    }
+    let field = Field::try_from(&schema).map_err(crate::error::arrow_rs)?;
+    let reader = ArrayStreamReader::try_new(stream).map_err(crate::error::arrow_rs)?;
+    Ok((field, reader))
 }
