@@ -1,0 +1,298 @@
+"""Type stubs of the native module ``lodt._lodt`` (the lodt Rust crate)."""
+
+import os
+import pathlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+_PathLike = str | os.PathLike[str]
+_Lod = Sequence[Sequence[int]]
+_TensorLike = LodTensor | npt.ArrayLike
+_BatchLike = Batch | Mapping[str, _TensorLike]
+
+class LodTensor:
+    """A LoD tensor: a dense array whose first dimension is cut into
+    sequences, recursively, by a multi-level offset index (the LoD).
+
+    Data is immutable and shared: slices and ``numpy.asarray(t)`` are
+    read-only views of the same bytes (a file's memory map for tensors read
+    from a file). ``set``, ``set_lod`` and ``set_recursive_sequence_lengths``
+    replace what this object holds and never change other tensors or arrays.
+    """
+
+    def __init__(
+        self,
+        data: npt.ArrayLike | LodTensor | None = None,
+        recursive_seq_lens: _Lod | None = None,
+        *,
+        lod: _Lod | None = None,
+    ) -> None:
+        """A tensor holding a copy of ``data`` with a LoD given as lengths
+        (``recursive_seq_lens``) or offsets (``lod``); with no argument, an
+        empty tensor to ``set`` later (Paddle's ``LoDTensor()``)."""
+    def set(self, array: npt.ArrayLike | LodTensor, place: Any = None) -> None:
+        """Replaces the data with a copy of ``array``; keeps the LoD. ``place`` is ignored."""
+    def set_lod(self, lod: _Lod) -> None:
+        """Sets the LoD from offsets; ValueError if invalid or not fitting the rows."""
+    def lod(self) -> list[list[int]]:
+        """The LoD as offsets, top level first."""
+    def recursive_sequence_lengths(self) -> list[list[int]]:
+        """The LoD as lengths, top level first."""
+    def set_recursive_sequence_lengths(self, lengths: _Lod) -> None:
+        """Sets the LoD from lengths (levels checked, rows not: see
+        ``has_valid_recursive_sequence_lengths``)."""
+    def has_valid_recursive_sequence_lengths(self) -> bool:
+        """Whether the LoD fits the data."""
+    def validate(self) -> None:
+        """Raises ValueError unless the tensor has data and a LoD that fits it."""
+    def shape(self) -> list[int]:
+        """The shape of the data, ``[rows, ...]``."""
+    @property
+    def dtype(self) -> str:
+        """The numpy name of the element type (``"float32"``, ``"bfloat16"``, ...)."""
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions of the data."""
+    @property
+    def num_levels(self) -> int:
+        """The number of LoD levels."""
+    @property
+    def rows(self) -> int:
+        """The number of rows (``shape[0]``; 1 for a 0-D tensor)."""
+    @property
+    def element_shape(self) -> list[int]:
+        """The shape of one row."""
+    @property
+    def nbytes(self) -> int:
+        """The number of bytes of the data."""
+    def num_sequences(self, level: int = 0) -> int:
+        """The number of sequences of LoD level ``level``."""
+    def numpy(self, *, bfloat16_as_uint16: bool = False) -> np.ndarray:
+        """The data as a read-only numpy array sharing the tensor's memory."""
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """``numpy.asarray(t)``: a read-only view; ``numpy.array(t)``: a copy."""
+    def branch(self, *path: int) -> LodTensor:
+        """The ``<i, j, ...>``-slice (no copy, O(levels))."""
+    def sequence(self, level: int, index: int) -> LodTensor:
+        """Sequence ``index`` of level ``level`` with the levels below (no copy)."""
+    def slice_level(self, level: int, begin: int, end: int) -> LodTensor:
+        """Sequences ``begin..end`` of level ``level``, which becomes the top level (no copy)."""
+    def slice_rows(self, begin: int, end: int) -> LodTensor:
+        """Rows ``begin..end`` with no LoD (no copy)."""
+    def take(self, indices: Sequence[int]) -> LodTensor:
+        """Top-level sequences (or rows) ``indices`` gathered into a new tensor."""
+    def sequences(self, level: int = 0) -> list[LodTensor]:
+        """Every sequence of level ``level`` (no copy)."""
+    def tolist(self) -> list[Any]:
+        """The data as nested lists, one nesting per LoD level."""
+    def copy(self) -> LodTensor:
+        """A copy in fresh memory."""
+    def __len__(self) -> int:
+        """The number of top-level sequences (rows, with no LoD)."""
+    @overload
+    def __getitem__(self, key: int) -> LodTensor: ...
+    @overload
+    def __getitem__(self, key: slice) -> LodTensor: ...
+    @overload
+    def __getitem__(self, key: tuple[int, ...]) -> LodTensor: ...
+    def __iter__(self) -> Iterator[LodTensor]:
+        """Iterates over the top-level sequences (rows, with no LoD)."""
+    def __eq__(self, other: object) -> bool: ...
+    def __arrow_c_schema__(self) -> object:
+        """The Arrow field of the tensor (a PyCapsule)."""
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
+        """The tensor as an Arrow array (PyCapsules), sharing its buffers."""
+    @staticmethod
+    def from_arrow(obj: Any) -> LodTensor:
+        """A tensor from an object exporting the Arrow PyCapsule interface."""
+    def to_torch(self, padded: bool = False, pad_value: Any = None) -> Any:
+        """A torch jagged nested tensor (1 level), or ``(padded, lengths)``."""
+    @staticmethod
+    def from_torch(obj: Any) -> LodTensor:
+        """A tensor from a torch nested (jagged) or dense tensor."""
+
+class Batch(Mapping[str, LodTensor]):
+    """A mini-batch: named tensors in order and string metadata."""
+
+    def __init__(
+        self,
+        tensors: _BatchLike | Iterable[tuple[str, _TensorLike]] | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        """A batch of ``tensors`` with ``metadata``."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, name: str) -> LodTensor: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __contains__(self, name: object) -> bool: ...
+    def keys(self) -> list[str]:  # type: ignore[override]
+        """The tensor names, in order."""
+    def values(self) -> list[LodTensor]:  # type: ignore[override]
+        """The tensors, in order."""
+    def items(self) -> list[tuple[str, LodTensor]]:  # type: ignore[override]
+        """``(name, tensor)`` pairs, in order."""
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        """The tensor named ``name``, or ``default``."""
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The batch's metadata."""
+    @property
+    def num_rows(self) -> int:
+        """The number of top-level rows of the first tensor."""
+    def take(self, indices: Sequence[int]) -> Batch:
+        """Top-level rows ``indices`` of every tensor, gathered into a new batch."""
+    def __arrow_c_schema__(self) -> object:
+        """The batch's Arrow schema (a PyCapsule)."""
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
+        """The batch as an Arrow record batch (PyCapsules)."""
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The batch as an Arrow stream of one record batch."""
+    @staticmethod
+    def from_arrow(obj: Any) -> Batch:
+        """A batch from an Arrow record batch, table or stream."""
+
+class File:
+    """A ``.lodt`` file, memory-mapped: ``len(f)`` batches, ``f[k]`` read in place."""
+
+    def __init__(self, path: _PathLike, *, mmap: bool = True) -> None:
+        """Opens a ``.lodt`` file (see :func:`open`)."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, k: int) -> Batch: ...
+    def __iter__(self) -> Iterator[Batch]: ...
+    def __enter__(self) -> File: ...
+    def __exit__(self, *args: object) -> bool: ...
+    @property
+    def path(self) -> pathlib.Path:
+        """The file's path."""
+    @property
+    def mmap(self) -> bool:
+        """Whether the file is memory-mapped."""
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The file-level metadata."""
+    @property
+    def version(self) -> tuple[int, int]:
+        """The format version."""
+    @property
+    def size(self) -> int:
+        """The file's size in bytes."""
+    @property
+    def num_rows(self) -> int:
+        """The total number of top-level rows over every batch."""
+    def batch_rows(self, k: int) -> int:
+        """The number of top-level rows of batch ``k``."""
+    def row(self, i: int) -> Batch:
+        """Global top-level row ``i`` of every tensor, read in place."""
+    def take(self, indices: Sequence[int]) -> Batch:
+        """Global top-level rows ``indices`` gathered into one new batch."""
+    def verify(self) -> dict[str, int]:
+        """Checks every checksum and rule; ValueError at the first damage."""
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The file as an Arrow stream of record batches, over the map."""
+
+class Writer:
+    """Writes a ``.lodt`` file batch by batch (atomically, or appending)."""
+
+    def __init__(
+        self,
+        path: _PathLike,
+        metadata: Mapping[str, str] | None = None,
+        *,
+        append: bool = False,
+        fsync: bool = True,
+    ) -> None:
+        """Starts a new file (or appends to one)."""
+    def write(self, batch: _BatchLike, metadata: Mapping[str, str] | None = None) -> None:
+        """Writes one batch."""
+    @property
+    def batches_written(self) -> int:
+        """The number of batches written by this writer."""
+    @property
+    def path(self) -> pathlib.Path:
+        """The destination path."""
+    def close(self) -> None:
+        """Writes the footer and commits the file."""
+    def abort(self) -> None:
+        """Stops writing; a new file is discarded."""
+    def __enter__(self) -> Writer: ...
+    def __exit__(self, exc_type: object, exc_value: object = None, traceback: object = None) -> bool: ...
+
+class SortedSequences:
+    """The sequences of one LoD level sorted by length, for RNN time steps."""
+
+    def __init__(self, lod: LodTensor | _Lod, level: int = 0) -> None:
+        """Sorts the sequences of level ``level`` by length, longest first."""
+    @property
+    def level(self) -> int:
+        """The sorted level."""
+    @property
+    def order(self) -> list[int]:
+        """The original index of each sorted sequence."""
+    @property
+    def sorted_lengths(self) -> list[int]:
+        """The lengths in sorted order."""
+    @property
+    def num_steps(self) -> int:
+        """The number of time steps."""
+    @property
+    def batch_sizes(self) -> list[int]:
+        """The number of sequences running at each step."""
+    def __len__(self) -> int: ...
+    def segment_inputs(self, x: _TensorLike) -> list[LodTensor]:
+        """``x`` cut into one tensor per time step."""
+    def concat_outputs(self, steps: Iterable[_TensorLike]) -> LodTensor:
+        """Step outputs restored to the original order and LoD."""
+
+def open(path: _PathLike, *, mmap: bool = True) -> File:
+    """Opens a ``.lodt`` file (memory-mapped by default)."""
+
+def save(path: _PathLike, batches: _BatchLike | Iterable[_BatchLike], metadata: Mapping[str, str] | None = None) -> None:
+    """Writes a ``.lodt`` file atomically."""
+
+def verify(path: _PathLike) -> dict[str, int]:
+    """Checks every byte of a ``.lodt`` file."""
+
+def recover(path: _PathLike) -> dict[str, Any]:
+    """Rebuilds the footer of an interrupted ``.lodt`` file."""
+
+def convert(
+    src: _PathLike,
+    dst: _PathLike,
+    *,
+    names: Sequence[str] | None = None,
+    batch_rows: int | None = None,
+    small_lists: bool = False,
+) -> dict[str, int]:
+    """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension."""
+
+def read_paddle(path: _PathLike) -> LodTensor:
+    """Reads a Paddle tensor file."""
+
+def read_paddle_combined(path: _PathLike, names: Sequence[str] | None = None) -> Batch:
+    """Reads a Paddle ``save_combine`` file."""
+
+def write_paddle(path: _PathLike, obj: LodTensor | _BatchLike | Sequence[LodTensor]) -> None:
+    """Writes Paddle's format (one tensor, or a combined file)."""
+
+def sequence_expand(x: _TensorLike, y: LodTensor | _Lod, ref_level: int = -1) -> LodTensor:
+    """Paddle's ``sequence_expand``."""
+
+def split(x: _TensorLike, n: int) -> list[LodTensor]:
+    """Paddle's ``SplitLoDTensor`` (parts share ``x``'s data)."""
+
+def merge(parts: Iterable[_TensorLike]) -> LodTensor:
+    """Paddle's ``MergeLoDTensor``."""
+
+def pad(x: _TensorLike, pad_value: Any = None) -> tuple[np.ndarray, list[list[int]]]:
+    """Pads ``x`` into a dense array; returns it with the lengths."""
+
+def unpad(padded: npt.ArrayLike | LodTensor, lengths: _Lod) -> LodTensor:
+    """The inverse of :func:`pad`."""
+
+def _tensor_from_state(
+    dtype: str | None, shape: Sequence[int], lod: _Lod, data: bytes | None, lod_fits: bool
+) -> LodTensor: ...
