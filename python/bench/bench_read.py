@@ -16,7 +16,9 @@ rows (32 on average) of ``--dim`` floats, in batches of 1000 sequences, plus a
 Measured, each the median of several runs, page cache warm:
 
 1. open + fetch one sequence as a numpy array (a fresh open each time);
-2. 10,000 random sequence fetches as numpy arrays, one by one (loop);
+2. 10,000 random sequence fetches as numpy arrays, one by one (loop; each
+   pick's batch and row computed beforehand, for every reader; lodt also
+   through ``File.row(i)``, which maps the global index itself);
 3. the same 10,000 sequences gathered at once (``File.take``; pyarrow
    ``Table.take``; Lance ``take``; numpy fancy indexing);
 4. full scan: every value read once (a sum over every sequence's values).
@@ -80,24 +82,32 @@ def make_data(d, sequences, dim, seed=0):
     return path, offsets
 
 
+def locations(rows, picks):
+    """(batch, row in batch) of each global row pick, computed outside the timings."""
+    ks = np.searchsorted(rows, picks, side="right") - 1
+    return [(int(k), int(i - rows[k])) for k, i in zip(ks, picks)]
+
+
 def bench_lodt(path, picks, k0, r0):
     def open_fetch():
         return np.asarray(lodt.open(path)[k0]["x"][r0])
 
     f = lodt.open(path)
     rows = np.cumsum([0] + [f.batch_rows(k) for k in range(len(f))])
+    locs = locations(rows, picks)
+    xs = [b["x"] for b in f]
+    global_picks = [int(i) for i in picks]
 
     def loop():
-        for i in picks:
-            k = int(np.searchsorted(rows, i, side="right")) - 1
-            np.asarray(f[k]["x"][int(i - rows[k])])
+        for k, r in locs:
+            np.asarray(xs[k][r])
 
     def loop_rows():
-        for i in picks:
-            np.asarray(f.row(int(i))["x"])
+        for i in global_picks:
+            np.asarray(f.row(i)["x"])
 
     def bulk():
-        return np.asarray(f.take(picks.tolist())["x"])
+        return np.asarray(f.take(global_picks)["x"])
 
     def scan():
         total = 0.0
@@ -105,19 +115,10 @@ def bench_lodt(path, picks, k0, r0):
             total += float(np.asarray(b["x"]).sum(dtype=np.float64))
         return total
 
-    # Batches cached: the loop over a tensor already in hand (the common case).
-    xs = [b["x"] for b in f]
-
-    def loop_cached():
-        for i in picks:
-            k = int(np.searchsorted(rows, i, side="right")) - 1
-            np.asarray(xs[k][int(i - rows[k])])
-
     return {
         "open + fetch 1": timeit(open_fetch, number=20),
         "10k fetches, loop": timeit(loop, repeat=3),
-        "10k fetches, loop (File.row)": timeit(loop_rows, repeat=3),
-        "10k fetches, loop (tensors in hand)": timeit(loop_cached, repeat=3),
+        "10k fetches, loop via File.row(i)": timeit(loop_rows, repeat=3),
         "10k fetches, bulk take": timeit(bulk),
         "full scan": timeit(scan),
     }
@@ -143,12 +144,11 @@ def bench_arrow(d, path, picks, k0, r0):
     rows = np.cumsum([0] + [len(c) for c in chunks])
     # Offsets and flat values as numpy, once per chunk (zero-copy views).
     flat = [(c.offsets.to_numpy(), c.values.storage.values.to_numpy()) for c in chunks]
+    locs = locations(rows, picks)
 
     def loop():
-        for i in picks:
-            k = int(np.searchsorted(rows, i, side="right")) - 1
+        for k, r in locs:
             offsets, values = flat[k]
-            r = int(i - rows[k])
             values[offsets[r] * DIM : offsets[r + 1] * DIM].reshape(-1, DIM)
 
     def bulk():
@@ -184,9 +184,11 @@ def bench_lance(d, path, picks, r0_global):
     def open_fetch():
         return fetch(lance.dataset(lance_path), [r0_global])
 
+    global_picks = [int(i) for i in picks]
+
     def loop():
-        for i in picks:
-            fetch(ds, [int(i)])
+        for i in global_picks:
+            fetch(ds, [i])
 
     def bulk():
         return fetch(ds, picks.tolist())
@@ -218,9 +220,10 @@ def bench_npy(d, picks, r0_global):
 
     values = np.load(vpath, mmap_mode="r")
     offsets = np.load(opath, mmap_mode="r")
+    global_picks = [int(i) for i in picks]
 
     def loop():
-        for i in picks:
+        for i in global_picks:
             values[offsets[i] : offsets[i + 1]]
 
     def bulk():
@@ -280,7 +283,7 @@ def main():
             base = results["lodt"][row]
             cells = []
             for p in peers:
-                key = row if row in results[p] else "10k fetches, loop" if row.startswith("10k fetches, loop") else None
+                key = row if row in results[p] else None
                 v = results[p].get(key) if key else None
                 cells.append(f"{v * 1e3:9.3f} ms ({v / base:6.2f}x)" if v else " " * 26)
             print(f"{row:38} {base * 1e3:8.3f} ms " + " ".join(f"{c:>26}" for c in cells))
