@@ -369,9 +369,17 @@ impl PyLodTensor {
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut array = self.numpy(py, false)?;
         if let Some(dtype) = dtype {
-            let kwargs = pyo3::types::PyDict::new(py);
-            kwargs.set_item("copy", false)?;
-            array = array.call_method("astype", (dtype,), Some(&kwargs))?;
+            let target = numpy::PyArrayDescr::new(py, dtype)?;
+            if !array.getattr("dtype")?.eq(&target)? {
+                if copy == Some(false) {
+                    return Err(value(format!(
+                        "cannot make a {} array of a {} tensor without a copy (copy=False)",
+                        target,
+                        self.values()?.dtype().name()
+                    )));
+                }
+                return array.call_method1("astype", (target,));
+            }
         }
         if copy == Some(true) {
             array = array.call_method0("copy")?;

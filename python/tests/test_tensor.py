@@ -58,6 +58,10 @@ def test_numpy_view_is_read_only_and_shared(words):
     c = np.array(words)  # a copy
     assert c.flags.writeable and not np.shares_memory(c, a)
     assert np.asarray(words, dtype=np.float64).dtype == np.float64
+    assert np.shares_memory(np.asarray(words, dtype=np.int64), a)
+    with pytest.raises(ValueError, match="without a copy"):
+        np.asarray(words, dtype=np.float64, copy=False)
+    assert np.asarray(words, copy=False) is not None
 
 
 def test_slices_share_memory_and_follow_the_guide(words):
