@@ -9,8 +9,8 @@ use super::layout::{
 };
 use super::section::{self, BatchMeta};
 use super::storage::MappedFile;
-use crate::buffer::{AlignedBytes, ByteStorage, Region, TensorBuffers};
-use crate::{Batch, LodTensor, LodTensorView};
+use crate::buffer::{AlignedBytes, ByteStorage};
+use crate::{Batch, LodTensor};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
@@ -308,12 +308,11 @@ impl LodtFile {
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn batch(&self, k: usize) -> Result<BatchView<'_>> {
-        let (meta, section, offset) = self.meta(k)?;
+        let (meta, _, offset) = self.meta(k)?;
         Ok(BatchView {
             file: self,
             k,
             meta,
-            section,
             offset,
         })
     }
@@ -332,39 +331,9 @@ impl LodtFile {
         (0..self.num_batches()).map(|k| self.batch(k))
     }
 
-    /// The buffers of tensor `name` of batch `batch`: byte ranges inside
-    /// [`LodtFile::storage`] of each LoD level's offsets and of the body, for
-    /// zero-copy consumers (the Arrow bridge).
-    ///
-    /// ```
-    /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], lodt::Lod::try_from_lengths(&[vec![2]])?)?;
-    /// let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t.clone())])?], Default::default())?;
-    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
-    /// let parts = file.tensor_buffers(0, "t")?;
-    /// assert_eq!(parts.body.start % 64, 0);
-    /// assert_eq!(parts.to_tensor()?, t);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn tensor_buffers(&self, batch: usize, name: &str) -> Result<TensorBuffers> {
-        let view = self.batch(batch)?;
-        let t = view.position(name)?;
-        let tm = view.meta.tensors.get(t).ok_or_else(|| view.no_such(name))?;
-        let abs = |b: usize| {
-            let r = view.meta.range(b);
-            let base = view.offset as usize;
-            base + r.start..base + r.end
-        };
-        Ok(TensorBuffers {
-            storage: self.storage.clone(),
-            dtype: tm.dtype,
-            shape: tm.shape.clone(),
-            lod: tm.lod.iter().map(|&b| abs(b)).collect(),
-            body: abs(tm.body),
-        })
-    }
-
-    /// Batch `k` as an owned [`Batch`] whose tensor bodies are regions of the
-    /// file's storage (no copy of any body; LoD offsets are copied).
+    /// Batch `k` as an owned [`Batch`] whose tensors' bodies and LoD offsets
+    /// are windows of the file's storage (no copy). The tensors keep the
+    /// storage (the map) alive after the `LodtFile` is dropped.
     ///
     /// ```
     /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], Default::default())?;
@@ -548,7 +517,6 @@ pub struct BatchView<'a> {
     file: &'a LodtFile,
     k: usize,
     meta: &'a BatchMeta,
-    section: &'a [u8],
     offset: u64,
 }
 
@@ -659,7 +627,8 @@ impl<'a> BatchView<'a> {
         self.meta.find(name).ok_or_else(|| self.no_such(name))
     }
 
-    /// The tensor named `name`, as a view borrowing the file (no copy).
+    /// The tensor named `name`: an owned tensor whose offsets and body are
+    /// windows of the file's storage (no copy; O(levels)).
     ///
     /// ```
     /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
@@ -671,9 +640,9 @@ impl<'a> BatchView<'a> {
     /// assert!(err.to_string().contains("it has: t"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tensor(&self, name: &str) -> Result<LodTensorView<'a>> {
+    pub fn tensor(&self, name: &str) -> Result<LodTensor> {
         let t = self.position(name)?;
-        Ok(section::view(self.section, self.meta, t)?.1)
+        Ok(self.tensor_at(t)?.1)
     }
 
     /// The `i`-th tensor and its name.
@@ -685,8 +654,8 @@ impl<'a> BatchView<'a> {
     /// assert_eq!(file.batch(0)?.tensor_at(0)?.0, "t");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensorView<'a>)> {
-        section::view(self.section, self.meta, i)
+    pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensor)> {
+        section::tensor(&self.file.storage, self.offset as usize, self.meta, i)
     }
 
     /// Every tensor with its name, in order.
@@ -703,13 +672,13 @@ impl<'a> BatchView<'a> {
     /// ```
     pub fn tensors(
         &self,
-    ) -> impl ExactSizeIterator<Item = Result<(&'a str, LodTensorView<'a>)>> + 'a {
-        let (section, meta) = (self.section, self.meta);
-        (0..meta.tensors.len()).map(move |i| section::view(section, meta, i))
+    ) -> impl ExactSizeIterator<Item = Result<(&'a str, LodTensor)>> + 'a {
+        let this = *self;
+        (0..self.meta.tensors.len()).map(move |i| this.tensor_at(i))
     }
 
-    /// The batch as an owned [`Batch`] whose bodies are regions of the file's
-    /// storage (no body copy).
+    /// The batch as an owned [`Batch`] whose tensors are windows of the
+    /// file's storage (no copy).
     ///
     /// ```
     /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
@@ -722,18 +691,9 @@ impl<'a> BatchView<'a> {
     pub fn to_batch(&self) -> Result<Batch> {
         let mut batch = Batch::new();
         *batch.metadata_mut() = self.meta.metadata.clone();
-        let base = self.offset as usize;
-        for (i, tm) in self.meta.tensors.iter().enumerate() {
-            let (_, view) = section::view(self.section, self.meta, i)?;
-            let r = self.meta.range(tm.body);
-            let body = Region::try_new(self.file.storage.clone(), base + r.start..base + r.end)?;
-            let tensor = LodTensor::from_checked_parts(
-                tm.dtype,
-                tm.shape.clone(),
-                Arc::new(body),
-                Arc::new(view.lod().to_lod()),
-            );
-            batch.push(tm.name.clone(), tensor)?;
+        for t in self.tensors() {
+            let (name, tensor) = t?;
+            batch.push(name, tensor)?;
         }
         Ok(batch)
     }

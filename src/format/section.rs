@@ -16,12 +16,13 @@ use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_meta_len, check_zero, crc32,
     pad64, parse_json, read_struct, to_usize,
 };
-use crate::Error;
+use crate::buffer::{Buffer, ByteStorage};
+use crate::lod::{Lod, Offsets};
+use crate::{Error, LodTensor};
+use std::sync::Arc;
 use crate::dtype::{DType, Element};
 use crate::lod::check_view_levels;
-use crate::lod_view::LodView;
 use crate::tensor::{check_parts, checked_byte_len};
-use crate::view::LodTensorView;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
@@ -402,12 +403,15 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
         })
 }
 
-/// A view of tensor `t` of a checked batch, borrowing `section`.
-pub(crate) fn view<'a>(
-    section: &'a [u8],
+/// Tensor `t` of a checked batch whose section starts at byte `base` of
+/// `storage`: an owned tensor whose LoD offsets and body are windows of the
+/// storage (no copy).
+pub(crate) fn tensor<'a>(
+    storage: &Arc<dyn ByteStorage>,
+    base: usize,
     meta: &'a BatchMeta,
     t: usize,
-) -> Result<(&'a str, LodTensorView<'a>)> {
+) -> Result<(&'a str, LodTensor)> {
     let tm = meta
         .tensors
         .get(t)
@@ -416,18 +420,21 @@ pub(crate) fn view<'a>(
             index: t as u64,
             len: meta.tensors.len() as u64,
         }))?;
+    let window = |b: usize| {
+        let r = meta.range(b);
+        Buffer::try_new(storage.clone(), base + r.start..base + r.end)
+    };
     let levels = tm
         .lod
         .iter()
-        .map(|&b| u64::slice_from_bytes(buffer(section, meta, b)))
+        .map(|&b| Offsets::try_new(window(b)?))
         .collect::<crate::Result<Vec<_>>>()?;
-    // Checked by `parse_batch` (`check_tensor`) before the batch was handed out.
-    let lod = LodView::from_trusted(levels);
-    let body = buffer(section, meta, tm.body);
-    Ok((
-        tm.name.as_str(),
-        LodTensorView::from_trusted(tm.dtype, &tm.shape, lod, body),
-    ))
+    // LoD rules, shape and body length were checked by `parse_batch`
+    // (`check_tensor`) before the batch was handed out; only the buffers'
+    // ranges and alignment are checked again as they are wrapped (O(levels)).
+    let lod = Lod::from_checked_buffers(levels);
+    let tensor = LodTensor::from_checked_parts(tm.dtype, tm.shape.clone(), window(tm.body)?, lod);
+    Ok((tm.name.as_str(), tensor))
 }
 
 /// Checks the checksum of every buffer of a checked batch (bodies included)

@@ -74,7 +74,14 @@ impl MappedFile {
     }
 }
 
-impl ByteStorage for MappedFile {
+// SAFETY: the map is read-only and never remapped while this object lives, so
+// `bytes` returns the same slice every time. lodt's writers never change the
+// bytes of a committed batch in place (new files are renamed into place;
+// appends only add bytes and rewrite the footer, which no tensor points
+// into). Another program that rewrites the file in place breaks every reader
+// of a shared mapping, lodt's included; `LodtFile::open` documents this and
+// positional reads avoid it.
+unsafe impl ByteStorage for MappedFile {
     fn bytes(&self) -> &[u8] {
         &self.map
     }
@@ -143,7 +150,9 @@ impl GrowBuf {
     }
 }
 
-impl ByteStorage for GrowBuf {
+// SAFETY: the blocks are only resized through `&mut self` while filling,
+// before the buffer is shared; afterwards nothing changes them.
+unsafe impl ByteStorage for GrowBuf {
     fn bytes(&self) -> &[u8] {
         self.as_slice()
     }

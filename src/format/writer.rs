@@ -7,6 +7,7 @@ use super::layout::{
     IndexEntry, MAX_METADATA_LEN, STRUCT_LEN, Sealed64, TensorJson, Trailer, crc32, pad64,
 };
 use crate::Batch;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -637,7 +638,8 @@ impl<W: Write> Drop for Writer<W> {
 struct Plan<'b> {
     header: BatchHeader,
     meta: Vec<u8>,
-    buffers: Vec<&'b [u8]>,
+    /// LoD buffers are borrowed, or rebased copies of sliced levels.
+    buffers: Vec<Cow<'b, [u8]>>,
     /// The file offset of each buffer.
     offsets: Vec<u64>,
 }
@@ -645,16 +647,16 @@ struct Plan<'b> {
 /// Lays out `batch`, whose section starts at file offset `start`: the
 /// metadata JSON, every buffer's offset, the header.
 fn plan_batch(batch: &Batch, index: u64, start: u64) -> Result<Plan<'_>> {
-    let mut buffers: Vec<&[u8]> = Vec::new();
+    let mut buffers: Vec<Cow<'_, [u8]>> = Vec::new();
     let mut tensors = Vec::with_capacity(batch.len());
     for (name, t) in batch.iter() {
         let mut lod = Vec::new();
         for level in t.lod().levels() {
             lod.push(buffers.len() as u64);
-            buffers.push(level.as_bytes());
+            buffers.push(level.rebased_bytes());
         }
         let body = buffers.len() as u64;
-        buffers.push(t.as_bytes());
+        buffers.push(Cow::Borrowed(t.as_bytes()));
         tensors.push(TensorJson {
             name: name.to_owned(),
             dtype: t.dtype().name().to_owned(),

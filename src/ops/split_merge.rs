@@ -14,13 +14,11 @@
 //! ```
 
 use super::{alloc_rows, batch_size, slice_top, try_vec};
-use crate::buffer::{ByteStorage, Region};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
+use std::borrow::Borrow;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// The batch ranges of a split of `batch` items into at most `n` parts.
 fn part_ranges(batch: usize, n: usize) -> Result<Vec<Range<usize>>> {
@@ -43,8 +41,9 @@ fn check_parts_arg(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// Splits `x` into at most `n` parts along its top level, as views (no copy)
-/// (Paddle's `SplitLoDTensor`).
+/// Splits `x` into at most `n` parts along its top level (Paddle's
+/// `SplitLoDTensor`). Each part is a tensor that shares `x`'s data and
+/// offsets: no copy.
 ///
 /// `step = ceil(batch / n)`, where `batch` is the number of top-level
 /// sequences (rows when `x` has no LoD); part `p` holds items
@@ -60,59 +59,26 @@ fn check_parts_arg(n: usize) -> Result<()> {
 /// let parts = split(&t, 2)?;
 /// assert_eq!(parts.len(), 2);
 /// assert_eq!(parts[1].as_slice::<i64>()?, &[10, 11, 12, 13, 14]);
-/// assert_eq!(parts[1].lod().to_lod().levels(), &[vec![0, 2], vec![0, 2, 5]]);
+/// assert_eq!(parts[1].lod().levels(), &[vec![0, 2], vec![0, 2, 5]]);
+/// let whole = t.as_bytes().as_ptr_range();
+/// assert!(whole.contains(&parts[1].as_bytes().as_ptr()));
 /// // Four parts of a batch of 3: step 1, so only three parts.
 /// assert_eq!(split(&t, 4)?.len(), 3);
 /// # Ok::<(), lodt::Error>(())
 /// ```
-pub fn split<'a>(x: impl Into<LodTensorView<'a>>, n: usize) -> Result<Vec<LodTensorView<'a>>> {
+pub fn split(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
     check_parts_arg(n)?;
-    let x = x.into();
-    let Some(batch) = batch_size(&x) else {
-        return Ok(vec![x]);
+    let Some(batch) = batch_size(x) else {
+        return Ok(vec![x.clone()]);
     };
     if batch == 0 {
         let mut parts = try_vec(n, "split parts")?;
-        parts.resize(n, x);
+        parts.resize(n, x.clone());
         return Ok(parts);
     }
     part_ranges(batch, n)?
         .into_iter()
-        .map(|r| slice_top(&x, r.start, r.end))
-        .collect()
-}
-
-/// Like [`split()`], as owned tensors that share `x`'s storage: no tensor data
-/// is copied (each part's data is a [`Region`] of `x`'s storage), only the
-/// parts' LoDs are.
-///
-/// ```
-/// use lodt::{ops::split_shared, Lod, LodTensor};
-/// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4, 5], vec![5], Lod::try_from_lengths(&[vec![2, 1, 2]])?)?;
-/// let parts = split_shared(&t, 2)?;
-/// assert_eq!(parts[0].as_slice::<u8>()?, &[1, 2, 3]);
-/// assert_eq!(parts[1].lod().to_lengths(), vec![vec![2]]);
-/// let whole = t.as_bytes().as_ptr_range();
-/// assert!(whole.contains(&parts[1].as_bytes().as_ptr()));
-/// # Ok::<(), lodt::Error>(())
-/// ```
-pub fn split_shared(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
-    let base = x.as_bytes().as_ptr() as usize;
-    split(x, n)?
-        .into_iter()
-        .map(|part| {
-            let bytes = part.as_bytes();
-            // The part's bytes lie inside x's bytes: find their range.
-            let start = (bytes.as_ptr() as usize).saturating_sub(base);
-            let region = Region::try_new(x.storage().clone(), start..start + bytes.len())?;
-            let storage: Arc<dyn ByteStorage> = Arc::new(region);
-            LodTensor::try_from_parts(
-                part.dtype(),
-                part.shape(),
-                storage,
-                Arc::new(part.lod().to_lod()),
-            )
-        })
+        .map(|r| slice_top(x, r.start, r.end))
         .collect()
 }
 
@@ -132,22 +98,23 @@ pub fn split_shared(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
 /// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4, 5], vec![5], lod)?;
 /// assert_eq!(merge(split(&t, 2)?)?, t);
 /// let other = LodTensor::from_vec(vec![1i8], vec![1], Lod::empty())?;
-/// assert!(merge([t.view(), other.view()]).is_err());
+/// assert!(merge([&t, &other]).is_err());
 /// # Ok::<(), lodt::Error>(())
 /// ```
-pub fn merge<'a, I>(parts: I) -> Result<LodTensor>
+pub fn merge<I>(parts: I) -> Result<LodTensor>
 where
     I: IntoIterator,
-    I::Item: Into<LodTensorView<'a>>,
+    I::Item: Borrow<LodTensor>,
 {
-    let parts: Vec<LodTensorView<'a>> = parts.into_iter().map(Into::into).collect();
-    let Some(first) = parts.first() else {
+    let parts: Vec<I::Item> = parts.into_iter().collect();
+    let parts: Vec<&LodTensor> = parts.iter().map(Borrow::borrow).collect();
+    let Some(&first) = parts.first() else {
         return Err(Error::InvalidArgument(
             "cannot merge 0 parts: expected at least one".into(),
         ));
     };
     if parts.len() == 1 {
-        return Ok(first.to_owned());
+        return Ok(first.clone());
     }
     let levels = first.lod().num_levels();
     let overflow = "merged tensor size";
@@ -203,7 +170,7 @@ where
         }
         merged.push(level);
     }
-    let mut shape = first.shape();
+    let mut shape = first.shape().to_vec();
     shape[0] = rows;
     // Each level is a concatenation of valid levels, shifted to continue the
     // one before: still valid (a level of [0] only if no part had sequences).
@@ -233,13 +200,13 @@ mod tests {
         let parts = split(&t, 2).unwrap();
         assert_eq!(parts[0].rows(), 10);
         assert_eq!(
-            parts[0].lod().to_lod().levels(),
+            parts[0].lod().levels(),
             &[vec![0, 3, 4], vec![0, 3, 5, 9, 10]]
         );
         assert_eq!(merge(&parts).unwrap(), t);
-        let shared = split_shared(&t, 2).unwrap();
-        assert_eq!(shared[1].as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
-        assert_eq!(merge(&shared).unwrap(), t);
+        assert_eq!(parts[1].as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
+        assert!(parts[1].buffer().shares_storage(t.buffer()));
+        assert_eq!(merge(&parts).unwrap(), t);
     }
 
     #[test]
@@ -263,12 +230,12 @@ mod tests {
         assert_eq!(parts.len(), 1);
         assert_eq!(merge(parts).unwrap(), scalar);
         assert!(matches!(
-            merge([scalar.view(), scalar.view()]),
+            merge([&scalar, &scalar]),
             Err(Error::ShapeMismatch { .. })
         ));
         assert!(matches!(split(&scalar, 0), Err(Error::InvalidArgument(_))));
         assert!(matches!(
-            merge(Vec::<LodTensorView<'_>>::new()),
+            merge(Vec::<LodTensor>::new()),
             Err(Error::InvalidArgument(_))
         ));
     }

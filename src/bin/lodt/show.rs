@@ -4,7 +4,7 @@ use crate::common::{self, CliError, list};
 use half::{bf16, f16};
 use lodt::convert::{self, ConvertOptions, FileKind};
 use lodt::format::LodtFile;
-use lodt::{DType, LodTensorView, LodView};
+use lodt::{DType, Lod, LodTensor};
 use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             let tensor = batch
                 .get(&name)
                 .ok_or_else(|| CliError::usage(no_such(&args, &name, &names)))?;
-            print(&args, &name, tensor.view())
+            print(&args, &name, tensor.clone())
         }
         _ => {
             let file = LodtFile::open(&args.file)?;
@@ -106,7 +106,7 @@ fn no_such(args: &Args, name: &str, names: &[&str]) -> String {
 }
 
 /// Prints `whole`, or its `--branch` slice, as JSON or text.
-fn print(args: &Args, name: &str, whole: LodTensorView<'_>) -> Result<(), CliError> {
+fn print(args: &Args, name: &str, whole: LodTensor) -> Result<(), CliError> {
     let view = match &args.branch {
         None => whole,
         Some(Branch(path)) => whole
@@ -128,7 +128,7 @@ fn text(
     out: &mut impl Write,
     args: &Args,
     name: &str,
-    v: &LodTensorView<'_>,
+    v: &LodTensor,
 ) -> Result<(), CliError> {
     let what = match &args.branch {
         Some(Branch(path)) => format!(
@@ -203,7 +203,7 @@ type Line = (Vec<usize>, Range<u64>);
 /// top and its rows, and how many there are in all. Each level's offsets are
 /// read once, and the walk stops at `limit`, so a huge LoD costs no more than
 /// its size.
-fn sequences(lod: &LodView<'_>, rows: u64, limit: usize) -> (Vec<Line>, usize) {
+fn sequences(lod: &Lod, rows: u64, limit: usize) -> (Vec<Line>, usize) {
     fn walk(
         levels: &[Vec<u64>],
         level: usize,
@@ -245,8 +245,8 @@ fn sequences(lod: &LodView<'_>, rows: u64, limit: usize) -> (Vec<Line>, usize) {
 }
 
 /// Element `i` of `v` as text (bounds come from the view's own shape).
-fn value(v: &LodTensorView<'_>, i: usize) -> String {
-    fn get<T: lodt::Element + ToString>(v: &LodTensorView<'_>, i: usize) -> String {
+fn value(v: &LodTensor, i: usize) -> String {
+    fn get<T: lodt::Element + ToString>(v: &LodTensor, i: usize) -> String {
         v.as_slice::<T>()
             .ok()
             .and_then(|s| s.get(i))
