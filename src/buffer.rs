@@ -95,7 +95,7 @@ unsafe impl ByteStorage for Vec<bool> {
 struct Block([u8; 64]);
 
 /// A byte buffer whose start is 64-byte aligned, so it can be viewed as a slice
-/// of any [`Element`].
+/// of any [`Element`](crate::Element).
 ///
 /// ```
 /// use lodt::buffer::{AlignedBytes, ByteStorage};

@@ -236,6 +236,15 @@ impl Offsets {
     }
 }
 
+impl<'a> IntoIterator for &'a Offsets {
+    type Item = u64;
+    type IntoIter = Box<dyn ExactSizeIterator<Item = u64> + 'a>;
+    /// The offsets, rebased ([`Offsets::iter`]).
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
 impl AsRef<[u64]> for Offsets {
     /// The raw offsets ([`Offsets::raw`]).
     fn as_ref(&self) -> &[u64] {
@@ -275,6 +284,16 @@ impl Hash for Offsets {
         for o in self.iter() {
             o.hash(state);
         }
+    }
+}
+
+impl serde::Serialize for Offsets {
+    /// A list of the rebased offsets.
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
     }
 }
 
@@ -1193,7 +1212,11 @@ mod tests {
     fn slices_share_the_offset_buffers() {
         let lod = seed();
         let (b, _) = lod.branch(&[2]).unwrap();
-        assert!(b.levels()[0].buffer().shares_storage(lod.levels()[1].buffer()));
+        assert!(
+            b.levels()[0]
+                .buffer()
+                .shares_storage(lod.levels()[1].buffer())
+        );
         assert_eq!(b.base_row(), Some(10));
         assert!(lod.ptr_eq(&lod.clone()));
     }

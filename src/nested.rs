@@ -313,8 +313,8 @@ mod tests {
         let n = Seqs(vec![Seqs::<u8>(vec![]), Seqs(vec![])]);
         let t = LodTensor::from_nested(&n, &[3]).unwrap();
         assert_eq!(
-            (t.lod().levels(), t.shape()),
-            (&[vec![0, 0, 0]][..], &[0, 3][..])
+            (t.lod().to_offsets(), t.shape()),
+            (vec![vec![0, 0, 0]], &[0, 3][..])
         );
     }
 }

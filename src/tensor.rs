@@ -154,7 +154,13 @@ impl LodTensor {
     /// assert!(t.buffer().shares_storage(&data));
     /// ```
     pub fn try_from_parts(dtype: DType, shape: Vec<usize>, data: Buffer, lod: Lod) -> Result<Self> {
-        check_parts(dtype, &shape, lod.num_levels(), lod.num_rows(), data.as_slice())?;
+        check_parts(
+            dtype,
+            &shape,
+            lod.num_levels(),
+            lod.num_rows(),
+            data.as_slice(),
+        )?;
         let data = if (data.as_slice().as_ptr() as usize).is_multiple_of(dtype.size()) {
             data
         } else {
@@ -165,7 +171,12 @@ impl LodTensor {
 
     /// Assembles a tensor from parts already checked against each other (a
     /// slice's parts, or the output of an operation that keeps the invariants).
-    pub(crate) fn from_checked_parts(dtype: DType, shape: Vec<usize>, data: Buffer, lod: Lod) -> Self {
+    pub(crate) fn from_checked_parts(
+        dtype: DType,
+        shape: Vec<usize>,
+        data: Buffer,
+        lod: Lod,
+    ) -> Self {
         // The caller checked that the whole shape's byte size fits in usize.
         // The row's alone may not when there are no rows (shape [0, 2^40,
         // 2^40]): then no row is ever read, and 0 is as good as any width.

@@ -22,7 +22,7 @@
 //!
 //! | what                         | API |
 //! |------------------------------|-----|
-//! | tensor <-> array             | [`to_arrow`], [`from_arrow`], [`lodt_tensor_to_arrow`] |
+//! | tensor <-> array             | [`to_arrow`], [`from_arrow`], [`lodt_tensor_to_arrow`], [`tensor_buffers_to_arrow`] |
 //! | [`Batch`] <-> `RecordBatch` | [`batch_to_record_batch`], [`record_batch_to_batch`] |
 //! | Arrow IPC files and streams  | [`ipc`] |
 //! | Parquet files (feature `parquet`) | `parquet` |
@@ -51,7 +51,7 @@ mod tensor;
 pub use batch::{batch_to_record_batch, record_batch_to_batch};
 pub use error::{Error, Result};
 pub use file::lodt_tensor_to_arrow;
-pub use tensor::{from_arrow, from_arrow_array, to_arrow};
+pub use tensor::{from_arrow, from_arrow_array, tensor_buffers_to_arrow, to_arrow};
 
 use crate::batch::Batch;
 use crate::buffer::ByteStorage;

@@ -319,6 +319,37 @@ pub fn to_arrow(
     )
 }
 
+/// Checks `parts` ([`TensorBuffers::to_tensor`](crate::format::TensorBuffers::to_tensor):
+/// byte ranges, alignment, LoD rules, data length) and converts the tensor
+/// over them with [`to_arrow`]: with [`ListType::LargeList`], no offset or
+/// value is copied (a body misaligned for its type, and bools, are). The array
+/// keeps the storage alive.
+///
+/// ```
+/// use std::sync::Arc;
+/// use lodt::{buffer::{AlignedBytes, ByteStorage}, format::TensorBuffers, DType};
+/// use lodt::arrow::{tensor_buffers_to_arrow, ArrowOptions};
+/// use arrow_array::cast::AsArray;
+/// let mut bytes = Vec::new();
+/// for o in [0u64, 1, 3] { bytes.extend_from_slice(&o.to_le_bytes()); }
+/// bytes.extend_from_slice(&[7, 8, 9]);
+/// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&bytes));
+/// let parts = TensorBuffers { storage: storage.clone(), dtype: DType::UInt8, shape: vec![3], lod: vec![0..24], body: 24..27 };
+/// let (_, array) = tensor_buffers_to_arrow("x", &parts, &ArrowOptions::default())?;
+/// let list = array.as_list::<i64>();
+/// assert_eq!(list.value_offsets(), &[0, 1, 3]);
+/// assert_eq!(list.value_offsets().as_ptr() as usize, storage.bytes().as_ptr() as usize);
+/// # Ok::<(), lodt::arrow::Error>(())
+/// ```
+pub fn tensor_buffers_to_arrow(
+    name: &str,
+    parts: &crate::format::TensorBuffers,
+    options: &ArrowOptions,
+) -> Result<(Field, ArrayRef)> {
+    let tensor = parts.to_tensor().map_err(tensor_error(name))?;
+    to_arrow(name, &tensor, options)
+}
+
 /// An Arrow buffer over the bytes of `buf`, keeping its storage alive.
 fn arrow_buffer_of(buf: &crate::buffer::Buffer) -> Buffer {
     let bytes = buf.as_slice();
@@ -448,7 +479,7 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
 /// Slices are rebased. When the selected values are one contiguous run of
 /// non-boolean values (no null lists read as empty in between), the tensor
 /// shares Arrow's values buffer ([`ArrowBytes`]) instead of copying it; the
-/// LoD offsets are always copied (a [`Lod`] owns its `Vec<u64>`s).
+/// LoD offsets are copied (rebased).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -463,7 +494,7 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
 /// assert_eq!(t.as_slice::<i32>()?, &[1, 2, 3]);
 /// // A slice is rebased:
 /// let t = from_arrow(&field, &array.slice(1, 2), &ArrowOptions::default())?;
-/// assert_eq!((t.lod().levels(), t.as_slice::<i32>()?), (&[vec![0, 0, 1]][..], &[3][..]));
+/// assert_eq!((t.lod().to_offsets(), t.as_slice::<i32>()?), (vec![vec![0, 0, 1]], &[3][..]));
 /// # Ok::<(), lodt::arrow::Error>(())
 /// ```
 pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
@@ -673,8 +704,13 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
         );
     }
     let lod = Lod::try_from_stored(levels).map_err(tensor_error(column))?;
-    LodTensor::try_from_parts(dtype, shape, crate::buffer::Buffer::from_storage(storage), lod)
-        .map_err(tensor_error(column))
+    LodTensor::try_from_parts(
+        dtype,
+        shape,
+        crate::buffer::Buffer::from_storage(storage),
+        lod,
+    )
+    .map_err(tensor_error(column))
 }
 
 /// The values buffer of a primitive leaf (already sliced to the array).

@@ -34,6 +34,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod buffers;
 mod error;
 mod json;
 pub mod layout;
@@ -45,6 +46,7 @@ mod stream;
 mod verify;
 mod writer;
 
+pub use buffers::TensorBuffers;
 pub use error::{FormatError, Location, Part, Result};
 pub use json::tensor_json;
 pub use layout::{

@@ -2,6 +2,7 @@
 //! in-memory copy), with zero-copy views and owned tensors.
 
 use super::Version;
+use super::buffers::TensorBuffers;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
     FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG,
@@ -329,6 +330,38 @@ impl LodtFile {
     /// ```
     pub fn batches(&self) -> impl ExactSizeIterator<Item = Result<BatchView<'_>>> + '_ {
         (0..self.num_batches()).map(|k| self.batch(k))
+    }
+
+    /// The buffers of tensor `name` of batch `batch`: byte ranges inside
+    /// [`LodtFile::storage`] of each LoD level's offsets and of the body, for
+    /// consumers that want the ranges themselves (a tensor over them is
+    /// [`BatchView::tensor`]).
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], lodt::Lod::try_from_lengths(&[vec![2]])?)?;
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t.clone())])?], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// let parts = file.tensor_buffers(0, "t")?;
+    /// assert_eq!(parts.body.start % 64, 0);
+    /// assert_eq!(parts.to_tensor()?, t);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tensor_buffers(&self, batch: usize, name: &str) -> Result<TensorBuffers> {
+        let view = self.batch(batch)?;
+        let t = view.position(name)?;
+        let tm = view.meta.tensors.get(t).ok_or_else(|| view.no_such(name))?;
+        let abs = |b: usize| {
+            let r = view.meta.range(b);
+            let base = view.offset as usize;
+            base + r.start..base + r.end
+        };
+        Ok(TensorBuffers {
+            storage: self.storage.clone(),
+            dtype: tm.dtype,
+            shape: tm.shape.clone(),
+            lod: tm.lod.iter().map(|&b| abs(b)).collect(),
+            body: abs(tm.body),
+        })
     }
 
     /// Batch `k` as an owned [`Batch`] whose tensors' bodies and LoD offsets
@@ -670,9 +703,7 @@ impl<'a> BatchView<'a> {
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tensors(
-        &self,
-    ) -> impl ExactSizeIterator<Item = Result<(&'a str, LodTensor)>> + 'a {
+    pub fn tensors(&self) -> impl ExactSizeIterator<Item = Result<(&'a str, LodTensor)>> + 'a {
         let this = *self;
         (0..self.meta.tensors.len()).map(move |i| this.tensor_at(i))
     }

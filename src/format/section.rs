@@ -17,14 +17,14 @@ use super::layout::{
     pad64, parse_json, read_struct, to_usize,
 };
 use crate::buffer::{Buffer, ByteStorage};
-use crate::lod::{Lod, Offsets};
-use crate::{Error, LodTensor};
-use std::sync::Arc;
 use crate::dtype::{DType, Element};
 use crate::lod::check_view_levels;
+use crate::lod::{Lod, Offsets};
 use crate::tensor::{check_parts, checked_byte_len};
+use crate::{Error, LodTensor};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A checked batch: everything about it except its body checksums.
 #[derive(Debug)]

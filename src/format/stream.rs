@@ -10,8 +10,8 @@ use super::layout::{
 };
 use super::section::{self, BatchMeta};
 use super::storage::GrowBuf;
-use crate::buffer::ByteStorage;
 use crate::Batch;
+use crate::buffer::ByteStorage;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! | Concept                                   | Here                                               |
 //! |-------------------------------------------|----------------------------------------------------|
 //! | `sequence_expand` (repeat x along y's LoD)| [`sequence_expand()`]                              |
-//! | `SplitLoDTensor` / `MergeLoDTensor`       | [`split()`], [`split_shared()`], [`merge()`]       |
+//! | `SplitLoDTensor` / `MergeLoDTensor`       | [`split()`], [`merge()`]                           |
 //! | `SortBySeqLen`, `SegmentInputs`, `ConcatOutputs` | [`SortedSequences`]                         |
 //!
 //! Every operation takes its tensors as `&LodTensor` (slices are tensors too,

@@ -184,11 +184,7 @@ impl<R: BufRead> Input<R> {
     }
 
     /// Reads `len` bytes of tensor data into storage aligned for every dtype.
-    fn data(
-        &mut self,
-        len: usize,
-        field: &'static str,
-    ) -> Result<Buffer, PaddleError> {
+    fn data(&mut self, len: usize, field: &'static str) -> Result<Buffer, PaddleError> {
         let offset = self.offset;
         self.check_len(field, offset, len as u64)?;
         if self.remaining.is_some() {
@@ -320,11 +316,9 @@ pub(crate) fn read_record<R: BufRead>(input: &mut Input<R>) -> Result<LodTensor,
     })?;
 
     let data = input.data(byte_len, "tensor data")?;
-    LodTensor::try_from_parts(dtype, shape, data, lod).map_err(|source| {
-        PaddleError::Tensor {
-            offset: start,
-            source,
-        }
+    LodTensor::try_from_parts(dtype, shape, data, lod).map_err(|source| PaddleError::Tensor {
+        offset: start,
+        source,
     })
 }
 

@@ -124,12 +124,7 @@ fn print(args: &Args, name: &str, whole: LodTensor) -> Result<(), CliError> {
 }
 
 /// The readable form: a header, then one line per innermost sequence.
-fn text(
-    out: &mut impl Write,
-    args: &Args,
-    name: &str,
-    v: &LodTensor,
-) -> Result<(), CliError> {
+fn text(out: &mut impl Write, args: &Args, name: &str, v: &LodTensor) -> Result<(), CliError> {
     let what = match &args.branch {
         Some(Branch(path)) => format!(
             "branch <{}> of ",
