@@ -77,13 +77,20 @@ impl LodtFile {
     /// map keeps the old one). For files that may change underneath, use
     /// [`LodtFile::read`].
     ///
+    /// A file with no valid footer whose writer lock is held (an append or a
+    /// recovery is running: see [`WriterLock`](crate::atomic::WriterLock))
+    /// gives [`AtomicError::Locked`](crate::atomic::AtomicError::Locked)
+    /// rather than [`FormatError::NoFooter`]: it is not damaged, only
+    /// unfinished.
+    ///
     /// ```
     /// let err = lodt::format::LodtFile::open("/no/such.lodt").unwrap_err();
     /// assert!(err.to_string().contains("/no/such.lodt"));
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
         let map = MappedFile::open(path)?;
-        Self::from_storage(Arc::new(map))
+        Self::from_storage(Arc::new(map)).map_err(|e| unfinished(path, e))
     }
 
     /// Reads the whole file at `path` into memory (no map), then checks it like
@@ -112,7 +119,7 @@ impl LodtFile {
         let mut bytes = AlignedBytes::zeroed(len);
         file.read_exact(bytes.as_mut_slice())
             .map_err(|e| FormatError::io(ctx(), e))?;
-        Self::from_storage(Arc::new(bytes))
+        Self::from_storage(Arc::new(bytes)).map_err(|e| unfinished(path, e))
     }
 
     /// Checks a file held in memory (copied into a 64-aligned buffer).
@@ -399,6 +406,21 @@ impl LodtFile {
     /// Batch `k`'s metadata and section, for `verify`.
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, &[u8], u64)> {
         self.meta(k)
+    }
+}
+
+/// `e`, or [`AtomicError::Locked`](crate::atomic::AtomicError::Locked) when
+/// `e` is a missing footer and a writer holds the file's lock (the file is
+/// being appended to or recovered, not damaged).
+fn unfinished(path: &Path, e: FormatError) -> FormatError {
+    match e {
+        FormatError::NoFooter { .. } if crate::atomic::is_locked(path) => {
+            crate::atomic::AtomicError::Locked {
+                path: path.to_path_buf(),
+            }
+            .into()
+        }
+        e => e,
     }
 }
 
