@@ -226,16 +226,21 @@ pub fn recover_with_options(
         && !options.drop_damaged
     {
         let damaged = entries.len();
+        let keep = match damaged {
+            0 => "keep no batch".to_string(),
+            1 => "keep batch 0".to_string(),
+            n => format!("keep batches 0 to {}", n - 1),
+        };
+        let after = match count.saturating_sub(damaged + 1) {
+            0 => String::new(),
+            n => format!(" and the {n} after it"),
+        };
         return Err(FormatError::Refused(format!(
             "{} has a valid footer (of {count} batches), but reading it in order stops at \
-             batch {damaged}: {reason}; recovering would keep batches 0 to {} and drop batch \
-             {damaged}{} (run `lodt verify` for details; `lodt recover --drop-damaged` drops them)",
+             batch {damaged}: {reason}; recovering would {keep} and drop batch {damaged}{after}, \
+             which the footer says were written (`lodt verify` tells more; \
+             `lodt recover --drop-damaged` does it)",
             path.display(),
-            damaged as i64 - 1,
-            match count.saturating_sub(damaged + 1) {
-                0 => String::new(),
-                n => format!(" and the {n} after it"),
-            },
         )));
     }
     let new_footer = footer_bytes(&entries, kept);
