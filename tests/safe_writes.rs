@@ -411,3 +411,42 @@ fn info_says_a_file_is_being_written_instead_of_advising_recover() {
     assert!(err.contains("no valid footer"), "{err}");
     assert!(err.contains("`lodt recover` rebuilds the footer"), "{err}");
 }
+
+#[test]
+fn an_append_that_overwrote_part_of_a_long_footer_is_unfinished_not_corrupt() {
+    // 3000 batches: a 72 KB index. An append's first batch (under 1 KB)
+    // overwrites the start of the footer; the old trailer is still there.
+    let empty = Batch::new();
+    let old = format::to_bytes(std::iter::repeat_n(&empty, 3000), Default::default()).unwrap();
+    let full = format::to_bytes(std::iter::repeat_n(&empty, 3001), Default::default()).unwrap();
+    let file = LodtFile::from_bytes(&full).unwrap();
+    let new_batch = file.batch_range(3000).unwrap();
+    let (start, end) = (new_batch.start as usize, new_batch.end as usize);
+    assert_eq!(
+        start,
+        LodtFile::from_bytes(&old)
+            .unwrap()
+            .batch_range(2999)
+            .unwrap()
+            .end as usize
+    );
+    assert!(end < old.len() - 64);
+    let mut crashed = old.clone();
+    crashed[start..end].copy_from_slice(&full[start..end]);
+
+    let err = LodtFile::from_bytes(&crashed).unwrap_err();
+    assert!(matches!(err, FormatError::NoFooter { .. }), "{err}");
+    assert!(
+        err.to_string().contains("an append overwrote the footer"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.lodt");
+    std::fs::write(&path, &crashed).unwrap();
+    let (code, _, err) = lodt(&[p("info"), &path]);
+    assert_eq!(code, 1);
+    assert!(err.contains("`lodt recover` rebuilds the footer"), "{err}");
+    let report = format::recover(&path).unwrap();
+    assert_eq!((report.batches, report.kept_bytes), (3001, end as u64));
+    assert_eq!(std::fs::read(&path).unwrap(), full);
+}

@@ -4,8 +4,8 @@
 use super::Version;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG,
-    Trailer, check_zero, crc32, pad64, parse_file_start, read_struct,
+    BATCH_TAG, FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64,
+    TRAILER_TAG, Trailer, check_zero, crc32, pad64, parse_file_start, read_struct,
 };
 use super::section::{self, BatchMeta};
 use super::storage::MappedFile;
@@ -477,6 +477,16 @@ fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)>
         footer_offset,
         Location::file(Part::FooterHeader),
     )?;
+    if footer.tag == BATCH_TAG {
+        // An append writes its first batch over the old footer and the new
+        // trailer last: until then, the old trailer points at the new batch.
+        return Err(FormatError::NoFooter {
+            reason: format!(
+                "the trailer points at a batch header at offset {footer_offset}, where its footer \
+                 was: an append overwrote the footer and has not written the new one"
+            ),
+        });
+    }
     if footer.tag != FOOTER_TAG {
         return corrupt(
             Part::FooterHeader,
