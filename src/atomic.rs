@@ -170,24 +170,26 @@ pub fn resolve(path: impl AsRef<Path>) -> Result<PathBuf> {
 }
 
 /// Whether two metadata describe the same file (device and inode).
+#[cfg(unix)]
 fn same_inode(a: &Metadata, b: &Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Whether `path` still names the file open as `file` (on Unix; elsewhere
+/// there is no inode to compare, and the answer is whether it exists).
+fn names(path: &Path, file: &File) -> bool {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::MetadataExt;
-        a.dev() == b.dev() && a.ino() == b.ino()
+        match (fs::metadata(path), file.metadata()) {
+            (Ok(a), Ok(b)) => same_inode(&a, &b),
+            _ => false,
+        }
     }
     #[cfg(not(unix))]
     {
-        let _ = (a, b);
-        false
-    }
-}
-
-/// Whether `path` still names the file open as `file`.
-fn names(path: &Path, file: &File) -> bool {
-    match (fs::metadata(path), file.metadata()) {
-        (Ok(a), Ok(b)) => same_inode(&a, &b),
-        _ => false,
+        let _ = file;
+        path.exists()
     }
 }
 
@@ -303,13 +305,13 @@ impl WriterLock {
         // A writer that renames a new file over `path` holds the lock of the
         // inode `path` named; retry a few times if that happens meanwhile.
         for _ in 0..16 {
-            let file = if write {
-                OpenOptions::new().read(true).write(true).open(&path)
-            } else {
-                match OpenOptions::new().read(true).write(true).open(&path) {
-                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => File::open(&path),
-                    r => r,
+            // Read-write when permitted even if only reading: some file
+            // systems (NFS) grant exclusive locks to writers only.
+            let file = match OpenOptions::new().read(true).write(true).open(&path) {
+                Err(e) if !write && e.kind() == io::ErrorKind::PermissionDenied => {
+                    File::open(&path)
                 }
+                r => r,
             }
             .map_err(|e| AtomicError::io("opening", &path, e))?;
             let meta = file
@@ -388,7 +390,17 @@ impl WriterLock {
 /// Whether a writer holds the lock of the file at `path` (a probe: it takes
 /// and releases a shared lock; false when the file cannot be opened).
 ///
-/// See [`WriterLock`].
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("x.lodt");
+/// lodt::format::save_batch(&path, &lodt::Batch::new())?;
+/// assert!(!lodt::atomic::is_locked(&path));
+/// let appending = lodt::format::Writer::append(&path)?;
+/// assert!(lodt::atomic::is_locked(&path));
+/// appending.finish()?;
+/// assert!(!lodt::atomic::is_locked(&path));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn is_locked(path: impl AsRef<Path>) -> bool {
     let Ok(path) = resolve(path) else {
         return false;

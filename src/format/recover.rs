@@ -88,7 +88,7 @@ pub struct RecoverOptions {
 /// Recovery holds the file's [`WriterLock`] throughout: it fails with
 /// [`AtomicError::Locked`](crate::atomic::AtomicError::Locked) while an
 /// append (or another recovery) is running, and it first deletes the file's
-/// stale temporary files ([`clean_stale_temps`]).
+/// stale temporary files ([`atomic::clean_stale_temps`]).
 ///
 /// A file whose footer is valid but one of whose batches is damaged is left
 /// alone with [`FormatError::Refused`]: recovering would drop the damaged
