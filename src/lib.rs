@@ -67,6 +67,7 @@ compile_error!("lodt reads little-endian data in place and supports only little-
 
 #[cfg(feature = "arrow")]
 pub mod arrow;
+pub mod atomic;
 pub mod batch;
 pub mod buffer;
 pub mod convert;

@@ -364,12 +364,16 @@ fn appending_keeps_old_readers_and_batches() {
         .count();
     assert_eq!(streamed, 3);
 
-    // An appending writer dropped without `finish` still closes the file.
+    // An appending writer dropped without `finish` rolls the append back:
+    // the file is byte for byte what it was.
+    let before = std::fs::read(&path).unwrap();
     let mut w = Writer::append(&path).unwrap();
     w.write_batch(&words_batch(3)).unwrap();
+    w.write_batch(&words_batch(4)).unwrap();
     drop(w);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
     let file = LodtFile::open(&path).unwrap();
-    assert_eq!(file.num_batches(), 4);
+    assert_eq!(file.num_batches(), 3);
     file.verify().unwrap();
 }
 

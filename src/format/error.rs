@@ -279,6 +279,13 @@ pub enum FormatError {
     /// An error of the LoD tensor model.
     #[error(transparent)]
     Core(#[from] crate::Error),
+    /// An error of a safe write: among them [`AtomicError::Locked`], when
+    /// another process is writing the file (appending, recovering, replacing
+    /// it).
+    ///
+    /// [`AtomicError::Locked`]: crate::atomic::AtomicError::Locked
+    #[error(transparent)]
+    Atomic(#[from] crate::atomic::AtomicError),
 }
 
 impl FormatError {

@@ -53,7 +53,7 @@ pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
 };
 pub use reader::{BatchView, LodtFile};
-pub use recover::{RecoverReport, recover, recover_with};
+pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
 pub use verify::{VerifyReport, verify};

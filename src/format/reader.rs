@@ -5,8 +5,8 @@ use super::Version;
 use super::buffers::TensorBuffers;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG,
-    Trailer, check_zero, crc32, pad64, parse_file_start, read_struct,
+    BATCH_TAG, FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64,
+    TRAILER_TAG, Trailer, check_zero, crc32, pad64, parse_file_start, read_struct,
 };
 use super::section::{self, BatchMeta};
 use super::storage::MappedFile;
@@ -78,13 +78,20 @@ impl LodtFile {
     /// map keeps the old one). For files that may change underneath, use
     /// [`LodtFile::read`].
     ///
+    /// A file with no valid footer whose writer lock is held (an append or a
+    /// recovery is running: see [`WriterLock`](crate::atomic::WriterLock))
+    /// gives [`AtomicError::Locked`](crate::atomic::AtomicError::Locked)
+    /// rather than [`FormatError::NoFooter`]: it is not damaged, only
+    /// unfinished.
+    ///
     /// ```
     /// let err = lodt::format::LodtFile::open("/no/such.lodt").unwrap_err();
     /// assert!(err.to_string().contains("/no/such.lodt"));
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
         let map = MappedFile::open(path)?;
-        Self::from_storage(Arc::new(map))
+        Self::from_storage(Arc::new(map)).map_err(|e| unfinished(path, e))
     }
 
     /// Reads the whole file at `path` into memory (no map), then checks it like
@@ -113,7 +120,7 @@ impl LodtFile {
         let mut bytes = AlignedBytes::zeroed(len);
         file.read_exact(bytes.as_mut_slice())
             .map_err(|e| FormatError::io(ctx(), e))?;
-        Self::from_storage(Arc::new(bytes))
+        Self::from_storage(Arc::new(bytes)).map_err(|e| unfinished(path, e))
     }
 
     /// Checks a file held in memory (copied into a 64-aligned buffer).
@@ -404,6 +411,21 @@ impl LodtFile {
     }
 }
 
+/// `e`, or [`AtomicError::Locked`](crate::atomic::AtomicError::Locked) when
+/// `e` is a missing footer and a writer holds the file's lock (the file is
+/// being appended to or recovered, not damaged).
+fn unfinished(path: &Path, e: FormatError) -> FormatError {
+    match e {
+        FormatError::NoFooter { .. } if crate::atomic::is_locked(path) => {
+            crate::atomic::AtomicError::Locked {
+                path: path.to_path_buf(),
+            }
+            .into()
+        }
+        e => e,
+    }
+}
+
 /// Parses the trailer, the footer header and the index; checks that the
 /// batches tile the file from `data_start` to the footer.
 fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)> {
@@ -457,6 +479,16 @@ fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)>
         footer_offset,
         Location::file(Part::FooterHeader),
     )?;
+    if footer.tag == BATCH_TAG {
+        // An append writes its first batch over the old footer and the new
+        // trailer last: until then, the old trailer points at the new batch.
+        return Err(FormatError::NoFooter {
+            reason: format!(
+                "the trailer points at a batch header at offset {footer_offset}, where its footer \
+                 was: an append overwrote the footer and has not written the new one"
+            ),
+        });
+    }
     if footer.tag != FOOTER_TAG {
         return corrupt(
             Part::FooterHeader,

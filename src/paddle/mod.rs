@@ -52,10 +52,10 @@ pub use desc::{DescError, PaddleDType, TensorDesc};
 pub use error::PaddleError;
 pub use reader::PaddleReader;
 
+use crate::atomic::{AtomicError, AtomicFile};
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
 use reader::{Input, open, read_all, read_single};
-use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
@@ -342,7 +342,8 @@ pub fn batch_to_bytes(batch: &Batch) -> Result<Vec<u8>, PaddleError> {
     Ok(out)
 }
 
-/// Writes one tensor to a new file at `path` (replacing it).
+/// Writes one tensor to a new file at `path` (replacing it atomically: see
+/// [`AtomicFile`]; a failed write leaves what was there untouched).
 ///
 /// ```
 /// use lodt::{paddle, LodTensor};
@@ -358,7 +359,8 @@ pub fn write_tensor_file(path: impl AsRef<Path>, tensor: &LodTensor) -> Result<(
 }
 
 /// Writes a batch's tensors, in the batch's order, to a new combined file at
-/// `path` (replacing it). Every dtype is checked before the file is created.
+/// `path` (replacing it atomically: see [`AtomicFile`]). Every dtype is
+/// checked before the file is created.
 ///
 /// ```
 /// use lodt::{paddle, Batch, LodTensor};
@@ -374,8 +376,9 @@ pub fn write_batch_file(path: impl AsRef<Path>, batch: &Batch) -> Result<(), Pad
     write_combined_file(path, batch.iter().map(|(_, t)| t))
 }
 
-/// Writes tensors, in order, to a new combined file at `path` (replacing it).
-/// Every dtype is checked before the file is created.
+/// Writes tensors, in order, to a new combined file at `path` (replacing it
+/// atomically: see [`AtomicFile`]). Every dtype is checked before the file is
+/// created.
 ///
 /// ```
 /// use lodt::{paddle, LodTensor};
@@ -391,8 +394,16 @@ pub fn write_combined_file<'a>(
     tensors: impl IntoIterator<Item = &'a LodTensor>,
 ) -> Result<(), PaddleError> {
     let records = prepare(tensors)?;
-    let mut file = BufWriter::new(File::create(path)?);
+    let mut file = BufWriter::new(AtomicFile::create(path)?);
     write_records(&records, &mut file)?;
-    file.flush()?;
+    let file = file.into_inner().map_err(|e| {
+        let (source, file) = e.into_parts();
+        AtomicError::Io {
+            action: "writing",
+            path: file.get_ref().temp_path().to_path_buf(),
+            source,
+        }
+    })?;
+    file.commit()?;
     Ok(())
 }
