@@ -92,6 +92,26 @@ fn wait_for(path: &Path) {
     }
 }
 
+/// Waits until `path` exists, written by `child`; fails at once, with the
+/// child's output, if the child exits first.
+fn wait_for_child(path: &Path, child: &mut Child) {
+    let start = Instant::now();
+    while !path.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            panic!("the child exited ({status}) before writing {path:?}: {err}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "{path:?} never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// The exit code for a failed write.
 fn code_of(e: &FormatError) -> i32 {
     use std::io::ErrorKind::{FileTooLarge, QuotaExceeded, StorageFull};
@@ -287,7 +307,7 @@ fn a_second_writer_is_refused_while_an_append_runs_and_nothing_is_lost() {
     let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
     // A: 20 batches of 80 KB (more than the writer's buffer, so the old
     // footer is overwritten), pausing after 6 of them.
-    let a = spawn(
+    let mut a = spawn(
         child_command("append", &path)
             .env("LODT_TAG", "100")
             .env("LODT_COUNT", "20")
@@ -296,7 +316,7 @@ fn a_second_writer_is_refused_while_an_append_runs_and_nothing_is_lost() {
             .env("LODT_READY", &ready)
             .env("LODT_GO", &go),
     );
-    wait_for(&ready);
+    wait_for_child(&ready, &mut a);
     let inode = std::fs::metadata(&path).unwrap().ino();
 
     // Another process appending: refused with the clear error.
