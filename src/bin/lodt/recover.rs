@@ -31,7 +31,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
             human(report.dropped_bytes)
         )?;
         if let Some(reason) = report.reason {
-            writeln!(out, "reading stopped at: {reason}")?;
+            writeln!(
+                out,
+                "reading stopped at: {}",
+                common::escape_message(&reason)
+            )?;
         }
     } else {
         writeln!(
