@@ -18,7 +18,7 @@ fn name(i: usize) -> String {
 /// LoD level of two sequences (so every tensor has 2 top-level rows, as an
 /// Arrow record batch needs).
 fn tensor(i: usize) -> LodTensor {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         LodTensor::from_vec(vec![i as i32, -(i as i32)], vec![2], Lod::empty()).unwrap()
     } else {
         let lod = Lod::try_from_lengths(&[vec![2, 1]]).unwrap();
@@ -67,7 +67,7 @@ fn a_batch_of_100k_tensors_round_trips() {
     assert_eq!(view.len(), N);
     for i in (0..N).step_by(3) {
         let t = view.tensor(&name(i)).unwrap();
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             assert_eq!(t.as_slice::<i32>().unwrap(), &[i as i32, -(i as i32)]);
         } else {
             assert_eq!(
