@@ -319,7 +319,7 @@ pub fn write_batches(
                 return Err(ConvertError::Unsupported(format!(
                     "a .pdtensor file holds exactly one tensor, the input batch has {} ({}); write a .pdparams file instead",
                     batch.len(),
-                    batch.names().collect::<Vec<_>>().join(", ")
+                    crate::error::name_list(batch.names())
                 )));
             }
             paddle::write_batch_file(path, &batch)?;

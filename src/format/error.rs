@@ -260,7 +260,7 @@ pub enum FormatError {
         count: usize,
     },
     /// A tensor name the batch does not have.
-    #[error("batch {batch} has no tensor {name:?}; it has: {}", available.join(", "))]
+    #[error("batch {batch} has no tensor {name:?}; it has: {}", crate::error::name_list(available.iter().map(String::as_str)))]
     NoSuchTensor {
         /// The batch.
         batch: usize,

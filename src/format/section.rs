@@ -22,7 +22,7 @@ use crate::lod::check_view_levels;
 use crate::lod::{Lod, Offsets};
 use crate::tensor::{check_parts, checked_byte_len};
 use crate::{Error, LodTensor};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -36,6 +36,8 @@ pub(crate) struct BatchMeta {
     pub section_len: u64,
     pub metadata: BTreeMap<String, String>,
     pub tensors: Vec<TensorMeta>,
+    /// The position of each tensor name in `tensors`.
+    pub by_name: HashMap<String, usize>,
     pub buffers: Vec<BufferMeta>,
     /// Where the buffers start and the checksum table starts (section-relative).
     pub data_start: usize,
@@ -64,7 +66,7 @@ pub(crate) struct TensorMeta {
 impl BatchMeta {
     /// The tensor named `name`.
     pub fn find(&self, name: &str) -> Option<usize> {
-        self.tensors.iter().position(|t| t.name == name)
+        self.by_name.get(name).copied()
     }
 
     /// The tensor names.
@@ -255,7 +257,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
     }
 
     // The tensors.
-    let mut names = BTreeSet::new();
+    let mut by_name = HashMap::with_capacity(json.tensors.len());
     let mut owner: Vec<bool> = vec![false; count];
     let mut tensors = Vec::with_capacity(json.tensors.len());
     for t in json.tensors {
@@ -266,7 +268,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
                 "a tensor has an empty name",
             ));
         }
-        if !names.insert(t.name.clone()) {
+        if by_name.insert(t.name.clone(), tensors.len()).is_some() {
             return Err(FormatError::corrupt(
                 meta_at(),
                 format!("two tensors are named {:?}", t.name),
@@ -351,6 +353,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         section_len,
         metadata: json.metadata,
         tensors,
+        by_name,
         buffers,
         data_start,
         table_start,

@@ -86,11 +86,16 @@ pub fn split(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
 /// `MergeLoDTensor`): rows are concatenated and every LoD level is appended,
 /// shifted by the level's current end.
 ///
-/// Every part must have the first part's dtype ([`Error::DTypeMismatch`]),
-/// element shape ([`Error::ShapeMismatch`]) and number of LoD levels
-/// ([`Error::Mismatch`]). No parts at all, or several parts of which one is 0-D
-/// (no batch dimension), is an error. Merging parts that hold no sequences
-/// keeps levels holding the single offset `[0]`.
+/// As in Paddle, dtype and element shape are checked only on the parts that
+/// hold rows: each must have the dtype ([`Error::DTypeMismatch`]) and element
+/// shape ([`Error::ShapeMismatch`]) of the first part that holds rows, and the
+/// result takes them. A part with no rows (often made as shape `[0]`, of any
+/// dtype) adds only its LoD. Every part, empty or not, must have the first
+/// part's number of LoD levels ([`Error::Mismatch`]). When no part holds rows,
+/// the result takes the first part's dtype and element shape. No parts at all,
+/// or several parts of which one is 0-D (no batch dimension), is an error.
+/// Merging parts that hold no sequences keeps levels holding the single offset
+/// `[0]`.
 ///
 /// ```
 /// use lodt::{ops::{merge, split}, Lod, LodTensor};
@@ -99,6 +104,9 @@ pub fn split(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
 /// assert_eq!(merge(split(&t, 2)?)?, t);
 /// let other = LodTensor::from_vec(vec![1i8], vec![1], Lod::empty())?;
 /// assert!(merge([&t, &other]).is_err());
+/// // An empty part of another dtype and shape [0] is skipped, as in Paddle.
+/// let empty = LodTensor::from_vec(Vec::<f32>::new(), vec![0], Lod::try_from_lengths(&[vec![0]])?)?;
+/// assert_eq!(merge([&empty, &t])?.as_slice::<u8>()?, &[1, 2, 3, 4, 5]);
 /// # Ok::<(), lodt::Error>(())
 /// ```
 pub fn merge<I>(parts: I) -> Result<LodTensor>
@@ -117,27 +125,21 @@ where
         return Ok(first.clone());
     }
     let levels = first.lod().num_levels();
+    // Paddle's MergeLoDTensor takes dtype and dims from the first part that
+    // holds data and checks only such parts against it.
+    let reference = parts
+        .iter()
+        .copied()
+        .find(|p| p.rows() > 0)
+        .unwrap_or(first);
     let overflow = "merged tensor size";
     let mut rows = 0usize;
     for part in &parts {
-        if part.dtype() != first.dtype() {
-            return Err(Error::DTypeMismatch {
-                expected: first.dtype(),
-                found: part.dtype(),
-            });
-        }
         if part.shape().is_empty() {
             return Err(Error::ShapeMismatch {
                 what: "merged part (0-D tensors have no batch dimension to merge along)",
                 expected: vec![1],
                 found: Vec::new(),
-            });
-        }
-        if part.element_shape() != first.element_shape() {
-            return Err(Error::ShapeMismatch {
-                what: "element shape of a merged part",
-                expected: first.element_shape().iter().map(|&d| d as u64).collect(),
-                found: part.element_shape().iter().map(|&d| d as u64).collect(),
             });
         }
         if part.lod().num_levels() != levels {
@@ -147,11 +149,31 @@ where
                 found: part.lod().num_levels() as u64,
             });
         }
+        if part.rows() == 0 {
+            continue;
+        }
+        if part.dtype() != reference.dtype() {
+            return Err(Error::DTypeMismatch {
+                expected: reference.dtype(),
+                found: part.dtype(),
+            });
+        }
+        if part.element_shape() != reference.element_shape() {
+            return Err(Error::ShapeMismatch {
+                what: "element shape of a merged part",
+                expected: reference
+                    .element_shape()
+                    .iter()
+                    .map(|&d| d as u64)
+                    .collect(),
+                found: part.element_shape().iter().map(|&d| d as u64).collect(),
+            });
+        }
         rows = rows
             .checked_add(part.rows())
             .ok_or(Error::Overflow { what: overflow })?;
     }
-    let row_bytes = first.row_bytes();
+    let row_bytes = reference.row_bytes();
     let mut data = alloc_rows(rows, row_bytes, overflow)?;
     let dst = data.as_mut_slice();
     let mut at = 0usize;
@@ -170,16 +192,17 @@ where
         }
         merged.push(level);
     }
-    let mut shape = first.shape().to_vec();
+    let mut shape = reference.shape().to_vec();
     shape[0] = rows;
     // Each level is a concatenation of valid levels, shifted to continue the
     // one before: still valid (a level of [0] only if no part had sequences).
-    LodTensor::try_new(first.dtype(), shape, data, Lod::from_validated(merged))
+    LodTensor::try_new(reference.dtype(), shape, data, Lod::from_validated(merged))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::DType;
 
     fn seed() -> LodTensor {
         let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
@@ -238,5 +261,77 @@ mod tests {
             merge(Vec::<LodTensor>::new()),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn empty_parts_skip_dtype_and_shape_checks_like_paddle() {
+        let one = |n| Lod::try_from_lengths(&[vec![0; n]]).unwrap();
+        let x = LodTensor::from_vec(
+            (0..6).map(|i| i as f32 * 0.5).collect(),
+            vec![2, 3],
+            Lod::try_from_lengths(&[vec![1, 1]]).unwrap(),
+        )
+        .unwrap();
+        // Empty parts as Paddle makes them: shape [0], any dtype, with a LoD.
+        let e_i8 = LodTensor::from_vec(Vec::<i8>::new(), vec![0], one(1)).unwrap();
+        let e_u8 = LodTensor::from_vec(Vec::<u8>::new(), vec![0, 7], one(2)).unwrap();
+        let merged = merge([&e_i8, &x, &e_u8]).unwrap();
+        assert_eq!(merged.dtype(), DType::Float32);
+        assert_eq!(merged.shape(), &[2, 3]);
+        assert_eq!(merged.lod().levels(), &[vec![0, 0, 1, 2, 2, 2]]);
+        assert_eq!(
+            merged.as_slice::<f32>().unwrap(),
+            x.as_slice::<f32>().unwrap()
+        );
+
+        // Parts holding rows are still checked against the first of them.
+        let y = LodTensor::from_vec(
+            vec![1i8; 3],
+            vec![1, 3],
+            Lod::try_from_lengths(&[vec![1]]).unwrap(),
+        )
+        .unwrap();
+        assert!(matches!(
+            merge([&e_i8, &x, &y]),
+            Err(Error::DTypeMismatch {
+                expected: DType::Float32,
+                found: DType::Int8
+            })
+        ));
+        let z = LodTensor::from_vec(
+            vec![0f32; 4],
+            vec![1, 4],
+            Lod::try_from_lengths(&[vec![1]]).unwrap(),
+        )
+        .unwrap();
+        assert!(matches!(
+            merge([&e_u8, &x, &z]),
+            Err(Error::ShapeMismatch { .. })
+        ));
+
+        // The level count is checked on every part, empty or not.
+        let flat_empty = LodTensor::from_vec(Vec::<f32>::new(), vec![0], Lod::empty()).unwrap();
+        assert!(matches!(
+            merge([&x, &flat_empty]),
+            Err(Error::Mismatch {
+                expected: 1,
+                found: 0,
+                ..
+            })
+        ));
+        assert!(matches!(
+            merge([&flat_empty, &x]),
+            Err(Error::Mismatch {
+                expected: 0,
+                found: 1,
+                ..
+            })
+        ));
+
+        // No part holds rows: the first part's dtype and element shape.
+        let all_empty = merge([&e_i8, &e_u8]).unwrap();
+        assert_eq!(all_empty.dtype(), DType::Int8);
+        assert_eq!(all_empty.shape(), &[0]);
+        assert_eq!(all_empty.lod().levels(), &[vec![0, 0, 0, 0]]);
     }
 }

@@ -71,10 +71,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     writeln!(
         out,
         "wrote {} ({} batches, {} tensors) from {}",
-        args.output.display(),
+        common::path(&args.output),
         stats.batches,
         stats.tensors,
-        args.input.display()
+        common::path(&args.input)
     )?;
     common::finish(out)
 }

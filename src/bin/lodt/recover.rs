@@ -40,7 +40,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
             writeln!(out, "repaired in place: there was no room for a copy")?;
         }
         if let Some(reason) = report.reason {
-            writeln!(out, "reading stopped at: {reason}")?;
+            writeln!(
+                out,
+                "reading stopped at: {}",
+                common::escape_message(&reason)
+            )?;
         }
     } else {
         writeln!(

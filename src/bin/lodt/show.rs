@@ -1,6 +1,6 @@
 //! `lodt show FILE [--batch N] [--tensor NAME] [--branch I,J,...] [--json]`.
 
-use crate::common::{self, CliError, list};
+use crate::common::{self, CliError, escape_json, escape_text, list};
 use half::{bf16, f16};
 use lodt::convert::{self, ConvertOptions, FileKind};
 use lodt::format::LodtFile;
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 .ok_or_else(|| {
                     CliError::usage(format!(
                         "{} has no batch {}",
-                        args.file.display(),
+                        common::path(&args.file),
                         args.batch
                     ))
                 })?;
@@ -92,7 +92,7 @@ fn choose(args: &Args, names: &[&str]) -> Result<String, CliError> {
             "batch {} has {} tensors; choose one with --tensor: {}",
             args.batch,
             names.len(),
-            names.join(", ")
+            common::names(names.iter().copied())
         ))),
     }
 }
@@ -101,7 +101,7 @@ fn no_such(args: &Args, name: &str, names: &[&str]) -> String {
     format!(
         "batch {} has no tensor {name:?}; it has: {}",
         args.batch,
-        names.join(", ")
+        common::names(names.iter().copied())
     )
 }
 
@@ -116,7 +116,7 @@ fn print(args: &Args, name: &str, whole: LodTensor) -> Result<(), CliError> {
     let mut out = common::stdout();
     if args.json {
         let json = lodt::format::tensor_json(name, &view).map_err(CliError::failure)?;
-        writeln!(out, "{json}")?;
+        writeln!(out, "{}", escape_json(&json))?;
     } else {
         text(&mut out, args, name, &view)?;
     }
@@ -135,7 +135,12 @@ fn text(out: &mut impl Write, args: &Args, name: &str, v: &LodTensor) -> Result<
         ),
         None => String::new(),
     };
-    writeln!(out, "tensor  {name} ({what}batch {})", args.batch)?;
+    writeln!(
+        out,
+        "tensor  {} ({what}batch {})",
+        escape_text(name),
+        args.batch
+    )?;
     writeln!(out, "dtype   {}", v.dtype())?;
     writeln!(out, "shape   {}", list(v.shape()))?;
     writeln!(out, "lod     {}", v.lod())?;
