@@ -70,11 +70,17 @@ fn make_lodt(path: &Path, count: usize, mib: usize) {
 /// (names `b{k}/{tensor}` and `b{k}/{tensor}.lod{l}`), copied from its map.
 fn make_safetensors(lodt: &Path, path: &Path) {
     let file = LodtFile::open(lodt).unwrap();
-    let mut views = Vec::new();
+    let mut tensors = Vec::new();
     for k in 0..file.num_batches() {
         let b = file.batch(k).unwrap();
         for t in b.tensors() {
             let (name, v) = t.unwrap();
+            tensors.push((k, name.to_owned(), v));
+        }
+    }
+    let mut views = Vec::new();
+    for (k, name, v) in &tensors {
+        {
             for l in 0..v.lod().num_levels() {
                 let level = v.lod().raw_level(l).unwrap();
                 let bytes = lodt::Element::slice_as_bytes(level);
@@ -90,7 +96,7 @@ fn make_safetensors(lodt: &Path, path: &Path) {
             };
             views.push((
                 format!("b{k}/{name}"),
-                TensorView::new(dtype, v.shape(), v.as_bytes()).unwrap(),
+                TensorView::new(dtype, v.shape().to_vec(), v.as_bytes()).unwrap(),
             ));
         }
     }

@@ -106,7 +106,7 @@ fn branch(c: &mut Criterion) {
         let rows = lod.num_rows().unwrap() as usize;
         let tensor = LodTensor::from_vec(vec![0f32; rows * 4], vec![rows, 4], lod.clone()).unwrap();
         let path = [top / 2, 5, 50];
-        let lod_bytes = allocated_by(|| lod.as_view().branch(&path).unwrap());
+        let lod_bytes = allocated_by(|| lod.branch(&path).unwrap());
         let tensor_bytes = allocated_by(|| tensor.branch(&path).unwrap());
         let top_bytes = allocated_by(|| tensor.branch(&path[..1]).unwrap());
         println!(
@@ -116,7 +116,7 @@ fn branch(c: &mut Criterion) {
         g.bench_with_input(
             BenchmarkId::new("LodView/<i,j,k>", leaves),
             &path,
-            |b, p| b.iter(|| lod.as_view().branch(black_box(p)).unwrap().1),
+            |b, p| b.iter(|| lod.branch(black_box(p)).unwrap().1),
         );
         g.bench_with_input(
             BenchmarkId::new("LodTensor/<i,j,k>", leaves),

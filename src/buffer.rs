@@ -1,16 +1,16 @@
-//! Tensor storage: the [`ByteStorage`] trait behind every owned tensor, and
-//! [`AlignedBytes`], a 64-byte-aligned byte buffer.
+//! Tensor storage: the [`ByteStorage`] trait behind every tensor, [`Buffer`],
+//! a shared window of a storage, and [`AlignedBytes`], a 64-byte-aligned byte
+//! buffer.
 //!
-//! An owned [`LodTensor`] keeps its data in an
-//! `Arc<dyn ByteStorage>`, so cloning a tensor never copies data and the same
-//! bytes can live in a `Vec<T>`, an aligned buffer, or a memory-mapped file.
+//! An owned [`LodTensor`](crate::LodTensor) keeps its data in a [`Buffer`]: an
+//! `Arc<dyn ByteStorage>` plus a byte range. Cloning or slicing a tensor never
+//! copies data, and the same bytes can live in a `Vec<T>`, an aligned buffer, a
+//! memory-mapped file, or an Arrow buffer. LoD offsets live in buffers too
+//! ([`Offsets`](crate::lod::Offsets)), so a tensor read from a mapped file
+//! borrows both its body and its LoD from the map, and keeps the map alive.
 
-use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::lod::check_view_levels;
-use crate::lod_view::LodView;
-use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
+use std::fmt;
 use std::ops::Range;
 use std::panic::RefUnwindSafe;
 use std::sync::Arc;
@@ -18,22 +18,30 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Something that owns the bytes of a tensor.
 ///
-/// Implemented for [`AlignedBytes`] and `Vec<T>` for every [`Element`] `T`; a
-/// file reader implements it for a region of a memory map.
+/// Implemented for [`AlignedBytes`] and `Vec<T>` for every
+/// [`Element`](crate::Element) `T`; the `.lodt` reader implements it for a
+/// memory map, the Arrow bridge for an Arrow buffer.
 ///
-/// Contract: while a storage is shared (behind an `Arc` with other owners),
-/// [`ByteStorage::bytes`] returns the same bytes, in the same place, unchanged.
-/// Implementations must keep it: zero-copy consumers (views, Arrow buffers)
-/// rely on it. (Changing the bytes behind `&self` needs `unsafe`; returning a
-/// different slice on a later call is a contract violation, though the
-/// memory a consumer holds stays valid for as long as the storage lives.)
+/// # Safety
+///
+/// Zero-copy consumers hand out raw pointers into these bytes (Arrow buffers
+/// built over a tensor keep a pointer and an `Arc` of the storage), so an
+/// implementation must guarantee, for as long as the storage is alive and
+/// shared (behind an `Arc` with other owners):
+///
+/// - [`ByteStorage::bytes`] returns the same slice every time: same address,
+///   same length;
+/// - those bytes are not changed (no interior mutability that writes them, no
+///   other process or mapping that may write them through this object);
+/// - [`ByteStorage::bytes_mut`] is only reachable through `&mut self`, that is
+///   when the storage is not shared.
 ///
 /// ```
 /// use lodt::buffer::ByteStorage;
 /// let v: Vec<u16> = vec![1, 2];
 /// assert_eq!(v.bytes(), &[1, 0, 2, 0]);
 /// ```
-pub trait ByteStorage: Send + Sync + RefUnwindSafe + 'static {
+pub unsafe trait ByteStorage: Send + Sync + RefUnwindSafe + 'static {
     /// The bytes.
     fn bytes(&self) -> &[u8];
     /// The bytes, mutably, when the storage can be written in place.
@@ -44,7 +52,9 @@ pub trait ByteStorage: Send + Sync + RefUnwindSafe + 'static {
 
 macro_rules! vec_storage {
     ($($t:ty),*) => {$(
-        impl ByteStorage for Vec<$t> {
+        // SAFETY: a `Vec` is not resized or written through `&self`; its
+        // buffer stays in place for as long as it lives.
+        unsafe impl ByteStorage for Vec<$t> {
             fn bytes(&self) -> &[u8] {
                 self.as_bytes()
             }
@@ -70,7 +80,8 @@ vec_storage!(
     f64
 );
 
-impl ByteStorage for Vec<bool> {
+// SAFETY: as for the other `Vec`s: nothing changes the buffer through `&self`.
+unsafe impl ByteStorage for Vec<bool> {
     fn bytes(&self) -> &[u8] {
         self.as_bytes()
     }
@@ -84,7 +95,7 @@ impl ByteStorage for Vec<bool> {
 struct Block([u8; 64]);
 
 /// A byte buffer whose start is 64-byte aligned, so it can be viewed as a slice
-/// of any [`Element`].
+/// of any [`Element`](crate::Element).
 ///
 /// ```
 /// use lodt::buffer::{AlignedBytes, ByteStorage};
@@ -181,7 +192,9 @@ impl AlignedBytes {
     }
 }
 
-impl ByteStorage for AlignedBytes {
+// SAFETY: the blocks are a `Vec` that is never resized, and only written
+// through `&mut self`.
+unsafe impl ByteStorage for AlignedBytes {
     fn bytes(&self) -> &[u8] {
         self.as_slice()
     }
@@ -190,236 +203,233 @@ impl ByteStorage for AlignedBytes {
     }
 }
 
-/// Returns mutable bytes of `storage`, copying it into a fresh [`AlignedBytes`]
-/// first when it is shared or read-only (copy-on-write).
-pub(crate) fn make_mut(storage: &mut Arc<dyn ByteStorage>) -> &mut [u8] {
-    let writable = Arc::get_mut(storage).is_some_and(|s| s.bytes_mut().is_some());
-    if !writable {
-        *storage = Arc::new(AlignedBytes::from_slice(storage.bytes()));
-    }
-    match Arc::get_mut(storage).and_then(|s| s.bytes_mut()) {
-        Some(bytes) => bytes,
-        // Unreachable: the storage was just replaced by a uniquely owned,
-        // writable AlignedBytes. Return an empty slice rather than panic.
-        None => &mut [],
-    }
-}
-
-/// A byte range of a shared storage, itself a [`ByteStorage`]: how a tensor
-/// borrows its body from a memory-mapped file with no copy.
+/// A shared, immutable window of a [`ByteStorage`]: an `Arc` of the storage and
+/// a byte range in it. Cloning and slicing are O(1) and copy no bytes.
 ///
 /// ```
-/// use std::sync::Arc;
-/// use lodt::buffer::{ByteStorage, Region};
-/// let whole: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2, 3, 4]);
-/// let region = Region::try_new(whole, 1..3).unwrap();
-/// assert_eq!(region.bytes(), &[2, 3]);
+/// use lodt::buffer::Buffer;
+/// let whole = Buffer::from_vec(vec![1u8, 2, 3, 4]);
+/// let middle = whole.slice(1..3)?;
+/// assert_eq!(middle.as_slice(), &[2, 3]);
+/// assert!(middle.shares_storage(&whole));
+/// # Ok::<(), lodt::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct Region {
+pub struct Buffer {
     storage: Arc<dyn ByteStorage>,
     range: Range<usize>,
 }
 
-impl Region {
+impl Buffer {
+    /// The whole of `storage`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodt::buffer::{Buffer, ByteStorage};
+    /// let storage: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2]);
+    /// assert_eq!(Buffer::from_storage(storage).len(), 2);
+    /// ```
+    pub fn from_storage(storage: Arc<dyn ByteStorage>) -> Self {
+        let len = storage.bytes().len();
+        Buffer {
+            storage,
+            range: 0..len,
+        }
+    }
+
+    /// A buffer that takes ownership of `values` with no copy.
+    ///
+    /// ```
+    /// let b = lodt::buffer::Buffer::from_vec(vec![1u16]);
+    /// assert_eq!(b.as_slice(), &[1, 0]);
+    /// ```
+    pub fn from_vec<T>(values: Vec<T>) -> Self
+    where
+        Vec<T>: ByteStorage,
+    {
+        Buffer::from_storage(Arc::new(values))
+    }
+
     /// The bytes `range` of `storage`; an error if the range is not inside it.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use lodt::buffer::{ByteStorage, Region};
-    /// let whole: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2]);
-    /// assert!(Region::try_new(whole, 1..3).is_err());
+    /// use lodt::buffer::{Buffer, ByteStorage};
+    /// let storage: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2, 3]);
+    /// assert_eq!(Buffer::try_new(storage.clone(), 1..3)?.as_slice(), &[2, 3]);
+    /// assert!(Buffer::try_new(storage, 2..4).is_err());
+    /// # Ok::<(), lodt::Error>(())
     /// ```
     pub fn try_new(storage: Arc<dyn ByteStorage>, range: Range<usize>) -> Result<Self> {
         let len = storage.bytes().len();
-        if range.start > range.end || range.end > len {
-            return Err(Error::OutOfRange {
-                what: "storage byte range",
-                index: range.end as u64,
-                len: len as u64 + 1,
-            });
-        }
-        Ok(Region { storage, range })
+        check_range(&range, len)?;
+        Ok(Buffer { storage, range })
     }
 
-    /// The storage the region is cut from.
+    /// The bytes `range` of this buffer (relative to its start), sharing the
+    /// storage; an error if the range is not inside the buffer.
+    ///
+    /// ```
+    /// let b = lodt::buffer::Buffer::from_vec(vec![1u8, 2, 3]);
+    /// assert_eq!(b.slice(2..3)?.as_slice(), &[3]);
+    /// assert!(b.slice(2..4).is_err());
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn slice(&self, range: Range<usize>) -> Result<Self> {
+        check_range(&range, self.len())?;
+        Ok(Buffer {
+            storage: self.storage.clone(),
+            range: self.range.start + range.start..self.range.start + range.end,
+        })
+    }
+
+    /// The bytes.
+    ///
+    /// ```
+    /// assert_eq!(lodt::buffer::Buffer::from_vec(vec![7u8]).as_slice(), &[7]);
+    /// ```
+    pub fn as_slice(&self) -> &[u8] {
+        // In range: checked when the buffer was made, and storages keep their
+        // bytes (the `ByteStorage` contract).
+        self.storage.bytes().get(self.range.clone()).unwrap_or(&[])
+    }
+
+    /// The number of bytes.
+    ///
+    /// ```
+    /// assert_eq!(lodt::buffer::Buffer::from_vec(vec![0u32; 2]).len(), 8);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.range.end - self.range.start
+    }
+
+    /// Whether the buffer holds no bytes.
+    ///
+    /// ```
+    /// assert!(lodt::buffer::Buffer::from_vec(Vec::<u8>::new()).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The storage the buffer is a window of.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use lodt::buffer::{ByteStorage, Region};
-    /// let whole: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2]);
-    /// let r = Region::try_new(whole.clone(), 0..1).unwrap();
-    /// assert!(Arc::ptr_eq(r.storage(), &whole));
+    /// use lodt::buffer::{Buffer, ByteStorage};
+    /// let storage: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2]);
+    /// let b = Buffer::try_new(storage.clone(), 0..1)?;
+    /// assert!(Arc::ptr_eq(b.storage(), &storage));
+    /// # Ok::<(), lodt::Error>(())
     /// ```
     pub fn storage(&self) -> &Arc<dyn ByteStorage> {
         &self.storage
     }
 
-    /// The byte range within the storage.
+    /// The byte range of the buffer within its storage.
     ///
     /// ```
-    /// use std::sync::Arc;
-    /// use lodt::buffer::{ByteStorage, Region};
-    /// let whole: Arc<dyn ByteStorage> = Arc::new(vec![1u8, 2]);
-    /// assert_eq!(Region::try_new(whole, 0..1).unwrap().range(), 0..1);
+    /// let b = lodt::buffer::Buffer::from_vec(vec![1u8, 2, 3]);
+    /// assert_eq!(b.slice(1..2)?.range(), 1..2);
+    /// # Ok::<(), lodt::Error>(())
     /// ```
     pub fn range(&self) -> Range<usize> {
         self.range.clone()
     }
-}
 
-impl ByteStorage for Region {
-    fn bytes(&self) -> &[u8] {
-        // In range: checked by `try_new`, and storages never shrink.
-        self.storage.bytes().get(self.range.clone()).unwrap_or(&[])
-    }
-}
-
-/// Where the buffers of one tensor lie inside one shared storage (for example
-/// a memory-mapped `.lodt` file): the byte range of each LoD level's `u64`
-/// offsets (little-endian, top level first) and of the body.
-///
-/// This is what zero-copy consumers (the Arrow bridge) use to wrap the
-/// storage's own bytes instead of copying them.
-///
-/// ```text
-///  storage: | ... | level 0 u64s | ... | level 1 u64s | ... | body bytes | ... |
-///                   lod[0]               lod[1]               body
-/// ```
-///
-/// ```
-/// use std::sync::Arc;
-/// use lodt::{buffer::{ByteStorage, TensorBuffers}, DType};
-/// let mut bytes = Vec::new();
-/// for o in [0u64, 1, 3] { bytes.extend_from_slice(&o.to_le_bytes()); }
-/// bytes.extend_from_slice(&[7, 8, 9]);
-/// let storage: Arc<dyn ByteStorage> = Arc::new(lodt::buffer::AlignedBytes::from_slice(&bytes));
-/// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![3], lod: vec![0..24], body: 24..27 };
-/// let t = parts.to_tensor().unwrap();
-/// assert_eq!(t.as_slice::<u8>().unwrap(), &[7, 8, 9]);
-/// assert_eq!(t.lod().to_lengths(), vec![vec![1, 2]]);
-/// ```
-#[derive(Clone)]
-pub struct TensorBuffers {
-    /// The storage holding every buffer.
-    pub storage: Arc<dyn ByteStorage>,
-    /// The element type.
-    pub dtype: DType,
-    /// The full shape, `[rows, ...]`.
-    pub shape: Vec<usize>,
-    /// The byte range of each LoD level's offsets, top level first.
-    pub lod: Vec<Range<usize>>,
-    /// The byte range of the body.
-    pub body: Range<usize>,
-}
-
-impl TensorBuffers {
-    /// The offsets of level `level`, borrowed from the storage; an error if the
-    /// range is outside the storage, misaligned, or not a whole number of `u64`s.
+    /// Whether both buffers are windows of the same storage.
     ///
     /// ```
-    /// use std::sync::Arc;
-    /// use lodt::{buffer::{AlignedBytes, ByteStorage, TensorBuffers}, DType};
-    /// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&[0; 16]));
-    /// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![0], lod: vec![0..16], body: 0..0 };
-    /// assert_eq!(parts.level(0).unwrap(), &[0, 0]);
+    /// use lodt::buffer::Buffer;
+    /// let b = Buffer::from_vec(vec![1u8, 2]);
+    /// assert!(b.slice(0..1)?.shares_storage(&b));
+    /// assert!(!Buffer::from_vec(vec![1u8, 2]).shares_storage(&b));
+    /// # Ok::<(), lodt::Error>(())
     /// ```
-    pub fn level(&self, level: usize) -> Result<&[u64]> {
-        let range = self.lod.get(level).ok_or(Error::OutOfRange {
-            what: "level",
-            index: level as u64,
-            len: self.lod.len() as u64,
-        })?;
-        u64::slice_from_bytes(self.slice(range.clone())?)
+    pub fn shares_storage(&self, other: &Buffer) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
     }
 
-    fn slice(&self, range: Range<usize>) -> Result<&[u8]> {
-        let bytes = self.storage.bytes();
-        bytes.get(range.clone()).ok_or(Error::OutOfRange {
-            what: "storage byte range",
+    /// The bytes, mutably. A buffer that shares its storage, covers only part
+    /// of it, or sits on read-only storage (a memory map) is first copied into
+    /// a fresh [`AlignedBytes`] (copy-on-write).
+    ///
+    /// ```
+    /// use lodt::buffer::Buffer;
+    /// let mut a = Buffer::from_vec(vec![1u8, 2]);
+    /// let b = a.clone();
+    /// a.make_mut()[0] = 9;
+    /// assert_eq!((a.as_slice(), b.as_slice()), (&[9, 2][..], &[1, 2][..]));
+    /// ```
+    pub fn make_mut(&mut self) -> &mut [u8] {
+        let whole = self.range.start == 0 && self.range.end == self.storage.bytes().len();
+        let writable =
+            whole && Arc::get_mut(&mut self.storage).is_some_and(|s| s.bytes_mut().is_some());
+        if !writable {
+            *self = Buffer::from_storage(Arc::new(AlignedBytes::from_slice(self.as_slice())));
+        }
+        match Arc::get_mut(&mut self.storage).and_then(|s| s.bytes_mut()) {
+            Some(bytes) => bytes,
+            // Unreachable: the storage was just replaced by a uniquely owned,
+            // writable AlignedBytes. Return an empty slice rather than panic.
+            None => &mut [],
+        }
+    }
+}
+
+impl From<Arc<dyn ByteStorage>> for Buffer {
+    /// The whole storage ([`Buffer::from_storage`]).
+    fn from(storage: Arc<dyn ByteStorage>) -> Self {
+        Buffer::from_storage(storage)
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("range", &self.range)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
+    if range.end > len {
+        return Err(Error::OutOfRange {
+            what: "buffer byte range end",
             index: range.end as u64,
-            len: bytes.len() as u64 + 1,
-        })
+            len: len as u64 + 1,
+        });
     }
-
-    /// A view of the tensor, borrowing the storage, checked like a stored
-    /// tensor ([`check_view_levels`]: `CheckLoD`, plus levels of zero
-    /// sequences below an empty slice).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use lodt::{buffer::{AlignedBytes, ByteStorage, TensorBuffers}, DType};
-    /// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&[5, 6]));
-    /// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![2], lod: vec![], body: 0..2 };
-    /// assert_eq!(parts.view().unwrap().as_bytes(), &[5, 6]);
-    /// ```
-    pub fn view(&self) -> Result<LodTensorView<'_>> {
-        let levels = (0..self.lod.len())
-            .map(|l| self.level(l))
-            .collect::<Result<Vec<_>>>()?;
-        check_view_levels(&levels, self.shape.first().map(|&r| r as u64))?;
-        let lod = LodView::from_trusted(levels);
-        LodTensorView::try_new(self.dtype, &self.shape, lod, self.slice(self.body.clone())?)
+    if range.start > range.end {
+        return Err(Error::OutOfRange {
+            what: "buffer byte range start",
+            index: range.start as u64,
+            len: range.end as u64 + 1,
+        });
     }
-
-    /// An owned tensor whose body borrows the storage (no copy of the body; the
-    /// LoD offsets are copied). Validated like [`LodTensor::try_new`].
-    ///
-    /// See the [type-level example](TensorBuffers).
-    pub fn to_tensor(&self) -> Result<LodTensor> {
-        let lod = self.view()?.lod().to_lod();
-        let body = Region::try_new(self.storage.clone(), self.body.clone())?;
-        LodTensor::try_new(self.dtype, self.shape.clone(), body, lod)
-    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn offsets(levels: &[&[u64]]) -> (AlignedBytes, Vec<Range<usize>>) {
-        let mut bytes = Vec::new();
-        let mut ranges = Vec::new();
-        for level in levels {
-            let start = bytes.len();
-            for o in *level {
-                bytes.extend_from_slice(&o.to_le_bytes());
-            }
-            ranges.push(start..bytes.len());
-        }
-        (AlignedBytes::from_slice(&bytes), ranges)
+    #[test]
+    fn make_mut_copies_a_partial_window() {
+        let whole = Buffer::from_vec(vec![1u8, 2, 3]);
+        let mut part = whole.slice(1..3).unwrap();
+        part.make_mut()[0] = 7;
+        assert_eq!(part.as_slice(), &[7, 3]);
+        assert_eq!(whole.as_slice(), &[1, 2, 3]);
+        assert!(!part.shares_storage(&whole));
     }
 
     #[test]
-    fn stored_slices_of_empty_sequences_read_back() {
-        let (bytes, lod) = offsets(&[&[0], &[0]]);
-        let end = bytes.len();
-        let parts = TensorBuffers {
-            storage: Arc::new(bytes),
-            dtype: DType::Float32,
-            shape: vec![0, 2],
-            lod,
-            body: end..end,
-        };
-        let t = parts.to_tensor().unwrap();
-        assert_eq!(t.lod().levels(), &[vec![0], vec![0]]);
-        assert_eq!(t.shape(), &[0, 2]);
-    }
-
-    #[test]
-    fn bad_stored_levels_are_errors() {
-        let (bytes, lod) = offsets(&[&[0], &[0, 1]]);
-        let end = bytes.len();
-        let parts = TensorBuffers {
-            storage: Arc::new(bytes),
-            dtype: DType::UInt8,
-            shape: vec![1],
-            lod,
-            body: end..end,
-        };
-        assert!(matches!(
-            parts.to_tensor(),
-            Err(Error::InvalidLod { level: 0, .. })
-        ));
+    fn make_mut_writes_a_unique_vec_in_place() {
+        let mut b = Buffer::from_vec(vec![1u32]);
+        let before = b.as_slice().as_ptr();
+        b.make_mut()[0] = 2;
+        assert_eq!(b.as_slice().as_ptr(), before);
     }
 }

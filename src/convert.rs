@@ -180,6 +180,13 @@ pub enum ConvertError {
         /// The error.
         source: std::io::Error,
     },
+    /// An error of a safe write (see [`crate::atomic`]): among them
+    /// [`AtomicError::SameFile`](crate::atomic::AtomicError::SameFile), an
+    /// output that is the input, and
+    /// [`AtomicError::Locked`](crate::atomic::AtomicError::Locked), an output
+    /// another process is writing.
+    #[error(transparent)]
+    Atomic(#[from] crate::atomic::AtomicError),
 }
 
 /// A source of batches, with their number when the format tells it up front.
@@ -192,14 +199,6 @@ pub struct BatchSource {
 
 fn open(path: &Path) -> Result<File, ConvertError> {
     File::open(path).map_err(|source| ConvertError::Io {
-        path: path.display().to_string(),
-        source,
-    })
-}
-
-#[cfg_attr(not(feature = "arrow"), allow(dead_code))]
-fn create(path: &Path) -> Result<File, ConvertError> {
-    File::create(path).map_err(|source| ConvertError::Io {
         path: path.display().to_string(),
         source,
     })
@@ -267,7 +266,11 @@ pub fn read_batches(
 }
 
 /// Writes `batches` to `path`, in the format its extension names, and calls
-/// `progress` after each batch. A `.lodt` output is written atomically.
+/// `progress` after each batch. Every output is written atomically (see
+/// [`crate::atomic::AtomicFile`]): if anything fails, what was at `path`
+/// is left untouched. If the batches are read from a file, check first that
+/// `path` is not that file ([`crate::atomic::ensure_distinct`], which
+/// [`convert`] does).
 ///
 /// ```
 /// use lodt::convert::{read_batches, write_batches, ConvertOptions};
@@ -316,7 +319,7 @@ pub fn write_batches(
                 return Err(ConvertError::Unsupported(format!(
                     "a .pdtensor file holds exactly one tensor, the input batch has {} ({}); write a .pdparams file instead",
                     batch.len(),
-                    batch.names().collect::<Vec<_>>().join(", ")
+                    crate::error::name_list(batch.names())
                 )));
             }
             paddle::write_batch_file(path, &batch)?;
@@ -330,6 +333,12 @@ pub fn write_batches(
 }
 
 /// Converts `input` to `output`, each in the format its extension names.
+///
+/// `output` is replaced atomically (a failed conversion leaves what was
+/// there untouched), and is refused with
+/// [`AtomicError::SameFile`](crate::atomic::AtomicError::SameFile), before
+/// anything is written, when it is `input` itself (also through a symbolic
+/// or hard link).
 ///
 /// ```
 /// use lodt::convert::{convert, ConvertOptions};
@@ -346,6 +355,7 @@ pub fn convert(
     options: &ConvertOptions,
     progress: impl FnMut(&ConvertStats),
 ) -> Result<ConvertStats, ConvertError> {
+    crate::atomic::ensure_distinct(&input, &output)?;
     let source = read_batches(input, options)?;
     write_batches(output, source.batches, options, progress)
 }
@@ -353,9 +363,10 @@ pub fn convert(
 /// The Arrow IPC and Parquet side of a conversion.
 #[cfg(feature = "arrow")]
 mod arrow_side {
-    use super::{BatchSource, ConvertError, ConvertOptions, FileKind, create, open};
+    use super::{BatchSource, ConvertError, ConvertOptions, FileKind, open};
     use crate::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamReader, IpcStreamWriter};
     use crate::arrow::{ArrowOptions, BatchWriter, ListType, WriteOptions};
+    use crate::atomic::{AtomicError, AtomicFile};
     use crate::batch::Batch;
     use std::io::BufWriter;
     use std::path::Path;
@@ -413,8 +424,8 @@ mod arrow_side {
         };
         let write_options =
             WriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(list_type));
-        let sink = BufWriter::new(create(path)?);
-        match kind {
+        let sink = BufWriter::new(AtomicFile::create(path)?);
+        let sink = match kind {
             FileKind::ArrowFile => {
                 drain(IpcFileWriter::new(sink, &write_options), batches, written)
             }
@@ -422,42 +433,55 @@ mod arrow_side {
                 drain(IpcStreamWriter::new(sink, &write_options), batches, written)
             }
             _ => write_parquet(sink, batches, &write_options, written),
-        }
+        }?;
+        // Everything is written: flush, then rename into place.
+        let file = sink.into_inner().map_err(|e| {
+            let (source, sink) = e.into_parts();
+            AtomicError::Io {
+                action: "writing",
+                path: sink.get_ref().temp_path().to_path_buf(),
+                source,
+            }
+        })?;
+        file.commit()?;
+        Ok(())
     }
 
+    /// The output, before it is renamed into place.
+    type Sink = BufWriter<AtomicFile>;
+
     /// Writes every batch with `writer`, reporting each, then ends the file.
-    fn drain<B: BatchWriter>(
+    fn drain<B: BatchWriter<Output = Sink>>(
         mut writer: B,
         batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
         mut written: impl FnMut(&Batch),
-    ) -> Result<(), ConvertError> {
+    ) -> Result<Sink, ConvertError> {
         for batch in batches {
             let batch = batch?;
             writer.write_batch(&batch)?;
             written(&batch);
         }
-        writer.finish_file()?;
-        Ok(())
+        Ok(writer.finish_file()?)
     }
 
     #[cfg(feature = "parquet")]
     fn write_parquet(
-        sink: BufWriter<std::fs::File>,
+        sink: Sink,
         batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
         options: &WriteOptions,
         written: impl FnMut(&Batch),
-    ) -> Result<(), ConvertError> {
+    ) -> Result<Sink, ConvertError> {
         let writer = crate::arrow::parquet::ParquetWriter::try_new(sink, options)?;
         drain(writer, batches, written)
     }
 
     #[cfg(not(feature = "parquet"))]
     fn write_parquet(
-        _: BufWriter<std::fs::File>,
+        _: Sink,
         _: impl IntoIterator<Item = Result<Batch, ConvertError>>,
         _: &WriteOptions,
         _: impl FnMut(&Batch),
-    ) -> Result<(), ConvertError> {
+    ) -> Result<Sink, ConvertError> {
         Err(ConvertError::FeatureMissing {
             format: "Parquet",
             feature: "parquet",

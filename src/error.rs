@@ -152,3 +152,46 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 }
+
+/// Tensor names for an error message, comma-separated, each escaped as `{:?}`
+/// escapes it but without the quotes: plain names read as they are, and a
+/// name from a hostile file cannot put a control character, a bidirectional
+/// override or a line break into the message. Past the first 32 names, only
+/// their count is given, so a batch of many tensors keeps its errors short.
+pub(crate) fn name_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 32;
+    let mut out = String::new();
+    let mut count = 0usize;
+    for name in names {
+        if count < SHOWN {
+            if count > 0 {
+                out.push_str(", ");
+            }
+            let quoted = format!("{name:?}");
+            out.push_str(quoted.get(1..quoted.len() - 1).unwrap_or_default());
+        }
+        count += 1;
+    }
+    if count > SHOWN {
+        out.push_str(&format!(", ... ({} more)", count - SHOWN));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_list;
+
+    #[test]
+    fn name_lists_escape_and_stay_short() {
+        assert_eq!(name_list(["words", "labels"]), "words, labels");
+        assert_eq!(
+            name_list(["x\nverify: ok", "\u{1b}[2J", "a\u{202e}b\\"]),
+            "x\\nverify: ok, \\u{1b}[2J, a\\u{202e}b\\\\"
+        );
+        let many: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+        let list = name_list(many.iter().map(String::as_str));
+        assert!(list.starts_with("t0, t1, "), "{list}");
+        assert!(list.ends_with("t31, ... (68 more)"), "{list}");
+    }
+}

@@ -34,24 +34,24 @@
 //! | `lod_element(level, elem)`                    | [`Lod::sequence_range`] ([`Lod::row_range`] in rows)   |
 //! | `ToAbsOffset`                                 | [`Lod::to_absolute`]                                   |
 //! | `GetSubLoDAndAbsoluteOffset`                  | [`Lod::sub_lod_and_absolute_range`]                    |
-//! | `SliceInLevel`                                | [`Lod::slice_in_level`], [`LodView::slice_level`]      |
+//! | `SliceInLevel`                                | [`Lod::slice_in_level`], [`Lod::slice_level`]          |
 //! | `AppendLoD`                                   | [`Lod::append_lengths`]                                |
 //! | `operator<<(LoD)`                             | `Display` for [`Lod`]                                  |
-//! | `LoDTensor`                                   | [`LodTensor`] (owned), [`LodTensorView`] (borrowed)    |
-//! | `<i,j,...>`-slice                             | [`LodTensor::branch`], [`LodTensorView::branch`]       |
-//! | `Slice(level, sequence)`, top-level `Slice`   | [`LodTensorView::sequence`]                            |
-//! | `LODSlice` / `LODSliceShared(level, b, e)`    | [`LodTensorView::slice_level`] (+ `to_owned` to copy)  |
-//! | `ShareConstLODFrom`                           | [`LodTensor::set_shared_lod`] with [`LodTensor::lod_arc`] |
+//! | `LoDTensor`                                   | [`LodTensor`] (owned; slices are owned too, zero-copy) |
+//! | `<i,j,...>`-slice                             | [`LodTensor::branch`], [`Lod::branch`]                 |
+//! | `Slice(level, sequence)`, top-level `Slice`   | [`LodTensor::sequence`]                                |
+//! | `LODSlice` / `LODSliceShared(level, b, e)`    | [`LodTensor::slice_level`] (+ [`LodTensor::compact`] to copy) |
+//! | `ShareConstLODFrom`                           | [`LodTensor::set_lod`] with a clone of [`LodTensor::lod`] |
 //! | `ShareMutableLODFrom`                         | [`LodTensor::update_lod`] (copy-on-write)              |
-//! | `Tensor::Slice(begin, end)` (rows, no LoD)    | [`LodTensorView::slice_rows`]                          |
+//! | `Tensor::Slice(begin, end)` (rows, no LoD)    | [`LodTensor::slice_rows`]                              |
 //! | `sequence_expand` (op)                        | [`ops::sequence_expand()`]                             |
-//! | `SplitLoDTensor`                              | [`ops::split()`] (views), [`ops::split_shared()`] (owned, shared storage) |
+//! | `SplitLoDTensor`                              | [`ops::split()`] (zero-copy parts)                     |
 //! | `MergeLoDTensor`                              | [`ops::merge()`]                                       |
 //! | `SortBySeqLen`, `sorted_seqs` / `SortedSeqItem` | [`ops::SortedSequences::new`], [`ops::SortedSequences::order`] |
 //! | `SegmentInputs`                               | [`ops::SortedSequences::segment_inputs`]               |
 //! | `ConcatOutputs`                               | [`ops::SortedSequences::concat_outputs`]               |
 //! | `create_lod_tensor` from nested lists         | [`LodTensor::from_nested`] ([`Nested`])                |
-//! | `LodTensor_to_Tensor` (user guide), `np.array` per sequence | [`LodTensor::to_nested`], [`LodTensorView::to_nested`] |
+//! | `LodTensor_to_Tensor` (user guide), `np.array` per sequence | [`LodTensor::to_nested`]                  |
 //! | `sequence_pad` / `sequence_unpad` (ops)       | [`pad::pad`] / [`pad::unpad`], [`pad::Padded`]         |
 //!
 //! ## Platform
@@ -67,6 +67,7 @@ compile_error!("lodt reads little-endian data in place and supports only little-
 
 #[cfg(feature = "arrow")]
 pub mod arrow;
+pub mod atomic;
 pub mod batch;
 pub mod buffer;
 pub mod convert;
@@ -74,24 +75,20 @@ pub mod dtype;
 pub mod error;
 pub mod format;
 pub mod lod;
-pub mod lod_view;
 pub mod nested;
 pub mod ops;
 pub mod pad;
 pub mod paddle;
 pub mod rebatch;
 pub mod tensor;
-pub mod view;
 
 pub use batch::Batch;
 pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
 pub use format::LodtFile;
 pub use lod::Lod;
-pub use lod_view::LodView;
 pub use nested::Nested;
 pub use tensor::LodTensor;
-pub use view::LodTensorView;
 
 /// The README's Rust examples, run as doctests so they stay true.
 #[doc = include_str!("../README.md")]

@@ -20,14 +20,296 @@
 //! sequences of level `l + 1`; against a tensor, the last offset of the last
 //! level equals the number of rows.
 
+use crate::buffer::Buffer;
 use crate::error::{Error, LodRule, Result};
-use crate::lod_view::LodView;
+use std::borrow::Cow;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::Range;
+use zerocopy::FromBytes;
+
+/// One level of a LoD: a window of `u64` offsets in a shared [`Buffer`].
+///
+/// The window holds the raw offsets as stored; the level's offsets are those
+/// values minus the first one ("rebased on read"), so a slice of a LoD is a
+/// narrower window of the same buffer, made in O(1) with no offset copied:
+///
+/// ```text
+///  buffer:  [0, 3, 5, 9, 10, 12, 15]      window [10, 12, 15] reads as [0, 2, 5]
+/// ```
+///
+/// Equality, hashing and [`Offsets::to_vec`] see the rebased values.
+///
+/// ```
+/// use lodt::Lod;
+/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+/// let (article2, rows) = lod.branch(&[2])?;
+/// assert_eq!(rows, 10..15);
+/// let level = &article2.levels()[0];
+/// assert_eq!(level.raw(), &[10, 12, 15]);
+/// assert_eq!(level.to_vec(), vec![0, 2, 5]);
+/// assert_eq!(*level, vec![0, 2, 5]);
+/// # Ok::<(), lodt::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Offsets {
+    /// Invariant: 8-aligned, a whole number of `u64`s, at least one of them.
+    buf: Buffer,
+}
+
+impl Offsets {
+    /// Offsets over `buf`, which must hold at least one little-endian `u64`,
+    /// 8-byte aligned. The values are not checked against the LoD rules here;
+    /// [`Lod::try_from_offset_buffers`] does that.
+    ///
+    /// ```
+    /// use lodt::{buffer::Buffer, lod::Offsets};
+    /// let o = Offsets::try_new(Buffer::from_vec(vec![0u64, 2, 5]))?;
+    /// assert_eq!(o.len(), 3);
+    /// assert!(Offsets::try_new(Buffer::from_vec(vec![0u8; 12])).is_err());
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn try_new(buf: Buffer) -> Result<Self> {
+        let bytes = buf.as_slice();
+        if <[u64]>::ref_from_bytes(bytes).is_err() || bytes.is_empty() {
+            return Err(Error::Mismatch {
+                what: "LoD offsets buffer (bytes; a non-zero multiple of 8, 8-aligned)",
+                expected: bytes.len().next_multiple_of(8).max(8) as u64,
+                found: bytes.len() as u64,
+            });
+        }
+        Ok(Offsets { buf })
+    }
+
+    fn from_vec(values: Vec<u64>) -> Self {
+        Offsets {
+            buf: Buffer::from_vec(values),
+        }
+    }
+
+    /// The raw offsets of the window, not rebased. The first is the level's base.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
+    /// assert_eq!(lod.levels()[0].raw(), &[0, 2, 5]);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn raw(&self) -> &[u64] {
+        // Aligned and sized: checked when the offsets were made.
+        <[u64]>::ref_from_bytes(self.buf.as_slice()).unwrap_or(&[])
+    }
+
+    /// The first raw offset, which the level's offsets are relative to.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// assert_eq!(lod.branch(&[2])?.0.levels()[0].base(), 10);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn base(&self) -> u64 {
+        self.raw().first().copied().unwrap_or(0)
+    }
+
+    /// The number of offsets (one more than the number of sequences).
+    ///
+    /// ```
+    /// assert_eq!(lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?.levels()[0].len(), 3);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.buf.len() / 8
+    }
+
+    /// Always false: a level holds at least one offset.
+    ///
+    /// ```
+    /// assert!(!lodt::Lod::try_from_offsets(vec![vec![0, 2]])?.levels()[0].is_empty());
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of sequences (`len() - 1`).
+    ///
+    /// ```
+    /// assert_eq!(lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?.levels()[0].num_sequences(), 2);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn num_sequences(&self) -> usize {
+        self.len().saturating_sub(1)
+    }
+
+    /// Offset `i`, rebased.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// let (b, _) = lod.branch(&[2])?;
+    /// assert_eq!((b.levels()[0].get(1), b.levels()[0].get(3)), (Some(2), None));
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn get(&self, i: usize) -> Option<u64> {
+        let raw = self.raw();
+        raw.get(i).map(|&o| o - raw[0])
+    }
+
+    /// The offsets, rebased.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
+    /// assert_eq!(lod.levels()[0].iter().collect::<Vec<_>>(), vec![0, 2, 5]);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        let raw = self.raw();
+        let base = self.base();
+        raw.iter().map(move |&o| o - base)
+    }
+
+    /// The lengths of the sequences.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
+    /// assert_eq!(lod.levels()[0].lengths().collect::<Vec<_>>(), vec![2, 3]);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn lengths(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.raw().windows(2).map(|w| w[1] - w[0])
+    }
+
+    /// The offsets, rebased, copied into a `Vec`.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
+    /// assert_eq!(lod.levels()[0].to_vec(), vec![0, 2, 5]);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn to_vec(&self) -> Vec<u64> {
+        self.iter().collect()
+    }
+
+    /// The rebased offsets as little-endian bytes, as files store them:
+    /// borrowed from the buffer when the level is not a slice (its first
+    /// offset is 0), a rebased copy otherwise.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![1, 2]])?;
+    /// assert!(matches!(lod.levels()[0].rebased_bytes(), Cow::Borrowed(_)));
+    /// let (tail, _) = lod.slice_level(0, 1, 2)?;
+    /// let bytes = tail.levels()[0].rebased_bytes();
+    /// assert_eq!((bytes.len(), &bytes[..8], bytes[8]), (16, &[0u8; 8][..], 2));
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn rebased_bytes(&self) -> Cow<'_, [u8]> {
+        if self.base() == 0 {
+            Cow::Borrowed(self.buf.as_slice())
+        } else {
+            Cow::Owned(self.iter().flat_map(u64::to_le_bytes).collect())
+        }
+    }
+
+    /// The buffer holding the raw offsets (a window of a shared storage).
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
+    /// assert_eq!(lod.levels()[0].buffer().len(), 24);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn buffer(&self) -> &Buffer {
+        &self.buf
+    }
+
+    /// Offsets `begin..=end_inclusive` of the window: a narrower window of
+    /// the same buffer. Callers pass indices in range (the LoD's own walks).
+    fn window(&self, begin: usize, end_inclusive: usize) -> Offsets {
+        match self.buf.slice(begin * 8..(end_inclusive + 1) * 8) {
+            Ok(buf) => Offsets { buf },
+            // Unreachable for a valid LoD; a one-offset level keeps the
+            // invariant rather than panic.
+            Err(_) => Offsets::from_vec(vec![0]),
+        }
+    }
+
+    fn same_window(&self, other: &Offsets) -> bool {
+        self.buf.shares_storage(&other.buf) && self.buf.range() == other.buf.range()
+    }
+}
+
+impl<'a> IntoIterator for &'a Offsets {
+    type Item = u64;
+    type IntoIter = Box<dyn ExactSizeIterator<Item = u64> + 'a>;
+    /// The offsets, rebased ([`Offsets::iter`]).
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl AsRef<[u64]> for Offsets {
+    /// The raw offsets ([`Offsets::raw`]).
+    fn as_ref(&self) -> &[u64] {
+        self.raw()
+    }
+}
+
+impl PartialEq for Offsets {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Offsets {}
+
+impl PartialEq<[u64]> for Offsets {
+    fn eq(&self, other: &[u64]) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter().copied())
+    }
+}
+
+impl PartialEq<Vec<u64>> for Offsets {
+    fn eq(&self, other: &Vec<u64>) -> bool {
+        *self == other[..]
+    }
+}
+
+impl<const N: usize> PartialEq<[u64; N]> for Offsets {
+    fn eq(&self, other: &[u64; N]) -> bool {
+        *self == other[..]
+    }
+}
+
+impl Hash for Offsets {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.len().hash(state);
+        for o in self.iter() {
+            o.hash(state);
+        }
+    }
+}
+
+impl serde::Serialize for Offsets {
+    /// A list of the rebased offsets.
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+impl fmt::Debug for Offsets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
 
 /// An owned, validated LoD: offsets, top level first (Paddle's `LoD`).
 ///
-/// A `Lod` with no levels is the LoD of a plain tensor (a model parameter).
+/// Each level is an [`Offsets`] window of a shared buffer, so cloning a LoD,
+/// slicing it ([`Lod::branch`], [`Lod::slice_level`]) or sharing it between
+/// tensors (Paddle's `ShareConstLODFrom`) costs O(levels) and copies no
+/// offset. A LoD with no levels is the LoD of a plain tensor (a model
+/// parameter).
 ///
 /// ```
 /// use lodt::Lod;
@@ -36,9 +318,17 @@ use std::ops::Range;
 /// assert_eq!(lod.to_string(), "{{0, 3, 4, 6}{0, 3, 5, 9, 10, 12, 15}}");
 /// assert_eq!(lod.num_rows(), Some(15));
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Lod {
-    levels: Vec<Vec<u64>>,
+    levels: Vec<Offsets>,
+}
+
+fn out_of_range(what: &'static str, index: usize, len: usize) -> Error {
+    Error::OutOfRange {
+        what,
+        index: index as u64,
+        len: len as u64,
+    }
 }
 
 /// Checks `levels` against Paddle's `CheckLoD` rules and, when `rows` is given,
@@ -196,7 +486,7 @@ impl Lod {
     /// ```
     pub fn try_from_offsets(levels: Vec<Vec<u64>>) -> Result<Self> {
         check_levels(&levels, None)?;
-        Ok(Lod { levels })
+        Ok(Lod::from_validated(levels))
     }
 
     /// Builds a LoD from stored or computed offsets that may be the result of
@@ -212,7 +502,32 @@ impl Lod {
     /// ```
     pub fn try_from_stored(levels: Vec<Vec<u64>>) -> Result<Self> {
         check_view_levels(&levels, None)?;
+        Ok(Lod::from_validated(levels))
+    }
+
+    /// Builds a LoD over offset buffers with no copy (for example windows of a
+    /// memory-mapped file), checked like [`Lod::try_from_stored`]: each level's
+    /// raw offsets start at 0 and obey `CheckLoD`, or are the zero-sequence
+    /// levels below an empty slice.
+    ///
+    /// ```
+    /// use lodt::{buffer::Buffer, lod::Offsets, Lod};
+    /// let level = Offsets::try_new(Buffer::from_vec(vec![0u64, 1, 3]))?;
+    /// let lod = Lod::try_from_offset_buffers(vec![level.clone()])?;
+    /// assert!(lod.levels()[0].buffer().shares_storage(level.buffer()));
+    /// let bad = Offsets::try_new(Buffer::from_vec(vec![0u64, 3, 1]))?;
+    /// assert!(Lod::try_from_offset_buffers(vec![bad]).is_err());
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn try_from_offset_buffers(levels: Vec<Offsets>) -> Result<Self> {
+        check_view_levels(&levels, None)?;
         Ok(Lod { levels })
+    }
+
+    /// Wraps offset buffers already checked with [`check_view_levels`] (a
+    /// reader's batch check).
+    pub(crate) fn from_checked_buffers(levels: Vec<Offsets>) -> Self {
+        Lod { levels }
     }
 
     /// Builds a LoD from lengths (Paddle's `recursive_sequence_lengths`).
@@ -230,14 +545,16 @@ impl Lod {
         // Prefix sums start at 0 and never decrease: only the length and the
         // level-to-level rules can fail.
         check_levels_with(&levels, None, false)?;
-        Ok(Lod { levels })
+        Ok(Lod::from_validated(levels))
     }
 
     /// Wraps levels cut from a validated LoD. They obey every rule but one: a
     /// slice of an empty range keeps, at each level below it, a single offset
     /// `[0]` (zero sequences), which user input may not have.
     pub(crate) fn from_validated(levels: Vec<Vec<u64>>) -> Self {
-        Lod { levels }
+        Lod {
+            levels: levels.into_iter().map(Offsets::from_vec).collect(),
+        }
     }
 
     /// The lengths form (Paddle's `recursive_sequence_lengths`).
@@ -248,41 +565,45 @@ impl Lod {
     /// assert_eq!(lod.to_lengths(), vec![vec![3, 1, 2]]);
     /// ```
     pub fn to_lengths(&self) -> Vec<Vec<u64>> {
-        self.levels
-            .iter()
-            .map(|level| level.windows(2).map(|w| w[1] - w[0]).collect())
-            .collect()
+        self.levels.iter().map(|l| l.lengths().collect()).collect()
     }
 
-    /// The offsets of every level, top level first.
+    /// The levels, top level first. Each compares equal to its rebased
+    /// offsets; [`Lod::to_offsets`] copies them out.
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 1]]).unwrap();
     /// assert_eq!(lod.levels(), &[vec![0, 1]]);
     /// ```
-    pub fn levels(&self) -> &[Vec<u64>] {
+    pub fn levels(&self) -> &[Offsets] {
         &self.levels
     }
 
-    /// Takes the offsets out of the LoD.
+    /// The offsets of every level, rebased, copied out.
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 1]]).unwrap();
-    /// assert_eq!(lod.into_levels(), vec![vec![0, 1]]);
+    /// assert_eq!(lod.to_offsets(), vec![vec![0, 1]]);
     /// ```
-    pub fn into_levels(self) -> Vec<Vec<u64>> {
-        self.levels
+    pub fn to_offsets(&self) -> Vec<Vec<u64>> {
+        self.levels.iter().map(Offsets::to_vec).collect()
     }
 
-    /// The offsets of level `level`, if it exists.
+    /// Level `level`, if it exists.
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 3]]).unwrap();
-    /// assert_eq!(lod.level(0), Some(&[0, 2, 3][..]));
-    /// assert_eq!(lod.level(1), None);
+    /// assert_eq!(lod.level(0).unwrap(), &[0, 2, 3]);
+    /// assert!(lod.level(1).is_none());
     /// ```
-    pub fn level(&self, level: usize) -> Option<&[u64]> {
-        self.levels.get(level).map(Vec::as_slice)
+    pub fn level(&self, level: usize) -> Option<&Offsets> {
+        self.levels.get(level)
+    }
+
+    fn window(&self, level: usize) -> Result<&Offsets> {
+        self.levels
+            .get(level)
+            .ok_or_else(|| out_of_range("level", level, self.levels.len()))
     }
 
     /// The number of levels (`LoD.size()`).
@@ -312,17 +633,82 @@ impl Lod {
     /// assert!(lod.num_sequences(2).is_err());
     /// ```
     pub fn num_sequences(&self, level: usize) -> Result<usize> {
-        self.as_view().num_sequences(level)
+        Ok(self.window(level)?.num_sequences())
     }
 
-    /// The number of rows the LoD indexes (the last offset of the last level),
-    /// or `None` for a LoD with no levels.
+    /// The rebased offsets of level `level`.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
+    /// let (branch, _) = lod.branch(&[2]).unwrap();
+    /// assert_eq!(branch.offsets(0).unwrap().collect::<Vec<_>>(), vec![0, 2, 5]);
+    /// ```
+    pub fn offsets(&self, level: usize) -> Result<impl ExactSizeIterator<Item = u64> + '_> {
+        Ok(self.window(level)?.iter())
+    }
+
+    /// The lengths of the sequences of level `level`.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 3, 4, 6]]).unwrap();
+    /// assert_eq!(lod.lengths(0).unwrap().collect::<Vec<_>>(), vec![3, 1, 2]);
+    /// ```
+    pub fn lengths(&self, level: usize) -> Result<impl ExactSizeIterator<Item = u64> + '_> {
+        Ok(self.window(level)?.lengths())
+    }
+
+    /// The raw window of level `level`: offsets as stored, not rebased. Its
+    /// first value is the level's base.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
+    /// let (branch, _) = lod.branch(&[2]).unwrap();
+    /// assert_eq!(branch.raw_level(0), Some(&[10, 12, 15][..]));
+    /// ```
+    pub fn raw_level(&self, level: usize) -> Option<&[u64]> {
+        self.levels.get(level).map(Offsets::raw)
+    }
+
+    /// The number of rows the LoD indexes (the span of the last level), or
+    /// `None` for a LoD with no levels.
     ///
     /// ```
     /// assert_eq!(lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]]).unwrap().num_rows(), Some(5));
     /// ```
     pub fn num_rows(&self) -> Option<u64> {
-        self.levels.last().and_then(|l| l.last().copied())
+        self.levels.last().map(|w| {
+            let raw = w.raw();
+            raw.last().copied().unwrap_or(0) - w.base()
+        })
+    }
+
+    /// The first row of this LoD within the rows of the LoD it was cut from
+    /// (0 for an unsliced LoD).
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
+    /// assert_eq!(lod.branch(&[2]).unwrap().0.base_row(), Some(10));
+    /// ```
+    pub fn base_row(&self) -> Option<u64> {
+        self.levels.last().map(Offsets::base)
+    }
+
+    /// Whether both LoDs are the same windows of the same buffers (shared, as
+    /// after a clone or Paddle's `ShareConstLODFrom`), not merely equal.
+    ///
+    /// ```
+    /// let a = lodt::Lod::try_from_offsets(vec![vec![0, 2]]).unwrap();
+    /// let b = lodt::Lod::try_from_offsets(vec![vec![0, 2]]).unwrap();
+    /// assert!(a.ptr_eq(&a.clone()));
+    /// assert!(a == b && !a.ptr_eq(&b));
+    /// ```
+    pub fn ptr_eq(&self, other: &Lod) -> bool {
+        self.levels.len() == other.levels.len()
+            && self
+                .levels
+                .iter()
+                .zip(&other.levels)
+                .all(|(a, b)| a.same_window(b))
     }
 
     /// Checks the LoD against a tensor with `rows` rows (the last rule of `CheckLoD`).
@@ -335,21 +721,23 @@ impl Lod {
     /// assert!(Lod::empty().check_rows(4).is_ok());
     /// ```
     pub fn check_rows(&self, rows: u64) -> Result<()> {
-        check_levels(&self.levels, Some(rows))
-    }
-
-    /// A borrowed view of the whole LoD, on which slicing works with no copy.
-    ///
-    /// ```
-    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]]).unwrap();
-    /// assert_eq!(lod.as_view().to_lod(), lod);
-    /// ```
-    pub fn as_view(&self) -> LodView<'_> {
-        LodView::from_trusted(self.levels.iter().map(Vec::as_slice).collect())
+        match self.num_rows() {
+            Some(found) if found != rows => {
+                let last = self.levels.len() - 1;
+                Err(Error::InvalidLod {
+                    level: last,
+                    index: self.levels[last].len() - 1,
+                    rule: LodRule::RowMismatch,
+                    expected: rows,
+                    found,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The range, in units of the next level (rows for the last level), of
-    /// sequence `index` of level `level` (Paddle's `lod_element`).
+    /// sequence `index` of level `level`, rebased (Paddle's `lod_element`).
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
@@ -357,17 +745,22 @@ impl Lod {
     /// assert_eq!(lod.sequence_range(1, 2).unwrap(), 5..9);
     /// ```
     pub fn sequence_range(&self, level: usize, index: usize) -> Result<Range<u64>> {
-        self.as_view().sequence_range(level, index)
+        let w = self.window(level)?;
+        match (w.get(index), w.get(index + 1)) {
+            (Some(b), Some(e)) => Ok(b..e),
+            _ => Err(out_of_range("sequence", index, w.num_sequences())),
+        }
     }
 
-    /// The rows of sequence `index` of level `level`.
+    /// The rows, relative to this LoD's first row, of sequence `index` of
+    /// level `level`.
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
     /// assert_eq!(lod.row_range(0, 2).unwrap(), 10..15);
     /// ```
     pub fn row_range(&self, level: usize, index: usize) -> Result<Range<u64>> {
-        self.as_view().row_range(level, index)
+        Ok(self.slice_level(level, index, index + 1)?.1)
     }
 
     /// Every level expressed in rows (Paddle's `ToAbsOffset`).
@@ -377,16 +770,120 @@ impl Lod {
     /// assert_eq!(lod.to_absolute(), vec![vec![0, 9, 10, 15], vec![0, 3, 5, 9, 10, 12, 15]]);
     /// ```
     pub fn to_absolute(&self) -> Vec<Vec<u64>> {
-        let mut result = self.levels.clone();
+        let mut result = self.to_offsets();
         for l in (0..result.len().saturating_sub(1)).rev() {
             let (upper, lower) = result.split_at_mut(l + 1);
             let below = &lower[0];
             for offset in upper[l].iter_mut() {
                 // Valid LoD: every offset of level l indexes level l + 1.
-                *offset = below[*offset as usize];
+                *offset = below.get(*offset as usize).copied().unwrap_or(0);
             }
         }
         result
+    }
+
+    /// Sequences `begin..end` of level `level`: the LoD with the levels above
+    /// `level` dropped (Paddle's `SliceInLevel`, with no copy: O(levels)), and
+    /// their rows relative to this LoD's first row
+    /// (`GetSubLoDAndAbsoluteOffset`).
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
+    /// let (sub, rows) = lod.slice_level(0, 1, 3).unwrap();
+    /// assert_eq!(sub.to_lengths(), vec![vec![1, 2], vec![1, 2, 3]]);
+    /// assert_eq!(rows, 9..15);
+    /// ```
+    pub fn slice_level(&self, level: usize, begin: usize, end: usize) -> Result<(Lod, Range<u64>)> {
+        let window = self.window(level)?;
+        let sequences = window.num_sequences();
+        if end > sequences {
+            return Err(out_of_range("sequence range end", end, sequences + 1));
+        }
+        if begin > end {
+            return Err(out_of_range("sequence range start", begin, end + 1));
+        }
+        let mut levels = Vec::with_capacity(self.levels.len() - level);
+        levels.push(window.window(begin, end));
+        self.narrow_below(level, &mut levels);
+        let rows = self.rows_of(&levels);
+        Ok((Lod { levels }, rows))
+    }
+
+    /// Pushes, for each level below `level`, the window its parent (the last
+    /// window in `levels`) selects.
+    fn narrow_below(&self, level: usize, levels: &mut Vec<Offsets>) {
+        for l in level + 1..self.levels.len() {
+            let parent_base = self.levels[l - 1].base();
+            let (start, end) = match levels.last() {
+                Some(parent) => {
+                    let raw = parent.raw();
+                    (
+                        raw.first().copied().unwrap_or(0),
+                        raw.last().copied().unwrap_or(0),
+                    )
+                }
+                None => (parent_base, parent_base),
+            };
+            levels.push(
+                self.levels[l].window((start - parent_base) as usize, (end - parent_base) as usize),
+            );
+        }
+    }
+
+    /// The rows, relative to this LoD, that narrowed windows span.
+    fn rows_of(&self, narrowed: &[Offsets]) -> Range<u64> {
+        match (self.levels.last(), narrowed.last()) {
+            (Some(full), Some(w)) => {
+                let raw = w.raw();
+                let base = full.base();
+                raw.first().copied().unwrap_or(0) - base..raw.last().copied().unwrap_or(0) - base
+            }
+            _ => 0..0,
+        }
+    }
+
+    /// The `<i, j, ...>`-slice: follows one index per level from the top and
+    /// returns the remaining levels and the rows, relative to this LoD, of the
+    /// sequence reached. Costs O(levels); copies no offsets.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
+    /// let (rest, rows) = lod.branch(&[2, 0]).unwrap();
+    /// assert_eq!((rest.num_levels(), rows), (0, 10..12));
+    /// assert_eq!(lod.branch(&[0, 2]).unwrap().1, 5..9);
+    /// ```
+    pub fn branch(&self, path: &[usize]) -> Result<(Lod, Range<u64>)> {
+        if path.len() > self.levels.len() {
+            return Err(out_of_range(
+                "branch depth",
+                path.len(),
+                self.levels.len() + 1,
+            ));
+        }
+        if path.is_empty() {
+            let rows = 0..self.num_rows().unwrap_or(0);
+            return Ok((self.clone(), rows));
+        }
+        let mut levels: Vec<Offsets> = Vec::with_capacity(self.levels.len());
+        for (l, &index) in path.iter().enumerate() {
+            let current = match levels.last() {
+                None => self.levels[0].clone(),
+                Some(parent) => {
+                    let parent_base = self.levels[l - 1].base();
+                    let raw = parent.raw();
+                    let (start, end) = (raw[0] - parent_base, raw[1] - parent_base);
+                    self.levels[l].window(start as usize, end as usize)
+                }
+            };
+            if index + 1 >= current.len() {
+                return Err(out_of_range("branch index", index, current.num_sequences()));
+            }
+            levels.push(current.window(index, index + 1));
+        }
+        self.narrow_below(path.len() - 1, &mut levels);
+        let rows = self.rows_of(&levels);
+        levels.drain(..path.len());
+        Ok((Lod { levels }, rows))
     }
 
     /// The LoD of sequences `begin..end` of level `level`, rebased, with the
@@ -398,7 +895,7 @@ impl Lod {
     /// assert_eq!(sliced.levels(), &[vec![0, 1, 3], vec![0, 1, 3, 6]]);
     /// ```
     pub fn slice_in_level(&self, level: usize, begin: usize, end: usize) -> Result<Lod> {
-        Ok(self.as_view().slice_level(level, begin, end)?.0.to_lod())
+        Ok(self.slice_level(level, begin, end)?.0)
     }
 
     /// The sub-LoD of sequences `begin..end` of level `level` and their absolute
@@ -420,8 +917,21 @@ impl Lod {
         begin: usize,
         end: usize,
     ) -> Result<(Lod, Range<u64>)> {
-        let (view, rows) = self.as_view().slice_level(level, begin, end)?;
-        Ok((view.to_lod(), rows))
+        self.slice_level(level, begin, end)
+    }
+
+    /// A copy of the LoD into fresh, rebased buffers of its own: what to keep
+    /// when a small slice should not hold a large file or buffer alive.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2]]).unwrap();
+    /// let (tail, _) = lod.slice_level(0, 1, 3).unwrap();
+    /// let own = tail.compact();
+    /// assert_eq!(own, tail);
+    /// assert_eq!(own.raw_level(0), Some(&[0, 1, 3][..]));
+    /// ```
+    pub fn compact(&self) -> Lod {
+        Lod::from_validated(self.to_offsets())
     }
 
     /// Appends sequences given as lengths, one list per level (Paddle's
@@ -444,7 +954,7 @@ impl Lod {
         let mut levels = if self.levels.is_empty() {
             vec![vec![0u64]; lengths.len()]
         } else {
-            self.levels.clone()
+            self.to_offsets()
         };
         for (level, lens) in levels.iter_mut().zip(lengths) {
             let mut total = level.last().copied().unwrap_or(0);
@@ -456,15 +966,33 @@ impl Lod {
             }
         }
         check_levels(&levels, None)?;
-        self.levels = levels;
+        *self = Lod::from_validated(levels);
         Ok(())
     }
 }
 
 impl fmt::Display for Lod {
-    /// Formats like Paddle: `{{0, 3, 4, 6}{0, 3, 5, 9, 10, 12, 15}}`.
+    /// Formats like Paddle: `{{0, 3, 4, 6}{0, 3, 5, 9, 10, 12, 15}}`, with
+    /// rebased offsets.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.as_view().fmt(f)
+        f.write_str("{")?;
+        for w in &self.levels {
+            f.write_str("{")?;
+            for (i, o) in w.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{o}")?;
+            }
+            f.write_str("}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+impl fmt::Debug for Lod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lod").field("levels", &self.levels).finish()
     }
 }
 
@@ -633,5 +1161,63 @@ mod tests {
                 what: "LoD offsets from lengths"
             }
         );
+    }
+
+    #[test]
+    fn branch_slices_of_the_seed() {
+        let lod = seed();
+        let view = &lod;
+        let (b2, rows) = view.branch(&[2]).unwrap();
+        assert_eq!(rows, 10..15);
+        assert_eq!(b2.levels(), &[vec![0, 2, 5]]);
+        assert_eq!(b2.to_string(), "{{0, 2, 5}}");
+        let (b20, rows) = view.branch(&[2, 0]).unwrap();
+        assert_eq!((b20.num_levels(), rows), (0, 10..12));
+        let (b02, rows) = view.branch(&[0, 2]).unwrap();
+        assert_eq!((b02.num_levels(), rows), (0, 5..9));
+        // The <2,0>-slice of the <2>-slice is the <2,0>-slice, rows relative to it.
+        let (inner, rows) = b2.branch(&[0]).unwrap();
+        assert_eq!((inner.num_levels(), rows), (0, 0..2));
+        let (inner, rows) = b2.branch(&[1]).unwrap();
+        assert_eq!((inner.num_levels(), rows), (0, 2..5));
+    }
+
+    #[test]
+    fn branch_errors() {
+        let lod = seed();
+        let view = &lod;
+        assert_eq!(
+            view.branch(&[3]).unwrap_err(),
+            Error::OutOfRange {
+                what: "branch index",
+                index: 3,
+                len: 3
+            }
+        );
+        assert!(view.branch(&[1, 1]).is_err());
+        assert!(view.branch(&[0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn empty_sequences_slice_cleanly() {
+        let lod = Lod::try_from_offsets(vec![vec![0, 0, 2], vec![0, 0, 3]]).unwrap();
+        let (b, rows) = lod.branch(&[0]).unwrap();
+        assert_eq!(b.levels(), &[vec![0u64]]);
+        assert_eq!(rows, 0..0);
+        let (b, rows) = lod.branch(&[1, 1]).unwrap();
+        assert_eq!((b.num_levels(), rows), (0, 0..3));
+    }
+
+    #[test]
+    fn slices_share_the_offset_buffers() {
+        let lod = seed();
+        let (b, _) = lod.branch(&[2]).unwrap();
+        assert!(
+            b.levels()[0]
+                .buffer()
+                .shares_storage(lod.levels()[1].buffer())
+        );
+        assert_eq!(b.base_row(), Some(10));
+        assert!(lod.ptr_eq(&lod.clone()));
     }
 }

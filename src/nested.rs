@@ -23,7 +23,6 @@ use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
 
 /// A nested list of sequences whose leaves hold rows. See the [module docs](self).
 ///
@@ -195,43 +194,16 @@ impl LodTensor {
 
     /// The tensor as nested sequences (Paddle's user-guide `LodTensor_to_Tensor`,
     /// for every level): one `Seqs` level per LoD level, leaves holding each
-    /// last-level sequence's rows. See [`LodTensorView::to_nested`].
+    /// last-level sequence's rows (a root leaf without a LoD).
+    ///
+    /// An error if `T` is not the dtype, or if rows have zero elements and the
+    /// tensor has rows: flattened leaves could not say how many rows they hold.
     ///
     /// ```
     /// use lodt::{nested::Nested::{Rows, Seqs}, Lod, LodTensor};
     /// let t = LodTensor::from_vec(vec![1.1f32, 2.2, 3.3, 4.4], vec![4, 1],
     ///                             Lod::try_from_lengths(&[vec![1, 3]])?)?;
     /// assert_eq!(t.to_nested::<f32>()?, Seqs(vec![Rows(vec![1.1]), Rows(vec![2.2, 3.3, 4.4])]));
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn to_nested<T: Element>(&self) -> Result<Nested<T>> {
-        self.view().to_nested()
-    }
-}
-
-/// The number of rows `len` values make, or an error if they are not whole rows.
-fn rows_of(len: usize, numel: usize, element_shape: &[usize]) -> Result<usize> {
-    match numel {
-        0 if len == 0 => Ok(0),
-        0 => Err(leaf_error(element_shape, len)),
-        n if len.is_multiple_of(n) => Ok(len / n),
-        _ => Err(leaf_error(element_shape, len)),
-    }
-}
-
-impl LodTensorView<'_> {
-    /// The view as nested sequences: one `Seqs` level per LoD level, leaves
-    /// holding each last-level sequence's rows (a root leaf without a LoD).
-    ///
-    /// An error if `T` is not the dtype, or if rows have zero elements and the
-    /// view has rows: flattened leaves could not say how many rows they hold.
-    ///
-    /// ```
-    /// use lodt::{nested::Nested::{Rows, Seqs}, Lod, LodTensor};
-    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 0, 2]])?;
-    /// let t = LodTensor::from_vec(vec![1u8, 2, 3], vec![3], lod)?;
-    /// let article0 = t.branch(&[0])?;
-    /// assert_eq!(article0.to_nested::<u8>()?, Seqs(vec![Rows(vec![1]), Rows(vec![])]));
     /// # Ok::<(), lodt::Error>(())
     /// ```
     pub fn to_nested<T: Element>(&self) -> Result<Nested<T>> {
@@ -255,7 +227,7 @@ impl LodTensorView<'_> {
             .collect::<Vec<_>>()
             .windows(2)
             .map(|w| {
-                // In range: the view's rows match its LoD.
+                // In range: the tensor's rows match its LoD.
                 let (b, e) = (w[0] as usize * numel, w[1] as usize * numel);
                 Nested::Rows(values[b..e].to_vec())
             })
@@ -269,6 +241,16 @@ impl LodTensorView<'_> {
                 .collect();
         }
         Ok(Nested::Seqs(nodes))
+    }
+}
+
+/// The number of rows `len` values make, or an error if they are not whole rows.
+fn rows_of(len: usize, numel: usize, element_shape: &[usize]) -> Result<usize> {
+    match numel {
+        0 if len == 0 => Ok(0),
+        0 => Err(leaf_error(element_shape, len)),
+        n if len.is_multiple_of(n) => Ok(len / n),
+        _ => Err(leaf_error(element_shape, len)),
     }
 }
 
@@ -331,8 +313,8 @@ mod tests {
         let n = Seqs(vec![Seqs::<u8>(vec![]), Seqs(vec![])]);
         let t = LodTensor::from_nested(&n, &[3]).unwrap();
         assert_eq!(
-            (t.lod().levels(), t.shape()),
-            (&[vec![0, 0, 0]][..], &[0, 3][..])
+            (t.lod().to_offsets(), t.shape()),
+            (vec![vec![0, 0, 0]], &[0, 3][..])
         );
     }
 }

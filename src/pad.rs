@@ -22,10 +22,8 @@ use crate::buffer::ByteStorage;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::lod::Lod;
-use crate::lod_view::LodView;
 use crate::ops::alloc_rows;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
 use std::ops::Range;
 
 /// A dense, padded tensor and the lengths that unpad it. Made by [`pad`].
@@ -88,7 +86,7 @@ impl Padded {
     ///
     /// See the [type-level example](Padded).
     pub fn unpad(&self) -> Result<LodTensor> {
-        unpad_with(self.tensor.view(), &self.lod)
+        unpad_with(&self.tensor, &self.lod)
     }
 }
 
@@ -110,16 +108,15 @@ impl Padded {
 /// assert_eq!(p.unpad()?, t);
 /// # Ok::<(), lodt::Error>(())
 /// ```
-pub fn pad<'a, T: Element>(x: impl Into<LodTensorView<'a>>, pad_value: T) -> Result<Padded>
+pub fn pad<T: Element>(x: &LodTensor, pad_value: T) -> Result<Padded>
 where
     Vec<T>: ByteStorage,
 {
-    let x = x.into();
     let values = x.as_slice::<T>()?;
     let lod = x.lod();
     if lod.is_empty() {
         return Ok(Padded {
-            tensor: x.to_owned(),
+            tensor: x.clone(),
             lengths: Vec::new(),
             lod: Lod::empty(),
         });
@@ -145,7 +142,7 @@ where
         Ok(())
     })?;
     dims.extend_from_slice(x.element_shape());
-    let lod = lod.to_lod();
+    let lod = lod.clone();
     Ok(Padded {
         tensor: LodTensor::from_vec(out, dims, Lod::empty())?,
         lengths: lod.to_lengths(),
@@ -157,7 +154,7 @@ where
 /// and the index of its first cell in the padded grid
 /// `[n_top, dims[0], ..., dims[k-1]]` (counted in rows of the element shape).
 fn for_each_sequence(
-    lod: &LodView<'_>,
+    lod: &Lod,
     dims: &[usize],
     mut f: impl FnMut(Range<usize>, usize) -> Result<()>,
 ) -> Result<()> {
@@ -207,17 +204,14 @@ fn for_each_sequence(
 /// assert!(unpad(&dense, &[vec![2, 5]]).is_err()); // longer than the padded width
 /// # Ok::<(), lodt::Error>(())
 /// ```
-pub fn unpad<'a, L: AsRef<[u64]>>(
-    padded: impl Into<LodTensorView<'a>>,
-    lengths: &[L],
-) -> Result<LodTensor> {
-    unpad_with(padded.into(), &Lod::try_from_lengths(lengths)?)
+pub fn unpad<L: AsRef<[u64]>>(padded: &LodTensor, lengths: &[L]) -> Result<LodTensor> {
+    unpad_with(padded, &Lod::try_from_lengths(lengths)?)
 }
 
-fn unpad_with(padded: LodTensorView<'_>, lod: &Lod) -> Result<LodTensor> {
+fn unpad_with(padded: &LodTensor, lod: &Lod) -> Result<LodTensor> {
     let levels = lod.num_levels();
     if levels == 0 {
-        return Ok(padded.to_owned());
+        return Ok(padded.clone());
     }
     if !padded.lod().is_empty() {
         return Err(Error::Mismatch {
@@ -235,10 +229,9 @@ fn unpad_with(padded: LodTensorView<'_>, lod: &Lod) -> Result<LodTensor> {
             found: shape_u64(),
         });
     }
-    let view = lod.as_view();
-    let mut expected = vec![view.num_sequences(0)? as u64];
+    let mut expected = vec![lod.num_sequences(0)? as u64];
     for l in 0..levels {
-        expected.push(view.lengths(l)?.max().unwrap_or(0));
+        expected.push(lod.lengths(l)?.max().unwrap_or(0));
     }
     let fits = shape[0] as u64 == expected[0]
         && shape[1..=levels]
@@ -263,7 +256,7 @@ fn unpad_with(padded: LodTensorView<'_>, lod: &Lod) -> Result<LodTensor> {
     let mut data = alloc_rows(rows, cell_bytes, "unpadded tensor size")?;
     let src = padded.as_bytes();
     let dst = data.as_mut_slice();
-    for_each_sequence(&view, &shape[1..=levels], |rows, cell| {
+    for_each_sequence(lod, &shape[1..=levels], |rows, cell| {
         // In range: the padded dims hold every sequence (checked above) and
         // `dst` was sized for the LoD's rows.
         let len = (rows.end - rows.start) * cell_bytes;

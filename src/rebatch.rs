@@ -109,7 +109,7 @@ impl Column {
     /// Appends top-level rows `begin..end` of `tensor`.
     fn append(&mut self, tensor: &LodTensor, begin: usize, end: usize) -> Result<()> {
         if self.layout.levels == 0 {
-            let row_bytes = tensor.view().row_bytes();
+            let row_bytes = tensor.row_bytes();
             let bytes = tensor
                 .as_bytes()
                 .get(begin * row_bytes..end * row_bytes)
@@ -122,7 +122,7 @@ impl Column {
             self.rows += end - begin;
             return Ok(());
         }
-        let view = tensor.view().slice_level(0, begin, end)?;
+        let view = tensor.slice_level(0, begin, end)?;
         for (l, level) in self.levels.iter_mut().enumerate() {
             let base = level.last().copied().unwrap_or(0);
             for offset in view.lod().offsets(l)?.skip(1) {

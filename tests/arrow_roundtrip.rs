@@ -5,7 +5,7 @@
 
 use lodt::arrow::ipc::{IpcFileReader, IpcStreamReader, write_ipc_file, write_ipc_stream};
 use lodt::arrow::parquet::{ParquetReader, write_parquet};
-use lodt::arrow::{ArrowOptions, ListType, WriteOptions, from_arrow, to_arrow, view_to_arrow};
+use lodt::arrow::{ArrowOptions, ListType, WriteOptions, from_arrow, to_arrow};
 use lodt::{Batch, DType, Lod, LodTensor};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -98,7 +98,7 @@ proptest! {
             let back = from_arrow(&field, &array, &options).unwrap();
             prop_assert_eq!(&back, &t);
             // The copying path of views agrees with the zero-copy path.
-            let (vfield, varray) = view_to_arrow("t", &t.view(), &options).unwrap();
+            let (vfield, varray) = to_arrow("t", &t, &options).unwrap();
             prop_assert_eq!(&vfield, &field);
             prop_assert_eq!(varray.to_data(), array.to_data());
         }
@@ -112,8 +112,8 @@ proptest! {
             let n = t.lod().num_sequences(0).unwrap();
             let begin = begin.min(n - 1);
             let end = (begin + len.max(1)).min(n);
-            let view = t.view().slice_level(0, begin, end).unwrap();
-            let (field, array) = view_to_arrow("s", &view, &ArrowOptions::default()).unwrap();
+            let view = t.slice_level(0, begin, end).unwrap();
+            let (field, array) = to_arrow("s", &view, &ArrowOptions::default()).unwrap();
             let read = from_arrow(&field, &array, &ArrowOptions::default());
             // A slice can leave a lower level with no sequence at all (a level
             // `[0]`, LOD.md §3.1): it reads back as exactly that.

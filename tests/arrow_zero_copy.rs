@@ -6,11 +6,9 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int64Type};
 use arrow_array::{Array, ArrayRef};
-use lodt::arrow::{
-    ArrowOptions, Error, ListType, from_arrow, tensor_buffers_to_arrow,
-    tensor_buffers_to_arrow_unchecked, to_arrow,
-};
-use lodt::buffer::{AlignedBytes, TensorBuffers};
+use lodt::arrow::{ArrowOptions, Error, ListType, from_arrow, tensor_buffers_to_arrow, to_arrow};
+use lodt::buffer::AlignedBytes;
+use lodt::format::TensorBuffers;
 use lodt::{DType, Lod, LodTensor};
 use std::ops::Range;
 use std::sync::Arc;
@@ -78,11 +76,14 @@ fn tensor_buffers_become_arrow_buffers_inside_the_storage() {
     let storage = parts.storage.bytes().as_ptr_range();
     let storage = storage.start as usize..storage.end as usize;
     let checked = tensor_buffers_to_arrow("frames", &parts, &ArrowOptions::default()).unwrap();
-    // SAFETY: the parts were laid out from a valid tensor: offsets are non-decreasing.
-    let unchecked =
-        unsafe { tensor_buffers_to_arrow_unchecked("frames", &parts, &ArrowOptions::default()) }
-            .unwrap();
-    for (field, array) in [checked, unchecked] {
+    // The tensor over the parts, converted: the same buffers.
+    let tensor = to_arrow(
+        "frames",
+        &parts.to_tensor().unwrap(),
+        &ArrowOptions::default(),
+    )
+    .unwrap();
+    for (field, array) in [checked, tensor] {
         let (offsets, values) = buffer_ptrs(&array);
         for (level, ptr) in offsets.iter().enumerate() {
             assert!(inside(&storage, *ptr), "level {level} offsets were copied");
@@ -208,16 +209,8 @@ fn bad_tensor_buffers_are_errors() {
             matches!(&err, Error::Tensor { column, .. } if column == "frames"),
             "{what}: {err:?}"
         );
-        // The O(levels) checks of the unchecked variant catch these too.
-        // SAFETY: wherever a range holds offsets, they are the valid tensor's,
-        // so non-decreasing; the O(levels) checks must reject the rest.
-        let err = unsafe {
-            tensor_buffers_to_arrow_unchecked("frames", &parts, &ArrowOptions::default())
-        };
-        assert!(
-            matches!(err, Err(Error::Tensor { .. })),
-            "{what} (unchecked)"
-        );
+        // The tensor constructor is where they are caught.
+        assert!(parts.to_tensor().is_err(), "{what} (to_tensor)");
     }
     // The checked variant also reads every offset.
     let mut bytes = good.storage.bytes().to_vec();
@@ -254,11 +247,11 @@ fn owned_tensors_share_their_storage_and_lod_with_arrow() {
     let values = l1.values().as_primitive::<Int64Type>();
     assert_eq!(
         l0.value_offsets().as_ptr() as *const u64,
-        t.lod().levels()[0].as_ptr()
+        t.lod().levels()[0].raw().as_ptr()
     );
     assert_eq!(
         l1.value_offsets().as_ptr() as *const u64,
-        t.lod().levels()[1].as_ptr()
+        t.lod().levels()[1].raw().as_ptr()
     );
     assert_eq!(
         values.values().as_ptr(),

@@ -2,9 +2,9 @@
 //! examples with their exact values, and one test per bad-input error.
 
 use lodt::nested::Nested::{self, Rows, Seqs};
-use lodt::ops::{SortedSequences, merge, sequence_expand, split, split_shared};
+use lodt::ops::{SortedSequences, merge, sequence_expand, split};
 use lodt::pad::{pad, unpad};
-use lodt::{DType, Error, Lod, LodRule, LodTensor, LodTensorView, LodView};
+use lodt::{DType, Error, Lod, LodRule, LodTensor};
 
 /// Labels `a`, `b`, ... as one-column i64 rows (`a` = 0).
 fn labels(s: &str) -> Vec<i64> {
@@ -55,7 +55,7 @@ fn branch_2_is_rows_10_to_15_with_one_level() {
     let t = seed_tensor();
     let b = t.branch(&[2]).unwrap();
     assert_eq!(b.as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
-    assert_eq!(b.lod().to_lod().levels(), &[vec![0, 2, 5]]);
+    assert_eq!(b.lod().levels(), &[vec![0, 2, 5]]);
     // The window still reads the original offsets 10, 12, 15.
     assert_eq!(b.lod().raw_level(0), Some(&[10, 12, 15][..]));
 }
@@ -76,7 +76,7 @@ fn branch_0_2_is_rows_5_to_9() {
     let b = t.branch(&[0, 2]).unwrap();
     assert_eq!(b.as_slice::<i64>().unwrap(), &[5, 6, 7, 8]);
     assert_eq!(b.lod().num_levels(), 0);
-    let (_, rows) = seed_lod().as_view().branch(&[0, 2]).unwrap();
+    let (_, rows) = seed_lod().branch(&[0, 2]).unwrap();
     assert_eq!(rows, 5..9);
 }
 
@@ -281,17 +281,14 @@ fn split_spreads_the_batch_over_parts() {
     let parts = split(&t, 2).unwrap();
     assert_eq!(parts.len(), 2);
     assert_eq!(
-        parts[0].lod().to_lod().levels(),
+        parts[0].lod().levels(),
         &[vec![0, 3, 4], vec![0, 3, 5, 9, 10]]
     );
     assert_eq!(
         parts[0].as_slice::<i64>().unwrap(),
         &(0..10).collect::<Vec<_>>()[..]
     );
-    assert_eq!(
-        parts[1].lod().to_lod().levels(),
-        &[vec![0, 2], vec![0, 2, 5]]
-    );
+    assert_eq!(parts[1].lod().levels(), &[vec![0, 2], vec![0, 2, 5]]);
     // Views: no copy.
     let whole = t.as_bytes().as_ptr_range();
     assert!(parts.iter().all(|p| whole.contains(&p.as_bytes().as_ptr())));
@@ -300,7 +297,7 @@ fn split_spreads_the_batch_over_parts() {
     let lens: Vec<usize> = split(&t, 3).unwrap().iter().map(|p| p.rows()).collect();
     assert_eq!(lens, vec![9, 1, 5]);
     assert_eq!(merge(&parts).unwrap(), t);
-    assert_eq!(merge(&split_shared(&t, 3).unwrap()).unwrap(), t);
+    assert_eq!(merge(split(&t, 3).unwrap()).unwrap(), t);
 }
 
 #[test]
@@ -334,7 +331,7 @@ fn merge_errors() {
     );
     assert!(matches!(split(&a, 0), Err(Error::InvalidArgument(_))));
     assert!(matches!(
-        merge(Vec::<LodTensorView<'_>>::new()),
+        merge(Vec::<LodTensor>::new()),
         Err(Error::InvalidArgument(_))
     ));
 }
@@ -449,7 +446,7 @@ fn invalid_lod_is_rejected() {
         }
     ));
     assert!(matches!(
-        LodView::try_new(vec![&[0u64, 3, 1][..]]).unwrap_err(),
+        Lod::try_from_offsets(vec![vec![0u64, 3, 1]]).unwrap_err(),
         Error::InvalidLod {
             rule: LodRule::Decreasing,
             index: 2,
@@ -538,7 +535,7 @@ fn out_of_range_slices_are_rejected() {
         Error::OutOfRange { .. }
     ));
     assert!(matches!(
-        t.view().slice_rows(10, 16).unwrap_err(),
+        t.slice_rows(10, 16).unwrap_err(),
         Error::OutOfRange {
             what: "row range end",
             index: 16,

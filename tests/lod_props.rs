@@ -4,9 +4,9 @@
 
 use half::f16;
 use lodt::nested::Nested;
-use lodt::ops::{SortedSequences, merge, sequence_expand, split, split_shared};
+use lodt::ops::{SortedSequences, merge, sequence_expand, split};
 use lodt::pad::{Padded, pad, unpad};
-use lodt::{DType, Error, Lod, LodRule, LodTensor, LodTensorView};
+use lodt::{DType, Error, Lod, LodRule, LodTensor};
 use proptest::prelude::*;
 use std::ops::Range;
 
@@ -213,7 +213,7 @@ fn all_paths(nodes: &[Node]) -> Vec<(Vec<usize>, Node)> {
 fn assert_view(
     t: &LodTensor,
     row_bytes: usize,
-    view: &LodTensorView<'_>,
+    view: &LodTensor,
     rows: &[usize],
     lengths: &[Vec<u64>],
 ) {
@@ -224,12 +224,12 @@ fn assert_view(
         .collect();
     assert_eq!(view.rows(), rows.len());
     assert_eq!(view.as_bytes(), &expected[..]);
-    let lod = view.lod().to_lod();
+    let lod = view.lod();
     assert_eq!(lod.to_lengths(), lengths);
     // A level with no sequence (below an empty range) holds the offset [0].
     for (level, lens) in lod.levels().iter().zip(lengths) {
         if lens.is_empty() {
-            assert_eq!(level, &vec![0]);
+            assert_eq!(*level, vec![0]);
         }
     }
 }
@@ -443,7 +443,7 @@ proptest! {
             }
             prop_assert_eq!(offsets, &naive);
         }
-        prop_assert_eq!(Lod::try_from_offsets(lod.levels().to_vec()).unwrap(), lod.clone());
+        prop_assert_eq!(Lod::try_from_offsets(lod.to_offsets()).unwrap(), lod.clone());
         prop_assert!(lod.check_rows(c.rows as u64).is_ok());
     }
 
@@ -507,13 +507,13 @@ proptest! {
             let n = frontier.len();
             let (b, e) = (b.min(n), e.min(n));
             let (b, e) = (b.min(e), b.max(e));
-            let view = t.view().slice_level(level, b, e).unwrap();
+            let view = t.slice_level(level, b, e).unwrap();
             let picked = &frontier[b..e];
             let below = c.lengths.len() - level;
             let lengths = model_lengths(picked, below);
             assert_view(&t, c.row_bytes(), &view, &model_rows(picked), &lengths);
             prop_assert_eq!(c.lod().slice_in_level(level, b, e).unwrap().to_lengths(), lengths);
-            prop_assert!(t.view().slice_level(level, 0, n + 1).is_err());
+            prop_assert!(t.slice_level(level, 0, n + 1).is_err());
             frontier = frontier
                 .iter()
                 .flat_map(|n| match n {
@@ -539,7 +539,7 @@ proptest! {
             }
         }
         prop_assert_eq!(&merge(&parts).unwrap(), &t);
-        prop_assert_eq!(&merge(&split_shared(&t, n).unwrap()).unwrap(), &t);
+        prop_assert_eq!(&merge(split(&t, n).unwrap()).unwrap(), &t);
     }
 
     #[test]
@@ -573,7 +573,7 @@ proptest! {
     fn every_single_entry_mutation_is_judged_by_the_rules(c in case()) {
         let lod = c.lod();
         let rows = c.rows as u64;
-        for m in mutations(lod.levels()) {
+        for m in mutations(&lod.to_offsets()) {
             let expected = naive_check(&m, rows);
             let got = lodt::lod::check_levels(&m, Some(rows));
             prop_assert_eq!(&got, &expected, "mutation {:?}", m);

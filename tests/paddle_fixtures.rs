@@ -259,13 +259,13 @@ fn slices_write_as_their_owned_copy() {
     for path in [&[0][..], &[2], &[0, 2], &[2, 1]] {
         let view = t.branch(path).unwrap();
         let mut out = Vec::new();
-        paddle::write_view(&view, &mut out).unwrap();
+        paddle::write_tensor(&view, &mut out).unwrap();
         assert_eq!(out, paddle::to_bytes(&view.to_owned()).unwrap());
         assert_eq!(paddle::read_tensor(&out).unwrap(), view.to_owned());
     }
     let article2 = paddle::read_tensor(&{
         let mut out = Vec::new();
-        paddle::write_view(&t.branch(&[2]).unwrap(), &mut out).unwrap();
+        paddle::write_tensor(&t.branch(&[2]).unwrap(), &mut out).unwrap();
         out
     })
     .unwrap();

@@ -102,7 +102,7 @@ fn describe(schema: &Schema) -> String {
     let fields: Vec<String> = schema
         .fields()
         .iter()
-        .map(|f| format!("{}: {}", f.name(), f.data_type()))
+        .map(|f| format!("{:?}: {}", f.name(), f.data_type()))
         .collect();
     format!("[{}]", fields.join(", "))
 }

@@ -6,15 +6,16 @@
 //!  LargeListArray:          offsets ──┘   child offsets ──┘   values ┘   (no copy)
 //! ```
 
-use super::{ArrowOptions, Result, tensor_buffers_to_arrow_unchecked};
+use super::{ArrowOptions, Result, to_arrow};
 use crate::format::LodtFile;
 use arrow_array::ArrayRef;
 use arrow_schema::Field;
 
 /// Tensor `name` of batch `batch` of `file` as an Arrow array whose offsets
 /// and values are the file's own bytes: no copy, and O(levels) work, since
-/// the file's reader validated the batch's LoDs when the batch was first read.
-/// The array keeps the file's storage (its memory map) alive.
+/// the file's reader validated the batch's LoDs when the batch was first read
+/// (the tensor it reads is a window of the file's storage, and [`to_arrow`]
+/// shares it). The array keeps the file's storage (its memory map) alive.
 ///
 /// With [`ListType::List`](super::ListType::List), 32-bit offsets must be
 /// computed, which copies the offsets (values are still shared).
@@ -37,12 +38,6 @@ pub fn lodt_tensor_to_arrow(
     name: &str,
     options: &ArrowOptions,
 ) -> Result<(Field, ArrayRef)> {
-    let parts = file.tensor_buffers(batch, name)?;
-    // SAFETY: `tensor_buffers` returns buffers only for a batch whose metadata
-    // and every LoD passed `lod::check_levels` (non-decreasing offsets
-    // included) when the batch was first read, and the storage it returns is
-    // the same, immutable one. (A memory-mapped file changed by another
-    // process breaks every mmap reader; `LodtFile::open` documents it, and
-    // `LodtFile::read` avoids it.)
-    unsafe { tensor_buffers_to_arrow_unchecked(name, &parts, options) }
+    let tensor = file.batch(batch)?.tensor(name)?;
+    to_arrow(name, &tensor, options)
 }

@@ -17,12 +17,12 @@
 //! ```
 //!
 //! Both the offsets and the body are shared with Arrow, not copied, wherever
-//! their layout allows it ([`to_arrow`], [`tensor_buffers_to_arrow`],
-//! [`from_arrow`]).
+//! their layout allows it ([`to_arrow`], [`from_arrow`]); a tensor read from a
+//! memory-mapped `.lodt` file becomes an array over the map.
 //!
 //! | what                         | API |
 //! |------------------------------|-----|
-//! | tensor <-> array             | [`to_arrow`], [`view_to_arrow`], [`tensor_buffers_to_arrow`], [`from_arrow`] |
+//! | tensor <-> array             | [`to_arrow`], [`from_arrow`], [`lodt_tensor_to_arrow`], [`tensor_buffers_to_arrow`] |
 //! | [`Batch`] <-> `RecordBatch` | [`batch_to_record_batch`], [`record_batch_to_batch`] |
 //! | Arrow IPC files and streams  | [`ipc`] |
 //! | Parquet files (feature `parquet`) | `parquet` |
@@ -51,10 +51,7 @@ mod tensor;
 pub use batch::{batch_to_record_batch, record_batch_to_batch};
 pub use error::{Error, Result};
 pub use file::lodt_tensor_to_arrow;
-pub use tensor::{
-    from_arrow, from_arrow_array, tensor_buffers_to_arrow, tensor_buffers_to_arrow_unchecked,
-    to_arrow, view_to_arrow,
-};
+pub use tensor::{from_arrow, from_arrow_array, tensor_buffers_to_arrow, to_arrow};
 
 use crate::batch::Batch;
 use crate::buffer::ByteStorage;
@@ -352,7 +349,9 @@ impl ArrowBytes {
     }
 }
 
-impl ByteStorage for ArrowBytes {
+// SAFETY: an Arrow `Buffer` is immutable and reference-counted: its bytes
+// stay where they are, unchanged, for as long as this clone of it lives.
+unsafe impl ByteStorage for ArrowBytes {
     fn bytes(&self) -> &[u8] {
         self.0.as_slice()
     }

@@ -5,11 +5,10 @@ use super::{
     ArrowBytes, ArrowOptions, DTYPE_KEY, Error, FIXED_SHAPE_TENSOR, ListType, NullLists, Result,
     SCALAR_KEY,
 };
-use crate::buffer::{AlignedBytes, ByteStorage, TensorBuffers};
+use crate::buffer::{AlignedBytes, ByteStorage};
 use crate::dtype::DType;
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
@@ -59,20 +58,6 @@ unsafe fn shared_buffer(owner: Arc<dyn arrow_buffer::alloc::Allocation>, bytes: 
     // SAFETY: the caller guarantees that `bytes` stays valid and unchanged
     // while `owner` lives; the Buffer holds `owner`.
     unsafe { Buffer::from_custom_allocation(ptr, bytes.len(), owner) }
-}
-
-/// A buffer over `bytes` borrowed from `storage`, keeping the storage alive.
-///
-/// # Safety
-///
-/// `bytes` must have been borrowed from `storage.bytes()`.
-unsafe fn storage_buffer(storage: &Arc<dyn ByteStorage>, bytes: &[u8]) -> Buffer {
-    // SAFETY: `bytes` comes from `storage.bytes()` (caller). The owner is a
-    // clone of the Arc, so the storage outlives the buffer, and while it is
-    // shared nothing can take `&mut` to it (`Arc::get_mut` fails; `LodTensor`
-    // copies on write), so its bytes stay where they are, unchanged. A
-    // memory-mapped storage keeps its map for as long as it lives.
-    unsafe { shared_buffer(Arc::new(storage.clone()), bytes) }
 }
 
 fn is_aligned(bytes: &[u8], align: usize) -> bool {
@@ -167,8 +152,7 @@ fn large_offsets(column: &str, level: &LevelSource<'_>) -> Result<OffsetBuffer<i
         let values = ScalarBuffer::<i64>::new(shared.clone(), 0, level.raw.len());
         // SAFETY: the buffer holds the level's offsets: at least two
         // and starting at 0 (validated by every caller), non-decreasing
-        // (validated, or promised by the caller of
-        // `tensor_buffers_to_arrow_unchecked`), and so all <= the last,
+        // (validated: every `Lod` is), and so all <= the last,
         // which is <= i64::MAX (checked above). They read as valid
         // non-negative, monotonically increasing i64 offsets.
         return Ok(unsafe { OffsetBuffer::new_unchecked(values) });
@@ -277,13 +261,17 @@ fn build(name: &str, src: Source<'_>, options: &ArrowOptions) -> Result<(Field, 
     Ok((field, array))
 }
 
-/// Converts an owned tensor into an Arrow array and the field describing it
-/// (named `name`). See `spec/ARROW.md` for the mapping.
+/// Converts a tensor into an Arrow array and the field describing it (named
+/// `name`). See `spec/ARROW.md` for the mapping.
 ///
 /// With [`ListType::LargeList`] (the default) nothing is copied but bools: the
-/// array's offsets buffers share the tensor's LoD and its values buffer shares
-/// the tensor's storage (both kept alive by the array). With
-/// [`ListType::List`] the offsets are converted to `i32` (a copy).
+/// values buffer is the tensor's own buffer, and each level's offsets buffer is
+/// the tensor's own offsets (read as `i64`) when the level starts at 0, which
+/// it does unless the tensor is a slice (a slice's levels are rebased: a copy
+/// of the offsets, values still shared). The array keeps the buffers alive, so
+/// a tensor read from a memory-mapped `.lodt` file becomes an array over the
+/// map in O(levels). With [`ListType::List`] the offsets are converted to
+/// `i32` (a copy).
 ///
 /// ```
 /// use lodt::{arrow::{to_arrow, ArrowOptions}, Lod, LodTensor};
@@ -295,6 +283,13 @@ fn build(name: &str, src: Source<'_>, options: &ArrowOptions) -> Result<(Field, 
 /// // Values are shared, not copied:
 /// let values = array.as_list::<i64>().values().as_fixed_size_list().values().as_primitive::<Float32Type>();
 /// assert_eq!(values.values().as_ptr(), frames.as_slice::<f32>()?.as_ptr());
+///
+/// // A slice: offsets rebased.
+/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+/// let words = LodTensor::from_vec((0..15i64).collect(), vec![15], lod)?;
+/// let article2 = words.branch(&[2])?;                 // offsets [10, 12, 15]
+/// let (_, array) = to_arrow("a2", &article2, &ArrowOptions::default())?;
+/// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2, 5]);
 /// # Ok::<(), lodt::arrow::Error>(())
 /// ```
 pub fn to_arrow(
@@ -302,25 +297,13 @@ pub fn to_arrow(
     tensor: &LodTensor,
     options: &ArrowOptions,
 ) -> Result<(Field, ArrayRef)> {
-    let storage = tensor.storage();
-    let body = tensor.as_bytes();
-    // SAFETY: `body` is `storage.bytes()` (`LodTensor::as_bytes`).
-    let body_shared = Some(unsafe { storage_buffer(storage, body) });
-    let lod: Arc<Lod> = tensor.lod_arc().clone();
-    let levels = lod
+    let levels = tensor
+        .lod()
         .levels()
         .iter()
-        .map(|level| {
-            let bytes = zerocopy::IntoBytes::as_bytes(level.as_slice());
-            // SAFETY: the level lives inside the `Lod` behind this Arc, which
-            // the buffer keeps alive. A shared `Lod` is never changed in place
-            // (`LodTensor::update_lod` copies a shared LoD first), and the
-            // buffer's clone keeps it shared.
-            let shared = unsafe { shared_buffer(Arc::new(lod.clone()), bytes) };
-            LevelSource {
-                raw: level.as_slice(),
-                shared: Some(shared),
-            }
+        .map(|level| LevelSource {
+            raw: level.raw(),
+            shared: Some(arrow_buffer_of(level.buffer())),
         })
         .collect();
     build(
@@ -329,64 +312,22 @@ pub fn to_arrow(
             dtype: tensor.dtype(),
             shape: tensor.shape(),
             levels,
-            body,
-            body_shared,
+            body: tensor.as_bytes(),
+            body_shared: Some(arrow_buffer_of(tensor.buffer())),
         },
         options,
     )
 }
 
-/// Converts a borrowed (possibly sliced) tensor into an Arrow array and its
-/// field, copying offsets (rebased to 0) and values.
-///
-/// ```
-/// use lodt::{arrow::{view_to_arrow, ArrowOptions}, Lod, LodTensor};
-/// use arrow_array::cast::AsArray;
-/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
-/// let words = LodTensor::from_vec((0..15i64).collect(), vec![15], lod)?;
-/// let article2 = words.branch(&[2])?;                 // offsets [10, 12, 15]
-/// let (_, array) = view_to_arrow("a2", &article2, &ArrowOptions::default())?;
-/// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2, 5]);
-/// # Ok::<(), lodt::arrow::Error>(())
-/// ```
-pub fn view_to_arrow(
-    name: &str,
-    view: &LodTensorView<'_>,
-    options: &ArrowOptions,
-) -> Result<(Field, ArrayRef)> {
-    let shape = view.shape();
-    let levels = (0..view.lod().num_levels())
-        .map(|l| LevelSource {
-            raw: view.lod().raw_level(l).unwrap_or(&[]),
-            shared: None,
-        })
-        .collect();
-    build(
-        name,
-        Source {
-            dtype: view.dtype(),
-            shape: &shape,
-            levels,
-            body: view.as_bytes(),
-            body_shared: None,
-        },
-        options,
-    )
-}
-
-/// Converts a tensor that lies in a shared storage (a memory-mapped `.lodt`
-/// file) into an Arrow array and its field, using the storage's own bytes as
-/// the Arrow buffers: with [`ListType::LargeList`], no offset or value is
-/// copied (the `u64` LoD offsets are read as `i64`; a buffer that is misaligned
-/// for its type, and bools, are copied). The array keeps the storage alive.
-///
-/// The parts are validated first ([`TensorBuffers::view`]: byte ranges,
-/// LoD rules, data length): one read of the offsets. See
-/// [`tensor_buffers_to_arrow_unchecked`] to skip it.
+/// Checks `parts` ([`TensorBuffers::to_tensor`](crate::format::TensorBuffers::to_tensor):
+/// byte ranges, alignment, LoD rules, data length) and converts the tensor
+/// over them with [`to_arrow`]: with [`ListType::LargeList`], no offset or
+/// value is copied (a body misaligned for its type, and bools, are). The array
+/// keeps the storage alive.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use lodt::{buffer::{AlignedBytes, ByteStorage, TensorBuffers}, DType};
+/// use lodt::{buffer::{AlignedBytes, ByteStorage}, format::TensorBuffers, DType};
 /// use lodt::arrow::{tensor_buffers_to_arrow, ArrowOptions};
 /// use arrow_array::cast::AsArray;
 /// let mut bytes = Vec::new();
@@ -402,160 +343,21 @@ pub fn view_to_arrow(
 /// ```
 pub fn tensor_buffers_to_arrow(
     name: &str,
-    parts: &TensorBuffers,
+    parts: &crate::format::TensorBuffers,
     options: &ArrowOptions,
 ) -> Result<(Field, ArrayRef)> {
-    let view = parts.view().map_err(tensor_error(name))?;
-    let levels = (0..view.lod().num_levels())
-        .map(|l| {
-            let raw = view.lod().raw_level(l).unwrap_or(&[]);
-            let bytes = zerocopy::IntoBytes::as_bytes(raw);
-            // SAFETY: `raw` was borrowed from `parts.storage.bytes()` by `view`.
-            let shared = unsafe { storage_buffer(&parts.storage, bytes) };
-            LevelSource {
-                raw,
-                shared: Some(shared),
-            }
-        })
-        .collect();
-    let body = view.as_bytes();
-    // SAFETY: `body` was borrowed from `parts.storage.bytes()` by `view`.
-    let body_shared = Some(unsafe { storage_buffer(&parts.storage, body) });
-    build(
-        name,
-        Source {
-            dtype: parts.dtype,
-            shape: &parts.shape,
-            levels,
-            body,
-            body_shared,
-        },
-        options,
-    )
+    let tensor = parts.to_tensor().map_err(tensor_error(name))?;
+    to_arrow(name, &tensor, options)
 }
 
-/// Like [`tensor_buffers_to_arrow`], in O(levels): the LoD offsets are not
-/// read, only each level's first and last offset. Everything else is still
-/// checked: byte ranges, alignment, that each level starts at 0 and ends at the
-/// next level's number of sequences (the last level at the rows), the data
-/// length, and bools.
-///
-/// # Safety
-///
-/// The offsets of each level must be non-decreasing: the one LoD rule
-/// ([`lod::check_levels`](crate::lod::check_levels)) that needs every offset
-/// read. A reader that validated the file's LoDs on open guarantees it.
-/// Otherwise the array breaks Arrow's invariants and code reading it may read
-/// out of bounds.
-///
-/// ```
-/// use std::sync::Arc;
-/// use lodt::{buffer::{AlignedBytes, ByteStorage, TensorBuffers}, DType};
-/// use lodt::arrow::{tensor_buffers_to_arrow_unchecked, ArrowOptions};
-/// use arrow_array::cast::AsArray;
-/// let mut bytes = Vec::new();
-/// for o in [0u64, 2] { bytes.extend_from_slice(&o.to_le_bytes()); }
-/// bytes.extend_from_slice(&[7, 8]);
-/// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&bytes));
-/// let parts = TensorBuffers { storage, dtype: DType::UInt8, shape: vec![2], lod: vec![0..16], body: 16..18 };
-/// // SAFETY: the offsets [0, 2] are non-decreasing.
-/// let (_, array) = unsafe { tensor_buffers_to_arrow_unchecked("x", &parts, &ArrowOptions::default())? };
-/// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2]);
-/// # Ok::<(), lodt::arrow::Error>(())
-/// ```
-pub unsafe fn tensor_buffers_to_arrow_unchecked(
-    name: &str,
-    parts: &TensorBuffers,
-    options: &ArrowOptions,
-) -> Result<(Field, ArrayRef)> {
-    let bytes = parts.storage.bytes();
-    let mut levels = Vec::with_capacity(parts.lod.len());
-    for l in 0..parts.lod.len() {
-        let raw = parts.level(l).map_err(tensor_error(name))?;
-        if raw.len() < 2 {
-            return Err(tensor_error(name)(crate::Error::InvalidLod {
-                level: l,
-                index: 0,
-                rule: crate::LodRule::TooShort,
-                expected: 2,
-                found: raw.len() as u64,
-            }));
-        }
-        levels.push(raw);
-    }
-    // O(levels) consistency: each level ends where the next one's entries end,
-    // the last one at the rows.
-    let rows = parts.shape.first().copied();
-    let ends: Vec<u64> = levels
-        .iter()
-        .skip(1)
-        .map(|l| (l.len() - 1) as u64)
-        .chain(rows.map(|r| r as u64))
-        .collect();
-    for (l, (level, &end)) in levels.iter().zip(&ends).enumerate() {
-        let (first, last) = (level.first().copied(), level.last().copied());
-        if first != Some(0) || last != Some(end) {
-            return Err(tensor_error(name)(crate::Error::InvalidLod {
-                level: l,
-                index: level.len() - 1,
-                rule: crate::LodRule::LevelMismatch,
-                expected: end,
-                found: last.unwrap_or(0),
-            }));
-        }
-    }
-    if !levels.is_empty() && rows.is_none() {
-        return Err(tensor_error(name)(crate::Error::ShapeMismatch {
-            what: "shape of a tensor with a LoD (needs rank >= 1)",
-            expected: vec![0],
-            found: Vec::new(),
-        }));
-    }
-    let body = bytes.get(parts.body.clone()).ok_or_else(|| {
-        tensor_error(name)(crate::Error::OutOfRange {
-            what: "storage byte range",
-            index: parts.body.end as u64,
-            len: bytes.len() as u64 + 1,
-        })
-    })?;
-    let expected =
-        crate::tensor::checked_byte_len(parts.dtype, &parts.shape).map_err(tensor_error(name))?;
-    if body.len() != expected {
-        return Err(tensor_error(name)(crate::Error::DataLength {
-            dtype: parts.dtype,
-            shape: parts.shape.iter().map(|&d| d as u64).collect(),
-            expected: expected as u64,
-            found: body.len() as u64,
-        }));
-    }
-    if parts.dtype == DType::Bool {
-        crate::dtype::check_bools(body).map_err(tensor_error(name))?;
-    }
-    let levels = levels
-        .into_iter()
-        .map(|raw| {
-            // SAFETY: `raw` was borrowed from `parts.storage.bytes()` by `level`.
-            let shared =
-                unsafe { storage_buffer(&parts.storage, zerocopy::IntoBytes::as_bytes(raw)) };
-            LevelSource {
-                raw,
-                shared: Some(shared),
-            }
-        })
-        .collect();
-    // SAFETY: `body` was borrowed from `parts.storage.bytes()` above.
-    let body_shared = Some(unsafe { storage_buffer(&parts.storage, body) });
-    build(
-        name,
-        Source {
-            dtype: parts.dtype,
-            shape: &parts.shape,
-            levels,
-            body,
-            body_shared,
-        },
-        options,
-    )
+/// An Arrow buffer over the bytes of `buf`, keeping its storage alive.
+fn arrow_buffer_of(buf: &crate::buffer::Buffer) -> Buffer {
+    let bytes = buf.as_slice();
+    // SAFETY: `bytes` are `buf.storage().bytes()[buf.range()]`. The owner is a
+    // clone of the storage's Arc, so the storage outlives the Arrow buffer;
+    // `ByteStorage` is an unsafe trait whose implementations promise that a
+    // shared storage's bytes stay where they are, unchanged, while it lives.
+    unsafe { shared_buffer(Arc::new(buf.storage().clone()), bytes) }
 }
 
 // ---------------------------------------------------------------------------
@@ -677,7 +479,7 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
 /// Slices are rebased. When the selected values are one contiguous run of
 /// non-boolean values (no null lists read as empty in between), the tensor
 /// shares Arrow's values buffer ([`ArrowBytes`]) instead of copying it; the
-/// LoD offsets are always copied (a [`Lod`] owns its `Vec<u64>`s).
+/// LoD offsets are copied (rebased).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -692,7 +494,7 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
 /// assert_eq!(t.as_slice::<i32>()?, &[1, 2, 3]);
 /// // A slice is rebased:
 /// let t = from_arrow(&field, &array.slice(1, 2), &ArrowOptions::default())?;
-/// assert_eq!((t.lod().levels(), t.as_slice::<i32>()?), (&[vec![0, 0, 1]][..], &[3][..]));
+/// assert_eq!((t.lod().to_offsets(), t.as_slice::<i32>()?), (vec![vec![0, 0, 1]], &[3][..]));
 /// # Ok::<(), lodt::arrow::Error>(())
 /// ```
 pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
@@ -902,7 +704,13 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
         );
     }
     let lod = Lod::try_from_stored(levels).map_err(tensor_error(column))?;
-    LodTensor::try_from_parts(dtype, shape, storage, Arc::new(lod)).map_err(tensor_error(column))
+    LodTensor::try_from_parts(
+        dtype,
+        shape,
+        crate::buffer::Buffer::from_storage(storage),
+        lod,
+    )
+    .map_err(tensor_error(column))
 }
 
 /// The values buffer of a primitive leaf (already sliced to the array).

@@ -260,7 +260,7 @@ pub enum FormatError {
         count: usize,
     },
     /// A tensor name the batch does not have.
-    #[error("batch {batch} has no tensor {name:?}; it has: {}", available.join(", "))]
+    #[error("batch {batch} has no tensor {name:?}; it has: {}", crate::error::name_list(available.iter().map(String::as_str)))]
     NoSuchTensor {
         /// The batch.
         batch: usize,
@@ -279,6 +279,13 @@ pub enum FormatError {
     /// An error of the LoD tensor model.
     #[error(transparent)]
     Core(#[from] crate::Error),
+    /// An error of a safe write: among them [`AtomicError::Locked`], when
+    /// another process is writing the file (appending, recovering, replacing
+    /// it).
+    ///
+    /// [`AtomicError::Locked`]: crate::atomic::AtomicError::Locked
+    #[error(transparent)]
+    Atomic(#[from] crate::atomic::AtomicError),
 }
 
 impl FormatError {

@@ -14,7 +14,7 @@
 //! - The object is printed on one line with no spaces, keys in this order.
 
 use crate::dtype::DType;
-use crate::view::LodTensorView;
+use crate::tensor::LodTensor;
 use half::{bf16, f16};
 use std::fmt::Write;
 
@@ -29,12 +29,12 @@ use std::fmt::Write;
 /// let t = LodTensor::from_vec(vec![1.5f32, f32::NAN, 0.1], vec![3],
 ///                             Lod::try_from_lengths(&[vec![1, 2]])?)?;
 /// assert_eq!(
-///     lodt::format::tensor_json("x", &t.view())?,
+///     lodt::format::tensor_json("x", &t)?,
 ///     r#"{"name":"x","dtype":"float32","shape":[3],"lod":[[0,1,3]],"values":[1.5,"NaN",0.1]}"#
 /// );
 /// # Ok::<(), lodt::Error>(())
 /// ```
-pub fn tensor_json(name: &str, view: &LodTensorView<'_>) -> crate::Result<String> {
+pub fn tensor_json(name: &str, view: &LodTensor) -> crate::Result<String> {
     let mut out = String::new();
     out.push_str("{\"name\":");
     out.push_str(&serde_json::to_string(name).unwrap_or_else(|_| "\"\"".into()));
@@ -65,7 +65,7 @@ fn push_list(out: &mut String, items: impl Iterator<Item = String>) {
 }
 
 /// Every value of `view` as JSON, comma-separated.
-pub(crate) fn push_values(out: &mut String, view: &LodTensorView<'_>) -> crate::Result<()> {
+pub(crate) fn push_values(out: &mut String, view: &LodTensor) -> crate::Result<()> {
     fn ints<T: std::fmt::Display>(out: &mut String, v: &[T]) {
         push_list(out, v.iter().map(|x| x.to_string()));
     }

@@ -34,6 +34,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod buffers;
 mod error;
 mod json;
 pub mod layout;
@@ -45,13 +46,14 @@ mod stream;
 mod verify;
 mod writer;
 
+pub use buffers::TensorBuffers;
 pub use error::{FormatError, Location, Part, Result};
 pub use json::tensor_json;
 pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
 };
 pub use reader::{BatchView, LodtFile};
-pub use recover::{RecoverReport, recover, recover_with};
+pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
 pub use verify::{VerifyReport, verify};

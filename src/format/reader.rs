@@ -2,15 +2,16 @@
 //! in-memory copy), with zero-copy views and owned tensors.
 
 use super::Version;
+use super::buffers::TensorBuffers;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG,
-    Trailer, check_zero, crc32, pad64, parse_file_start, read_struct,
+    BATCH_TAG, FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64,
+    TRAILER_TAG, Trailer, check_zero, crc32, pad64, parse_file_start, read_struct,
 };
 use super::section::{self, BatchMeta};
 use super::storage::MappedFile;
-use crate::buffer::{AlignedBytes, ByteStorage, Region, TensorBuffers};
-use crate::{Batch, LodTensor, LodTensorView};
+use crate::buffer::{AlignedBytes, ByteStorage};
+use crate::{Batch, LodTensor};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
@@ -77,13 +78,20 @@ impl LodtFile {
     /// map keeps the old one). For files that may change underneath, use
     /// [`LodtFile::read`].
     ///
+    /// A file with no valid footer whose writer lock is held (an append or a
+    /// recovery is running: see [`WriterLock`](crate::atomic::WriterLock))
+    /// gives [`AtomicError::Locked`](crate::atomic::AtomicError::Locked)
+    /// rather than [`FormatError::NoFooter`]: it is not damaged, only
+    /// unfinished.
+    ///
     /// ```
     /// let err = lodt::format::LodtFile::open("/no/such.lodt").unwrap_err();
     /// assert!(err.to_string().contains("/no/such.lodt"));
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
         let map = MappedFile::open(path)?;
-        Self::from_storage(Arc::new(map))
+        Self::from_storage(Arc::new(map)).map_err(|e| unfinished(path, e))
     }
 
     /// Reads the whole file at `path` into memory (no map), then checks it like
@@ -112,7 +120,7 @@ impl LodtFile {
         let mut bytes = AlignedBytes::zeroed(len);
         file.read_exact(bytes.as_mut_slice())
             .map_err(|e| FormatError::io(ctx(), e))?;
-        Self::from_storage(Arc::new(bytes))
+        Self::from_storage(Arc::new(bytes)).map_err(|e| unfinished(path, e))
     }
 
     /// Checks a file held in memory (copied into a 64-aligned buffer).
@@ -308,12 +316,11 @@ impl LodtFile {
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn batch(&self, k: usize) -> Result<BatchView<'_>> {
-        let (meta, section, offset) = self.meta(k)?;
+        let (meta, _, offset) = self.meta(k)?;
         Ok(BatchView {
             file: self,
             k,
             meta,
-            section,
             offset,
         })
     }
@@ -334,7 +341,8 @@ impl LodtFile {
 
     /// The buffers of tensor `name` of batch `batch`: byte ranges inside
     /// [`LodtFile::storage`] of each LoD level's offsets and of the body, for
-    /// zero-copy consumers (the Arrow bridge).
+    /// consumers that want the ranges themselves (a tensor over them is
+    /// [`BatchView::tensor`]).
     ///
     /// ```
     /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], lodt::Lod::try_from_lengths(&[vec![2]])?)?;
@@ -363,8 +371,9 @@ impl LodtFile {
         })
     }
 
-    /// Batch `k` as an owned [`Batch`] whose tensor bodies are regions of the
-    /// file's storage (no copy of any body; LoD offsets are copied).
+    /// Batch `k` as an owned [`Batch`] whose tensors' bodies and LoD offsets
+    /// are windows of the file's storage (no copy). The tensors keep the
+    /// storage (the map) alive after the `LodtFile` is dropped.
     ///
     /// ```
     /// let t = lodt::LodTensor::from_vec(vec![1i32, 2], vec![2], Default::default())?;
@@ -399,6 +408,21 @@ impl LodtFile {
     /// Batch `k`'s metadata and section, for `verify`.
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, &[u8], u64)> {
         self.meta(k)
+    }
+}
+
+/// `e`, or [`AtomicError::Locked`](crate::atomic::AtomicError::Locked) when
+/// `e` is a missing footer and a writer holds the file's lock (the file is
+/// being appended to or recovered, not damaged).
+fn unfinished(path: &Path, e: FormatError) -> FormatError {
+    match e {
+        FormatError::NoFooter { .. } if crate::atomic::is_locked(path) => {
+            crate::atomic::AtomicError::Locked {
+                path: path.to_path_buf(),
+            }
+            .into()
+        }
+        e => e,
     }
 }
 
@@ -455,6 +479,16 @@ fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)>
         footer_offset,
         Location::file(Part::FooterHeader),
     )?;
+    if footer.tag == BATCH_TAG {
+        // An append writes its first batch over the old footer and the new
+        // trailer last: until then, the old trailer points at the new batch.
+        return Err(FormatError::NoFooter {
+            reason: format!(
+                "the trailer points at a batch header at offset {footer_offset}, where its footer \
+                 was: an append overwrote the footer and has not written the new one"
+            ),
+        });
+    }
     if footer.tag != FOOTER_TAG {
         return corrupt(
             Part::FooterHeader,
@@ -548,7 +582,6 @@ pub struct BatchView<'a> {
     file: &'a LodtFile,
     k: usize,
     meta: &'a BatchMeta,
-    section: &'a [u8],
     offset: u64,
 }
 
@@ -659,7 +692,8 @@ impl<'a> BatchView<'a> {
         self.meta.find(name).ok_or_else(|| self.no_such(name))
     }
 
-    /// The tensor named `name`, as a view borrowing the file (no copy).
+    /// The tensor named `name`: an owned tensor whose offsets and body are
+    /// windows of the file's storage (no copy; O(levels)).
     ///
     /// ```
     /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
@@ -671,9 +705,9 @@ impl<'a> BatchView<'a> {
     /// assert!(err.to_string().contains("it has: t"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tensor(&self, name: &str) -> Result<LodTensorView<'a>> {
+    pub fn tensor(&self, name: &str) -> Result<LodTensor> {
         let t = self.position(name)?;
-        Ok(section::view(self.section, self.meta, t)?.1)
+        Ok(self.tensor_at(t)?.1)
     }
 
     /// The `i`-th tensor and its name.
@@ -685,8 +719,8 @@ impl<'a> BatchView<'a> {
     /// assert_eq!(file.batch(0)?.tensor_at(0)?.0, "t");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensorView<'a>)> {
-        section::view(self.section, self.meta, i)
+    pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensor)> {
+        section::tensor(&self.file.storage, self.offset as usize, self.meta, i)
     }
 
     /// Every tensor with its name, in order.
@@ -701,15 +735,13 @@ impl<'a> BatchView<'a> {
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn tensors(
-        &self,
-    ) -> impl ExactSizeIterator<Item = Result<(&'a str, LodTensorView<'a>)>> + 'a {
-        let (section, meta) = (self.section, self.meta);
-        (0..meta.tensors.len()).map(move |i| section::view(section, meta, i))
+    pub fn tensors(&self) -> impl ExactSizeIterator<Item = Result<(&'a str, LodTensor)>> + 'a {
+        let this = *self;
+        (0..self.meta.tensors.len()).map(move |i| this.tensor_at(i))
     }
 
-    /// The batch as an owned [`Batch`] whose bodies are regions of the file's
-    /// storage (no body copy).
+    /// The batch as an owned [`Batch`] whose tensors are windows of the
+    /// file's storage (no copy).
     ///
     /// ```
     /// # let t = lodt::LodTensor::from_vec(vec![1u16, 2], vec![2], Default::default())?;
@@ -722,18 +754,9 @@ impl<'a> BatchView<'a> {
     pub fn to_batch(&self) -> Result<Batch> {
         let mut batch = Batch::new();
         *batch.metadata_mut() = self.meta.metadata.clone();
-        let base = self.offset as usize;
-        for (i, tm) in self.meta.tensors.iter().enumerate() {
-            let (_, view) = section::view(self.section, self.meta, i)?;
-            let r = self.meta.range(tm.body);
-            let body = Region::try_new(self.file.storage.clone(), base + r.start..base + r.end)?;
-            let tensor = LodTensor::from_checked_parts(
-                tm.dtype,
-                tm.shape.clone(),
-                Arc::new(body),
-                Arc::new(view.lod().to_lod()),
-            );
-            batch.push(tm.name.clone(), tensor)?;
+        for t in self.tensors() {
+            let (name, tensor) = t?;
+            batch.push(name, tensor)?;
         }
         Ok(batch)
     }

@@ -16,14 +16,15 @@ use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_meta_len, check_zero, crc32,
     pad64, parse_json, read_struct, to_usize,
 };
-use crate::Error;
+use crate::buffer::{Buffer, ByteStorage};
 use crate::dtype::{DType, Element};
 use crate::lod::check_view_levels;
-use crate::lod_view::LodView;
+use crate::lod::{Lod, Offsets};
 use crate::tensor::{check_parts, checked_byte_len};
-use crate::view::LodTensorView;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::{Error, LodTensor};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
+use std::sync::Arc;
 
 /// A checked batch: everything about it except its body checksums.
 #[derive(Debug)]
@@ -35,6 +36,8 @@ pub(crate) struct BatchMeta {
     pub section_len: u64,
     pub metadata: BTreeMap<String, String>,
     pub tensors: Vec<TensorMeta>,
+    /// The position of each tensor name in `tensors`.
+    pub by_name: HashMap<String, usize>,
     pub buffers: Vec<BufferMeta>,
     /// Where the buffers start and the checksum table starts (section-relative).
     pub data_start: usize,
@@ -63,7 +66,7 @@ pub(crate) struct TensorMeta {
 impl BatchMeta {
     /// The tensor named `name`.
     pub fn find(&self, name: &str) -> Option<usize> {
-        self.tensors.iter().position(|t| t.name == name)
+        self.by_name.get(name).copied()
     }
 
     /// The tensor names.
@@ -254,7 +257,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
     }
 
     // The tensors.
-    let mut names = BTreeSet::new();
+    let mut by_name = HashMap::with_capacity(json.tensors.len());
     let mut owner: Vec<bool> = vec![false; count];
     let mut tensors = Vec::with_capacity(json.tensors.len());
     for t in json.tensors {
@@ -265,7 +268,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
                 "a tensor has an empty name",
             ));
         }
-        if !names.insert(t.name.clone()) {
+        if by_name.insert(t.name.clone(), tensors.len()).is_some() {
             return Err(FormatError::corrupt(
                 meta_at(),
                 format!("two tensors are named {:?}", t.name),
@@ -350,6 +353,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         section_len,
         metadata: json.metadata,
         tensors,
+        by_name,
         buffers,
         data_start,
         table_start,
@@ -402,12 +406,15 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
         })
 }
 
-/// A view of tensor `t` of a checked batch, borrowing `section`.
-pub(crate) fn view<'a>(
-    section: &'a [u8],
+/// Tensor `t` of a checked batch whose section starts at byte `base` of
+/// `storage`: an owned tensor whose LoD offsets and body are windows of the
+/// storage (no copy).
+pub(crate) fn tensor<'a>(
+    storage: &Arc<dyn ByteStorage>,
+    base: usize,
     meta: &'a BatchMeta,
     t: usize,
-) -> Result<(&'a str, LodTensorView<'a>)> {
+) -> Result<(&'a str, LodTensor)> {
     let tm = meta
         .tensors
         .get(t)
@@ -416,18 +423,21 @@ pub(crate) fn view<'a>(
             index: t as u64,
             len: meta.tensors.len() as u64,
         }))?;
+    let window = |b: usize| {
+        let r = meta.range(b);
+        Buffer::try_new(storage.clone(), base + r.start..base + r.end)
+    };
     let levels = tm
         .lod
         .iter()
-        .map(|&b| u64::slice_from_bytes(buffer(section, meta, b)))
+        .map(|&b| Offsets::try_new(window(b)?))
         .collect::<crate::Result<Vec<_>>>()?;
-    // Checked by `parse_batch` (`check_tensor`) before the batch was handed out.
-    let lod = LodView::from_trusted(levels);
-    let body = buffer(section, meta, tm.body);
-    Ok((
-        tm.name.as_str(),
-        LodTensorView::from_trusted(tm.dtype, &tm.shape, lod, body),
-    ))
+    // LoD rules, shape and body length were checked by `parse_batch`
+    // (`check_tensor`) before the batch was handed out; only the buffers'
+    // ranges and alignment are checked again as they are wrapped (O(levels)).
+    let lod = Lod::from_checked_buffers(levels);
+    let tensor = LodTensor::from_checked_parts(tm.dtype, tm.shape.clone(), window(tm.body)?, lod);
+    Ok((tm.name.as_str(), tensor))
 }
 
 /// Checks the checksum of every buffer of a checked batch (bodies included)

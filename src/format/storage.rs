@@ -42,6 +42,11 @@ impl MappedFile {
         let path = path.as_ref();
         let file = File::open(path)
             .map_err(|e| FormatError::io(format!("opening {}", path.display()), e))?;
+        Self::from_file(&file, path)
+    }
+
+    /// Maps the open `file` (whose path is `path`, for messages) read-only.
+    pub(crate) fn from_file(file: &File, path: &Path) -> Result<Self> {
         // SAFETY: `Mmap::map` is unsafe because the mapped bytes can change or
         // vanish while they are borrowed as `&[u8]`: another process may write
         // the file in place (the slice's contents change behind Rust's back) or
@@ -49,9 +54,12 @@ impl MappedFile {
         // the process). This cannot be prevented from here; it is documented
         // on `MappedFile` and `LodtFile::open`, which point users of shared,
         // changing files to `LodtFile::read`. lodt's own writers never modify
-        // a finished file in place except by appending (no truncation), and
-        // readers copy the only part an append rewrites (the footer index).
-        let map = unsafe { memmap2::Mmap::map(&file) }
+        // a finished file in place except by appending, and readers copy the
+        // only part an append rewrites (the footer index); the truncations
+        // lodt does (rolling back a failed append to the file's length before
+        // it, recovering a file in place) only remove bytes past every batch
+        // a reader could have found through a valid footer.
+        let map = unsafe { memmap2::Mmap::map(file) }
             .map_err(|e| FormatError::io(format!("mapping {}", path.display()), e))?;
         Ok(MappedFile { map })
     }
@@ -74,7 +82,14 @@ impl MappedFile {
     }
 }
 
-impl ByteStorage for MappedFile {
+// SAFETY: the map is read-only and never remapped while this object lives, so
+// `bytes` returns the same slice every time. lodt's writers never change the
+// bytes of a committed batch in place (new files are renamed into place;
+// appends only add bytes and rewrite the footer, which no tensor points
+// into). Another program that rewrites the file in place breaks every reader
+// of a shared mapping, lodt's included; `LodtFile::open` documents this and
+// positional reads avoid it.
+unsafe impl ByteStorage for MappedFile {
     fn bytes(&self) -> &[u8] {
         &self.map
     }
@@ -143,7 +158,9 @@ impl GrowBuf {
     }
 }
 
-impl ByteStorage for GrowBuf {
+// SAFETY: the blocks are only resized through `&mut self` while filling,
+// before the buffer is shared; afterwards nothing changes them.
+unsafe impl ByteStorage for GrowBuf {
     fn bytes(&self) -> &[u8] {
         self.as_slice()
     }

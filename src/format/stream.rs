@@ -10,8 +10,8 @@ use super::layout::{
 };
 use super::section::{self, BatchMeta};
 use super::storage::GrowBuf;
-use crate::buffer::{ByteStorage, Region};
-use crate::{Batch, LodTensor};
+use crate::Batch;
+use crate::buffer::ByteStorage;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;
@@ -362,21 +362,14 @@ impl<R: Read> StreamReader<R> {
     }
 }
 
-/// Builds an owned batch whose bodies are regions of `buf`.
+/// Builds an owned batch whose tensors' offsets and bodies are windows of `buf`.
 fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
     let storage: Arc<dyn ByteStorage> = buf;
     let mut batch = Batch::new();
     *batch.metadata_mut() = meta.metadata.clone();
-    for (i, tm) in meta.tensors.iter().enumerate() {
-        let lod = section::view(storage.bytes(), meta, i)?.1.lod().to_lod();
-        let body = Region::try_new(storage.clone(), meta.range(tm.body))?;
-        let tensor = LodTensor::from_checked_parts(
-            tm.dtype,
-            tm.shape.clone(),
-            Arc::new(body),
-            Arc::new(lod),
-        );
-        batch.push(tm.name.clone(), tensor)?;
+    for i in 0..meta.tensors.len() {
+        let (name, tensor) = section::tensor(&storage, 0, meta, i)?;
+        batch.push(name, tensor)?;
     }
     Ok(batch)
 }

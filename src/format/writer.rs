@@ -6,11 +6,15 @@ use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, BufferJson, FileHeader, FileMetaJson, FooterHeader,
     IndexEntry, MAX_METADATA_LEN, STRUCT_LEN, Sealed64, TensorJson, Trailer, crc32, pad64,
 };
+use super::storage::MappedFile;
 use crate::Batch;
+use crate::atomic::{self, AtomicFile, WriterLock};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::{U32, U64};
 
@@ -42,10 +46,16 @@ impl Default for WriteOptions {
 }
 
 /// The output of a file [`Writer`]: a buffered file and what `finish` does
-/// with it (rename a temporary file over the destination, or, when
-/// appending, nothing but a flush).
+/// with it.
 ///
-/// Dropping an uncommitted `FileSink` of a new file deletes the temporary file.
+/// - For a new file ([`Writer::create`]): an [`AtomicFile`], renamed over
+///   the destination by `finish`. Dropped uncommitted, the temporary file is
+///   deleted and the destination is untouched.
+/// - For an append ([`Writer::append`]): the file itself, under its
+///   [`WriterLock`](crate::atomic::WriterLock). If a write fails, or if the
+///   sink is dropped before `finish` committed the new footer, the append is
+///   rolled back: the file is cut back to its length before the append and
+///   its old footer is written back, so it is byte for byte what it was.
 ///
 /// ```
 /// use lodt::format::{FileSink, Writer};
@@ -57,149 +67,187 @@ impl Default for WriteOptions {
 /// ```
 #[derive(Debug)]
 pub struct FileSink {
-    file: BufWriter<File>,
-    mode: SinkMode,
+    out: Out,
     fsync: bool,
-    committed: bool,
 }
 
 #[derive(Debug)]
-enum SinkMode {
-    /// Writing `tmp`, to be renamed to `dest`.
-    Replace { tmp: PathBuf, dest: PathBuf },
-    /// Appending to `path` in place.
-    InPlace { path: PathBuf },
+enum Out {
+    /// A new file; `None` once committed.
+    New(Option<BufWriter<AtomicFile>>),
+    /// Appending in place.
+    Append(Append),
+}
+
+/// An append in progress, and what rolling it back needs.
+#[derive(Debug)]
+struct Append {
+    /// The file, a duplicate of the lock's descriptor; `None` once committed
+    /// or rolled back.
+    file: Option<BufWriter<File>>,
+    /// The file's writer lock, held until the append is committed or rolled back.
+    lock: Option<WriterLock>,
+    path: PathBuf,
+    /// Where the old footer starts (and the new batches).
+    footer_offset: u64,
+    /// The old footer and trailer: the bytes from `footer_offset` to the old end.
+    old_footer: Vec<u8>,
+    fsync: bool,
+}
+
+impl Append {
+    /// Undoes the append: drops unwritten bytes, cuts the file back to its
+    /// old length and writes the old footer back. A no-op once committed or
+    /// rolled back.
+    fn roll_back(&mut self) -> std::io::Result<()> {
+        let Some(buffered) = self.file.take() else {
+            return Ok(());
+        };
+        // Discard what is still buffered: it must not reach the file.
+        let (mut file, _) = buffered.into_parts();
+        let old_len = self.footer_offset + self.old_footer.len() as u64;
+        // Cut first: it frees space, which a full disk needs.
+        file.set_len(old_len)?;
+        file.seek(SeekFrom::Start(self.footer_offset))?;
+        file.write_all(&self.old_footer)?;
+        if self.fsync {
+            file.sync_all()?;
+        }
+        self.lock = None;
+        Ok(())
+    }
+
+    /// Rolls back after `e` and says so in the error.
+    fn fail(&mut self, e: std::io::Error) -> std::io::Error {
+        let kind = e.kind();
+        let path = self.path.display().to_string();
+        match self.roll_back() {
+            Ok(()) => std::io::Error::new(
+                kind,
+                format!("{e}; the append to {path} was rolled back: the file is as it was before"),
+            ),
+            Err(undo) => std::io::Error::new(
+                kind,
+                format!(
+                    "{e}; rolling back the append to {path} failed too ({undo}): run `lodt recover` on it"
+                ),
+            ),
+        }
+    }
+
+    fn out(&mut self) -> std::io::Result<&mut BufWriter<File>> {
+        self.file.as_mut().ok_or_else(|| {
+            std::io::Error::other(format!(
+                "the append to {} is over (committed or rolled back)",
+                self.path.display()
+            ))
+        })
+    }
+}
+
+impl Drop for Append {
+    fn drop(&mut self) {
+        // Not committed: undo (best effort; `recover` repairs what this cannot).
+        let _ = self.roll_back();
+    }
+}
+
+/// The error of a finished (committed) new-file sink.
+fn finished() -> std::io::Error {
+    std::io::Error::other("the file is finished")
 }
 
 impl Write for FileSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.file.write(buf)
+        self.write_all(buf).map(|()| buf.len())
     }
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.file.write_all(buf)
+        match &mut self.out {
+            Out::New(w) => w.as_mut().ok_or_else(finished)?.write_all(buf),
+            Out::Append(a) => match a.out()?.write_all(buf) {
+                Ok(()) => Ok(()),
+                Err(e) => Err(a.fail(e)),
+            },
+        }
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
+        match &mut self.out {
+            Out::New(w) => w.as_mut().ok_or_else(finished)?.flush(),
+            Out::Append(a) => match a.out()?.flush() {
+                Ok(()) => Ok(()),
+                Err(e) => Err(a.fail(e)),
+            },
+        }
     }
 }
 
 impl FileSink {
-    fn path(&self) -> &Path {
-        match &self.mode {
-            SinkMode::Replace { dest, .. } => dest,
-            SinkMode::InPlace { path } => path,
+    fn path(&self) -> PathBuf {
+        match &self.out {
+            Out::New(Some(w)) => w.get_ref().path().to_path_buf(),
+            Out::New(None) => PathBuf::new(),
+            Out::Append(a) => a.path.clone(),
         }
     }
 
-    /// Flushes and, with `fsync`, syncs the data to disk.
+    /// Flushes and, with `fsync`, syncs the data to disk (appending only).
     fn sync(&mut self) -> Result<()> {
-        let path = self.path().to_path_buf();
-        let ctx = || format!("writing {}", path.display());
-        self.file.flush().map_err(|e| FormatError::io(ctx(), e))?;
-        if self.fsync {
-            self.file
-                .get_ref()
-                .sync_all()
-                .map_err(|e| FormatError::io(ctx(), e))?;
+        let ctx = format!("writing {}", self.path().display());
+        self.flush().map_err(|e| FormatError::io(ctx.clone(), e))?;
+        let fsync = self.fsync;
+        if let Out::Append(a) = &mut self.out
+            && fsync
+        {
+            let r = a.out().and_then(|w| w.get_ref().sync_all());
+            if let Err(e) = r {
+                return Err(FormatError::io(ctx, a.fail(e)));
+            }
         }
         Ok(())
     }
 
-    /// Makes the written file the destination.
+    /// Makes the written file the destination: renames a new file into
+    /// place, or ends an append (the file is `end` bytes long).
     fn commit(&mut self, end: u64) -> Result<()> {
-        self.sync()?;
-        match &self.mode {
-            SinkMode::Replace { tmp, dest } => {
-                std::fs::rename(tmp, dest).map_err(|e| {
-                    FormatError::io(
-                        format!("renaming {} to {}", tmp.display(), dest.display()),
-                        e,
-                    )
-                })?;
-                self.committed = true;
-                if self.fsync {
-                    sync_dir(dest);
-                }
+        match &mut self.out {
+            Out::New(w) => {
+                let w = w
+                    .take()
+                    .ok_or_else(|| FormatError::io("committing", finished()))?;
+                let ctx = format!("writing {}", w.get_ref().temp_path().display());
+                let atomic = w
+                    .into_inner()
+                    .map_err(|e| FormatError::io(ctx, e.into_error()))?;
+                atomic.commit()?;
             }
-            SinkMode::InPlace { path } => {
+            Out::Append(_) => {
+                self.sync()?;
+                let Out::Append(a) = &mut self.out else {
+                    return Ok(());
+                };
                 // An append never makes the file shorter; drop stale bytes if
                 // it somehow would have.
-                let ctx = || format!("appending to {}", path.display());
-                let len = self
-                    .file
-                    .get_ref()
-                    .metadata()
-                    .map_err(|e| FormatError::io(ctx(), e))?
-                    .len();
-                if len > end {
-                    self.file
-                        .get_ref()
-                        .set_len(end)
-                        .map_err(|e| FormatError::io(ctx(), e))?;
+                let r = a.out().and_then(|w| {
+                    let file = w.get_ref();
+                    if file.metadata()?.len() > end {
+                        file.set_len(end)?;
+                    }
+                    Ok(())
+                });
+                if let Err(e) = r {
+                    let e = a.fail(e);
+                    return Err(FormatError::io(
+                        format!("appending to {}", a.path.display()),
+                        e,
+                    ));
                 }
-                self.committed = true;
+                // Committed: nothing to roll back, and the lock is released.
+                a.file = None;
+                a.lock = None;
             }
         }
         Ok(())
     }
-}
-
-impl Drop for FileSink {
-    fn drop(&mut self) {
-        if let SinkMode::Replace { tmp, .. } = &self.mode
-            && !self.committed
-        {
-            let _ = std::fs::remove_file(tmp);
-        }
-    }
-}
-
-/// Syncs the directory holding `path`, so a rename in it is durable.
-fn sync_dir(path: &Path) {
-    #[cfg(unix)]
-    if let Some(dir) = path.parent() {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-}
-
-/// A temporary file next to `dest`, created exclusively.
-fn create_temp(dest: &Path) -> Result<(File, PathBuf)> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = match dest.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "lodt".into());
-    let mut last = None;
-    for _ in 0..16 {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((f, tmp)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => {
-                return Err(FormatError::io(
-                    format!("creating a temporary file in {}", dir.display()),
-                    e,
-                ));
-            }
-        }
-    }
-    Err(FormatError::io(
-        format!("creating a temporary file in {}", dir.display()),
-        last.unwrap_or_else(|| std::io::Error::other("no free temporary name")),
-    ))
 }
 
 /// Writes a `.lodt` file one batch at a time, streaming: each batch is written
@@ -241,8 +289,6 @@ pub struct Writer<W: Write> {
     sync: Option<fn(&mut W) -> Result<()>>,
     /// Appending in place.
     appending: bool,
-    /// Write the footer when dropped without `finish` (appending only).
-    finish_on_drop: bool,
     failed: bool,
 }
 
@@ -280,13 +326,10 @@ impl Writer<FileSink> {
         metadata: BTreeMap<String, String>,
         options: WriteOptions,
     ) -> Result<Self> {
-        let dest = path.as_ref().to_path_buf();
-        let (file, tmp) = create_temp(&dest)?;
+        let file = AtomicFile::create_with(path, options.fsync)?;
         let sink = FileSink {
-            file: BufWriter::with_capacity(1 << 16, file),
-            mode: SinkMode::Replace { tmp, dest },
+            out: Out::New(Some(BufWriter::with_capacity(1 << 16, file))),
             fsync: options.fsync,
-            committed: false,
         };
         let mut w = Writer::new(sink, metadata)?;
         w.commit = Some(FileSink::commit);
@@ -296,14 +339,25 @@ impl Writer<FileSink> {
     /// Opens an existing file to add batches after its last one. The file's
     /// metadata stays as it is.
     ///
+    /// The append takes the file's [`WriterLock`]: while it lasts, another
+    /// append, a [`recover`](super::recover) or a replacement of the file
+    /// fails with [`AtomicError::Locked`](crate::atomic::AtomicError::Locked)
+    /// (and this one fails so if another writer holds it). Readers take no
+    /// lock.
+    ///
     /// The new batches overwrite the old footer, in place; `finish` writes
     /// the new footer. Existing batches are never modified and the file never
-    /// shrinks, so readers that opened it before keep working. Until `finish`,
-    /// the file has no valid footer: new readers get [`FormatError::NoFooter`].
-    /// If the process dies before `finish`, [`recover`](super::recover)
-    /// rebuilds the footer and keeps every batch, old and new, that was
-    /// completely written. Dropping the writer without `finish` writes the
-    /// footer (best effort).
+    /// shrinks below its length at the start of the append, so readers that
+    /// opened it before keep working. Until `finish`, the file has no valid
+    /// footer: new readers get [`AtomicError::Locked`](crate::atomic::AtomicError::Locked)
+    /// from [`LodtFile::open`].
+    ///
+    /// The append is all or nothing: if a write fails (a full disk, say), or
+    /// if the writer is dropped without `finish`, it is rolled back: the file
+    /// is cut back to its old length and its old footer is written back. If
+    /// the process dies before `finish`, [`recover`](super::recover) rebuilds
+    /// the footer and keeps every batch, old and new, that was completely
+    /// written.
     ///
     /// ```
     /// use lodt::{Batch, LodTensor, format};
@@ -313,7 +367,13 @@ impl Writer<FileSink> {
     /// format::save_batch(&path, &b)?;
     /// let mut w = format::Writer::append(&path)?;
     /// w.write_batch(&b)?;
+    /// assert!(format::Writer::append(&path).is_err()); // one writer at a time
     /// w.finish()?;
+    /// assert_eq!(format::LodtFile::open(&path)?.num_batches(), 2);
+    ///
+    /// let mut w = format::Writer::append(&path)?;
+    /// w.write_batch(&b)?;
+    /// drop(w); // no finish: rolled back
     /// assert_eq!(format::LodtFile::open(&path)?.num_batches(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -332,25 +392,39 @@ impl Writer<FileSink> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn append_with(path: impl AsRef<Path>, options: WriteOptions) -> Result<Self> {
-        let path = path.as_ref().to_path_buf();
+        let lock = WriterLock::acquire(path)?;
+        let path = lock.path().to_path_buf();
+        atomic::clean_stale_temps(&path);
         // Copy what is needed out of the map and drop it before writing: the
         // footer is about to be overwritten.
-        let existing = LodtFile::open(&path)?;
+        let existing =
+            LodtFile::from_storage(Arc::new(MappedFile::from_file(lock.file(), &path)?))?;
         let entries: Vec<IndexEntry> = existing.entries().to_vec();
         let end = existing.footer_offset();
+        let old_footer = existing
+            .storage()
+            .bytes()
+            .get(end as usize..)
+            .unwrap_or_default()
+            .to_vec();
         drop(existing);
         let ctx = || format!("appending to {}", path.display());
-        let mut file = OpenOptions::new()
-            .write(true)
-            .open(&path)
+        let mut file = lock
+            .file()
+            .try_clone()
             .map_err(|e| FormatError::io(ctx(), e))?;
         file.seek(SeekFrom::Start(end))
             .map_err(|e| FormatError::io(ctx(), e))?;
         let sink = FileSink {
-            file: BufWriter::with_capacity(1 << 16, file),
-            mode: SinkMode::InPlace { path },
+            out: Out::Append(Append {
+                file: Some(BufWriter::with_capacity(1 << 16, file)),
+                lock: Some(lock),
+                path,
+                footer_offset: end,
+                old_footer,
+                fsync: options.fsync,
+            }),
             fsync: options.fsync,
-            committed: false,
         };
         Ok(Writer {
             sink: Some(sink),
@@ -359,51 +433,6 @@ impl Writer<FileSink> {
             commit: Some(FileSink::commit),
             sync: Some(FileSink::sync),
             appending: true,
-            finish_on_drop: true,
-            failed: false,
-        })
-    }
-}
-
-impl Writer<FileSink> {
-    /// A writer that replaces `path` with a copy of the first `len` bytes of
-    /// `src` (a file header and the complete batches `entries` describe),
-    /// ready for more batches or the footer.
-    pub(crate) fn resume<R: std::io::Read>(
-        path: &Path,
-        mut src: R,
-        len: u64,
-        entries: Vec<IndexEntry>,
-        options: WriteOptions,
-    ) -> Result<Self> {
-        let dest = path.to_path_buf();
-        let (mut file, tmp) = create_temp(&dest)?;
-        let copied = std::io::copy(&mut src, &mut file);
-        let sink = FileSink {
-            file: BufWriter::with_capacity(1 << 16, file),
-            mode: SinkMode::Replace { tmp, dest },
-            fsync: options.fsync,
-            committed: false,
-        };
-        let copied =
-            copied.map_err(|e| FormatError::io(format!("copying {}", path.display()), e))?;
-        if copied != len {
-            return Err(FormatError::io(
-                format!("copying {}", path.display()),
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("copied {copied} of {len} bytes"),
-                ),
-            ));
-        }
-        Ok(Writer {
-            sink: Some(sink),
-            pos: len,
-            entries,
-            commit: Some(FileSink::commit),
-            sync: None,
-            appending: false,
-            finish_on_drop: false,
             failed: false,
         })
     }
@@ -440,7 +469,6 @@ impl<W: Write> Writer<W> {
             commit: None,
             sync: None,
             appending: false,
-            finish_on_drop: false,
             failed: false,
         };
         w.put(header.as_bytes())?;
@@ -590,7 +618,6 @@ impl<W: Write> Writer<W> {
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn finish(mut self) -> Result<W> {
-        self.finish_on_drop = false;
         self.write_footer()?;
         self.sink
             .take()
@@ -605,14 +632,8 @@ impl<W: Write> Writer<W> {
                 sync(self.sink()?)?;
             }
         }
-        let index: Vec<u8> = self.entries.as_bytes().to_vec();
-        let footer = FooterHeader::new(&index, self.entries.len() as u64);
-        let footer_offset = self.pos;
-        self.put(footer.as_bytes())?;
-        self.put(&index)?;
-        self.pad()?;
-        let trailer = Trailer::new(footer_offset, self.entries.len() as u64, footer.crc.get());
-        self.put(trailer.as_bytes())?;
+        let footer = footer_bytes(&self.entries, self.pos);
+        self.put(&footer)?;
         let end = self.pos;
         let sink = self.sink()?;
         sink.flush()
@@ -624,20 +645,28 @@ impl<W: Write> Writer<W> {
     }
 }
 
-impl<W: Write> Drop for Writer<W> {
-    fn drop(&mut self) {
-        if self.finish_on_drop && !self.failed && self.sink.is_some() {
-            self.finish_on_drop = false;
-            let _ = self.write_footer();
-        }
-    }
+/// The footer (header, index, padding) and trailer of a file whose batches
+/// `entries` describe and whose footer starts at `footer_offset` (a multiple
+/// of 64).
+pub(crate) fn footer_bytes(entries: &[IndexEntry], footer_offset: u64) -> Vec<u8> {
+    let index = entries.as_bytes();
+    let count = entries.len() as u64;
+    let footer = FooterHeader::new(index, count);
+    let mut out = Vec::with_capacity(index.len() + 3 * 64);
+    out.extend_from_slice(footer.as_bytes());
+    out.extend_from_slice(index);
+    out.resize(out.len().next_multiple_of(64), 0);
+    let trailer = Trailer::new(footer_offset, count, footer.crc.get());
+    out.extend_from_slice(trailer.as_bytes());
+    out
 }
 
 /// The layout of one batch, computed before writing it.
 struct Plan<'b> {
     header: BatchHeader,
     meta: Vec<u8>,
-    buffers: Vec<&'b [u8]>,
+    /// LoD buffers are borrowed, or rebased copies of sliced levels.
+    buffers: Vec<Cow<'b, [u8]>>,
     /// The file offset of each buffer.
     offsets: Vec<u64>,
 }
@@ -645,16 +674,16 @@ struct Plan<'b> {
 /// Lays out `batch`, whose section starts at file offset `start`: the
 /// metadata JSON, every buffer's offset, the header.
 fn plan_batch(batch: &Batch, index: u64, start: u64) -> Result<Plan<'_>> {
-    let mut buffers: Vec<&[u8]> = Vec::new();
+    let mut buffers: Vec<Cow<'_, [u8]>> = Vec::new();
     let mut tensors = Vec::with_capacity(batch.len());
     for (name, t) in batch.iter() {
         let mut lod = Vec::new();
         for level in t.lod().levels() {
             lod.push(buffers.len() as u64);
-            buffers.push(level.as_bytes());
+            buffers.push(level.rebased_bytes());
         }
         let body = buffers.len() as u64;
-        buffers.push(t.as_bytes());
+        buffers.push(Cow::Borrowed(t.as_bytes()));
         tensors.push(TensorJson {
             name: name.to_owned(),
             dtype: t.dtype().name().to_owned(),

@@ -3,12 +3,12 @@
 //! | Concept                                   | Here                                               |
 //! |-------------------------------------------|----------------------------------------------------|
 //! | `sequence_expand` (repeat x along y's LoD)| [`sequence_expand()`]                              |
-//! | `SplitLoDTensor` / `MergeLoDTensor`       | [`split()`], [`split_shared()`], [`merge()`]       |
+//! | `SplitLoDTensor` / `MergeLoDTensor`       | [`split()`], [`merge()`]                           |
 //! | `SortBySeqLen`, `SegmentInputs`, `ConcatOutputs` | [`SortedSequences`]                         |
 //!
-//! Every operation takes its tensor arguments as anything that converts into a
-//! [`LodTensorView`] (a `&LodTensor` or a view) and its LoD arguments as
-//! anything that converts into a [`LodView`] (a `&Lod` or a view):
+//! Every operation takes its tensors as `&LodTensor` (slices are tensors too,
+//! so a branch or a split part goes in as it is) and its LoD arguments as
+//! `&Lod`:
 //!
 //! ```
 //! use lodt::{ops, Lod, LodTensor};
@@ -21,10 +21,7 @@
 
 use crate::buffer::AlignedBytes;
 use crate::error::{Error, Result};
-use crate::lod::Lod;
-use crate::lod_view::LodView;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
 
 pub mod seq_sort;
 pub mod sequence_expand;
@@ -32,40 +29,12 @@ pub mod split_merge;
 
 pub use seq_sort::SortedSequences;
 pub use sequence_expand::sequence_expand;
-pub use split_merge::{merge, split, split_shared};
+pub use split_merge::{merge, split};
 
-impl<'a> From<&'a LodTensor> for LodTensorView<'a> {
-    /// The view of the whole tensor ([`LodTensor::view`]).
-    fn from(t: &'a LodTensor) -> Self {
-        t.view()
-    }
-}
-
-impl<'a> From<&LodTensorView<'a>> for LodTensorView<'a> {
-    /// A copy of the view (views are cheap to clone).
-    fn from(v: &LodTensorView<'a>) -> Self {
-        v.clone()
-    }
-}
-
-impl<'a> From<&'a Lod> for LodView<'a> {
-    /// The view of the whole LoD ([`Lod::as_view`]).
-    fn from(lod: &'a Lod) -> Self {
-        lod.as_view()
-    }
-}
-
-impl<'a> From<&LodView<'a>> for LodView<'a> {
-    /// A copy of the view.
-    fn from(v: &LodView<'a>) -> Self {
-        v.clone()
-    }
-}
-
-/// The top-level batch of a view: its number of top-level sequences, or of
-/// rows when it has no LoD (`None` for a 0-D view, which has no batch dimension).
-pub(crate) fn batch_size(x: &LodTensorView<'_>) -> Option<usize> {
-    if x.shape().is_empty() {
+/// The top-level batch of a tensor: its number of top-level sequences, or of
+/// rows when it has no LoD (`None` for a 0-D tensor, which has no batch dimension).
+pub(crate) fn batch_size(x: &LodTensor) -> Option<usize> {
+    if x.is_scalar() {
         None
     } else if x.lod().is_empty() {
         Some(x.rows())
@@ -74,13 +43,9 @@ pub(crate) fn batch_size(x: &LodTensorView<'_>) -> Option<usize> {
     }
 }
 
-/// Items `begin..end` of the top of a view: top-level sequences (keeping every
-/// level) when it has a LoD, rows otherwise. No copy.
-pub(crate) fn slice_top<'a>(
-    x: &LodTensorView<'a>,
-    begin: usize,
-    end: usize,
-) -> Result<LodTensorView<'a>> {
+/// Items `begin..end` of the top of a tensor: top-level sequences (keeping
+/// every level) when it has a LoD, rows otherwise. No copy.
+pub(crate) fn slice_top(x: &LodTensor, begin: usize, end: usize) -> Result<LodTensor> {
     if x.lod().is_empty() {
         x.slice_rows(begin, end)
     } else {

@@ -26,10 +26,8 @@
 use super::{batch_size, merge, slice_top, to_usize, try_vec};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
-use crate::lod_view::LodView;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
-use std::sync::Arc;
+use std::borrow::Borrow;
 
 /// The sequences of one level sorted by length, descending and stable
 /// (Paddle's `SortBySeqLen`), with what is needed to cut inputs into time
@@ -73,8 +71,7 @@ impl SortedSequences {
     /// assert!(SortedSequences::new(&lod, 2).is_err());
     /// # Ok::<(), lodt::Error>(())
     /// ```
-    pub fn new<'a>(lod: impl Into<LodView<'a>>, level: usize) -> Result<Self> {
-        let lod = lod.into();
+    pub fn new(lod: &Lod, level: usize) -> Result<Self> {
         let lengths: Vec<u64> = lod.lengths(level)?.collect();
         let mut order: Vec<usize> = (0..lengths.len()).collect();
         order.sort_by(|&a, &b| lengths[b].cmp(&lengths[a]));
@@ -182,7 +179,6 @@ impl SortedSequences {
             .levels()
             .last()
             .and_then(|level| level.get(o))
-            .copied()
             .unwrap_or(0)
     }
 
@@ -207,9 +203,8 @@ impl SortedSequences {
     /// assert_eq!(sorted.concat_outputs(&steps)?, x);
     /// # Ok::<(), lodt::Error>(())
     /// ```
-    pub fn segment_inputs<'a>(&self, x: impl Into<LodTensorView<'a>>) -> Result<Vec<LodTensor>> {
-        let x = x.into();
-        self.check_input(&x)?;
+    pub fn segment_inputs(&self, x: &LodTensor) -> Result<Vec<LodTensor>> {
+        self.check_input(x)?;
         let steps = to_usize(self.num_steps(), "number of time steps")?;
         let last_level = x.lod().num_levels() == self.lod.num_levels();
         let mut out = try_vec(steps, "time steps")?;
@@ -229,7 +224,7 @@ impl SortedSequences {
     }
 
     /// Checks that `x`'s LoD starts with the sorted levels.
-    fn check_input(&self, x: &LodTensorView<'_>) -> Result<()> {
+    fn check_input(&self, x: &LodTensor) -> Result<()> {
         let levels = self.lod.num_levels();
         if x.lod().num_levels() < levels {
             return Err(Error::Mismatch {
@@ -239,7 +234,7 @@ impl SortedSequences {
             });
         }
         for (l, level) in self.lod.levels().iter().enumerate() {
-            if !x.lod().offsets(l)?.eq(level.iter().copied()) {
+            if !x.lod().offsets(l)?.eq(level.iter()) {
                 return Err(Error::InvalidArgument(format!(
                     "the input's LoD level {l} differs from the sorted LoD {}",
                     self.lod
@@ -271,12 +266,13 @@ impl SortedSequences {
     /// assert_eq!(out.lod(), &lod);
     /// # Ok::<(), lodt::Error>(())
     /// ```
-    pub fn concat_outputs<'a, I>(&self, steps: I) -> Result<LodTensor>
+    pub fn concat_outputs<I>(&self, steps: I) -> Result<LodTensor>
     where
         I: IntoIterator,
-        I::Item: Into<LodTensorView<'a>>,
+        I::Item: Borrow<LodTensor>,
     {
-        let steps: Vec<LodTensorView<'a>> = steps.into_iter().map(Into::into).collect();
+        let steps: Vec<I::Item> = steps.into_iter().collect();
+        let steps: Vec<&LodTensor> = steps.iter().map(Borrow::borrow).collect();
         if steps.len() as u64 != self.num_steps() {
             return Err(Error::Mismatch {
                 what: "number of step outputs",
@@ -305,8 +301,7 @@ impl SortedSequences {
         for (k, &o) in self.order.iter().enumerate() {
             rank[o] = k;
         }
-        let lengths = self.lod.as_view();
-        let lengths = lengths.lengths(self.level())?;
+        let lengths = self.lod.lengths(self.level())?;
         let mut items = Vec::new();
         for (o, len) in lengths.enumerate() {
             let k = rank[o];
@@ -322,8 +317,8 @@ impl SortedSequences {
         LodTensor::try_from_parts(
             merged.dtype(),
             merged.shape().to_vec(),
-            merged.storage().clone(),
-            Arc::new(Lod::from_validated(levels)),
+            merged.buffer().clone(),
+            Lod::from_checked_buffers(levels),
         )
     }
 }

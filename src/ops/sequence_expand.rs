@@ -15,9 +15,7 @@
 use super::{alloc_rows, to_usize};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
-use crate::lod_view::LodView;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
 
 /// Expands `x` along level `ref_level` of `y_lod` (Paddle's `sequence_expand`).
 ///
@@ -48,13 +46,7 @@ use crate::view::LodTensorView;
 /// assert_eq!(out.lod().to_lengths(), vec![vec![1, 3, 3, 3]]);
 /// # Ok::<(), lodt::Error>(())
 /// ```
-pub fn sequence_expand<'a, 'b>(
-    x: impl Into<LodTensorView<'a>>,
-    y_lod: impl Into<LodView<'b>>,
-    ref_level: i64,
-) -> Result<LodTensor> {
-    let x = x.into();
-    let y_lod = y_lod.into();
+pub fn sequence_expand(x: &LodTensor, y_lod: &Lod, ref_level: i64) -> Result<LodTensor> {
     let levels = y_lod.num_levels();
     let bad_ref = Error::BadRefLevel { ref_level, levels };
     let ref_level = match ref_level {
@@ -158,7 +150,7 @@ pub fn sequence_expand<'a, 'b>(
     } else {
         Lod::empty()
     };
-    let mut out_shape = shape;
+    let mut out_shape = shape.to_vec();
     out_shape[0] = out_rows;
     LodTensor::try_new(x.dtype(), out_shape, data, lod)
 }
@@ -185,14 +177,14 @@ mod tests {
     }
 
     #[test]
-    fn expands_a_sliced_view() {
+    fn expands_a_slice() {
         let x = rows(
             &[1, 2, 3, 4],
             Lod::try_from_lengths(&[vec![1, 1, 2]]).unwrap(),
         );
-        let tail = x.view().slice_level(0, 1, 3).unwrap();
+        let tail = x.slice_level(0, 1, 3).unwrap();
         let y = Lod::try_from_lengths(&[vec![1, 2]]).unwrap();
-        let out = sequence_expand(tail, &y, -1).unwrap();
+        let out = sequence_expand(&tail, &y, -1).unwrap();
         assert_eq!(out.as_slice::<i32>().unwrap(), &[2, 3, 4, 3, 4]);
         assert_eq!(out.lod().to_lengths(), vec![vec![1, 2, 2]]);
     }

@@ -14,13 +14,11 @@
 //! ```
 
 use super::{alloc_rows, batch_size, slice_top, try_vec};
-use crate::buffer::{ByteStorage, Region};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
+use std::borrow::Borrow;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// The batch ranges of a split of `batch` items into at most `n` parts.
 fn part_ranges(batch: usize, n: usize) -> Result<Vec<Range<usize>>> {
@@ -43,8 +41,9 @@ fn check_parts_arg(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// Splits `x` into at most `n` parts along its top level, as views (no copy)
-/// (Paddle's `SplitLoDTensor`).
+/// Splits `x` into at most `n` parts along its top level (Paddle's
+/// `SplitLoDTensor`). Each part is a tensor that shares `x`'s data and
+/// offsets: no copy.
 ///
 /// `step = ceil(batch / n)`, where `batch` is the number of top-level
 /// sequences (rows when `x` has no LoD); part `p` holds items
@@ -60,59 +59,26 @@ fn check_parts_arg(n: usize) -> Result<()> {
 /// let parts = split(&t, 2)?;
 /// assert_eq!(parts.len(), 2);
 /// assert_eq!(parts[1].as_slice::<i64>()?, &[10, 11, 12, 13, 14]);
-/// assert_eq!(parts[1].lod().to_lod().levels(), &[vec![0, 2], vec![0, 2, 5]]);
+/// assert_eq!(parts[1].lod().levels(), &[vec![0, 2], vec![0, 2, 5]]);
+/// let whole = t.as_bytes().as_ptr_range();
+/// assert!(whole.contains(&parts[1].as_bytes().as_ptr()));
 /// // Four parts of a batch of 3: step 1, so only three parts.
 /// assert_eq!(split(&t, 4)?.len(), 3);
 /// # Ok::<(), lodt::Error>(())
 /// ```
-pub fn split<'a>(x: impl Into<LodTensorView<'a>>, n: usize) -> Result<Vec<LodTensorView<'a>>> {
+pub fn split(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
     check_parts_arg(n)?;
-    let x = x.into();
-    let Some(batch) = batch_size(&x) else {
-        return Ok(vec![x]);
+    let Some(batch) = batch_size(x) else {
+        return Ok(vec![x.clone()]);
     };
     if batch == 0 {
         let mut parts = try_vec(n, "split parts")?;
-        parts.resize(n, x);
+        parts.resize(n, x.clone());
         return Ok(parts);
     }
     part_ranges(batch, n)?
         .into_iter()
-        .map(|r| slice_top(&x, r.start, r.end))
-        .collect()
-}
-
-/// Like [`split()`], as owned tensors that share `x`'s storage: no tensor data
-/// is copied (each part's data is a [`Region`] of `x`'s storage), only the
-/// parts' LoDs are.
-///
-/// ```
-/// use lodt::{ops::split_shared, Lod, LodTensor};
-/// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4, 5], vec![5], Lod::try_from_lengths(&[vec![2, 1, 2]])?)?;
-/// let parts = split_shared(&t, 2)?;
-/// assert_eq!(parts[0].as_slice::<u8>()?, &[1, 2, 3]);
-/// assert_eq!(parts[1].lod().to_lengths(), vec![vec![2]]);
-/// let whole = t.as_bytes().as_ptr_range();
-/// assert!(whole.contains(&parts[1].as_bytes().as_ptr()));
-/// # Ok::<(), lodt::Error>(())
-/// ```
-pub fn split_shared(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
-    let base = x.as_bytes().as_ptr() as usize;
-    split(x, n)?
-        .into_iter()
-        .map(|part| {
-            let bytes = part.as_bytes();
-            // The part's bytes lie inside x's bytes: find their range.
-            let start = (bytes.as_ptr() as usize).saturating_sub(base);
-            let region = Region::try_new(x.storage().clone(), start..start + bytes.len())?;
-            let storage: Arc<dyn ByteStorage> = Arc::new(region);
-            LodTensor::try_from_parts(
-                part.dtype(),
-                part.shape(),
-                storage,
-                Arc::new(part.lod().to_lod()),
-            )
-        })
+        .map(|r| slice_top(x, r.start, r.end))
         .collect()
 }
 
@@ -120,11 +86,16 @@ pub fn split_shared(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
 /// `MergeLoDTensor`): rows are concatenated and every LoD level is appended,
 /// shifted by the level's current end.
 ///
-/// Every part must have the first part's dtype ([`Error::DTypeMismatch`]),
-/// element shape ([`Error::ShapeMismatch`]) and number of LoD levels
-/// ([`Error::Mismatch`]). No parts at all, or several parts of which one is 0-D
-/// (no batch dimension), is an error. Merging parts that hold no sequences
-/// keeps levels holding the single offset `[0]`.
+/// As in Paddle, dtype and element shape are checked only on the parts that
+/// hold rows: each must have the dtype ([`Error::DTypeMismatch`]) and element
+/// shape ([`Error::ShapeMismatch`]) of the first part that holds rows, and the
+/// result takes them. A part with no rows (often made as shape `[0]`, of any
+/// dtype) adds only its LoD. Every part, empty or not, must have the first
+/// part's number of LoD levels ([`Error::Mismatch`]). When no part holds rows,
+/// the result takes the first part's dtype and element shape. No parts at all,
+/// or several parts of which one is 0-D (no batch dimension), is an error.
+/// Merging parts that hold no sequences keeps levels holding the single offset
+/// `[0]`.
 ///
 /// ```
 /// use lodt::{ops::{merge, split}, Lod, LodTensor};
@@ -132,45 +103,43 @@ pub fn split_shared(x: &LodTensor, n: usize) -> Result<Vec<LodTensor>> {
 /// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4, 5], vec![5], lod)?;
 /// assert_eq!(merge(split(&t, 2)?)?, t);
 /// let other = LodTensor::from_vec(vec![1i8], vec![1], Lod::empty())?;
-/// assert!(merge([t.view(), other.view()]).is_err());
+/// assert!(merge([&t, &other]).is_err());
+/// // An empty part of another dtype and shape [0] is skipped, as in Paddle.
+/// let empty = LodTensor::from_vec(Vec::<f32>::new(), vec![0], Lod::try_from_lengths(&[vec![0]])?)?;
+/// assert_eq!(merge([&empty, &t])?.as_slice::<u8>()?, &[1, 2, 3, 4, 5]);
 /// # Ok::<(), lodt::Error>(())
 /// ```
-pub fn merge<'a, I>(parts: I) -> Result<LodTensor>
+pub fn merge<I>(parts: I) -> Result<LodTensor>
 where
     I: IntoIterator,
-    I::Item: Into<LodTensorView<'a>>,
+    I::Item: Borrow<LodTensor>,
 {
-    let parts: Vec<LodTensorView<'a>> = parts.into_iter().map(Into::into).collect();
-    let Some(first) = parts.first() else {
+    let parts: Vec<I::Item> = parts.into_iter().collect();
+    let parts: Vec<&LodTensor> = parts.iter().map(Borrow::borrow).collect();
+    let Some(&first) = parts.first() else {
         return Err(Error::InvalidArgument(
             "cannot merge 0 parts: expected at least one".into(),
         ));
     };
     if parts.len() == 1 {
-        return Ok(first.to_owned());
+        return Ok(first.clone());
     }
     let levels = first.lod().num_levels();
+    // Paddle's MergeLoDTensor takes dtype and dims from the first part that
+    // holds data and checks only such parts against it.
+    let reference = parts
+        .iter()
+        .copied()
+        .find(|p| p.rows() > 0)
+        .unwrap_or(first);
     let overflow = "merged tensor size";
     let mut rows = 0usize;
     for part in &parts {
-        if part.dtype() != first.dtype() {
-            return Err(Error::DTypeMismatch {
-                expected: first.dtype(),
-                found: part.dtype(),
-            });
-        }
         if part.shape().is_empty() {
             return Err(Error::ShapeMismatch {
                 what: "merged part (0-D tensors have no batch dimension to merge along)",
                 expected: vec![1],
                 found: Vec::new(),
-            });
-        }
-        if part.element_shape() != first.element_shape() {
-            return Err(Error::ShapeMismatch {
-                what: "element shape of a merged part",
-                expected: first.element_shape().iter().map(|&d| d as u64).collect(),
-                found: part.element_shape().iter().map(|&d| d as u64).collect(),
             });
         }
         if part.lod().num_levels() != levels {
@@ -180,11 +149,31 @@ where
                 found: part.lod().num_levels() as u64,
             });
         }
+        if part.rows() == 0 {
+            continue;
+        }
+        if part.dtype() != reference.dtype() {
+            return Err(Error::DTypeMismatch {
+                expected: reference.dtype(),
+                found: part.dtype(),
+            });
+        }
+        if part.element_shape() != reference.element_shape() {
+            return Err(Error::ShapeMismatch {
+                what: "element shape of a merged part",
+                expected: reference
+                    .element_shape()
+                    .iter()
+                    .map(|&d| d as u64)
+                    .collect(),
+                found: part.element_shape().iter().map(|&d| d as u64).collect(),
+            });
+        }
         rows = rows
             .checked_add(part.rows())
             .ok_or(Error::Overflow { what: overflow })?;
     }
-    let row_bytes = first.row_bytes();
+    let row_bytes = reference.row_bytes();
     let mut data = alloc_rows(rows, row_bytes, overflow)?;
     let dst = data.as_mut_slice();
     let mut at = 0usize;
@@ -203,16 +192,17 @@ where
         }
         merged.push(level);
     }
-    let mut shape = first.shape();
+    let mut shape = reference.shape().to_vec();
     shape[0] = rows;
     // Each level is a concatenation of valid levels, shifted to continue the
     // one before: still valid (a level of [0] only if no part had sequences).
-    LodTensor::try_new(first.dtype(), shape, data, Lod::from_validated(merged))
+    LodTensor::try_new(reference.dtype(), shape, data, Lod::from_validated(merged))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dtype::DType;
 
     fn seed() -> LodTensor {
         let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
@@ -233,13 +223,13 @@ mod tests {
         let parts = split(&t, 2).unwrap();
         assert_eq!(parts[0].rows(), 10);
         assert_eq!(
-            parts[0].lod().to_lod().levels(),
+            parts[0].lod().levels(),
             &[vec![0, 3, 4], vec![0, 3, 5, 9, 10]]
         );
         assert_eq!(merge(&parts).unwrap(), t);
-        let shared = split_shared(&t, 2).unwrap();
-        assert_eq!(shared[1].as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
-        assert_eq!(merge(&shared).unwrap(), t);
+        assert_eq!(parts[1].as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
+        assert!(parts[1].buffer().shares_storage(t.buffer()));
+        assert_eq!(merge(&parts).unwrap(), t);
     }
 
     #[test]
@@ -263,13 +253,85 @@ mod tests {
         assert_eq!(parts.len(), 1);
         assert_eq!(merge(parts).unwrap(), scalar);
         assert!(matches!(
-            merge([scalar.view(), scalar.view()]),
+            merge([&scalar, &scalar]),
             Err(Error::ShapeMismatch { .. })
         ));
         assert!(matches!(split(&scalar, 0), Err(Error::InvalidArgument(_))));
         assert!(matches!(
-            merge(Vec::<LodTensorView<'_>>::new()),
+            merge(Vec::<LodTensor>::new()),
             Err(Error::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn empty_parts_skip_dtype_and_shape_checks_like_paddle() {
+        let one = |n| Lod::try_from_lengths(&[vec![0; n]]).unwrap();
+        let x = LodTensor::from_vec(
+            (0..6).map(|i| i as f32 * 0.5).collect(),
+            vec![2, 3],
+            Lod::try_from_lengths(&[vec![1, 1]]).unwrap(),
+        )
+        .unwrap();
+        // Empty parts as Paddle makes them: shape [0], any dtype, with a LoD.
+        let e_i8 = LodTensor::from_vec(Vec::<i8>::new(), vec![0], one(1)).unwrap();
+        let e_u8 = LodTensor::from_vec(Vec::<u8>::new(), vec![0, 7], one(2)).unwrap();
+        let merged = merge([&e_i8, &x, &e_u8]).unwrap();
+        assert_eq!(merged.dtype(), DType::Float32);
+        assert_eq!(merged.shape(), &[2, 3]);
+        assert_eq!(merged.lod().levels(), &[vec![0, 0, 1, 2, 2, 2]]);
+        assert_eq!(
+            merged.as_slice::<f32>().unwrap(),
+            x.as_slice::<f32>().unwrap()
+        );
+
+        // Parts holding rows are still checked against the first of them.
+        let y = LodTensor::from_vec(
+            vec![1i8; 3],
+            vec![1, 3],
+            Lod::try_from_lengths(&[vec![1]]).unwrap(),
+        )
+        .unwrap();
+        assert!(matches!(
+            merge([&e_i8, &x, &y]),
+            Err(Error::DTypeMismatch {
+                expected: DType::Float32,
+                found: DType::Int8
+            })
+        ));
+        let z = LodTensor::from_vec(
+            vec![0f32; 4],
+            vec![1, 4],
+            Lod::try_from_lengths(&[vec![1]]).unwrap(),
+        )
+        .unwrap();
+        assert!(matches!(
+            merge([&e_u8, &x, &z]),
+            Err(Error::ShapeMismatch { .. })
+        ));
+
+        // The level count is checked on every part, empty or not.
+        let flat_empty = LodTensor::from_vec(Vec::<f32>::new(), vec![0], Lod::empty()).unwrap();
+        assert!(matches!(
+            merge([&x, &flat_empty]),
+            Err(Error::Mismatch {
+                expected: 1,
+                found: 0,
+                ..
+            })
+        ));
+        assert!(matches!(
+            merge([&flat_empty, &x]),
+            Err(Error::Mismatch {
+                expected: 0,
+                found: 1,
+                ..
+            })
+        ));
+
+        // No part holds rows: the first part's dtype and element shape.
+        let all_empty = merge([&e_i8, &e_u8]).unwrap();
+        assert_eq!(all_empty.dtype(), DType::Int8);
+        assert_eq!(all_empty.shape(), &[0]);
+        assert_eq!(all_empty.lod().levels(), &[vec![0, 0, 0, 0]]);
     }
 }

@@ -182,6 +182,10 @@ pub enum PaddleError {
         /// The error.
         source: Box<PaddleError>,
     },
+    /// An error of a safe write (see [`crate::atomic`]): the file could not
+    /// be created, written or renamed into place.
+    #[error(transparent)]
+    Atomic(#[from] crate::atomic::AtomicError),
 }
 
 impl PaddleError {

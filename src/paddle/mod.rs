@@ -52,11 +52,10 @@ pub use desc::{DescError, PaddleDType, TensorDesc};
 pub use error::PaddleError;
 pub use reader::PaddleReader;
 
+use crate::atomic::{AtomicError, AtomicFile};
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
-use crate::view::LodTensorView;
 use reader::{Input, open, read_all, read_single};
-use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
@@ -205,7 +204,19 @@ pub fn read_batch_file(
 }
 
 /// Writes one tensor as Paddle does. Nothing is written when the dtype has
-/// no Paddle data type.
+/// no Paddle data type. A slice of a larger tensor is written with its LoD
+/// rebased, as Paddle would write a copy of it.
+///
+/// ```
+/// use lodt::{paddle, Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+/// let t = LodTensor::from_vec((0..15i64).collect(), vec![15, 1], lod)?;
+/// let article = t.branch(&[2])?;
+/// let mut out = Vec::new();
+/// paddle::write_tensor(&article, &mut out)?;
+/// assert_eq!(paddle::read_tensor(&out)?, article);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// ```
 /// use lodt::{paddle, DType, LodTensor};
@@ -221,28 +232,8 @@ pub fn write_tensor<W: Write + ?Sized>(
     tensor: &LodTensor,
     writer: &mut W,
 ) -> Result<(), PaddleError> {
-    write_view(&tensor.view(), writer)
-}
-
-/// Writes a borrowed tensor (for example a slice of a larger one) as Paddle
-/// does; the LoD is written rebased, as an owned copy of the view would be.
-///
-/// ```
-/// use lodt::{paddle, Lod, LodTensor};
-/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
-/// let t = LodTensor::from_vec((0..15i64).collect(), vec![15, 1], lod)?;
-/// let article = t.branch(&[2])?;
-/// let mut out = Vec::new();
-/// paddle::write_view(&article, &mut out)?;
-/// assert_eq!(paddle::read_tensor(&out)?, article.to_owned());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn write_view<W: Write + ?Sized>(
-    view: &LodTensorView<'_>,
-    writer: &mut W,
-) -> Result<(), PaddleError> {
-    let header = writer::header(view)?;
-    writer::write_record(&header, view, writer)
+    let header = writer::header(tensor)?;
+    writer::write_record(&header, tensor, writer)
 }
 
 /// Writes tensors back to back, in the order given (a `save_combine` file).
@@ -268,18 +259,15 @@ pub fn write_combined<'a, W: Write + ?Sized>(
 /// Every record's header, computed (and every dtype checked) before any write.
 fn prepare<'a>(
     tensors: impl IntoIterator<Item = &'a LodTensor>,
-) -> Result<Vec<(Vec<u8>, LodTensorView<'a>)>, PaddleError> {
+) -> Result<Vec<(Vec<u8>, &'a LodTensor)>, PaddleError> {
     tensors
         .into_iter()
-        .map(|t| {
-            let view = t.view();
-            writer::header(&view).map(|h| (h, view))
-        })
+        .map(|t| writer::header(t).map(|h| (h, t)))
         .collect()
 }
 
 fn write_records<W: Write + ?Sized>(
-    records: &[(Vec<u8>, LodTensorView<'_>)],
+    records: &[(Vec<u8>, &LodTensor)],
     writer: &mut W,
 ) -> Result<(), PaddleError> {
     for (header, view) in records {
@@ -315,11 +303,10 @@ pub fn write_batch<W: Write + ?Sized>(batch: &Batch, writer: &mut W) -> Result<(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn to_bytes(tensor: &LodTensor) -> Result<Vec<u8>, PaddleError> {
-    let view = tensor.view();
-    let header = writer::header(&view)?;
-    let mut out = Vec::with_capacity(header.len() + view.as_bytes().len());
+    let header = writer::header(tensor)?;
+    let mut out = Vec::with_capacity(header.len() + tensor.as_bytes().len());
     out.extend_from_slice(&header);
-    out.extend_from_slice(view.as_bytes());
+    out.extend_from_slice(tensor.as_bytes());
     Ok(out)
 }
 
@@ -355,7 +342,8 @@ pub fn batch_to_bytes(batch: &Batch) -> Result<Vec<u8>, PaddleError> {
     Ok(out)
 }
 
-/// Writes one tensor to a new file at `path` (replacing it).
+/// Writes one tensor to a new file at `path` (replacing it atomically: see
+/// [`AtomicFile`]; a failed write leaves what was there untouched).
 ///
 /// ```
 /// use lodt::{paddle, LodTensor};
@@ -371,7 +359,8 @@ pub fn write_tensor_file(path: impl AsRef<Path>, tensor: &LodTensor) -> Result<(
 }
 
 /// Writes a batch's tensors, in the batch's order, to a new combined file at
-/// `path` (replacing it). Every dtype is checked before the file is created.
+/// `path` (replacing it atomically: see [`AtomicFile`]). Every dtype is
+/// checked before the file is created.
 ///
 /// ```
 /// use lodt::{paddle, Batch, LodTensor};
@@ -387,8 +376,9 @@ pub fn write_batch_file(path: impl AsRef<Path>, batch: &Batch) -> Result<(), Pad
     write_combined_file(path, batch.iter().map(|(_, t)| t))
 }
 
-/// Writes tensors, in order, to a new combined file at `path` (replacing it).
-/// Every dtype is checked before the file is created.
+/// Writes tensors, in order, to a new combined file at `path` (replacing it
+/// atomically: see [`AtomicFile`]). Every dtype is checked before the file is
+/// created.
 ///
 /// ```
 /// use lodt::{paddle, LodTensor};
@@ -404,8 +394,16 @@ pub fn write_combined_file<'a>(
     tensors: impl IntoIterator<Item = &'a LodTensor>,
 ) -> Result<(), PaddleError> {
     let records = prepare(tensors)?;
-    let mut file = BufWriter::new(File::create(path)?);
+    let mut file = BufWriter::new(AtomicFile::create(path)?);
     write_records(&records, &mut file)?;
-    file.flush()?;
+    let file = file.into_inner().map_err(|e| {
+        let (source, file) = e.into_parts();
+        AtomicError::Io {
+            action: "writing",
+            path: file.get_ref().temp_path().to_path_buf(),
+            source,
+        }
+    })?;
+    file.commit()?;
     Ok(())
 }

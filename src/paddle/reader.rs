@@ -9,7 +9,7 @@
 
 use super::desc::{PaddleDType, TensorDesc};
 use super::error::PaddleError;
-use crate::buffer::{AlignedBytes, ByteStorage, Region};
+use crate::buffer::{AlignedBytes, Buffer};
 use crate::error::{Error, LodRule};
 use crate::lod::Lod;
 use crate::tensor::{LodTensor, check_lod_fits_shape, checked_byte_len};
@@ -184,18 +184,14 @@ impl<R: BufRead> Input<R> {
     }
 
     /// Reads `len` bytes of tensor data into storage aligned for every dtype.
-    fn data(
-        &mut self,
-        len: usize,
-        field: &'static str,
-    ) -> Result<Arc<dyn ByteStorage>, PaddleError> {
+    fn data(&mut self, len: usize, field: &'static str) -> Result<Buffer, PaddleError> {
         let offset = self.offset;
         self.check_len(field, offset, len as u64)?;
         if self.remaining.is_some() {
             // Checked against the input's real length: safe to allocate.
             let mut buf = AlignedBytes::zeroed(len);
             self.exact(buf.as_mut_slice(), field, offset, len as u64, 0)?;
-            return Ok(Arc::new(buf));
+            return Ok(Buffer::from_storage(Arc::new(buf)));
         }
         // Unknown length: grow 8-aligned words with the bytes that arrive.
         let mut words: Vec<u64> = Vec::new();
@@ -210,11 +206,7 @@ impl<R: BufRead> Input<R> {
             self.exact(dst, field, offset, len as u64, done as u64)?;
             done += n;
         }
-        if len.is_multiple_of(8) {
-            Ok(Arc::new(words))
-        } else {
-            Ok(Arc::new(Region::try_new(Arc::new(words), 0..len)?))
-        }
+        Ok(Buffer::try_new(Arc::new(words), 0..len)?)
     }
 }
 
@@ -324,11 +316,9 @@ pub(crate) fn read_record<R: BufRead>(input: &mut Input<R>) -> Result<LodTensor,
     })?;
 
     let data = input.data(byte_len, "tensor data")?;
-    LodTensor::try_from_parts(dtype, shape, data, Arc::new(lod)).map_err(|source| {
-        PaddleError::Tensor {
-            offset: start,
-            source,
-        }
+    LodTensor::try_from_parts(dtype, shape, data, lod).map_err(|source| PaddleError::Tensor {
+        offset: start,
+        source,
     })
 }
 

@@ -2,21 +2,21 @@
 
 use super::desc::{PaddleDType, TensorDesc};
 use super::error::PaddleError;
-use crate::view::LodTensorView;
+use crate::tensor::LodTensor;
 use std::io::Write;
 
 /// The bytes of a record before its data: versions, LoD, `TensorDesc`.
 ///
 /// Fails, before anything is written, for a dtype Paddle lacks or a dim
 /// above `i64::MAX`.
-pub(crate) fn header(view: &LodTensorView<'_>) -> Result<Vec<u8>, PaddleError> {
+pub(crate) fn header(view: &LodTensor) -> Result<Vec<u8>, PaddleError> {
     let dtype = view.dtype();
     let paddle_dtype =
         PaddleDType::from_dtype(dtype).ok_or(PaddleError::UnsupportedDType { dtype })?;
     let dims = view
         .shape()
-        .into_iter()
-        .map(|d| {
+        .iter()
+        .map(|&d| {
             i64::try_from(d).map_err(|_| PaddleError::TooLarge {
                 what: "a dimension",
                 found: d as u64,
@@ -71,7 +71,7 @@ pub(crate) fn header(view: &LodTensorView<'_>) -> Result<Vec<u8>, PaddleError> {
 /// Writes one record: header, then the raw little-endian data.
 pub(crate) fn write_record<W: Write + ?Sized>(
     header: &[u8],
-    view: &LodTensorView<'_>,
+    view: &LodTensor,
     writer: &mut W,
 ) -> Result<(), PaddleError> {
     writer.write_all(header)?;

@@ -2,6 +2,7 @@
 
 use crate::common::{self, CliError};
 use indicatif::{ProgressBar, ProgressStyle};
+use lodt::atomic::AtomicError;
 use lodt::convert::{self, ConvertError, ConvertOptions};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -44,7 +45,9 @@ fn bar(total: Option<usize>) -> ProgressBar {
 
 fn failure(e: ConvertError) -> CliError {
     match e {
-        ConvertError::UnknownExtension { .. } | ConvertError::Unsupported(_) => CliError::usage(e),
+        ConvertError::UnknownExtension { .. }
+        | ConvertError::Unsupported(_)
+        | ConvertError::Atomic(AtomicError::SameFile { .. }) => CliError::usage(e),
         e => CliError::failure(e),
     }
 }
@@ -55,6 +58,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
         batch_rows: args.batch_rows,
         small_lists: args.small_lists,
     };
+    // Before anything is opened for writing: never write over the input.
+    lodt::atomic::ensure_distinct(&args.input, &args.output).map_err(|e| failure(e.into()))?;
     let source = convert::read_batches(&args.input, &options).map_err(failure)?;
     let progress = bar(source.total);
     let stats = convert::write_batches(&args.output, source.batches, &options, |s| {
@@ -66,10 +71,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     writeln!(
         out,
         "wrote {} ({} batches, {} tensors) from {}",
-        args.output.display(),
+        common::path(&args.output),
         stats.batches,
         stats.tensors,
-        args.input.display()
+        common::path(&args.input)
     )?;
     common::finish(out)
 }

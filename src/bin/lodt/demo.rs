@@ -74,7 +74,7 @@ fn make_batch(k: u64) -> Result<Batch, CliError> {
 
 pub fn run(args: Args) -> Result<(), CliError> {
     std::fs::create_dir_all(&args.dir)
-        .map_err(|e| CliError::failure(format!("creating {}: {e}", args.dir.display())))?;
+        .map_err(|e| CliError::failure(format!("creating {}: {e}", common::path(&args.dir))))?;
     let path = args.dir.join("demo.lodt");
     let mut out = common::stdout();
 
@@ -98,7 +98,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         out,
         "wrote {}: {} batches of words (int64, 2-level LoD: articles > sentences > words), \
          frames (uint8 [frames, {H}, {W}], 1-level LoD: videos > frames) and labels; {} in {:.2} s",
-        path.display(),
+        common::path(&path),
         args.batches,
         human(size),
         started.elapsed().as_secs_f64()
@@ -154,7 +154,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         report.tensors,
         human(report.file_bytes)
     )?;
-    let p = path.display();
+    let p = common::path(&path);
     writeln!(out, "next: lodt info {p}")?;
     writeln!(
         out,

@@ -1,6 +1,6 @@
 //! `lodt info FILE [--json]`.
 
-use crate::common::{self, CliError, human, list, pairs};
+use crate::common::{self, CliError, escape_json, escape_text, human, list, pairs};
 use lodt::format::LodtFile;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -23,7 +23,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let mut out = common::stdout();
     if args.json {
         let v = to_json(&args, &file)?;
-        writeln!(out, "{v}")?;
+        writeln!(out, "{}", escape_json(&v.to_string()))?;
         return common::finish(out);
     }
     let mut body = 0;
@@ -52,7 +52,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
         for t in b.tensors() {
             let (name, v) = t?;
             lines.push(format!(
-                "  {name:<12} {:<8} shape {:<16} lod {} levels  rows {:<8} body {}",
+                "  {:<12} {:<8} shape {:<16} lod {} levels  rows {:<8} body {}",
+                escape_text(name),
                 v.dtype().name(),
                 list(v.shape()),
                 v.lod().num_levels(),
@@ -61,7 +62,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             ));
         }
     }
-    writeln!(out, "file      {}", args.file.display())?;
+    writeln!(out, "file      {}", common::path(&args.file))?;
     writeln!(out, "format    .lodt {}", file.version())?;
     writeln!(
         out,

@@ -1,14 +1,17 @@
 //! `lodt recover FILE`.
 
 use crate::common::{self, CliError, human};
-use lodt::format::{self, WriteOptions};
+use lodt::format::{self, RecoverOptions, WriteOptions};
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .lodt file (rewritten in place, atomically, if its footer is missing).
+    /// The .lodt file (rewritten atomically if its footer is missing; in place if there is no room for a copy).
     file: PathBuf,
+    /// Also repair a file whose footer is valid but one of whose batches is damaged, dropping that batch and every one after it.
+    #[arg(long)]
+    drop_damaged: bool,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -16,9 +19,12 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .map_err(|e| CliError::failure(format!("{}: {e}", args.file.display())))?
         .len();
     let bar = common::progress(size, "scanning");
-    let report = format::recover_with(&args.file, WriteOptions::default(), &mut |done, _| {
-        bar.set_position(done)
-    });
+    let options = RecoverOptions {
+        write: WriteOptions::default(),
+        drop_damaged: args.drop_damaged,
+    };
+    let report =
+        format::recover_with_options(&args.file, options, &mut |done, _| bar.set_position(done));
     bar.finish_and_clear();
     let report = report?;
     let mut out = common::stdout();
@@ -30,8 +36,15 @@ pub fn run(args: Args) -> Result<(), CliError> {
             human(report.kept_bytes),
             human(report.dropped_bytes)
         )?;
+        if report.in_place {
+            writeln!(out, "repaired in place: there was no room for a copy")?;
+        }
         if let Some(reason) = report.reason {
-            writeln!(out, "reading stopped at: {reason}")?;
+            writeln!(
+                out,
+                "reading stopped at: {}",
+                common::escape_message(&reason)
+            )?;
         }
     } else {
         writeln!(

@@ -1,10 +1,10 @@
 //! `lodt show FILE [--batch N] [--tensor NAME] [--branch I,J,...] [--json]`.
 
-use crate::common::{self, CliError, list};
+use crate::common::{self, CliError, escape_json, escape_text, list};
 use half::{bf16, f16};
 use lodt::convert::{self, ConvertOptions, FileKind};
 use lodt::format::LodtFile;
-use lodt::{DType, LodTensorView, LodView};
+use lodt::{DType, Lod, LodTensor};
 use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 .ok_or_else(|| {
                     CliError::usage(format!(
                         "{} has no batch {}",
-                        args.file.display(),
+                        common::path(&args.file),
                         args.batch
                     ))
                 })?;
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             let tensor = batch
                 .get(&name)
                 .ok_or_else(|| CliError::usage(no_such(&args, &name, &names)))?;
-            print(&args, &name, tensor.view())
+            print(&args, &name, tensor.clone())
         }
         _ => {
             let file = LodtFile::open(&args.file)?;
@@ -92,7 +92,7 @@ fn choose(args: &Args, names: &[&str]) -> Result<String, CliError> {
             "batch {} has {} tensors; choose one with --tensor: {}",
             args.batch,
             names.len(),
-            names.join(", ")
+            common::names(names.iter().copied())
         ))),
     }
 }
@@ -101,12 +101,12 @@ fn no_such(args: &Args, name: &str, names: &[&str]) -> String {
     format!(
         "batch {} has no tensor {name:?}; it has: {}",
         args.batch,
-        names.join(", ")
+        common::names(names.iter().copied())
     )
 }
 
 /// Prints `whole`, or its `--branch` slice, as JSON or text.
-fn print(args: &Args, name: &str, whole: LodTensorView<'_>) -> Result<(), CliError> {
+fn print(args: &Args, name: &str, whole: LodTensor) -> Result<(), CliError> {
     let view = match &args.branch {
         None => whole,
         Some(Branch(path)) => whole
@@ -116,7 +116,7 @@ fn print(args: &Args, name: &str, whole: LodTensorView<'_>) -> Result<(), CliErr
     let mut out = common::stdout();
     if args.json {
         let json = lodt::format::tensor_json(name, &view).map_err(CliError::failure)?;
-        writeln!(out, "{json}")?;
+        writeln!(out, "{}", escape_json(&json))?;
     } else {
         text(&mut out, args, name, &view)?;
     }
@@ -124,12 +124,7 @@ fn print(args: &Args, name: &str, whole: LodTensorView<'_>) -> Result<(), CliErr
 }
 
 /// The readable form: a header, then one line per innermost sequence.
-fn text(
-    out: &mut impl Write,
-    args: &Args,
-    name: &str,
-    v: &LodTensorView<'_>,
-) -> Result<(), CliError> {
+fn text(out: &mut impl Write, args: &Args, name: &str, v: &LodTensor) -> Result<(), CliError> {
     let what = match &args.branch {
         Some(Branch(path)) => format!(
             "branch <{}> of ",
@@ -140,7 +135,12 @@ fn text(
         ),
         None => String::new(),
     };
-    writeln!(out, "tensor  {name} ({what}batch {})", args.batch)?;
+    writeln!(
+        out,
+        "tensor  {} ({what}batch {})",
+        escape_text(name),
+        args.batch
+    )?;
     writeln!(out, "dtype   {}", v.dtype())?;
     writeln!(out, "shape   {}", list(v.shape()))?;
     writeln!(out, "lod     {}", v.lod())?;
@@ -203,7 +203,7 @@ type Line = (Vec<usize>, Range<u64>);
 /// top and its rows, and how many there are in all. Each level's offsets are
 /// read once, and the walk stops at `limit`, so a huge LoD costs no more than
 /// its size.
-fn sequences(lod: &LodView<'_>, rows: u64, limit: usize) -> (Vec<Line>, usize) {
+fn sequences(lod: &Lod, rows: u64, limit: usize) -> (Vec<Line>, usize) {
     fn walk(
         levels: &[Vec<u64>],
         level: usize,
@@ -245,8 +245,8 @@ fn sequences(lod: &LodView<'_>, rows: u64, limit: usize) -> (Vec<Line>, usize) {
 }
 
 /// Element `i` of `v` as text (bounds come from the view's own shape).
-fn value(v: &LodTensorView<'_>, i: usize) -> String {
-    fn get<T: lodt::Element + ToString>(v: &LodTensorView<'_>, i: usize) -> String {
+fn value(v: &LodTensor, i: usize) -> String {
+    fn get<T: lodt::Element + ToString>(v: &LodTensor, i: usize) -> String {
         v.as_slice::<T>()
             .ok()
             .and_then(|s| s.get(i))

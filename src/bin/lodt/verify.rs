@@ -16,7 +16,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let bar = common::progress(file.file_size(), "verifying");
     let report = file.verify_with_progress(&mut |done, _| bar.set_position(done));
     bar.finish_and_clear();
-    let report = report.map_err(|e| CliError::failure(format!("{}: {e}", args.file.display())))?;
+    let report =
+        report.map_err(|e| CliError::failure(format!("{}: {e}", common::path(&args.file))))?;
     let mut out = common::stdout();
     writeln!(
         out,

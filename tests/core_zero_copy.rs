@@ -1,0 +1,104 @@
+//! Core 2.0: slices are owned tensors that share their parent's bytes and
+//! offsets. A slice of a tensor read from a memory-mapped file outlives the
+//! file handle and points into the map; slicing allocates O(levels).
+
+use lodt::format::save_batch;
+use lodt::{Batch, Lod, LodTensor, LodtFile};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts the bytes allocated on this thread's watch (tests run one at a time
+/// through `measure`, which holds a lock).
+struct Counting;
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator, only counting sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: same layout, forwarded.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same pointer and layout, forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
+        // SAFETY: same arguments, forwarded.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn allocated_by<R>(f: impl FnOnce() -> R) -> (usize, R) {
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let before = ALLOCATED.load(Ordering::Relaxed);
+    let r = f();
+    (ALLOCATED.load(Ordering::Relaxed) - before, r)
+}
+
+fn seed_tensor() -> LodTensor {
+    let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
+    LodTensor::from_vec((0..15i64).collect(), vec![15, 1], lod).unwrap()
+}
+
+#[test]
+fn a_branch_of_a_mapped_tensor_outlives_the_file_and_points_into_the_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seed.lodt");
+    save_batch(
+        &path,
+        &Batch::try_from_tensors([("words", seed_tensor())]).unwrap(),
+    )
+    .unwrap();
+
+    let file = LodtFile::open(&path).unwrap();
+    let map = file.storage().bytes().as_ptr_range();
+    let map = map.start as usize..map.end as usize;
+    let weak = std::sync::Arc::downgrade(file.storage());
+    let tensor = file.batch(0).unwrap().tensor("words").unwrap();
+    let (copied, branch) = allocated_by(|| tensor.branch(&[2]).unwrap());
+    drop(tensor);
+    drop(file);
+
+    // The map lives on in the branch.
+    assert!(weak.upgrade().is_some());
+    assert_eq!(branch.as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
+    assert_eq!(branch.lod().levels(), &[vec![0, 2, 5]]);
+    let data = branch.as_bytes().as_ptr() as usize;
+    assert!(map.contains(&data), "the branch's data lies in the map");
+    let offsets = branch.lod().levels()[0].raw().as_ptr() as usize;
+    assert!(map.contains(&offsets), "so do its offsets");
+    // 0 bytes of data copied: the slice allocated only its level list and
+    // shape, far less than the 120 bytes of data or 56 of offsets.
+    assert!(copied < 120, "a branch allocated {copied} bytes");
+    drop(branch);
+    assert!(weak.upgrade().is_none(), "the last slice releases the map");
+}
+
+#[test]
+fn slice_level_allocates_o_levels() {
+    fn tensor(top: usize) -> LodTensor {
+        // Three levels: `top` sequences of 2 of 5 rows each.
+        let lod = Lod::try_from_lengths(&[vec![2u64; top], vec![5u64; 2 * top]]).unwrap();
+        LodTensor::from_vec(vec![0u8; 10 * top], vec![10 * top], lod).unwrap()
+    }
+    let small = tensor(100);
+    let big = tensor(100_000); // 10^6 rows
+    assert_eq!(big.rows(), 1_000_000);
+    let (small_bytes, s) = allocated_by(|| small.slice_level(0, 10, 60).unwrap());
+    let (big_bytes, b) = allocated_by(|| big.slice_level(0, 10_000, 60_000).unwrap());
+    assert_eq!((s.rows(), b.rows()), (500, 500_000));
+    assert_eq!(b.lod().to_lengths()[1].len(), 100_000);
+    assert_eq!(
+        small_bytes, big_bytes,
+        "allocation does not grow with the tensor"
+    );
+    assert!(big_bytes <= 256, "slice_level allocated {big_bytes} bytes");
+    assert!(b.buffer().shares_storage(big.buffer()));
+}
