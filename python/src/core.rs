@@ -1,59 +1,41 @@
-//! Every call into lodt's tensor core that borrows (views, slices, gathers):
-//! the one module to adapt when the core's slicing API changes.
+//! Every call into lodt's tensor core that slices, gathers or reads files:
+//! the one module to adapt when the core's API changes.
 //!
 //! The bindings hold owned [`LodTensor`]s only. Slices are owned tensors that
-//! share the parent's storage (a [`Region`] of it: no byte of data is copied)
-//! and own their rebased LoD.
+//! share the parent's data and LoD offsets (lodt's Core 2.0: O(levels), no
+//! copy), so a slice of a file-backed tensor keeps the file's map alive.
 
 use crate::ffi::HugeBuffer;
-use lodt::buffer::{ByteStorage, Region};
+use lodt::buffer::{Buffer, ByteStorage};
 use lodt::format::{FormatError, LodtFile};
 use lodt::ops::SortedSequences;
-use lodt::{Batch, Lod, LodTensor, LodTensorView};
+use lodt::{Batch, Lod, LodTensor};
 use std::sync::Arc;
 
-/// An owned tensor over the bytes of `view`, which borrows `parent`: the data
-/// is a [`Region`] of the parent's storage (no copy), the LoD is rebased.
-fn share(parent: &Arc<dyn ByteStorage>, view: &LodTensorView<'_>) -> lodt::Result<LodTensor> {
-    let base = parent.bytes().as_ptr() as usize;
-    let bytes = view.as_bytes();
-    // The view's bytes lie inside the parent's storage: find their range.
-    let start = (bytes.as_ptr() as usize).saturating_sub(base);
-    let region = Region::try_new(parent.clone(), start..start + bytes.len())?;
-    LodTensor::try_from_parts(
-        view.dtype(),
-        view.shape(),
-        Arc::new(region),
-        Arc::new(view.lod().to_lod()),
-    )
-}
-
-/// The `<i, j, ...>`-slice, sharing `t`'s data.
+/// The `<i, j, ...>`-slice, sharing `t`'s data and offsets.
 pub fn branch(t: &LodTensor, path: &[usize]) -> lodt::Result<LodTensor> {
-    if path.is_empty() {
-        return Ok(t.clone());
-    }
-    share(t.storage(), &t.branch(path)?)
+    t.branch(path)
 }
 
-/// Sequence `index` of level `level`, sharing `t`'s data.
+/// Sequence `index` of level `level`, sharing `t`'s data and offsets.
 pub fn sequence(t: &LodTensor, level: usize, index: usize) -> lodt::Result<LodTensor> {
-    share(t.storage(), &t.sequence(level, index)?)
+    t.sequence(level, index)
 }
 
-/// Sequences `begin..end` of level `level` (kept as the top level), sharing `t`'s data.
+/// Sequences `begin..end` of level `level` (kept as the top level), sharing
+/// `t`'s data and offsets.
 pub fn slice_level(
     t: &LodTensor,
     level: usize,
     begin: usize,
     end: usize,
 ) -> lodt::Result<LodTensor> {
-    share(t.storage(), &t.view().slice_level(level, begin, end)?)
+    t.slice_level(level, begin, end)
 }
 
 /// Rows `begin..end` with no LoD, sharing `t`'s data.
 pub fn slice_rows(t: &LodTensor, begin: usize, end: usize) -> lodt::Result<LodTensor> {
-    share(t.storage(), &t.view().slice_rows(begin, end)?)
+    t.slice_rows(begin, end)
 }
 
 /// Top-level items `begin..end`: top-level sequences (with every level) when
@@ -66,29 +48,17 @@ pub fn slice_top(t: &LodTensor, begin: usize, end: usize) -> lodt::Result<LodTen
     }
 }
 
-/// Items `begin..end` of the top of a view (sequences of level 0, or rows).
-fn view_top<'a>(
-    v: &LodTensorView<'a>,
-    begin: usize,
-    end: usize,
-) -> lodt::Result<LodTensorView<'a>> {
-    if v.lod().is_empty() {
-        v.slice_rows(begin, end)
-    } else {
-        v.slice_level(0, begin, end)
-    }
-}
-
 /// Concatenates top-level slices into one new tensor (a copy); `empty` gives
 /// the dtype, element shape and levels when there is none. Like
-/// `lodt::ops::merge`, with one pass over the bytes (no zeroing first).
-fn gather<'a>(
-    parts: impl Iterator<Item = lodt::Result<LodTensorView<'a>>>,
-    empty: &LodTensorView<'a>,
+/// `lodt::ops::merge`, with one pass over the bytes (no zeroing first) into a
+/// huge-page-backed buffer when large.
+fn gather(
+    parts: impl Iterator<Item = lodt::Result<LodTensor>>,
+    empty: &LodTensor,
 ) -> lodt::Result<LodTensor> {
     let parts = parts.collect::<lodt::Result<Vec<_>>>()?;
     let Some(first) = parts.first() else {
-        return Ok(view_top(empty, 0, 0)?.to_owned());
+        return Ok(slice_top(empty, 0, 0)?.compact());
     };
     let levels = first.lod().num_levels();
     let mut bytes = 0usize;
@@ -97,9 +67,10 @@ fn gather<'a>(
         if part.dtype() != first.dtype()
             || part.element_shape() != first.element_shape()
             || part.lod().num_levels() != levels
+            || part.is_scalar()
         {
             // Let merge name the difference.
-            return lodt::ops::merge(parts);
+            return lodt::ops::merge(&parts);
         }
         bytes = bytes.saturating_add(part.as_bytes().len());
         rows = rows.saturating_add(part.rows());
@@ -107,7 +78,7 @@ fn gather<'a>(
     let overflow = lodt::Error::Overflow {
         what: "gathered tensor size",
     };
-    let data: Arc<dyn ByteStorage> = if bytes >= HugeBuffer::MIN {
+    let storage: Arc<dyn ByteStorage> = if bytes >= HugeBuffer::MIN {
         let mut data = HugeBuffer::new(bytes).map_err(|_| overflow)?;
         let mut at = 0;
         for part in &parts {
@@ -135,7 +106,7 @@ fn gather<'a>(
         }
         offsets.push(level);
     }
-    let mut shape = first.shape();
+    let mut shape = first.shape().to_vec();
     if let Some(r) = shape.first_mut() {
         *r = rows;
     }
@@ -145,20 +116,19 @@ fn gather<'a>(
     LodTensor::try_from_parts(
         first.dtype(),
         shape,
-        data,
-        Arc::new(Lod::try_from_stored(offsets)?),
+        Buffer::from_storage(storage),
+        Lod::try_from_stored(offsets)?,
     )
 }
 
 /// Top-level items `indices` of `t` (sequences with their levels, or rows),
 /// gathered into a new tensor in that order (a copy).
 pub fn take(t: &LodTensor, indices: &[usize]) -> lodt::Result<LodTensor> {
-    let view = t.view();
     gather(
         indices
             .iter()
-            .map(|&i| view_top(&view, i, i.saturating_add(1))),
-        &view,
+            .map(|&i| slice_top(t, i, i.saturating_add(1))),
+        t,
     )
 }
 
@@ -169,22 +139,17 @@ pub fn top_level_rows(t: &LodTensor) -> usize {
 
 /// The offsets of `lod`, top level first, each level starting at 0.
 pub fn offsets(lod: &Lod) -> Vec<Vec<u64>> {
-    lod.levels().to_vec()
+    lod.to_offsets()
 }
 
 /// `t` with another LoD, sharing its data (checked against its rows).
 pub fn with_lod(t: &LodTensor, lod: Lod) -> lodt::Result<LodTensor> {
-    LodTensor::try_from_parts(
-        t.dtype(),
-        t.shape().to_vec(),
-        t.storage().clone(),
-        Arc::new(lod),
-    )
+    LodTensor::try_from_parts(t.dtype(), t.shape().to_vec(), t.buffer().clone(), lod)
 }
 
 /// `x`'s sequences split into at most `n` parts sharing its data (Paddle's `SplitLoDTensor`).
 pub fn split(x: &LodTensor, n: usize) -> lodt::Result<Vec<LodTensor>> {
-    lodt::ops::split_shared(x, n)
+    lodt::ops::split(x, n)
 }
 
 /// Parts concatenated along their top level (Paddle's `MergeLoDTensor`).
@@ -237,18 +202,7 @@ pub fn file_batch_rows(file: &LodtFile, k: usize) -> Result<usize, FormatError> 
     if batch.is_empty() {
         return Ok(0);
     }
-    let (_, view) = batch.tensor_at(0)?;
-    Ok(view_rows(&view))
-}
-
-fn view_rows(v: &LodTensorView<'_>) -> usize {
-    if v.shape().is_empty() {
-        1
-    } else if v.lod().is_empty() {
-        v.rows()
-    } else {
-        v.lod().num_sequences(0).unwrap_or(0)
-    }
+    Ok(batch.tensor_at(0)?.1.top_level_rows())
 }
 
 /// The top-level row `row` of batch `k` of `file`, in every tensor of the
@@ -302,11 +256,11 @@ pub fn file_take(file: &LodtFile, rows: &[(usize, usize)]) -> Result<Batch, Form
             .iter()
             .map(|b| b.tensor(name))
             .collect::<Result<Vec<_>, _>>()?;
-        for (b, v) in views.iter().zip(&tensors) {
+        for (b, t) in views.iter().zip(&tensors) {
             check_rows(
                 b.index(),
                 name,
-                view_rows(v),
+                t.top_level_rows(),
                 file_batch_rows(file, b.index())?,
             )?;
         }
@@ -320,7 +274,7 @@ pub fn file_take(file: &LodtFile, rows: &[(usize, usize)]) -> Result<Batch, Form
                     index: k as u64,
                     len: file.num_batches() as u64,
                 })?;
-            view_top(source, r, r.saturating_add(1))
+            slice_top(source, r, r.saturating_add(1))
         });
         let gathered = gather(parts, &template.tensor(name)?)?;
         out.push(name, gathered)?;
@@ -334,12 +288,12 @@ pub fn row(t: &LodTensor, i: usize) -> lodt::Result<LodTensor> {
     LodTensor::try_from_parts(
         r.dtype(),
         r.element_shape().to_vec(),
-        r.storage().clone(),
-        Arc::new(Lod::empty()),
+        r.buffer().clone(),
+        Lod::empty(),
     )
 }
 
 /// A copy of `t` in fresh memory (detached from a file's map).
-pub fn deep_copy(t: &LodTensor) -> lodt::Result<LodTensor> {
-    LodTensor::from_bytes(t.dtype(), t.shape().to_vec(), t.as_bytes(), t.lod().clone())
+pub fn deep_copy(t: &LodTensor) -> LodTensor {
+    t.compact()
 }

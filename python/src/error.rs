@@ -7,15 +7,18 @@
 //! | index out of range, no such batch            | `IndexError`     |
 //! | no such tensor in a batch                    | `KeyError`       |
 //! | I/O (file not found, permission, ...)        | `OSError` (its subclass by kind) |
+//! | a file another process is writing (its lock) | `BlockingIOError` |
+//! | refusing to overwrite the input, or a non-file | `OSError`      |
 
 use lodt::arrow::Error as ArrowError;
+use lodt::atomic::AtomicError;
 use lodt::convert::ConvertError;
 use lodt::format::FormatError;
 use lodt::paddle::PaddleError;
 use pyo3::PyErr;
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyIndexError, PyKeyError, PyOSError, PyPermissionError,
-    PyTypeError, PyValueError,
+    PyBlockingIOError, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyKeyError, PyOSError,
+    PyPermissionError, PyTypeError, PyValueError,
 };
 
 /// A `PyResult` of this crate.
@@ -26,6 +29,17 @@ fn io(err: &std::io::Error, message: String) -> PyErr {
         std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
         std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
         std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
+        _ => PyOSError::new_err(message),
+    }
+}
+
+/// The exception of a safe-write error: I/O by kind, a held writer lock as
+/// `BlockingIOError`, same-file and not-a-file refusals as `OSError`.
+pub fn atomic(err: AtomicError) -> PyErr {
+    let message = err.to_string();
+    match err {
+        AtomicError::Io { ref source, .. } => io(source, message),
+        AtomicError::Locked { .. } => PyBlockingIOError::new_err(message),
         _ => PyOSError::new_err(message),
     }
 }
@@ -48,6 +62,7 @@ pub fn format(err: FormatError) -> PyErr {
         FormatError::NoSuchBatch { .. } => PyIndexError::new_err(message),
         FormatError::NoSuchTensor { .. } => PyKeyError::new_err(message),
         FormatError::Core(e) => core(e),
+        FormatError::Atomic(e) => atomic(e),
         _ => PyValueError::new_err(message),
     }
 }
@@ -55,6 +70,12 @@ pub fn format(err: FormatError) -> PyErr {
 /// The exception of a Paddle format error.
 pub fn paddle(err: PaddleError) -> PyErr {
     let message = err.to_string();
+    if let PaddleError::Atomic(_) = err.root() {
+        return match err {
+            PaddleError::Atomic(e) => atomic(e),
+            _ => PyOSError::new_err(message),
+        };
+    }
     match err.root() {
         PaddleError::Io(source) => io(source, message),
         PaddleError::Core(lodt::Error::DTypeMismatch { .. }) => PyTypeError::new_err(message),
@@ -83,6 +104,7 @@ pub fn convert(err: ConvertError) -> PyErr {
         ConvertError::Arrow(e) => arrow(e),
         ConvertError::Core(e) => core(e),
         ConvertError::Io { ref source, .. } => io(source, message),
+        ConvertError::Atomic(e) => atomic(e),
         _ => PyValueError::new_err(message),
     }
 }

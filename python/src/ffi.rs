@@ -15,39 +15,38 @@ use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::{ArrayStreamReader, FFI_ArrowArrayStream};
 use arrow_data::ArrayData;
 use arrow_schema::Field;
-use lodt::buffer::ByteStorage;
+use lodt::buffer::{Buffer, ByteStorage};
 use numpy::npyffi::{NpyTypes, PY_ARRAY_API, PyArrayObject, get_type_object, npy_intp};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyCapsuleMethods};
 use std::ffi::CStr;
-use std::sync::Arc;
 
-/// Keeps a tensor's storage alive for as long as numpy arrays use its bytes
-/// (the `base` of every array lodt hands out).
+/// Keeps a tensor's bytes (a window of a shared storage) alive for as long as
+/// numpy arrays use them (the `base` of every array lodt hands out).
 #[pyclass(frozen, module = "lodt._lodt", name = "_StorageOwner")]
 pub struct StorageOwner {
-    storage: Arc<dyn ByteStorage>,
+    buffer: Buffer,
 }
 
 #[pymethods]
 impl StorageOwner {
     /// The address and length of the bytes kept alive.
     fn span(&self) -> (usize, usize) {
-        let bytes = self.storage.bytes();
+        let bytes = self.buffer.as_slice();
         (bytes.as_ptr() as usize, bytes.len())
     }
 }
 
-/// A read-only numpy array of `shape` and dtype `descr` over all the bytes of
-/// `storage`, with no copy; the array keeps the storage alive.
+/// A read-only numpy array of `shape` and dtype `descr` over the bytes of
+/// `buffer`, with no copy; the array keeps the buffer's storage alive.
 pub fn readonly_array<'py>(
     py: Python<'py>,
-    storage: &Arc<dyn ByteStorage>,
+    buffer: &Buffer,
     descr: Bound<'py, PyArrayDescr>,
     shape: &[usize],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let bytes = storage.bytes();
+    let bytes = buffer.as_slice();
     let itemsize = descr.itemsize();
     let numel = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
     if numel.and_then(|n| n.checked_mul(itemsize)) != Some(bytes.len()) {
@@ -67,7 +66,7 @@ pub fn readonly_array<'py>(
     let owner = Bound::new(
         py,
         StorageOwner {
-            storage: storage.clone(),
+            buffer: buffer.clone(),
         },
     )?;
     // SAFETY: `PyArray_NewFromDescr` is called attached to the interpreter
@@ -92,10 +91,11 @@ pub fn readonly_array<'py>(
         Bound::from_owned_ptr_or_err(py, ptr)?
     };
     // SAFETY: `array` is the numpy array just made; `PyArray_SetBaseObject`
-    // steals the reference to `owner` (also on failure), which keeps
-    // `storage`, and so the bytes the array points at, alive until numpy drops
-    // the array and every view whose base chain leads to it. Storages never
-    // move or change their bytes while shared (the `ByteStorage` contract).
+    // steals the reference to `owner` (also on failure), which keeps the
+    // buffer's storage, and so the bytes the array points at, alive until
+    // numpy drops the array and every view whose base chain leads to it.
+    // Storages never move or change their bytes while shared (the
+    // `ByteStorage` contract).
     let status = unsafe {
         PY_ARRAY_API.PyArray_SetBaseObject(
             py,
@@ -209,7 +209,10 @@ impl HugeBuffer {
     }
 }
 
-impl ByteStorage for HugeBuffer {
+// SAFETY: the map is created once and never remapped or resized; its bytes
+// are written only through `as_mut_slice(&mut self)`, before the buffer is
+// shared (put behind an `Arc`), and `bytes` always returns the same window.
+unsafe impl ByteStorage for HugeBuffer {
     fn bytes(&self) -> &[u8] {
         &self.map[..self.len]
     }

@@ -132,7 +132,7 @@ pub fn pad<'py>(
     let (padded, lengths) = pad_with(&x, pad_value)?;
     let array = ffi::readonly_array(
         py,
-        padded.storage(),
+        padded.buffer(),
         descr(py, padded.dtype())?,
         padded.shape(),
     )?;

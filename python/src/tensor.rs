@@ -355,7 +355,7 @@ impl PyLodTensor {
             lodt::DType::BFloat16 if bfloat16_as_uint16 => lodt::DType::UInt16,
             d => d,
         };
-        ffi::readonly_array(py, t.storage(), descr(py, dtype)?, t.shape())
+        ffi::readonly_array(py, t.buffer(), descr(py, dtype)?, t.shape())
     }
 
     /// The numpy array protocol: `numpy.asarray(t)` is a read-only view of the
@@ -543,7 +543,7 @@ impl PyLodTensor {
     /// A copy of the data and LoD in fresh memory (detached from a file).
     fn copy(&self, py: Python<'_>) -> PyResult<Py<PyLodTensor>> {
         let t = self.tensor()?;
-        Self::wrap(py, core::deep_copy(t).map_err(core_err)?)
+        Self::wrap(py, core::deep_copy(t))
     }
 
     fn __copy__(&self) -> Self {

@@ -328,3 +328,12 @@ def test_convert_round_trips(tmp_path, sample_file):
     assert [lodt.open(regrouped).batch_rows(k) for k in range(3)] == [5, 5, 2]
     with pytest.raises(ValueError, match="cannot tell the format"):
         lodt.convert(sample_file, tmp_path / "x.csv")
+
+
+def test_safe_write_refusals_are_os_errors(tmp_path, sample_file):
+    with pytest.raises(OSError, match="same file"):
+        lodt.convert(sample_file, sample_file)
+    (tmp_path / "dir.lodt").mkdir()
+    with pytest.raises(OSError):
+        lodt.save(tmp_path / "dir.lodt", {"x": np.zeros(2)})
+    assert len(lodt.open(sample_file)) == 3
