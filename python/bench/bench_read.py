@@ -13,7 +13,8 @@ rows (32 on average) of ``--dim`` floats, in batches of 1000 sequences, plus a
 * numpy ``.npy`` files of the flat values and the offsets, memory-mapped: the
   floor (no format at all).
 
-Measured, each the median of several runs, page cache warm:
+Measured, each the best of several runs (a shared machine's noise only adds),
+page cache warm:
 
 1. open + fetch one sequence as a numpy array (a fresh open each time);
 2. 10,000 random sequence fetches as numpy arrays, one by one (loop; each
@@ -33,7 +34,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import tempfile
 import time
 
@@ -52,15 +52,16 @@ except ImportError:  # pragma: no cover
     lance = None
 
 
-def timeit(fn, repeat=5, number=1):
-    """Median seconds per call of ``fn`` over ``repeat`` runs of ``number`` calls."""
+def timeit(fn, repeat=7, number=1):
+    """Best seconds per call of ``fn`` over ``repeat`` runs of ``number`` calls
+    (the minimum: on a shared machine, the other runs measure the neighbours)."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         for _ in range(number):
             fn()
         times.append((time.perf_counter() - start) / number)
-    return statistics.median(times)
+    return min(times)
 
 
 def make_data(d, sequences, dim, seed=0):
@@ -117,8 +118,8 @@ def bench_lodt(path, picks, k0, r0):
 
     return {
         "open + fetch 1": timeit(open_fetch, number=20),
-        "10k fetches, loop": timeit(loop, repeat=3),
-        "10k fetches, loop via File.row(i)": timeit(loop_rows, repeat=3),
+        "10k fetches, loop": timeit(loop),
+        "10k fetches, loop via File.row(i)": timeit(loop_rows),
         "10k fetches, bulk take": timeit(bulk),
         "full scan": timeit(scan),
     }
@@ -164,7 +165,7 @@ def bench_arrow(d, path, picks, k0, r0):
 
     return {
         "open + fetch 1": timeit(open_fetch, number=20),
-        "10k fetches, loop": timeit(loop, repeat=3),
+        "10k fetches, loop": timeit(loop),
         "10k fetches, bulk take": timeit(bulk),
         "full scan": timeit(scan),
     }
@@ -205,8 +206,8 @@ def bench_lance(d, path, picks, r0_global):
     return {
         "open + fetch 1": timeit(open_fetch, number=5),
         "10k fetches, loop": timeit(loop, repeat=1),
-        "10k fetches, bulk take": timeit(bulk),
-        "full scan": timeit(scan),
+        "10k fetches, bulk take": timeit(bulk, repeat=3),
+        "full scan": timeit(scan, repeat=3),
     }
 
 
@@ -237,7 +238,7 @@ def bench_npy(d, picks, r0_global):
 
     return {
         "open + fetch 1": timeit(open_fetch, number=20),
-        "10k fetches, loop": timeit(loop, repeat=3),
+        "10k fetches, loop": timeit(loop),
         "10k fetches, bulk take": timeit(bulk),
         "full scan": timeit(scan),
     }
