@@ -58,9 +58,9 @@ fn a_branch_of_a_mapped_tensor_outlives_the_file_and_points_into_the_map() {
     .unwrap();
 
     let file = LodtFile::open(&path).unwrap();
-    let map = file.storage().bytes().as_ptr_range();
+    let map = file.storage().unwrap().bytes().as_ptr_range();
     let map = map.start as usize..map.end as usize;
-    let weak = std::sync::Arc::downgrade(file.storage());
+    let weak = std::sync::Arc::downgrade(file.storage().unwrap());
     let tensor = file.batch(0).unwrap().tensor("words").unwrap();
     let (copied, branch) = allocated_by(|| tensor.branch(&[2]).unwrap());
     drop(tensor);

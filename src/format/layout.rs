@@ -415,6 +415,21 @@ pub(crate) fn diagnose_magic(head: &[u8]) -> String {
 /// bytes of a file. `available` is the whole file when known (for the
 /// truncation report). Returns the version, the metadata and the offset of the
 /// first batch.
+/// How many bytes from the start of a file [`parse_file_start`] needs: the
+/// header and its metadata, padded (64 when `head` is too short to tell or
+/// announces too much metadata, so that parsing reports what is wrong).
+pub(crate) fn file_start_len(head: &[u8]) -> u64 {
+    if !head.starts_with(&MAGIC) {
+        return STRUCT_LEN;
+    }
+    match read_struct::<FileHeader>(head, 0, Location::file(Part::FileHeader)) {
+        Ok(h) if h.meta_len.get() <= MAX_METADATA_LEN => {
+            pad64(STRUCT_LEN + h.meta_len.get()).unwrap_or(STRUCT_LEN)
+        }
+        _ => STRUCT_LEN,
+    }
+}
+
 pub(crate) fn parse_file_start(
     bytes: &[u8],
 ) -> Result<(super::Version, BTreeMap<String, String>, u64)> {

@@ -41,6 +41,7 @@ pub mod layout;
 mod reader;
 mod recover;
 mod section;
+mod source;
 mod storage;
 mod stream;
 mod verify;
@@ -52,8 +53,9 @@ pub use json::tensor_json;
 pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
 };
-pub use reader::{BatchView, LodtFile};
+pub use reader::{BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
+pub use source::{MemorySource, MmapSource, OpenHint, PreadSource, RangeSource};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
 pub use verify::{VerifyReport, verify};

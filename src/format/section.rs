@@ -16,7 +16,7 @@ use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_meta_len, check_zero, crc32,
     pad64, parse_json, read_struct, to_usize,
 };
-use crate::buffer::{Buffer, ByteStorage};
+use crate::buffer::Buffer;
 use crate::dtype::{DType, Element};
 use crate::lod::check_view_levels;
 use crate::lod::{Lod, Offsets};
@@ -24,7 +24,6 @@ use crate::tensor::{check_parts, checked_byte_len};
 use crate::{Error, LodTensor};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
-use std::sync::Arc;
 
 /// A checked batch: everything about it except its body checksums.
 #[derive(Debug)]
@@ -406,12 +405,10 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
         })
 }
 
-/// Tensor `t` of a checked batch whose section starts at byte `base` of
-/// `storage`: an owned tensor whose LoD offsets and body are windows of the
-/// storage (no copy).
+/// Tensor `t` of a checked batch whose bytes are `section`: an owned tensor
+/// whose LoD offsets and body are windows of the section's storage (no copy).
 pub(crate) fn tensor<'a>(
-    storage: &Arc<dyn ByteStorage>,
-    base: usize,
+    section: &Buffer,
     meta: &'a BatchMeta,
     t: usize,
 ) -> Result<(&'a str, LodTensor)> {
@@ -423,10 +420,7 @@ pub(crate) fn tensor<'a>(
             index: t as u64,
             len: meta.tensors.len() as u64,
         }))?;
-    let window = |b: usize| {
-        let r = meta.range(b);
-        Buffer::try_new(storage.clone(), base + r.start..base + r.end)
-    };
+    let window = |b: usize| section.slice(meta.range(b));
     let levels = tm
         .lod
         .iter()

@@ -11,7 +11,7 @@ use super::layout::{
 use super::section::{self, BatchMeta};
 use super::storage::GrowBuf;
 use crate::Batch;
-use crate::buffer::ByteStorage;
+use crate::buffer::Buffer;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;
@@ -364,11 +364,11 @@ impl<R: Read> StreamReader<R> {
 
 /// Builds an owned batch whose tensors' offsets and bodies are windows of `buf`.
 fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
-    let storage: Arc<dyn ByteStorage> = buf;
+    let section = Buffer::from_storage(buf);
     let mut batch = Batch::new();
     *batch.metadata_mut() = meta.metadata.clone();
     for i in 0..meta.tensors.len() {
-        let (name, tensor) = section::tensor(&storage, 0, meta, i)?;
+        let (name, tensor) = section::tensor(&section, meta, i)?;
         batch.push(name, tensor)?;
     }
     Ok(batch)

@@ -3,7 +3,6 @@
 use crate::common::{self, CliError, escape_json, escape_text, list};
 use half::{bf16, f16};
 use lodt::convert::{self, ConvertOptions, FileKind};
-use lodt::format::LodtFile;
 use lodt::{DType, Lod, LodTensor};
 use std::io::Write;
 use std::ops::Range;
@@ -30,6 +29,8 @@ pub struct Args {
     /// Print exactly {"name","dtype","shape","lod","values"} as one line of JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    read: common::ReadArgs,
 }
 
 /// The indices of a `--branch` path.
@@ -74,7 +75,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             print(&args, &name, tensor.clone())
         }
         _ => {
-            let file = LodtFile::open(&args.file)?;
+            let file = args.read.open(&args.file)?;
             let batch = file.batch(args.batch)?;
             let names: Vec<&str> = batch.names().collect();
             let name = choose(&args, &names)?;
