@@ -1,15 +1,15 @@
 //! Writing and reading `.lodt` files: every dtype, every reader, zero copy,
 //! threads, appending, atomic replacement.
 
+mod common;
+
 use half::{bf16, f16};
 use lodt::format::{self, FormatError, LodtFile, MAGIC, Part, StreamReader, WriteOptions, Writer};
 use lodt::{Batch, DType, Lod, LodTensor};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-fn seed_lod() -> Lod {
-    Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap()
-}
+use common::seed_lod;
 
 fn meta(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

@@ -36,7 +36,6 @@
 
 mod buffers;
 mod error;
-mod json;
 pub mod layout;
 mod reader;
 mod recover;
@@ -49,7 +48,6 @@ mod writer;
 
 pub use buffers::TensorBuffers;
 pub use error::{FormatError, Location, Part, Result};
-pub use json::tensor_json;
 pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
 };

@@ -47,7 +47,7 @@ impl<T> Nested<T> {
     /// if there is no leaf.
     ///
     /// ```
-    /// use lodt::nested::Nested;
+    /// use lodt::tensor::nested::Nested;
     /// assert_eq!(Nested::Seqs(vec![Nested::Rows(vec![1u8])]).depth(), Some(1));
     /// assert_eq!(Nested::<u8>::Seqs(vec![]).depth(), None);
     /// ```
