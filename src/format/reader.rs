@@ -5,8 +5,8 @@ use super::Version;
 use super::buffers::TensorBuffers;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    BATCH_TAG, FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64,
-    TRAILER_TAG, Trailer, check_zero, crc32, file_start_len, pad64, parse_file_start, read_struct,
+    INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG, Trailer, check_footer_region,
+    file_start_len, pad64, parse_file_start, read_struct, same_crc,
 };
 use super::section::{self, BatchMeta};
 use super::source::{MemorySource, MmapSource, OpenReads, PreadSource, RangeSource, read_one};
@@ -17,7 +17,6 @@ use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
-use zerocopy::FromBytes;
 
 /// How [`LodtFile::open_with`] reads a file.
 ///
@@ -366,20 +365,8 @@ impl LodtFile {
         let meta = section::parse_batch(section.as_slice(), offset, k as u64)?;
         let e = self.entry(k)?;
         let at = || Location::batch(k as u64, Part::Index);
-        if e.header_crc.get() != meta.header_crc {
-            return Err(FormatError::Checksum {
-                at: at(),
-                expected: e.header_crc.get(),
-                found: meta.header_crc,
-            });
-        }
-        if e.table_crc.get() != meta.table_crc {
-            return Err(FormatError::Checksum {
-                at: Location::batch(k as u64, Part::Index),
-                expected: e.table_crc.get(),
-                found: meta.table_crc,
-            });
-        }
+        same_crc(at(), e.header_crc.get(), meta.header_crc)?;
+        same_crc(at(), e.table_crc.get(), meta.table_crc)?;
         Ok((cell.get_or_init(|| Box::new(meta)), section, offset))
     }
 
@@ -544,7 +531,7 @@ fn parse_footer(
     let expected_footer = index_len
         .and_then(pad64)
         .and_then(|padded| trailer_offset.checked_sub(padded + STRUCT_LEN));
-    let Some((index_len, expected_footer)) = index_len.zip(expected_footer) else {
+    let Some((_, expected_footer)) = index_len.zip(expected_footer) else {
         return corrupt(
             Part::Trailer,
             format!("an index of {count} batches does not fit in a file of {len} bytes"),
@@ -558,68 +545,9 @@ fn parse_footer(
             ),
         );
     }
-    // In range: footer_offset + 64 + padded index + 64 == len. `bytes` are
-    // the file's bytes from the footer on: offsets below are relative to it.
+    // In range: footer_offset + 64 + padded index + 64 == len.
     let region = reads.get(footer_offset..len)?;
-    let bytes = region.as_slice();
-    let footer: FooterHeader =
-        read_struct(bytes, footer_offset, Location::file(Part::FooterHeader))?;
-    if footer.tag == BATCH_TAG {
-        // An append writes its first batch over the old footer and the new
-        // trailer last: until then, the old trailer points at the new batch.
-        return Err(FormatError::NoFooter {
-            reason: format!(
-                "the trailer points at a batch header at offset {footer_offset}, where its footer \
-                 was: an append overwrote the footer and has not written the new one"
-            ),
-        });
-    }
-    if footer.tag != FOOTER_TAG {
-        return corrupt(
-            Part::FooterHeader,
-            format!(
-                "expected tag \"LODTFOOT\", found {:?}",
-                String::from_utf8_lossy(&footer.tag)
-            ),
-        );
-    }
-    footer.check_crc(Location::file(Part::FooterHeader))?;
-    if trailer.footer_crc.get() != footer.crc.get() {
-        return Err(FormatError::Checksum {
-            at: Location::file(Part::Trailer),
-            expected: trailer.footer_crc.get(),
-            found: footer.crc.get(),
-        });
-    }
-    if footer.batch_count.get() != count || footer.index_len.get() != index_len {
-        return corrupt(
-            Part::FooterHeader,
-            format!(
-                "footer counts {} batches in {} bytes, the trailer {count} batches in {index_len} bytes",
-                footer.batch_count.get(),
-                footer.index_len.get()
-            ),
-        );
-    }
-    let index_start = STRUCT_LEN as usize;
-    let index_end = index_start + index_len as usize;
-    let index = &bytes[index_start..index_end];
-    let found = crc32(index);
-    if found != footer.index_crc.get() {
-        return Err(FormatError::Checksum {
-            at: Location::file(Part::Index),
-            expected: footer.index_crc.get(),
-            found,
-        });
-    }
-    check_zero(
-        &bytes[index_end..(trailer_offset - footer_offset) as usize],
-        footer_offset + index_end as u64,
-        || Location::file(Part::Index),
-    )?;
-    let entries = <[IndexEntry]>::ref_from_bytes(index)
-        .map_err(|_| FormatError::corrupt(Location::file(Part::Index), "misaligned index"))?
-        .to_vec();
+    let entries = check_footer_region(region.as_slice(), footer_offset, count)?;
     // The batches tile [data_start, footer_offset).
     let mut next = data_start;
     for (k, e) in entries.iter().enumerate() {
