@@ -441,7 +441,7 @@ pub(crate) fn check_footer_region(
     let (Some(index_len), Some(padded)) = (index_len, padded) else {
         return corrupt(Part::FooterHeader, format!("an index of {count} batches"));
     };
-    let trailer_at = STRUCT_LEN.checked_add(padded).unwrap_or(u64::MAX);
+    let trailer_at = STRUCT_LEN.saturating_add(padded);
     let needed = trailer_at.saturating_add(STRUCT_LEN);
     if (region.len() as u64) < needed {
         return Err(FormatError::Truncated {
