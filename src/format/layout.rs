@@ -427,13 +427,14 @@ pub(crate) fn diagnose_magic(head: &[u8]) -> String {
 /// first batch.
 /// Checks a footer read whole: `region` holds the file's bytes from
 /// `footer_offset` to its end (footer header, index, padding, trailer), and
-/// the file has `count` batches (from its trailer, or from the batches a
-/// stream read). The one footer parser of the mapped reader, the stream
+/// the file has `count` batches (as `counted_by` says: its trailer, or the
+/// batches a stream read). The one footer parser of the mapped reader, the stream
 /// reader and recovery. Returns the index entries.
 pub(crate) fn check_footer_region(
     region: &[u8],
     footer_offset: u64,
     count: u64,
+    counted_by: &str,
 ) -> Result<Vec<IndexEntry>> {
     let corrupt = |part, reason: String| Err(FormatError::corrupt(Location::file(part), reason));
     let index_len = count.checked_mul(INDEX_ENTRY_LEN);
@@ -476,7 +477,7 @@ pub(crate) fn check_footer_region(
         return corrupt(
             Part::FooterHeader,
             format!(
-                "footer counts {} batches in {} bytes, expected {count} batches in {index_len} bytes",
+                "footer counts {} batches in {} bytes, {counted_by} {count} batches in {index_len} bytes",
                 footer.batch_count.get(),
                 footer.index_len.get()
             ),

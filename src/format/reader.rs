@@ -547,7 +547,7 @@ fn parse_footer(
     }
     // In range: footer_offset + 64 + padded index + 64 == len.
     let region = reads.get(footer_offset..len)?;
-    let entries = check_footer_region(region.as_slice(), footer_offset, count)?;
+    let entries = check_footer_region(region.as_slice(), footer_offset, count, "the trailer")?;
     // The batches tile [data_start, footer_offset).
     let mut next = data_start;
     for (k, e) in entries.iter().enumerate() {

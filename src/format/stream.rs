@@ -286,7 +286,7 @@ impl<R: Read> StreamReader<R> {
             .take(padded + STRUCT_LEN + 1)
             .read_to_end(&mut region)
             .map_err(|e| FormatError::io("reading the footer", e))?;
-        let entries = check_footer_region(&region, footer_offset, count)?;
+        let entries = check_footer_region(&region, footer_offset, count, "the stream had")?;
         if entries.as_bytes() != self.entries.as_bytes() {
             return Err(FormatError::corrupt(
                 Location::file(Part::Index),
