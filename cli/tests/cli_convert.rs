@@ -25,7 +25,7 @@ fn paddle_params_to_lodt_and_back_is_byte_identical() {
     let lodt_file = dir.path().join("p.lodt");
     let (code, out, err) = lodt(&[
         "convert",
-        "tests/data/paddle/combined.pdparams",
+        "../tests/data/paddle/combined.pdparams",
         path(&lodt_file),
         "--names",
         "words,x,frames,params,deep,u8,half,flags",
@@ -51,7 +51,7 @@ fn paddle_params_to_lodt_and_back_is_byte_identical() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         std::fs::read(back).unwrap(),
-        std::fs::read("tests/data/paddle/combined.pdparams").unwrap()
+        std::fs::read("../tests/data/paddle/combined.pdparams").unwrap()
     );
 }
 
@@ -61,7 +61,7 @@ fn pdtensor_without_names_is_tensor0() {
     let out_file = dir.path().join("x.lodt");
     let (code, _, err) = lodt(&[
         "convert",
-        "tests/data/paddle/seed_1level_float32.pdtensor",
+        "../tests/data/paddle/seed_1level_float32.pdtensor",
         path(&out_file),
     ]);
     assert_eq!(code, 0, "{err}");
@@ -73,14 +73,13 @@ fn pdtensor_without_names_is_tensor0() {
     );
 }
 
-#[cfg(feature = "parquet")]
 #[test]
 fn parquet_to_lodt_to_arrow_stream_with_rebatching() {
     let dir = tempfile::tempdir().unwrap();
     let lodt_file = dir.path().join("b.lodt");
     let (code, _, err) = lodt(&[
         "convert",
-        "tests/data/arrow/batch0.parquet",
+        "../tests/data/arrow/batch0.parquet",
         path(&lodt_file),
     ]);
     assert_eq!(code, 0, "{err}");
@@ -118,7 +117,7 @@ fn bad_conversions_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let (code, _, err) = lodt(&[
         "convert",
-        "tests/data/paddle/combined.pdparams",
+        "../tests/data/paddle/combined.pdparams",
         path(&dir.path().join("x.pdtensor")),
     ]);
     assert_eq!(code, 2);
@@ -135,7 +134,7 @@ fn bad_conversions_are_usage_errors() {
 fn show_reads_every_format_convert_reads() {
     let (code, json, err) = lodt(&[
         "show",
-        "tests/data/paddle/seed_2level_int64.pdtensor",
+        "../tests/data/paddle/seed_2level_int64.pdtensor",
         "--branch",
         "2",
         "--json",
@@ -147,7 +146,7 @@ fn show_reads_every_format_convert_reads() {
     );
     let (code, _, err) = lodt(&[
         "show",
-        "tests/data/paddle/seed_2level_int64.pdtensor",
+        "../tests/data/paddle/seed_2level_int64.pdtensor",
         "--batch",
         "1",
     ]);
@@ -155,12 +154,11 @@ fn show_reads_every_format_convert_reads() {
     assert!(err.contains("has no batch 1"), "{err}");
 }
 
-#[cfg(feature = "parquet")]
 #[test]
 fn show_reads_parquet_and_arrow_ipc() {
     let (code, json, err) = lodt(&[
         "show",
-        "tests/data/arrow/batch1.parquet",
+        "../tests/data/arrow/batch1.parquet",
         "--tensor",
         "words",
         "--json",
@@ -170,7 +168,7 @@ fn show_reads_parquet_and_arrow_ipc() {
         json.trim(),
         r#"{"name":"words","dtype":"int64","shape":[8],"lod":[[0,2,4],[0,1,1,6,8]],"values":[94,79,-40,-15,-52,-71,71,34]}"#
     );
-    let (code, _, err) = lodt(&["show", "tests/data/arrow/batch0.arrow"]);
+    let (code, _, err) = lodt(&["show", "../tests/data/arrow/batch0.arrow"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("choose one with --tensor: words, frames, labels"),

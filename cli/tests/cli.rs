@@ -1,7 +1,5 @@
 //! The `lodt` binary, run on the spec's test vectors and on a demo dataset.
 
-#![cfg(feature = "cli")]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -31,7 +29,7 @@ fn run(args: &[&str], code: i32) -> (String, String) {
 }
 
 fn vectors() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/vectors")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec/vectors")
 }
 
 fn vector(name: &str) -> String {

@@ -6,8 +6,6 @@
 //! naming a role (see [`child`]). Set `LODT_SEED` to replay the random kill
 //! delays of a run (each test prints its seed).
 
-#![cfg(feature = "cli")]
-
 use lodt::atomic::AtomicError;
 use lodt::format::{self, FormatError, LodtFile, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};

@@ -4,8 +4,6 @@
 //! are cleaned, and `recover` does something sensible with the file two
 //! unlocked appenders corrupted.
 
-#![cfg(all(feature = "cli", feature = "parquet"))]
-
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use lodt::atomic::{self, AtomicError};
 use lodt::convert::{self, ConvertError};
@@ -316,7 +314,7 @@ fn recover_refuses_the_concurrent_append_repro_and_salvages_it_on_request() {
     // is valid, batch 2 is a mix of both writers' bytes.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("repro.lodt");
-    std::fs::copy("tests/data/repro/corrupt_concurrent_append.lodt", &path).unwrap();
+    std::fs::copy("../tests/data/repro/corrupt_concurrent_append.lodt", &path).unwrap();
     let original = std::fs::read(&path).unwrap();
     let file = LodtFile::open(&path).unwrap();
     assert_eq!(file.num_batches(), 3);

@@ -3,8 +3,6 @@
 //! line separator, so no name can clear the screen or forge an output line,
 //! and `--json` still decodes to the exact names.
 
-#![cfg(feature = "cli")]
-
 use lodt::{Batch, Lod, LodTensor, LodtFile, format};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
