@@ -47,7 +47,7 @@
 //! | `sequence_expand` (op)                        | [`ops::sequence_expand()`]                             |
 //! | `SplitLoDTensor`                              | [`ops::split()`] (zero-copy parts)                     |
 //! | `MergeLoDTensor`                              | [`ops::merge()`]                                       |
-//! | `SortBySeqLen`, `sorted_seqs` / `SortedSeqItem` | [`ops::SortedSequences::new`], [`ops::SortedSequences::order`] |
+//! | `SortBySeqLen`, `sorted_seqs` / `SortedSeqItem` | [`ops::SortedSequences::try_new`], [`ops::SortedSequences::order`] |
 //! | `SegmentInputs`                               | [`ops::SortedSequences::segment_inputs`]               |
 //! | `ConcatOutputs`                               | [`ops::SortedSequences::concat_outputs`]               |
 //! | `create_lod_tensor` from nested lists         | [`LodTensor::from_nested`] ([`Nested`])                |
@@ -79,10 +79,12 @@ pub mod nested;
 pub mod ops;
 pub mod pad;
 pub mod paddle;
-pub mod rebatch;
 pub mod tensor;
 
-pub use batch::Batch;
+pub use batch::{Batch, BatchReader, BatchWriter};
+// `lodt::rebatch` moved to `lodt::batch::rebatch`; the old path still works.
+#[doc(no_inline)]
+pub use batch::rebatch;
 pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
 pub use format::LodtFile;
