@@ -54,6 +54,22 @@
 //! | `LodTensor_to_Tensor` (user guide), `np.array` per sequence | [`LodTensor::to_nested`]                  |
 //! | `sequence_pad` / `sequence_unpad` (ops)       | [`pad::pad`] / [`pad::unpad`], [`pad::Padded`]         |
 //!
+//! ## Files
+//!
+//! Every file format lodt reads and writes ([`format`](mod@format) for
+//! `.lodt`, `arrow` for Arrow IPC and Parquet, [`paddle`] for Paddle's tensor
+//! files) has a [`BatchReader`] and a [`BatchWriter`], the contract of
+//! [`batch::stream`]; [`convert::Format`] is the list of formats, and
+//! `lodt convert` is: open a reader, create a writer, [`batch::copy`].
+//!
+//! ```
+//! use lodt::{convert::Format, BatchReader};
+//! let path = "tests/data/paddle/seed_1level_float32.pdtensor";
+//! let reader = Format::from_path(path)?.open_reader(path, &Default::default())?;
+//! assert_eq!(reader.num_batches(), Some(1));
+//! # Ok::<(), lodt::convert::ConvertError>(())
+//! ```
+//!
 //! ## Platform
 //!
 //! lodt reads tensor data in place, as little-endian bytes; it builds only for
