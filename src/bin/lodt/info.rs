@@ -16,10 +16,12 @@ pub struct Args {
     /// Print JSON (every batch and tensor) instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    read: common::ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    let file = LodtFile::open(&args.file)?;
+    let file = args.read.open(&args.file)?;
     let mut out = common::stdout();
     if args.json {
         let v = to_json(&args, &file)?;
