@@ -47,12 +47,28 @@
 //! | `sequence_expand` (op)                        | [`ops::sequence_expand()`]                             |
 //! | `SplitLoDTensor`                              | [`ops::split()`] (zero-copy parts)                     |
 //! | `MergeLoDTensor`                              | [`ops::merge()`]                                       |
-//! | `SortBySeqLen`, `sorted_seqs` / `SortedSeqItem` | [`ops::SortedSequences::new`], [`ops::SortedSequences::order`] |
+//! | `SortBySeqLen`, `sorted_seqs` / `SortedSeqItem` | [`ops::SortedSequences::try_new`], [`ops::SortedSequences::order`] |
 //! | `SegmentInputs`                               | [`ops::SortedSequences::segment_inputs`]               |
 //! | `ConcatOutputs`                               | [`ops::SortedSequences::concat_outputs`]               |
 //! | `create_lod_tensor` from nested lists         | [`LodTensor::from_nested`] ([`Nested`])                |
 //! | `LodTensor_to_Tensor` (user guide), `np.array` per sequence | [`LodTensor::to_nested`]                  |
 //! | `sequence_pad` / `sequence_unpad` (ops)       | [`ops::pad::pad`] / [`ops::pad::unpad`], [`ops::pad::Padded`]         |
+//!
+//! ## Files
+//!
+//! Every file format lodt reads and writes ([`format`](mod@format) for
+//! `.lodt`, `arrow` for Arrow IPC and Parquet, [`paddle`] for Paddle's tensor
+//! files) has a [`BatchReader`] and a [`BatchWriter`], the contract of
+//! [`batch::stream`]; [`convert::Format`] is the list of formats, and
+//! `lodt convert` is: open a reader, create a writer, [`batch::copy`].
+//!
+//! ```
+//! use lodt::{convert::Format, BatchReader};
+//! let path = "tests/data/paddle/seed_1level_float32.pdtensor";
+//! let reader = Format::from_path(path)?.open_reader(path, &Default::default())?;
+//! assert_eq!(reader.num_batches(), Some(1));
+//! # Ok::<(), lodt::convert::ConvertError>(())
+//! ```
 //!
 //! ## Platform
 //!
@@ -77,10 +93,12 @@ pub mod format;
 pub mod lod;
 pub mod ops;
 pub mod paddle;
-pub mod rebatch;
 pub mod tensor;
 
-pub use batch::Batch;
+pub use batch::{Batch, BatchReader, BatchWriter};
+// `lodt::rebatch` moved to `lodt::batch::rebatch`; the old path still works.
+#[doc(no_inline)]
+pub use batch::rebatch;
 pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
 pub use format::LodtFile;

@@ -9,7 +9,9 @@ mod common;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int64Type};
 use arrow_array::{Array, ArrayRef};
-use lodt::arrow::{ArrowOptions, Error, ListType, from_arrow, tensor_buffers_to_arrow, to_arrow};
+use lodt::arrow::{
+    ArrowError, ArrowOptions, ListType, from_arrow, tensor_buffers_to_arrow, to_arrow,
+};
 use lodt::buffer::AlignedBytes;
 use lodt::format::TensorBuffers;
 use lodt::{DType, Lod, LodTensor};
@@ -206,7 +208,7 @@ fn bad_tensor_buffers_are_errors() {
     for (what, parts) in cases {
         let err = tensor_buffers_to_arrow("frames", &parts, &ArrowOptions::default()).unwrap_err();
         assert!(
-            matches!(&err, Error::Tensor { column, .. } if column == "frames"),
+            matches!(&err, ArrowError::Tensor { column, .. } if column == "frames"),
             "{what}: {err:?}"
         );
         // The tensor constructor is where they are caught.
@@ -224,7 +226,7 @@ fn bad_tensor_buffers_are_errors() {
     assert!(
         matches!(
             err,
-            Error::Tensor {
+            ArrowError::Tensor {
                 source: lodt::Error::InvalidLod {
                     level: 1,
                     index: 3,

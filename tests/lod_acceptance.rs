@@ -343,7 +343,7 @@ fn sort_by_length_segment_and_concat() {
         Lod::try_from_lengths(&[vec![4, 2, 3]]).unwrap(),
     )
     .unwrap();
-    let sorted = SortedSequences::new(x.lod(), 0).unwrap();
+    let sorted = SortedSequences::try_new(x.lod(), 0).unwrap();
     assert_eq!(sorted.sorted_lengths(), &[4, 3, 2]);
     assert_eq!(sorted.order(), &[0, 2, 1]);
     assert_eq!(sorted.num_steps(), 4);
@@ -361,11 +361,11 @@ fn sort_by_length_segment_and_concat() {
 #[test]
 fn sort_is_stable_and_works_on_higher_levels() {
     let lod = Lod::try_from_lengths(&[vec![1, 3, 3, 0]]).unwrap();
-    let s = SortedSequences::new(&lod, 0).unwrap();
+    let s = SortedSequences::try_new(&lod, 0).unwrap();
     assert_eq!(s.order(), &[1, 2, 0, 3]);
     // Articles of sentences: sort the articles, steps are sentences.
     let t = seed_tensor();
-    let s = SortedSequences::new(t.lod(), 0).unwrap();
+    let s = SortedSequences::try_new(t.lod(), 0).unwrap();
     assert_eq!(s.order(), &[0, 2, 1]);
     let steps = s.segment_inputs(&t).unwrap();
     assert_eq!(steps.len(), 3);

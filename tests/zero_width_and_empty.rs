@@ -31,7 +31,7 @@ fn sort_batching_with_2_pow_40_steps_is_an_error_not_an_abort() {
     let rows = 1u64 << 40;
     let lod = Lod::try_from_offsets(vec![vec![0, rows]]).unwrap();
     let x = zero_width(rows as usize, lod.clone());
-    let sorted = ops::SortedSequences::new(&lod, 0).unwrap();
+    let sorted = ops::SortedSequences::try_new(&lod, 0).unwrap();
     assert_eq!(sorted.num_steps(), rows);
     assert!(matches!(
         sorted.segment_inputs(&x),

@@ -3,7 +3,8 @@
 use crate::common::{self, CliError};
 use indicatif::{ProgressBar, ProgressStyle};
 use lodt::atomic::AtomicError;
-use lodt::convert::{self, ConvertError, ConvertOptions};
+use lodt::batch::{BatchReader, copy};
+use lodt::convert::{ConvertError, ConvertOptions, Format};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -58,15 +59,18 @@ pub fn run(args: Args) -> Result<(), CliError> {
         batch_rows: args.batch_rows,
         small_lists: args.small_lists,
     };
+    let from = Format::from_path(&args.input).map_err(failure)?;
+    let to = Format::from_path(&args.output).map_err(failure)?;
     // Before anything is opened for writing: never write over the input.
     lodt::atomic::ensure_distinct(&args.input, &args.output).map_err(|e| failure(e.into()))?;
-    let source = convert::read_batches(&args.input, &options).map_err(failure)?;
-    let progress = bar(source.total);
-    let stats = convert::write_batches(&args.output, source.batches, &options, |s| {
-        progress.set_position(s.batches as u64)
-    });
+    let reader = from.open_reader(&args.input, &options).map_err(failure)?;
+    let progress = bar(reader.num_batches());
+    let writer = to
+        .create_writer(&args.output, reader.metadata(), &options)
+        .map_err(failure)?;
+    let stats = copy(reader, writer, |s| progress.set_position(s.batches));
     progress.finish_and_clear();
-    let stats = stats.map_err(failure)?;
+    let ((), stats) = stats.map_err(failure)?;
     let mut out = common::stdout();
     writeln!(
         out,

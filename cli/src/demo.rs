@@ -88,7 +88,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let bar = common::progress_count(args.batches, "writing");
     let mut writer = Writer::create(&path, meta)?;
     for k in 0..args.batches {
-        writer.write_batch(&make_batch(k)?)?;
+        writer.write(&make_batch(k)?)?;
         bar.inc(1);
     }
     writer.finish()?;

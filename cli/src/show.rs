@@ -1,7 +1,8 @@
 //! `lodt show FILE [--batch N] [--tensor NAME] [--branch I,J,...] [--json]`.
 
 use crate::common::{self, CliError, escape_json, escape_text, list};
-use lodt::convert::{self, ConvertOptions, FileKind};
+use lodt::batch::BatchReader;
+use lodt::convert::{ConvertOptions, Format};
 use lodt::{Lod, LodTensor};
 use std::io::Write;
 use std::ops::Range;
@@ -50,13 +51,19 @@ fn parse_branch(s: &str) -> Result<Branch, String> {
 pub fn run(args: Args) -> Result<(), CliError> {
     // .lodt (and anything without a known extension) is read in place;
     // the other formats `lodt convert` knows are read through it.
-    match FileKind::from_path(&args.file) {
-        Ok(kind) if kind != FileKind::Lodt => {
+    match Format::from_path(&args.file) {
+        Ok(format) if format != Format::Lodt => {
             let options = ConvertOptions::default();
-            let batch = convert::read_batches(&args.file, &options)
-                .map_err(CliError::failure)?
-                .batches
-                .nth(args.batch)
+            let mut reader = format
+                .open_reader(&args.file, &options)
+                .map_err(CliError::failure)?;
+            let batch = match reader.num_batches() {
+                Some(n) if args.batch >= n => None,
+                _ => reader
+                    .read_batch(args.batch)
+                    .or_else(|| reader.nth(args.batch)),
+            };
+            let batch = batch
                 .transpose()
                 .map_err(CliError::failure)?
                 .ok_or_else(|| {

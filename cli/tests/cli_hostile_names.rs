@@ -71,7 +71,7 @@ fn hostile_file(dir: &Path) -> std::path::PathBuf {
         .collect();
     let path = dir.join("hostile.lodt");
     let mut w = format::Writer::create(&path, meta).unwrap();
-    w.write_batch(&batch).unwrap();
+    w.write(&batch).unwrap();
     w.finish().unwrap();
     path
 }

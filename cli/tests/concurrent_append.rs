@@ -57,7 +57,7 @@ fn write_file(path: &Path, tags: impl IntoIterator<Item = u64>, elems: impl Fn(u
     let mut w =
         Writer::create_with(path, Default::default(), WriteOptions { fsync: false }).unwrap();
     for tag in tags {
-        w.write_batch(&tagged(tag, elems(tag))).unwrap();
+        w.write(&tagged(tag, elems(tag))).unwrap();
     }
     w.finish().unwrap();
 }
@@ -147,7 +147,7 @@ fn child_append(path: &Path) -> Result<(), FormatError> {
     let ready_after = env_u64("LODT_READY_AFTER", 1);
     let mut w = Writer::append_with(path, WriteOptions { fsync: false })?;
     for i in 0..count {
-        w.write_batch(&tagged(first + i, elems))?;
+        w.write(&tagged(first + i, elems))?;
         if i + 1 == ready_after
             && let Some(ready) = env("LODT_READY")
         {
@@ -168,7 +168,7 @@ fn child_append_loop(path: &Path) -> Result<(), FormatError> {
     loop {
         let mut w = Writer::append_with(path, WriteOptions { fsync: false })?;
         let tag = w.batches_written() as u64;
-        w.write_batch(&tagged(tag, elems_of(tag)))?;
+        w.write(&tagged(tag, elems_of(tag)))?;
         w.finish()?;
         writeln!(out, "committed {tag}").unwrap();
         out.flush().unwrap();
@@ -179,7 +179,7 @@ fn child_append_loop(path: &Path) -> Result<(), FormatError> {
 fn child_create(path: &Path) -> Result<(), FormatError> {
     let mut w = Writer::create(path, Default::default())?;
     for tag in 500..500 + env_u64("LODT_COUNT", 1) {
-        w.write_batch(&tagged(tag, elems_of(tag)))?;
+        w.write(&tagged(tag, elems_of(tag)))?;
     }
     w.finish()?;
     Ok(())
@@ -193,7 +193,7 @@ fn child_full_disk(path: &Path) -> Result<(), FormatError> {
     let before = std::fs::read(path).unwrap();
     let mut w = Writer::append(path)?;
     let err = w
-        .write_batch(&tagged(26, 250_000))
+        .write(&tagged(26, 250_000))
         .and_then(|()| w.finish().map(drop))
         .unwrap_err();
     assert_eq!(code_of(&err), NO_ROOM, "{err}");
@@ -225,7 +225,7 @@ fn child() {
         "append" => child_append(&path),
         "append-loop" => child_append_loop(&path),
         "append-big" => Writer::append(&path).and_then(|mut w| {
-            w.write_batch(&tagged(99, env_u64("LODT_ELEMS", 1) as usize))?;
+            w.write(&tagged(99, env_u64("LODT_ELEMS", 1) as usize))?;
             w.finish().map(drop)
         }),
         "recover" => format::recover(&path).map(drop),
@@ -570,7 +570,7 @@ fn an_append_past_the_file_size_limit_fails_cleanly_and_keeps_the_old_footer() {
     assert_eq!(tags(&path, |_| 1000), vec![0, 1, 2]);
     // And it takes appends again.
     let mut w = Writer::append(&path).unwrap();
-    w.write_batch(&tagged(3, 1000)).unwrap();
+    w.write(&tagged(3, 1000)).unwrap();
     w.finish().unwrap();
     assert_eq!(tags(&path, |_| 1000), vec![0, 1, 2, 3]);
 }

@@ -38,9 +38,9 @@ fn batch(k: u64) -> Batch {
 }
 
 fn thousand_batches() -> Vec<u8> {
-    let mut w = Writer::new(Vec::new(), [("name".into(), "counted".into())].into()).unwrap();
+    let mut w = Writer::try_new(Vec::new(), [("name".into(), "counted".into())].into()).unwrap();
     for k in 0..1000 {
-        w.write_batch(&batch(k)).unwrap();
+        w.write(&batch(k)).unwrap();
     }
     w.finish().unwrap()
 }
@@ -148,7 +148,7 @@ fn lodt_verify_no_mmap_on_a_file_truncated_while_verifying_is_an_error_not_a_sig
     let mut w = Writer::create(&path, Default::default()).unwrap();
     for k in 0..48u8 {
         let t = LodTensor::from_vec(vec![k; 1 << 20], vec![1 << 20], Lod::empty()).unwrap();
-        w.write_batch(&Batch::try_from_tensors([("x", t)]).unwrap())
+        w.write(&Batch::try_from_tensors([("x", t)]).unwrap())
             .unwrap();
     }
     w.finish().unwrap();

@@ -8,7 +8,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use lodt::atomic::{self, AtomicError};
 use lodt::convert::{self, ConvertError};
 use lodt::format::{self, FormatError, LodtFile, RecoverOptions, StreamReader, Writer};
-use lodt::{Batch, Lod, LodTensor};
+use lodt::{Batch, BatchReader, Lod, LodTensor};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,7 +47,7 @@ fn batch(k: i64) -> Batch {
 fn sample(path: &Path, n: i64) {
     let mut w = Writer::create(path, Default::default()).unwrap();
     for k in 0..n {
-        w.write_batch(&batch(k)).unwrap();
+        w.write(&batch(k)).unwrap();
     }
     w.finish().unwrap();
 }
@@ -244,8 +244,11 @@ fn permissions_owner_and_symlinks_survive_recover_and_convert() {
     if chown {
         assert_eq!((meta.uid(), meta.gid()), (42, 43));
     }
-    let back = convert::read_batches(&out_link, &Default::default()).unwrap();
-    assert_eq!(back.total, Some(3));
+    let back = convert::Format::from_path(&out_link)
+        .unwrap()
+        .open_reader(&out_link, &Default::default())
+        .unwrap();
+    assert_eq!(back.num_batches(), Some(3));
 
     let dangling = dir.path().join("dangling.arrow");
     std::os::unix::fs::symlink("made.arrow", &dangling).unwrap();
@@ -325,7 +328,7 @@ fn recover_refuses_the_concurrent_append_repro_and_salvages_it_on_request() {
     );
     let intact: Vec<Batch> = (0..2).map(|k| file.read_batch(k).unwrap()).collect();
     drop(file);
-    let mut stream = StreamReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+    let mut stream = StreamReader::try_new(std::fs::File::open(&path).unwrap()).unwrap();
     assert_eq!(stream.next().unwrap().unwrap(), intact[0]);
     assert_eq!(stream.next().unwrap().unwrap(), intact[1]);
     assert!(stream.next().unwrap().is_err());
@@ -386,7 +389,7 @@ fn info_says_a_file_is_being_written_instead_of_advising_recover() {
     // A batch larger than the writer's buffer, so the old footer is overwritten.
     let big = LodTensor::from_vec(vec![7u8; 1 << 20], vec![1 << 20], Lod::empty()).unwrap();
     let mut w = Writer::append(&path).unwrap();
-    w.write_batch(&Batch::try_from_tensors([("big", big)]).unwrap())
+    w.write(&Batch::try_from_tensors([("big", big)]).unwrap())
         .unwrap();
     let (code, _, err) = lodt(&[p("info"), &path]);
     assert_eq!(code, 1);

@@ -30,13 +30,13 @@ use zerocopy::little_endian::{U32, U64};
 /// ```
 /// use lodt::{Batch, LodTensor, format::{StreamReader, Writer}};
 /// let t = LodTensor::from_vec(vec![1u32, 2, 3], vec![3], Default::default())?;
-/// let mut w = Writer::new(Vec::new(), Default::default())?;
+/// let mut w = Writer::try_new(Vec::new(), Default::default())?;
 /// for _ in 0..4 {
-///     w.write_batch(&Batch::try_from_tensors([("t", t.clone())])?)?;
+///     w.write(&Batch::try_from_tensors([("t", t.clone())])?)?;
 /// }
 /// let bytes = w.finish()?;
 /// let cut = &bytes[..bytes.len() - 300];         // lose the footer and part of batch 3
-/// let results: Vec<_> = StreamReader::new(cut)?.collect();
+/// let results: Vec<_> = StreamReader::try_new(cut)?.collect();
 /// assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 3);
 /// assert!(results.last().unwrap().is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -78,10 +78,10 @@ impl<R: Read> StreamReader<R> {
     /// Reads and checks the file header and the file metadata.
     ///
     /// ```
-    /// let err = lodt::format::StreamReader::new(&b"GIF89a..."[..]).unwrap_err();
+    /// let err = lodt::format::StreamReader::try_new(&b"GIF89a..."[..]).unwrap_err();
     /// assert!(err.to_string().contains("not a .lodt file"));
     /// ```
-    pub fn new(mut reader: R) -> Result<Self> {
+    pub fn try_new(mut reader: R) -> Result<Self> {
         let mut head = [0u8; STRUCT_LEN as usize];
         let got = read_full(&mut reader, &mut head)
             .map_err(|e| FormatError::io("reading the file header", e))?;
@@ -132,7 +132,7 @@ impl<R: Read> StreamReader<R> {
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([], Default::default())?;
-    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// let r = lodt::format::StreamReader::try_new(&bytes[..])?;
     /// assert_eq!(r.version().major, 1);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -144,7 +144,7 @@ impl<R: Read> StreamReader<R> {
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([], [("a".to_string(), "b".to_string())].into())?;
-    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// let r = lodt::format::StreamReader::try_new(&bytes[..])?;
     /// assert_eq!(r.metadata()["a"], "b");
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -156,7 +156,7 @@ impl<R: Read> StreamReader<R> {
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([], Default::default())?;
-    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// let r = lodt::format::StreamReader::try_new(&bytes[..])?;
     /// assert_eq!(r.position(), 128);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -168,8 +168,8 @@ impl<R: Read> StreamReader<R> {
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
-    /// let mut r = lodt::format::StreamReader::new(&bytes[..])?;
-    /// r.next_batch()?;
+    /// let mut r = lodt::format::StreamReader::try_new(&bytes[..])?;
+    /// r.next().transpose()?;
     /// assert_eq!(r.batches_read(), 1);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -178,16 +178,8 @@ impl<R: Read> StreamReader<R> {
     }
 
     /// The next batch, or `None` after the last one (once the footer has been
-    /// read and checked).
-    ///
-    /// ```
-    /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
-    /// let mut r = lodt::format::StreamReader::new(&bytes[..])?;
-    /// assert!(r.next_batch()?.is_some());
-    /// assert!(r.next_batch()?.is_none());
-    /// # Ok::<(), lodt::format::FormatError>(())
-    /// ```
-    pub fn next_batch(&mut self) -> Result<Option<Batch>> {
+    /// read and checked): what `next` returns, transposed.
+    fn next_batch(&mut self) -> Result<Option<Batch>> {
         match self.next_section()? {
             None => Ok(None),
             Some((buf, meta)) => to_batch(buf, &meta).map(Some),

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! ```
-//! use lodt::{rebatch::rebatch, Batch, Lod, LodTensor};
+//! use lodt::{batch::rebatch::rebatch, Batch, Lod, LodTensor};
 //! let batch = |lengths: Vec<u64>, first: i64| -> Result<Batch, lodt::Error> {
 //!     let rows = lengths.iter().sum::<u64>() as usize;
 //!     let lod = Lod::try_from_lengths(&[lengths])?;
@@ -31,7 +31,7 @@
 //! from. 0-D tensors cannot be regrouped (an error). Memory holds one input
 //! batch and one output batch.
 
-use crate::batch::Batch;
+use super::{Batch, BatchReader};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::lod::Lod;
@@ -170,7 +170,7 @@ pub struct Rebatch<I> {
 /// the [module docs](self). An error if `rows` is 0.
 ///
 /// ```
-/// assert!(lodt::rebatch::rebatch(Vec::<Result<lodt::Batch, lodt::Error>>::new(), 0).is_err());
+/// assert!(lodt::batch::rebatch::rebatch(Vec::<Result<lodt::Batch, lodt::Error>>::new(), 0).is_err());
 /// ```
 pub fn rebatch<I, E>(batches: I, rows: usize) -> Result<Rebatch<I::IntoIter>>
 where
@@ -299,6 +299,32 @@ where
             self.failed = true;
         }
         item
+    }
+}
+
+/// A re-batched reader is a reader: the source's file metadata, and no batch
+/// count up front (it depends on the rows).
+///
+/// ```
+/// use lodt::batch::{rebatch::rebatch, BatchReader};
+/// use lodt::{format, Batch, LodTensor};
+/// let t = LodTensor::from_vec(vec![1u8, 2, 3], vec![3], Default::default())?;
+/// let batch = Batch::try_from_tensors([("x", t)])?;
+/// let bytes = format::to_bytes([&batch, &batch], [("k".into(), "v".into())].into())?;
+/// let reader = rebatch(format::StreamReader::try_new(&bytes[..])?, 4)?;
+/// assert_eq!((reader.metadata()["k"].as_str(), reader.num_batches()), ("v", None));
+/// assert_eq!(reader.map(|b| b.map(|b| b.get("x").unwrap().rows())).collect::<Result<Vec<_>, _>>()?, vec![4, 2]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<R> BatchReader for Rebatch<R>
+where
+    R: BatchReader,
+    R::Error: From<Error>,
+{
+    type Error = R::Error;
+
+    fn metadata(&self) -> BTreeMap<String, String> {
+        self.source.metadata()
     }
 }
 

@@ -10,6 +10,18 @@
 //!  ├── "labels"  int64  [3]      lod {}
 //!  └── metadata  {"split": "train"}
 //! ```
+//!
+//! Below the file formats, this module also holds what they share: the
+//! [`BatchReader`] / [`BatchWriter`] contract every format implements
+//! ([`stream`]), and [`rebatch`], which regroups rows into batches of a fixed
+//! size.
+
+pub mod rebatch;
+pub mod stream;
+
+pub use stream::{
+    BatchReader, BatchWriter, BoxBatchReader, BoxBatchWriter, ErrInto, WriteStats, copy, write_all,
+};
 
 use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
