@@ -70,6 +70,25 @@
 //! # Ok::<(), lodt::convert::ConvertError>(())
 //! ```
 //!
+//! ## Where things are
+//!
+//! Modules are layered: each uses only those in the rows above it (the crate
+//! root re-exports what a newcomer needs: [`LodTensor`], [`Lod`], [`Batch`],
+//! [`LodtFile`], [`Writer`], the readers' and writers' traits, the errors).
+//!
+//! | layer | module | what it holds |
+//! |-------|--------|---------------|
+//! | 0 | [`error`], [`dtype`], [`buffer`] | the core error enum; the 13 element types and the one dispatch over them ([`with_element!`]); shared byte storage ([`buffer::Buffer`], the `unsafe trait` [`buffer::ByteStorage`]) |
+//! | 1 | [`lod`] | [`Lod`] and its levels ([`lod::Offsets`]), the one home of Paddle's `CheckLoD` ([`lod::check_levels`]) |
+//! | 2 | [`tensor`] | [`LodTensor`]: owned, zero-copy slices; the rules between its parts; nested lists ([`Nested`]); the JSON printer |
+//! | 3 | [`ops`] | `sequence_expand`, split/merge, sort by length, pad/unpad |
+//! | 3 | [`batch`] | [`Batch`]; the reader/writer contract ([`BatchReader`], [`BatchWriter`]); re-batching |
+//! | 4 | [`atomic`] | temp-file-and-rename writes, the writer lock |
+//! | 5 | [`format`](mod@format) | the `.lodt` format: [`LodtFile`] over a [`format::RangeSource`], [`Writer`], stream reader, verify, recover |
+//! | 5 | [`paddle`] | Paddle's tensor and `save_combine` files |
+//! | 5 | `arrow` (feature `arrow`) | Arrow arrays, IPC files and streams, Parquet (feature `parquet`) |
+//! | 6 | [`convert`] | the one list of formats ([`convert::Format`]) and `convert` |
+//!
 //! ## Platform
 //!
 //! lodt reads tensor data in place, as little-endian bytes; it builds only for
@@ -101,7 +120,11 @@ pub use batch::{Batch, BatchReader, BatchWriter};
 pub use batch::rebatch;
 pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
-pub use format::LodtFile;
+#[cfg(feature = "arrow")]
+pub use arrow::ArrowError;
+pub use convert::ConvertError;
+pub use format::{FormatError, LodtFile, Writer};
+pub use paddle::PaddleError;
 pub use lod::Lod;
 pub use tensor::LodTensor;
 pub use tensor::nested::Nested;
