@@ -116,16 +116,17 @@ pub mod tensor;
 
 pub use batch::{Batch, BatchReader, BatchWriter};
 // `lodt::rebatch` moved to `lodt::batch::rebatch`; the old path still works.
-#[doc(no_inline)]
-pub use batch::rebatch;
-pub use dtype::{DType, Element};
-pub use error::{Error, LodRule, Result};
+// `lodt::rebatch` moved to `lodt::batch::rebatch`; the old path still works.
 #[cfg(feature = "arrow")]
 pub use arrow::ArrowError;
+#[doc(no_inline)]
+pub use batch::rebatch;
 pub use convert::ConvertError;
+pub use dtype::{DType, Element};
+pub use error::{Error, LodRule, Result};
 pub use format::{FormatError, LodtFile, Writer};
-pub use paddle::PaddleError;
 pub use lod::Lod;
+pub use paddle::PaddleError;
 pub use tensor::LodTensor;
 pub use tensor::nested::Nested;
 
