@@ -114,13 +114,12 @@ pub mod ops;
 pub mod paddle;
 pub mod tensor;
 
-pub use batch::{Batch, BatchReader, BatchWriter};
-// `lodt::rebatch` moved to `lodt::batch::rebatch`; the old path still works.
-// `lodt::rebatch` moved to `lodt::batch::rebatch`; the old path still works.
 #[cfg(feature = "arrow")]
 pub use arrow::ArrowError;
 #[doc(no_inline)]
+// `lodt::rebatch` moved to `lodt::batch::rebatch`; the old path still works.
 pub use batch::rebatch;
+pub use batch::{Batch, BatchReader, BatchWriter};
 pub use convert::ConvertError;
 pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
