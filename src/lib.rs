@@ -54,6 +54,12 @@
 //! | `LodTensor_to_Tensor` (user guide), `np.array` per sequence | [`LodTensor::to_nested`]                  |
 //! | `sequence_pad` / `sequence_unpad` (ops)       | [`pad::pad`] / [`pad::unpad`], [`pad::Padded`]         |
 //!
+//! ## Sharded datasets
+//!
+//! [`dataset`]: a directory of `.lodt` shards and a manifest
+//! ([`dataset::DatasetWriter`], [`dataset::Dataset`]), read by a shuffling,
+//! partitioned, resumable [`dataset::Loader`] (`spec/DATASET.md`).
+//!
 //! ## Platform
 //!
 //! lodt reads tensor data in place, as little-endian bytes; it builds only for
@@ -71,6 +77,7 @@ pub mod atomic;
 pub mod batch;
 pub mod buffer;
 pub mod convert;
+pub mod dataset;
 pub mod dtype;
 pub mod error;
 pub mod format;
