@@ -553,7 +553,9 @@ fn adopt_schema(manifest: &mut Manifest, given: Option<Schema>) -> Result<()> {
 fn estimate_bytes(batch: &Batch) -> u64 {
     let pad = |n: u64| n.div_ceil(64) * 64;
     let mut buffers = 0u64;
-    let mut meta = 256u64;
+    // The metadata JSON: about 100 bytes per tensor, its name (escaped),
+    // its dimensions and 48 per buffer, rounded up.
+    let mut meta = 64u64;
     let mut data = 0u64;
     for (name, t) in batch.iter() {
         for level in t.lod().levels() {
@@ -562,7 +564,10 @@ fn estimate_bytes(batch: &Batch) -> u64 {
         }
         data += pad(t.as_bytes().len() as u64);
         buffers += 1;
-        meta += 160 + 2 * name.len() as u64 + 24 * (t.shape().len() + t.lod().num_levels()) as u64;
+        meta += 100
+            + 2 * name.len() as u64
+            + 24 * t.shape().len() as u64
+            + 48 * (t.lod().num_levels() as u64 + 1);
     }
     64 + pad(meta) + data + pad(4 * (buffers + 1))
 }
