@@ -1,4 +1,4 @@
-//! `lodt convert IN OUT [--names a,b,c] [--batch-rows N] [--small-lists]`.
+//! `lodt convert IN OUT [--names a,b,c] [--batch-rows N] [--small-lists] [--shard-bytes N]`.
 
 use crate::common::{self, CliError};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -22,6 +22,10 @@ pub struct Args {
     /// Write Arrow List (32-bit offsets) instead of LargeList.
     #[arg(long)]
     small_lists: bool,
+    /// Write a sharded dataset (the output is a directory: end it with /) with shards of about
+    /// this size (default 256M; K, M, G suffixes).
+    #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
+    shard_bytes: Option<u64>,
 }
 
 fn bar(total: Option<usize>) -> ProgressBar {
@@ -58,6 +62,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
         batch_rows: args.batch_rows,
         small_lists: args.small_lists,
     };
+    // A dataset directory on either side (see dataset.rs).
+    if crate::dataset::involved(&args.input, &args.output, args.shard_bytes) {
+        return crate::dataset::convert(&args.input, &args.output, &options, args.shard_bytes);
+    }
     // Before anything is opened for writing: never write over the input.
     lodt::atomic::ensure_distinct(&args.input, &args.output).map_err(|e| failure(e.into()))?;
     let source = convert::read_batches(&args.input, &options).map_err(failure)?;
