@@ -6,6 +6,13 @@ use crate::atomic::AtomicError;
 use crate::format::FormatError;
 
 /// A `Result` whose error is [`DatasetError`].
+///
+/// ```
+/// fn shards(dir: &std::path::Path) -> lodt::dataset::Result<usize> {
+///     Ok(lodt::dataset::Dataset::open(dir)?.num_shards())
+/// }
+/// assert!(shards(std::path::Path::new("/no/such/dataset")).is_err());
+/// ```
 pub type Result<T, E = DatasetError> = std::result::Result<T, E>;
 
 /// An error of a sharded dataset.

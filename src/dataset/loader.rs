@@ -1,81 +1,5 @@
 //! [`Loader`]: a streaming, shuffling, partitioned and resumable iterator
 //! over a dataset's top-level sequences, re-batched into mini-batches.
-//!
-//! # The order of an epoch
-//!
-//! Every epoch has one global order of all `N` sequences, a deterministic
-//! function of `(seed, epoch)` and the manifest alone (`spec/DATASET.md`
-//! section 6): the shards in a seeded random order, each shard's batches in
-//! a seeded random order, each batch's sequences in order, all through a
-//! shuffle buffer of [`ShuffleOptions::buffer`] sequences. Without a shuffle
-//! it is the dataset order. It does not depend on the world size.
-//!
-//! # Partitions
-//!
-//! The `C = world_size × num_workers` consumers are numbered
-//! `c = rank × num_workers + worker`. Consumer `c` takes positions `c`,
-//! `c + C`, `c + 2C`, ... of the order (round robin), so the partitions are
-//! disjoint and together hold every sequence exactly once per epoch. With
-//! [`Remainder::Keep`] (the default) the first `N mod C` consumers get one
-//! sequence more than the others; [`Remainder::Drop`] drops the last
-//! `N mod C` positions of the epoch, [`Remainder::Repeat`] gives the
-//! consumers short of one a repeat of the epoch's first positions, so that
-//! every consumer gets the same number of sequences (and, with
-//! [`Batching::Sequences`], the same number of steps). Those two give up
-//! "exactly once" for the sequences concerned.
-//!
-//! # Resuming
-//!
-//! [`Loader::state`] is a small JSON-serializable [`LoaderState`]: the
-//! epoch, the base of the epoch's remaining order (a *frontier* position
-//! before which every position was consumed, and a list of consumed
-//! positions after it), the number of consumers, and how many positions of
-//! the remaining order each consumer consumed. It counts only what was
-//! delivered, never what was prefetched.
-//!
-//! - Same number of consumers: [`Loader::resume`] with a consumer's own
-//!   state continues with exactly the mini-batch that would have come next.
-//! - Another number of consumers (a world size change): merge the states of
-//!   every consumer ([`LoaderState::merge`]) and resume each new consumer
-//!   from the merged state. The consumed positions are then known exactly:
-//!   the new frontier is the first unconsumed position, and the consumed
-//!   positions after it (ranks that were ahead) are listed. The positions
-//!   left are dealt round robin to the new consumers, so no sequence of the
-//!   epoch is delivered twice or skipped; their order differs from what the
-//!   old world would have delivered.
-//!
-//! ```
-//! use lodt::dataset::{Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LoaderState, ShuffleOptions};
-//! use lodt::{Batch, Lod, LodTensor};
-//! use std::sync::Arc;
-//! let dir = tempfile::tempdir()?;
-//! let mut w = DatasetWriter::create(dir.path(), Default::default())?;
-//! for k in 0..4i64 {
-//!     let lod = Lod::try_from_lengths(&[vec![1; 5]])?;
-//!     let x = LodTensor::from_vec((0..5).map(|i| k * 5 + i).collect(), vec![5], lod)?;
-//!     w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
-//! }
-//! w.finish()?;
-//! let dataset = Arc::new(Dataset::open(dir.path())?);
-//!
-//! let options = LoaderOptions {
-//!     batching: Batching::Sequences(3),
-//!     shuffle: Some(ShuffleOptions { seed: 7, buffer: 8 }),
-//!     ..Default::default()
-//! };
-//! let mut loader = Loader::new(dataset.clone(), options.clone())?;
-//! let first = loader.next().unwrap()?;
-//! assert_eq!(first.ids.len(), 3);
-//! let state = loader.state().to_json();          // save with the checkpoint
-//! let rest: Vec<u64> = loader.map(|b| b.unwrap().ids).flatten().collect();
-//!
-//! let state = LoaderState::from_json(&state)?;   // after a restart
-//! let resumed = Loader::resume(dataset, options, &state)?;
-//! let again: Vec<u64> = resumed.map(|b| b.unwrap().ids).flatten().collect();
-//! assert_eq!(again, rest);
-//! assert_eq!(first.ids.len() + rest.len(), 20);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 use super::error::{DatasetError, Result};
 use super::reader::{Dataset, SequenceLocation, slice_sequence};
@@ -151,7 +75,7 @@ impl Default for ShuffleOptions {
 }
 
 /// What to do with the `N mod C` positions of an epoch that cannot be dealt
-/// evenly to the `C` consumers. See the [module docs](self).
+/// evenly to the `C` consumers. See [`Loader`].
 ///
 /// ```
 /// assert_eq!(lodt::dataset::Remainder::default(), lodt::dataset::Remainder::Keep);
@@ -264,7 +188,7 @@ pub struct MiniBatch {
     pub batch: Batch,
 }
 
-/// Where a loader is in an epoch: see the [module docs](self) and
+/// Where a loader is in an epoch: see [`Loader`] and
 /// `spec/DATASET.md` section 7. Serialize it with [`LoaderState::to_json`]
 /// (or serde).
 ///
@@ -304,7 +228,13 @@ pub struct LoaderState {
 impl LoaderState {
     /// The state as JSON.
     ///
-    /// See the [type-level example](LoaderState).
+    /// ```
+    /// # let json = serde_json::json!({"version": 1, "sequences": 3, "fingerprint": 0, "shuffle": null,
+    /// #     "remainder": "keep", "epoch": 2, "frontier": 0, "skip": [], "consumers": 1, "consumed": {"0": 1}});
+    /// let state = lodt::dataset::LoaderState::from_json(&json)?;
+    /// assert_eq!(state.to_json()["epoch"], 2);
+    /// # Ok::<(), lodt::dataset::DatasetError>(())
+    /// ```
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
@@ -569,6 +499,10 @@ impl Producer {
             };
             let p = self.pos;
             self.pos += 1;
+            // Walking to a far frontier takes a while: stop when asked.
+            if p % 65_536 == 65_535 && self.stop.load(Ordering::Relaxed) {
+                return None;
+            }
             if p < self.base.frontier {
                 continue;
             }
@@ -702,13 +636,86 @@ enum Source {
 
 /// A streaming loader over a [`Dataset`]'s top-level sequences: shuffled
 /// (deterministically from `(seed, epoch)`), partitioned between ranks and
-/// workers, re-batched, read ahead by a background thread, and resumable.
-/// See the [module docs](self) for the order, the partitions and resuming.
+/// workers, re-batched into mini-batches, read ahead by a background thread,
+/// and resumable. It iterates one epoch; [`Loader::set_epoch`] starts
+/// another. Each item is a [`MiniBatch`] or the first error (then the
+/// iteration ends).
 ///
-/// It iterates one epoch; [`Loader::set_epoch`] starts another. Each item is
-/// a [`MiniBatch`] or the first error (then the iteration ends).
+/// # The order of an epoch
 ///
-/// See the [module example](self).
+/// Every epoch has one global order of all `N` sequences, a deterministic
+/// function of `(seed, epoch)` and the manifest alone (`spec/DATASET.md`
+/// section 6): the shards in a seeded random order, each shard's batches in
+/// a seeded random order, each batch's sequences in order, all through a
+/// shuffle buffer of [`ShuffleOptions::buffer`] sequences. Without a shuffle
+/// it is the dataset order. It does not depend on the world size.
+///
+/// # Partitions
+///
+/// The `C = world_size × num_workers` consumers are numbered
+/// `c = rank × num_workers + worker`. Consumer `c` takes positions `c`,
+/// `c + C`, `c + 2C`, ... of the order (round robin), so the partitions are
+/// disjoint and together hold every sequence exactly once per epoch. With
+/// [`Remainder::Keep`] (the default) the first `N mod C` consumers get one
+/// sequence more than the others; [`Remainder::Drop`] drops the last
+/// `N mod C` positions of the epoch, [`Remainder::Repeat`] gives the
+/// consumers short of one a repeat of the epoch's first positions, so that
+/// every consumer gets the same number of sequences (and, with
+/// [`Batching::Sequences`], the same number of steps). Those two give up
+/// "exactly once" for the sequences concerned.
+///
+/// # Resuming
+///
+/// [`Loader::state`] is a small JSON-serializable [`LoaderState`]: the
+/// epoch, the base of the epoch's remaining order (a *frontier* position
+/// before which every position was consumed, and a list of consumed
+/// positions after it), the number of consumers, and how many positions of
+/// the remaining order each consumer consumed. It counts only what was
+/// delivered, never what was prefetched.
+///
+/// - Same number of consumers: [`Loader::resume`] with a consumer's own
+///   state continues with exactly the mini-batch that would have come next.
+/// - Another number of consumers (a world size change): merge the states of
+///   every consumer ([`LoaderState::merge`]) and resume each new consumer
+///   from the merged state. The consumed positions are then known exactly:
+///   the new frontier is the first unconsumed position, and the consumed
+///   positions after it (ranks that were ahead) are listed. The positions
+///   left are dealt round robin to the new consumers, so no sequence of the
+///   epoch is delivered twice or skipped; their order differs from what the
+///   old world would have delivered.
+///
+/// ```
+/// use lodt::dataset::{Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LoaderState, ShuffleOptions};
+/// use lodt::{Batch, Lod, LodTensor};
+/// use std::sync::Arc;
+/// let dir = tempfile::tempdir()?;
+/// let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+/// for k in 0..4i64 {
+///     let lod = Lod::try_from_lengths(&[vec![1; 5]])?;
+///     let x = LodTensor::from_vec((0..5).map(|i| k * 5 + i).collect(), vec![5], lod)?;
+///     w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+/// }
+/// w.finish()?;
+/// let dataset = Arc::new(Dataset::open(dir.path())?);
+///
+/// let options = LoaderOptions {
+///     batching: Batching::Sequences(3),
+///     shuffle: Some(ShuffleOptions { seed: 7, buffer: 8 }),
+///     ..Default::default()
+/// };
+/// let mut loader = Loader::new(dataset.clone(), options.clone())?;
+/// let first = loader.next().unwrap()?;
+/// assert_eq!(first.ids.len(), 3);
+/// let state = loader.state().to_json();          // save with the checkpoint
+/// let rest: Vec<u64> = loader.map(|b| b.unwrap().ids).flatten().collect();
+///
+/// let state = LoaderState::from_json(&state)?;   // after a restart
+/// let resumed = Loader::resume(dataset, options, &state)?;
+/// let again: Vec<u64> = resumed.map(|b| b.unwrap().ids).flatten().collect();
+/// assert_eq!(again, rest);
+/// assert_eq!(first.ids.len() + rest.len(), 20);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Loader {
     dataset: Arc<Dataset>,
     options: LoaderOptions,
@@ -739,12 +746,24 @@ impl std::fmt::Debug for Loader {
 impl Loader {
     /// A loader at the start of epoch 0.
     ///
-    /// See the [module example](self).
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// let dataset = std::sync::Arc::new(lodt::dataset::Dataset::open(dir.path())?);
+    /// let loader = lodt::dataset::Loader::new(dataset, Default::default())?;
+    /// let ids: Vec<u64> = loader.flat_map(|b| b.unwrap().ids).collect();
+    /// assert_eq!(ids, vec![0, 1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(dataset: Arc<Dataset>, options: LoaderOptions) -> Result<Self> {
         Self::build(dataset, options, None)
     }
 
-    /// A loader that continues from `state` (see the [module docs](self)):
+    /// A loader that continues from `state` (see [`Loader`]):
     /// the same consumer count continues exactly; another one needs a
     /// complete (merged) state, and deals the rest of the epoch anew.
     ///
@@ -942,7 +961,25 @@ impl Loader {
 
     /// Starts epoch `epoch` from its beginning (a new order when shuffling).
     ///
-    /// See [`Loader::epoch`].
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// use lodt::dataset::{Dataset, Loader, LoaderOptions, ShuffleOptions};
+    /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let options = LoaderOptions { shuffle: Some(ShuffleOptions { seed: 5, buffer: 16 }), ..Default::default() };
+    /// let mut loader = Loader::new(dataset, options)?;
+    /// for epoch in 0..3 {
+    ///     loader.set_epoch(epoch)?;
+    ///     let mut ids: Vec<u64> = loader.by_ref().flat_map(|b| b.unwrap().ids).collect();
+    ///     ids.sort();
+    ///     assert_eq!(ids, vec![0, 1, 2]); // every epoch, every sequence once
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_epoch(&mut self, epoch: u64) -> Result<()> {
         self.stop_source();
         self.epoch = epoch;
@@ -999,7 +1036,21 @@ impl Loader {
     /// prefetched). Save it with a checkpoint; [`Loader::resume`] continues
     /// from it.
     ///
-    /// See the [module example](self).
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// use lodt::dataset::{Batching, Dataset, Loader, LoaderOptions};
+    /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let options = LoaderOptions { batching: Batching::Sequences(2), ..Default::default() };
+    /// let mut loader = Loader::new(dataset, options)?;
+    /// assert_eq!(loader.next().unwrap()?.ids, vec![0, 1]);
+    /// assert_eq!(loader.state().consumed[&0], 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn state(&self) -> LoaderState {
         LoaderState {
             version: STATE_VERSION,

@@ -149,7 +149,17 @@ impl std::fmt::Debug for Dataset {
 impl Dataset {
     /// Opens the dataset in directory `dir` (reads its manifest only).
     ///
-    /// See the [type-level example](Dataset).
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.num_shards(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         Self::open_in(Arc::new(LocalStore::new(dir)))
     }
@@ -250,14 +260,32 @@ impl Dataset {
 
     /// The number of shards.
     ///
-    /// See [`DatasetWriter::append`](super::DatasetWriter::append).
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_shards(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_shards(&self) -> usize {
         self.manifest.shards.len()
     }
 
     /// The number of top-level sequences.
     ///
-    /// See the [type-level example](Dataset).
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_sequences(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn num_sequences(&self) -> u64 {
         self.shard_starts.last().copied().unwrap_or(0)
     }
@@ -431,6 +459,35 @@ impl Dataset {
 
     /// The tensors of a batch in schema order.
     pub(crate) fn batch_columns(&self, shard: usize, batch: usize) -> Result<Vec<LodTensor>> {
+        let opened = self.opened(shard)?;
+        if opened
+            .checked
+            .get(batch)
+            .is_some_and(|c| c.load(Ordering::Acquire))
+        {
+            // Checked before: take the tensors straight from the file.
+            let location = || {
+                self.manifest
+                    .shards
+                    .get(shard)
+                    .map(|e| self.store.object_location(&e.name))
+                    .unwrap_or_default()
+            };
+            let view = opened
+                .file
+                .batch(batch)
+                .map_err(|source| DatasetError::shard(location(), source))?;
+            return self
+                .manifest
+                .schema
+                .tensors
+                .iter()
+                .map(|t| {
+                    view.tensor(&t.name)
+                        .map_err(|source| DatasetError::shard(location(), source))
+                })
+                .collect();
+        }
         let read = self.read_batch(shard, batch)?;
         self.manifest
             .schema
@@ -522,7 +579,19 @@ impl Dataset {
     /// Sequence `id` as a batch of one top-level sequence per tensor, in
     /// schema order: zero-copy slices sharing the shard's map.
     ///
-    /// See the [type-level example](Dataset).
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// let seq = dataset.sequence(1)?;
+    /// assert_eq!(seq.get("x").unwrap().as_slice::<i32>()?, &[1, 2]);
+    /// assert!(dataset.sequence(3).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sequence(&self, id: u64) -> Result<Batch> {
         let at = self.locate(id)?;
         let columns = self.batch_columns(at.shard, at.batch)?;
@@ -612,7 +681,17 @@ impl Dataset {
     /// Checks every shard ([`Dataset::verify_shard`]), stopping at the first
     /// error.
     ///
-    /// See the [type-level example](Dataset).
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// let report = lodt::dataset::Dataset::open(dir.path())?.verify()?;
+    /// assert_eq!((report.shards, report.batches, report.sequences), (1, 1, 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn verify(&self) -> Result<DatasetReport> {
         let mut report = DatasetReport::default();
         for s in 0..self.num_shards() {
@@ -661,7 +740,16 @@ impl Dataset {
     /// its manifest (creating it if there is none), then deletes them. See
     /// [`Dataset::commit_parts_in`].
     ///
-    /// See [`DatasetWriter::create_part`](super::DatasetWriter::create_part).
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut w = lodt::dataset::DatasetWriter::create_part(dir.path(), "host1", Default::default())?;
+    /// w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// w.finish()?;
+    /// let manifest = lodt::dataset::Dataset::commit_parts(dir.path())?;
+    /// assert_eq!(manifest.shards[0].name, "host1-shard-000000.lodt");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn commit_parts(dir: impl AsRef<Path>) -> Result<Manifest> {
         Self::commit_parts_in(Arc::new(LocalStore::new(dir)))
     }

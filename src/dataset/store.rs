@@ -79,8 +79,17 @@ impl fmt::Debug for StoreLock {
     }
 }
 
-/// The objects of one dataset: a manifest, shards, partial manifests. See
-/// the [module docs](self); [`LocalStore`] is the local implementation.
+/// The objects of one dataset: a manifest, shards, partial manifests.
+/// [`LocalStore`] is the local implementation.
+///
+/// Everything the dataset code reads or writes goes through a store, so a
+/// backend for object stores (S3, HTTP) can plug in: opening a dataset is
+/// one [`DatasetStore::read`] of the manifest; a shard is opened when first
+/// touched ([`DatasetStore::open_shard`]: ranged reads of its footer, then
+/// of the batches used); writers stream shards
+/// ([`DatasetStore::create_shard`]) and replace manifests whole
+/// ([`DatasetStore::write_atomic`]); [`DatasetStore::lock`] serializes the
+/// writers of the manifest (an object store would use a conditional write).
 ///
 /// Object names are single path components (`lodt-dataset.json`,
 /// `shard-000003.lodt`); stores refuse others.
@@ -147,7 +156,15 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
 ///   itself (on Unix; elsewhere there is no dataset lock), and an object's
 ///   lock is its [`WriterLock`].
 ///
-/// See the [module example](self).
+/// ```
+/// use lodt::dataset::{DatasetStore, LocalStore};
+/// let dir = tempfile::tempdir()?;
+/// let store = LocalStore::new(dir.path());
+/// assert_eq!(store.read("lodt-dataset.json")?, None);
+/// store.write_atomic("lodt-dataset.json", b"{}")?;
+/// assert_eq!(store.list()?, vec!["lodt-dataset.json".to_string()]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct LocalStore {
     dir: PathBuf,

@@ -125,7 +125,13 @@ impl DatasetWriter {
     /// Starts a new dataset in directory `dir` (created if missing). Refused
     /// with [`DatasetError::AlreadyExists`] if `dir` holds a manifest.
     ///
-    /// See the [type-level example](DatasetWriter).
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let train = dir.path().join("train");
+    /// lodt::dataset::DatasetWriter::create(&train, Default::default())?.finish()?;
+    /// assert!(train.join("lodt-dataset.json").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create(dir: impl AsRef<Path>, options: WriterOptions) -> Result<Self> {
         Self::create_in(Arc::new(LocalStore::new(dir)), options)
     }
@@ -516,7 +522,15 @@ impl DatasetWriter {
     /// Closes the current shard and writes the manifest (atomically, last),
     /// then returns it.
     ///
-    /// See the [type-level example](DatasetWriter).
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
+    /// let manifest = w.finish()?;
+    /// assert_eq!((manifest.num_shards(), manifest.num_sequences()), (1, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn finish(mut self) -> Result<Manifest> {
         self.flush()?;
         Ok(std::mem::replace(

@@ -228,6 +228,23 @@ fn as_convert(dir: &Path, e: DatasetError) -> ConvertError {
     }
 }
 
+/// A dataset's batches, with errors as the converter's.
+struct DatasetBatches<'a> {
+    inner: Box<dyn Iterator<Item = lodt::dataset::Result<Batch>> + 'a>,
+    dir: &'a Path,
+}
+
+impl Iterator for DatasetBatches<'_> {
+    type Item = Result<Batch, ConvertError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.inner.next()? {
+            Ok(batch) => Some(Ok(batch)),
+            Err(e) => Some(Err(as_convert(self.dir, e))),
+        }
+    }
+}
+
 fn bar(total: Option<usize>) -> ProgressBar {
     match total {
         Some(n) => common::progress_count(n as u64, "converting"),
@@ -267,13 +284,14 @@ pub fn convert(
         }
         dataset = Dataset::open(input).map_err(failure)?;
         let n = dataset.manifest().num_batches() as usize;
-        let batches = dataset
-            .batches()
-            .map(|b| b.map_err(|e| as_convert(input, e)));
+        let batches = DatasetBatches {
+            inner: Box::new(dataset.batches()),
+            dir: input,
+        };
         match options.batch_rows {
             Some(rows) => (
                 None,
-                Box::new(lodt::rebatch::rebatch(batches, rows).map_err(|e| CliError::usage(e))?),
+                Box::new(lodt::rebatch::rebatch(batches, rows).map_err(CliError::usage)?),
             ),
             None => (Some(n), Box::new(batches)),
         }
