@@ -199,10 +199,20 @@ impl DatasetWriter {
     /// let store = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path()));
     /// let err = lodt::dataset::DatasetWriter::append_in(store, Default::default()).unwrap_err();
     /// assert!(matches!(err, lodt::dataset::DatasetError::NotADataset { .. }));
+    /// let missing = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path().join("none")));
+    /// let err = lodt::dataset::DatasetWriter::append_in(missing, Default::default()).unwrap_err();
+    /// assert!(matches!(err, lodt::dataset::DatasetError::NotADataset { .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn append_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
-        let lock = store.lock()?;
+        let lock = match store.lock() {
+            Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+                return Err(DatasetError::NotADataset {
+                    path: store.location(),
+                });
+            }
+            r => r?,
+        };
         let mut manifest = read_manifest(&*store)?.ok_or_else(|| DatasetError::NotADataset {
             path: store.location(),
         })?;
