@@ -238,7 +238,7 @@ fn branch_slice(c: &mut Criterion, f: &Files) {
     let lodt = f.dir.join("reach_16MiB.lodt");
     let file = LodtFile::open(&lodt).unwrap();
     let words = file.batch(2).unwrap().tensor("words").unwrap();
-    let map = file.storage().bytes().as_ptr_range();
+    let map = file.storage().unwrap().bytes().as_ptr_range();
     let s = words.branch(&[10, 3]).unwrap();
     assert!(map.contains(&s.as_bytes().as_ptr()), "no copy");
     let mut g = c.benchmark_group("branch_slice");

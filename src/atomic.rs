@@ -265,6 +265,12 @@ fn kind_name(m: &Metadata) -> &'static str {
     }
 }
 
+/// How long [`WriterLock::acquire`] keeps trying a held lock before it reports
+/// [`AtomicError::Locked`]: long enough to outlast a lock that a child process
+/// inherited for the instant between its fork and its exec, short enough that
+/// a second writer learns at once, as people count, that the file is busy.
+pub const LOCK_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The exclusive advisory lock of a file's writer (see the [module
 /// docs](self)): held while appending to the file, recovering it, or
 /// renaming a new version over it; released when dropped (or when the
@@ -290,8 +296,8 @@ pub struct WriterLock {
 
 impl WriterLock {
     /// Locks the existing regular file at `path` (symlinks resolved), opened
-    /// for reading and writing, without waiting: [`AtomicError::Locked`] if
-    /// another writer holds its lock.
+    /// for reading and writing: [`AtomicError::Locked`] if another writer
+    /// holds its lock for longer than [`LOCK_GRACE`].
     ///
     /// See the [type-level example](WriterLock).
     pub fn acquire(path: impl AsRef<Path>) -> Result<Self> {
@@ -302,9 +308,12 @@ impl WriterLock {
     /// `write` is false (or when writing it is not permitted).
     pub(crate) fn acquire_with(path: &Path, write: bool) -> Result<Self> {
         let path = resolve(path)?;
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(1);
         // A writer that renames a new file over `path` holds the lock of the
         // inode `path` named; retry a few times if that happens meanwhile.
-        for _ in 0..16 {
+        let mut renamed = 0;
+        while renamed < 16 {
             // Read-write when permitted even if only reading: some file
             // systems (NFS) grant exclusive locks to writers only.
             let file = match OpenOptions::new().read(true).write(true).open(&path) {
@@ -325,12 +334,22 @@ impl WriterLock {
             }
             match file.try_lock() {
                 Ok(()) => {}
+                // A lock can also be held for an instant by a child process
+                // that another thread of this process is starting: it
+                // inherits every descriptor (and so the lock of their open
+                // file) until it execs. Wait that out, briefly.
+                Err(TryLockError::WouldBlock) if start.elapsed() < LOCK_GRACE => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                    continue;
+                }
                 Err(TryLockError::WouldBlock) => return Err(AtomicError::Locked { path }),
                 Err(TryLockError::Error(e)) => return Err(AtomicError::io("locking", &path, e)),
             }
             if names(&path, &file) {
                 return Ok(WriterLock { file, path });
             }
+            renamed += 1;
         }
         Err(AtomicError::Locked { path })
     }

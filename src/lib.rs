@@ -52,7 +52,7 @@
 //! | `ConcatOutputs`                               | [`ops::SortedSequences::concat_outputs`]               |
 //! | `create_lod_tensor` from nested lists         | [`LodTensor::from_nested`] ([`Nested`])                |
 //! | `LodTensor_to_Tensor` (user guide), `np.array` per sequence | [`LodTensor::to_nested`]                  |
-//! | `sequence_pad` / `sequence_unpad` (ops)       | [`pad::pad`] / [`pad::unpad`], [`pad::Padded`]         |
+//! | `sequence_pad` / `sequence_unpad` (ops)       | [`ops::pad::pad`] / [`ops::pad::unpad`], [`ops::pad::Padded`]         |
 //!
 //! ## Sharded datasets
 //!
@@ -82,9 +82,7 @@ pub mod dtype;
 pub mod error;
 pub mod format;
 pub mod lod;
-pub mod nested;
 pub mod ops;
-pub mod pad;
 pub mod paddle;
 pub mod rebatch;
 pub mod tensor;
@@ -94,8 +92,8 @@ pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
 pub use format::LodtFile;
 pub use lod::Lod;
-pub use nested::Nested;
 pub use tensor::LodTensor;
+pub use tensor::nested::Nested;
 
 /// The README's Rust examples, run as doctests so they stay true.
 #[doc = include_str!("../README.md")]

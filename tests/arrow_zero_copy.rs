@@ -1,7 +1,10 @@
 //! Zero-copy conversions: Arrow buffers that lie inside lodt's storage (a
 //! `TensorBuffers` over one shared storage, an owned tensor), and tensors
 //! that share Arrow's values buffer.
+
 #![cfg(feature = "arrow")]
+
+mod common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int64Type};
@@ -46,10 +49,7 @@ fn inside(range: &Range<usize>, ptr: *const u8) -> bool {
     range.contains(&(ptr as usize))
 }
 
-fn seed_tensor() -> LodTensor {
-    let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
-    LodTensor::from_vec((0..15 * 4).map(|i| i as f32).collect(), vec![15, 2, 2], lod).unwrap()
-}
+use common::seed_frames as seed_tensor;
 
 /// The pointers of every buffer of a LargeList<LargeList<FixedSizeList<f32>>>.
 fn buffer_ptrs(array: &ArrayRef) -> (Vec<*const u8>, *const u8) {

@@ -160,6 +160,9 @@ fn verify_names_every_damaged_shard_and_fails() {
         err.contains("2 of") && err.contains("shards failed"),
         "{err}"
     );
+    // The same with positional reads instead of memory maps.
+    let (code, again, _) = lodt(&["verify", path(&d), "--no-mmap"]);
+    assert_eq!((code, again), (1, stdout));
     // info reads the manifest only: it still works, and lists the stray file.
     let (code, stdout, err) = lodt(&["info", path(&d)]);
     assert_eq!(code, 0, "{err}");

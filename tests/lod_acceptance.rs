@@ -1,9 +1,11 @@
 //! Acceptance tests of the LoD model: the design docs' and the user guide's
 //! examples with their exact values, and one test per bad-input error.
 
-use lodt::nested::Nested::{self, Rows, Seqs};
+mod common;
+
+use lodt::ops::pad::{pad, unpad};
 use lodt::ops::{SortedSequences, merge, sequence_expand, split};
-use lodt::pad::{pad, unpad};
+use lodt::tensor::nested::Nested::{self, Rows, Seqs};
 use lodt::{DType, Error, Lod, LodRule, LodTensor};
 
 /// Labels `a`, `b`, ... as one-column i64 rows (`a` = 0).
@@ -23,13 +25,7 @@ fn offsets(levels: &[&[u64]]) -> Lod {
     Lod::try_from_offsets(levels.iter().map(|l| l.to_vec()).collect()).unwrap()
 }
 
-fn seed_lod() -> Lod {
-    Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap()
-}
-
-fn seed_tensor() -> LodTensor {
-    LodTensor::from_vec((0..15i64).collect(), vec![15, 1], seed_lod()).unwrap()
-}
+use common::{seed_lod, seed_tensor};
 
 // --- offsets and lengths -------------------------------------------------------
 

@@ -3,9 +3,9 @@
 //! of rank 0 to 2, and several dtypes.
 
 use half::f16;
-use lodt::nested::Nested;
+use lodt::ops::pad::{Padded, pad, unpad};
 use lodt::ops::{SortedSequences, merge, sequence_expand, split};
-use lodt::pad::{Padded, pad, unpad};
+use lodt::tensor::nested::Nested;
 use lodt::{DType, Error, Lod, LodRule, LodTensor};
 use proptest::prelude::*;
 use std::ops::Range;

@@ -3,7 +3,8 @@
 //! zero sequences (what slicing an empty range gives) must flow through every
 //! operation; nothing may abort, panic or allocate what a count merely claims.
 
-use lodt::{Batch, DType, Error, Lod, LodTensor, ops, pad, paddle};
+use lodt::ops::pad;
+use lodt::{Batch, DType, Error, Lod, LodTensor, ops, paddle};
 
 /// A float32 tensor of `rows` rows of shape [0]: zero bytes in all.
 fn zero_width(rows: usize, lod: Lod) -> LodTensor {

@@ -789,12 +789,25 @@ pub(crate) fn describe_schema(schema: &Schema) -> String {
 }
 
 /// The `footer_crc` field of the trailer of an open file (its last 64 bytes;
-/// spec/FORMAT.md section 6.3), which `LodtFile` checked when opening it.
-pub(crate) fn footer_crc(file: &LodtFile) -> u32 {
-    let bytes = file.storage().bytes();
-    let at = bytes.len().saturating_sub(64) + 24;
-    bytes
-        .get(at..at + 4)
+/// spec/FORMAT.md section 6.3), which `LodtFile` checked when opening it:
+/// one 64-byte read through the file's source. `location` names the file
+/// in errors.
+pub(crate) fn footer_crc(file: &LodtFile, location: &str) -> Result<u32> {
+    let len = file.file_size();
+    let range = len.saturating_sub(64)..len;
+    let read = file
+        .source()
+        .read_ranges(std::slice::from_ref(&range))
+        .map_err(|e| DatasetError::io("reading the trailer of", location, e))?;
+    read.first()
+        .and_then(|b| b.as_slice().get(24..28))
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map_or(0, u32::from_le_bytes)
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| {
+            DatasetError::io(
+                "reading the trailer of",
+                location,
+                std::io::Error::other("a short read"),
+            )
+        })
 }

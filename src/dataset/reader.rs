@@ -381,7 +381,7 @@ impl Dataset {
                 file.num_batches(),
             ));
         }
-        let crc = footer_crc(&file);
+        let crc = footer_crc(&file, &location)?;
         if crc != entry.footer_crc {
             return Err(DatasetError::mismatch(
                 location,

@@ -149,7 +149,8 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
 
 /// A dataset in a directory of a local (or mounted) file system.
 ///
-/// - Shards are memory-mapped ([`LodtFile::open`]).
+/// - Shards are memory-mapped ([`LodtFile::open`]), or read with
+///   positional reads ([`LocalStore::with_mmap`]).
 /// - Manifests and shards are written atomically ([`AtomicFile`]: a
 ///   temporary file, synced, renamed over the destination).
 /// - The dataset's writer lock is an advisory `flock` on the directory
@@ -169,6 +170,7 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
 pub struct LocalStore {
     dir: PathBuf,
     fsync: bool,
+    mmap: bool,
 }
 
 impl LocalStore {
@@ -182,6 +184,7 @@ impl LocalStore {
         LocalStore {
             dir: dir.as_ref().to_path_buf(),
             fsync: true,
+            mmap: true,
         }
     }
 
@@ -195,6 +198,21 @@ impl LocalStore {
     /// ```
     pub fn with_fsync(mut self, fsync: bool) -> Self {
         self.fsync = fsync;
+        self
+    }
+
+    /// Whether shards are read through a memory map (on by default: batches
+    /// are windows of the map, no copy) or with positional reads (each batch
+    /// copied into memory when touched; a shard truncated by another process
+    /// gives an error instead of `SIGBUS`). See
+    /// [`ReadOptions`](crate::format::ReadOptions).
+    ///
+    /// ```
+    /// let store = lodt::dataset::LocalStore::new("d").with_mmap(false);
+    /// # let _ = store;
+    /// ```
+    pub fn with_mmap(mut self, mmap: bool) -> Self {
+        self.mmap = mmap;
         self
     }
 
@@ -288,7 +306,8 @@ impl DatasetStore for LocalStore {
 
     fn open_shard(&self, name: &str) -> Result<LodtFile> {
         let path = self.path(name)?;
-        LodtFile::open(&path)
+        let options = crate::format::ReadOptions { mmap: self.mmap };
+        LodtFile::open_with(&path, &options)
             .map_err(|source| DatasetError::shard(path.display().to_string(), source))
     }
 

@@ -501,7 +501,7 @@ impl DatasetWriter {
         self.manifest.shards.push(ShardEntry {
             name: shard.name,
             bytes: file.file_size(),
-            footer_crc: footer_crc(&file),
+            footer_crc: footer_crc(&file, &location)?,
             batches,
             sequences: shard.batch_sequences.iter().sum(),
             batch_sequences: shard.batch_sequences,

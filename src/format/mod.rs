@@ -36,11 +36,11 @@
 
 mod buffers;
 mod error;
-mod json;
 pub mod layout;
 mod reader;
 mod recover;
 mod section;
+mod source;
 mod storage;
 mod stream;
 mod verify;
@@ -48,12 +48,12 @@ mod writer;
 
 pub use buffers::TensorBuffers;
 pub use error::{FormatError, Location, Part, Result};
-pub use json::tensor_json;
 pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
 };
-pub use reader::{BatchView, LodtFile};
+pub use reader::{BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
+pub use source::{MemorySource, MmapSource, OpenHint, PreadSource, RangeSource};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
 pub use verify::{VerifyReport, verify};

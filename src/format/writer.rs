@@ -403,8 +403,7 @@ impl Writer<FileSink> {
         let end = existing.footer_offset();
         let old_footer = existing
             .storage()
-            .bytes()
-            .get(end as usize..)
+            .and_then(|s| s.bytes().get(end as usize..))
             .unwrap_or_default()
             .to_vec();
         drop(existing);

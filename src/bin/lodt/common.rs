@@ -306,3 +306,31 @@ mod tests {
         assert!(list.ends_with("t31, ... (8 more)"), "{list}");
     }
 }
+
+/// How a reading command opens a `.lodt` file: `--no-mmap` reads with
+/// positional reads instead of a memory map (a file truncated by another
+/// process is then an error, never a crash).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct ReadArgs {
+    /// Read with positional reads instead of a memory map.
+    #[arg(long)]
+    pub no_mmap: bool,
+}
+
+impl ReadArgs {
+    /// Opens `path` as asked; an error that does not name the file says
+    /// which file it is about.
+    pub fn open(&self, path: &Path) -> Result<lodt::LodtFile, CliError> {
+        let options = lodt::format::ReadOptions {
+            mmap: !self.no_mmap,
+        };
+        lodt::LodtFile::open_with(path, &options).map_err(|e| {
+            let text = e.to_string();
+            if text.contains(&path.display().to_string()) {
+                CliError::from(e)
+            } else {
+                CliError::failure(format!("{text} (in {})", self::path(path)))
+            }
+        })
+    }
+}

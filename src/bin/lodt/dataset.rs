@@ -7,7 +7,7 @@ use crate::common::{self, CliError, escape_json, escape_text, human, list, pairs
 use indicatif::ProgressBar;
 use lodt::Batch;
 use lodt::convert::{self, ConvertError, ConvertOptions};
-use lodt::dataset::{Dataset, DatasetError, DatasetWriter, WriterOptions};
+use lodt::dataset::{Dataset, DatasetError, DatasetWriter, LocalStore, WriterOptions};
 use serde_json::json;
 use std::io::Write;
 use std::path::Path;
@@ -160,8 +160,9 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
 
 /// `lodt verify DIR`: every shard against the manifest, every checksum;
 /// one line per shard; exit 1 if any shard fails.
-pub fn verify(dir: &Path) -> Result<(), CliError> {
-    let dataset = Dataset::open(dir).map_err(failure)?;
+pub fn verify(dir: &Path, mmap: bool) -> Result<(), CliError> {
+    let store = LocalStore::new(dir).with_mmap(mmap);
+    let dataset = Dataset::open_in(std::sync::Arc::new(store)).map_err(failure)?;
     let m = dataset.manifest();
     let bar = common::progress(m.num_bytes(), "verifying");
     let mut out = common::stdout();

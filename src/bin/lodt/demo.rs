@@ -120,8 +120,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
     // 3. Slice, in place.
     let k = 7.min(file.num_batches() - 1);
     let batch = file.batch(k)?;
-    let map = file.storage().bytes();
-    let offset_in_map = |bytes: &[u8]| bytes.as_ptr() as usize - map.as_ptr() as usize;
+    let map = file.storage().map_or(&[][..], |s| s.bytes());
+    let offset_in_map =
+        |bytes: &[u8]| (bytes.as_ptr() as usize).saturating_sub(map.as_ptr() as usize);
     let words = batch.tensor("words")?;
     let sentence = words.branch(&[1, 0]).map_err(CliError::failure)?;
     let ids = sentence.as_slice::<i64>().map_err(CliError::failure)?;

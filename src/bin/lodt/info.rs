@@ -16,13 +16,15 @@ pub struct Args {
     /// Print JSON (every batch and tensor) instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    read: common::ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
     if args.file.is_dir() {
         return crate::dataset::info(&args.file, args.json);
     }
-    let file = LodtFile::open(&args.file)?;
+    let file = args.read.open(&args.file)?;
     let mut out = common::stdout();
     if args.json {
         let v = to_json(&args, &file)?;

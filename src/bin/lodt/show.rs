@@ -1,10 +1,8 @@
 //! `lodt show FILE [--batch N] [--tensor NAME] [--branch I,J,...] [--json]`.
 
 use crate::common::{self, CliError, escape_json, escape_text, list};
-use half::{bf16, f16};
 use lodt::convert::{self, ConvertOptions, FileKind};
-use lodt::format::LodtFile;
-use lodt::{DType, Lod, LodTensor};
+use lodt::{Lod, LodTensor};
 use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -30,6 +28,8 @@ pub struct Args {
     /// Print exactly {"name","dtype","shape","lod","values"} as one line of JSON.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    read: common::ReadArgs,
 }
 
 /// The indices of a `--branch` path.
@@ -74,7 +74,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             print(&args, &name, tensor.clone())
         }
         _ => {
-            let file = LodtFile::open(&args.file)?;
+            let file = args.read.open(&args.file)?;
             let batch = file.batch(args.batch)?;
             let names: Vec<&str> = batch.names().collect();
             let name = choose(&args, &names)?;
@@ -115,7 +115,7 @@ fn print(args: &Args, name: &str, whole: LodTensor) -> Result<(), CliError> {
     };
     let mut out = common::stdout();
     if args.json {
-        let json = lodt::format::tensor_json(name, &view).map_err(CliError::failure)?;
+        let json = lodt::tensor::tensor_json(name, &view).map_err(CliError::failure)?;
         writeln!(out, "{}", escape_json(&json))?;
     } else {
         text(&mut out, args, name, &view)?;
@@ -244,27 +244,12 @@ fn sequences(lod: &Lod, rows: u64, limit: usize) -> (Vec<Line>, usize) {
     (out, total)
 }
 
-/// Element `i` of `v` as text (bounds come from the view's own shape).
+/// Element `i` of `v` as text (bounds come from the tensor's own shape).
 fn value(v: &LodTensor, i: usize) -> String {
-    fn get<T: lodt::Element + ToString>(v: &LodTensor, i: usize) -> String {
+    lodt::with_element!(v.dtype(), T => {
         v.as_slice::<T>()
             .ok()
             .and_then(|s| s.get(i))
             .map_or_else(|| "?".into(), |x| x.to_string())
-    }
-    match v.dtype() {
-        DType::Bool => get::<bool>(v, i),
-        DType::Int8 => get::<i8>(v, i),
-        DType::Int16 => get::<i16>(v, i),
-        DType::Int32 => get::<i32>(v, i),
-        DType::Int64 => get::<i64>(v, i),
-        DType::UInt8 => get::<u8>(v, i),
-        DType::UInt16 => get::<u16>(v, i),
-        DType::UInt32 => get::<u32>(v, i),
-        DType::UInt64 => get::<u64>(v, i),
-        DType::Float16 => get::<f16>(v, i),
-        DType::BFloat16 => get::<bf16>(v, i),
-        DType::Float32 => get::<f32>(v, i),
-        DType::Float64 => get::<f64>(v, i),
-    }
+    })
 }

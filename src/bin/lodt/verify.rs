@@ -1,7 +1,6 @@
 //! `lodt verify FILE` (or a dataset directory: see `dataset.rs`).
 
 use crate::common::{self, CliError, human};
-use lodt::format::LodtFile;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -9,13 +8,15 @@ use std::path::PathBuf;
 pub struct Args {
     /// The .lodt file, or a dataset directory.
     file: PathBuf,
+    #[command(flatten)]
+    read: common::ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
     if args.file.is_dir() {
-        return crate::dataset::verify(&args.file);
+        return crate::dataset::verify(&args.file, !args.read.no_mmap);
     }
-    let file = LodtFile::open(&args.file)?;
+    let file = args.read.open(&args.file)?;
     let bar = common::progress(file.file_size(), "verifying");
     let report = file.verify_with_progress(&mut |done, _| bar.set_position(done));
     bar.finish_and_clear();

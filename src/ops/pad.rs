@@ -29,7 +29,7 @@ use std::ops::Range;
 /// A dense, padded tensor and the lengths that unpad it. Made by [`pad`].
 ///
 /// ```
-/// use lodt::{pad::pad, Lod, LodTensor};
+/// use lodt::{ops::pad::pad, Lod, LodTensor};
 /// let t = LodTensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], vec![6],
 ///                             Lod::try_from_lengths(&[vec![3, 1, 2]])?)?;
 /// let padded = pad(&t, -1)?;
@@ -54,7 +54,7 @@ impl Padded {
     /// ```
     /// let t = lodt::LodTensor::from_vec(vec![7u8, 8, 9], vec![3],
     ///     lodt::Lod::try_from_lengths(&[vec![1, 2]]).unwrap()).unwrap();
-    /// assert_eq!(lodt::pad::pad(&t, 0u8).unwrap().tensor().as_slice::<u8>().unwrap(), &[7, 0, 8, 9]);
+    /// assert_eq!(lodt::ops::pad::pad(&t, 0u8).unwrap().tensor().as_slice::<u8>().unwrap(), &[7, 0, 8, 9]);
     /// ```
     pub fn tensor(&self) -> &LodTensor {
         &self.tensor
@@ -65,7 +65,7 @@ impl Padded {
     /// ```
     /// let t = lodt::LodTensor::from_vec(vec![7u8, 8, 9], vec![3],
     ///     lodt::Lod::try_from_lengths(&[vec![1, 2]]).unwrap()).unwrap();
-    /// assert_eq!(lodt::pad::pad(&t, 0u8).unwrap().lengths(), &[vec![1, 2]]);
+    /// assert_eq!(lodt::ops::pad::pad(&t, 0u8).unwrap().lengths(), &[vec![1, 2]]);
     /// ```
     pub fn lengths(&self) -> &[Vec<u64>] {
         &self.lengths
@@ -75,7 +75,7 @@ impl Padded {
     ///
     /// ```
     /// let t = lodt::LodTensor::from_vec(vec![7u8], vec![1], lodt::Lod::empty()).unwrap();
-    /// let (dense, lengths) = lodt::pad::pad(&t, 0u8).unwrap().into_parts();
+    /// let (dense, lengths) = lodt::ops::pad::pad(&t, 0u8).unwrap().into_parts();
     /// assert_eq!((dense, lengths.len()), (t, 0));
     /// ```
     pub fn into_parts(self) -> (LodTensor, Vec<Vec<u64>>) {
@@ -98,7 +98,7 @@ impl Padded {
 /// cannot be allocated.
 ///
 /// ```
-/// use lodt::{pad::pad, Lod, LodTensor};
+/// use lodt::{ops::pad::pad, Lod, LodTensor};
 /// // Two levels: articles of sentences of words.
 /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
 /// let t = LodTensor::from_vec(vec![1u8, 2, 3, 4, 5, 6], vec![6], lod)?;
@@ -196,7 +196,7 @@ fn for_each_sequence(
 /// form a valid LoD (`CheckLoD`). With no lengths, `padded` is returned as is.
 ///
 /// ```
-/// use lodt::{pad::unpad, LodTensor, Lod};
+/// use lodt::{ops::pad::unpad, LodTensor, Lod};
 /// let dense = LodTensor::from_vec(vec![1i64, 2, 0, 0, 3, 4, 5, 0], vec![2, 4], Lod::empty())?;
 /// let t = unpad(&dense, &[vec![2, 3]])?;
 /// assert_eq!(t.as_slice::<i64>()?, &[1, 2, 3, 4, 5]);

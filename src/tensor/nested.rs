@@ -27,7 +27,7 @@ use crate::tensor::LodTensor;
 /// A nested list of sequences whose leaves hold rows. See the [module docs](self).
 ///
 /// ```
-/// use lodt::{nested::Nested, LodTensor};
+/// use lodt::{Nested, LodTensor};
 /// let n = Nested::Seqs(vec![Nested::Rows(vec![1i64, 2, 3]), Nested::Rows(vec![4])]);
 /// let t = LodTensor::from_nested(&n, &[])?;
 /// assert_eq!(t.lod().to_lengths(), vec![vec![3, 1]]);
@@ -47,7 +47,7 @@ impl<T> Nested<T> {
     /// if there is no leaf.
     ///
     /// ```
-    /// use lodt::nested::Nested;
+    /// use lodt::tensor::nested::Nested;
     /// assert_eq!(Nested::Seqs(vec![Nested::Rows(vec![1u8])]).depth(), Some(1));
     /// assert_eq!(Nested::<u8>::Seqs(vec![]).depth(), None);
     /// ```
@@ -96,7 +96,7 @@ impl LodTensor {
     /// as `CheckLoD` rejects it).
     ///
     /// ```
-    /// use lodt::{nested::Nested::{Rows, Seqs}, LodTensor};
+    /// use lodt::{Nested::{Rows, Seqs}, LodTensor};
     /// let n = Seqs(vec![Seqs(vec![Rows(vec![1f32, 2., 3., 4.]), Rows(vec![5., 6.])]),
     ///                   Seqs(vec![Rows(vec![7., 8.])])]);
     /// let t = LodTensor::from_nested(&n, &[2])?;
@@ -200,7 +200,7 @@ impl LodTensor {
     /// tensor has rows: flattened leaves could not say how many rows they hold.
     ///
     /// ```
-    /// use lodt::{nested::Nested::{Rows, Seqs}, Lod, LodTensor};
+    /// use lodt::{Nested::{Rows, Seqs}, Lod, LodTensor};
     /// let t = LodTensor::from_vec(vec![1.1f32, 2.2, 3.3, 4.4], vec![4, 1],
     ///                             Lod::try_from_lengths(&[vec![1, 3]])?)?;
     /// assert_eq!(t.to_nested::<f32>()?, Seqs(vec![Rows(vec![1.1]), Rows(vec![2.2, 3.3, 4.4])]));
