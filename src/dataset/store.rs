@@ -137,13 +137,14 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
     /// Deletes object `name` (no error if there is none).
     fn remove(&self, name: &str) -> Result<()>;
 
-    /// Takes the dataset's writer lock without waiting, or fails with
-    /// [`DatasetError::Locked`]. Writers of the main manifest (appends,
+    /// Takes the dataset's writer lock, or fails with
+    /// [`DatasetError::Locked`] if another writer holds it (for longer than
+    /// [`LOCK_GRACE`](crate::atomic::LOCK_GRACE), for [`LocalStore`]). Writers of the main manifest (appends,
     /// merges) hold it from reading the manifest to replacing it.
     fn lock(&self) -> Result<StoreLock>;
 
-    /// Takes the writer lock of object `name` without waiting (`None` if
-    /// there is no such object), so that it is not replaced while held.
+    /// Takes the writer lock of object `name` (`None` if there is no such
+    /// object), so that it is not replaced while held.
     fn lock_object(&self, name: &str) -> Result<Option<StoreLock>>;
 }
 
@@ -349,16 +350,32 @@ impl DatasetStore for LocalStore {
             use std::fs::TryLockError;
             let dir = fs::File::open(&self.dir)
                 .map_err(|e| DatasetError::io("opening the directory", self.location(), e))?;
-            match dir.try_lock() {
-                Ok(()) => Ok(StoreLock::new(dir)),
-                Err(TryLockError::WouldBlock) => Err(DatasetError::Locked {
-                    path: self.location(),
-                }),
-                Err(TryLockError::Error(e)) => Err(DatasetError::io(
-                    "locking the directory",
-                    self.location(),
-                    e,
-                )),
+            let start = std::time::Instant::now();
+            let mut pause = std::time::Duration::from_millis(1);
+            loop {
+                match dir.try_lock() {
+                    Ok(()) => return Ok(StoreLock::new(dir)),
+                    // As WriterLock does: a child process being started by
+                    // another thread holds an inherited lock until it execs.
+                    Err(TryLockError::WouldBlock)
+                        if start.elapsed() < crate::atomic::LOCK_GRACE =>
+                    {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                    }
+                    Err(TryLockError::WouldBlock) => {
+                        return Err(DatasetError::Locked {
+                            path: self.location(),
+                        });
+                    }
+                    Err(TryLockError::Error(e)) => {
+                        return Err(DatasetError::io(
+                            "locking the directory",
+                            self.location(),
+                            e,
+                        ));
+                    }
+                }
             }
         }
         #[cfg(not(unix))]
