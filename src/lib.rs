@@ -88,6 +88,13 @@
 //! | 5 | [`paddle`] | Paddle's tensor and `save_combine` files |
 //! | 5 | `arrow` (feature `arrow`) | Arrow arrays, IPC files and streams, Parquet (feature `parquet`) |
 //! | 6 | [`convert`] | the one list of formats ([`convert::Format`]) and `convert` |
+//! | 6 | [`dataset`] | sharded datasets: manifest, writer, shuffling resumable loader |
+//!
+//! ## Sharded datasets
+//!
+//! [`dataset`]: a directory of `.lodt` shards and a manifest
+//! ([`dataset::DatasetWriter`], [`dataset::Dataset`]), read by a shuffling,
+//! partitioned, resumable [`dataset::Loader`] (`spec/DATASET.md`).
 //!
 //! ## Platform
 //!
@@ -106,6 +113,7 @@ pub mod atomic;
 pub mod batch;
 pub mod buffer;
 pub mod convert;
+pub mod dataset;
 pub mod dtype;
 pub mod error;
 pub mod format;

@@ -1,4 +1,4 @@
-//! `lodt convert IN OUT [--names a,b,c] [--batch-rows N] [--small-lists]`.
+//! `lodt convert IN OUT [--names a,b,c] [--batch-rows N] [--small-lists] [--shard-bytes N]`.
 
 use crate::common::{self, CliError};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -23,6 +23,10 @@ pub struct Args {
     /// Write Arrow List (32-bit offsets) instead of LargeList.
     #[arg(long)]
     small_lists: bool,
+    /// Write a sharded dataset (the output is a directory: end it with /) with shards of about
+    /// this size (default 256M; K, M, G suffixes).
+    #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
+    shard_bytes: Option<u64>,
 }
 
 fn bar(total: Option<usize>) -> ProgressBar {
@@ -59,6 +63,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
         batch_rows: args.batch_rows,
         small_lists: args.small_lists,
     };
+    // A dataset directory on either side (see dataset.rs).
+    if crate::dataset::involved(&args.input, &args.output, args.shard_bytes) {
+        return crate::dataset::convert(&args.input, &args.output, &options, args.shard_bytes);
+    }
     let from = Format::from_path(&args.input).map_err(failure)?;
     let to = Format::from_path(&args.output).map_err(failure)?;
     // Before anything is opened for writing: never write over the input.

@@ -11,7 +11,7 @@ const SHOWN: usize = 12;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .lodt file.
+    /// The .lodt file, or a dataset directory.
     file: PathBuf,
     /// Print JSON (every batch and tensor) instead of text.
     #[arg(long)]
@@ -21,6 +21,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
+    if args.file.is_dir() {
+        return crate::dataset::info(&args.file, args.json);
+    }
     let file = args.read.open(&args.file)?;
     let mut out = common::stdout();
     if args.json {

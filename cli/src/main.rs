@@ -5,6 +5,7 @@
 
 mod common;
 mod convert;
+mod dataset;
 mod demo;
 mod info;
 mod recover;
@@ -24,11 +25,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Print a file's version, batches and tensors (name, dtype, shape, LoD levels, rows, sizes).
+    /// Print a file's version, batches and tensors (name, dtype, shape, LoD levels, rows, sizes), or a dataset's shards.
     Info(info::Args),
     /// Print one tensor, or one slice of it, as text or JSON.
     Show(show::Args),
-    /// Check every checksum, padding byte and LoD rule; exit 1 at the first failure.
+    /// Check every checksum, padding byte and LoD rule (of a file, or of every shard of a dataset); exit 1 on a failure.
     Verify(verify::Args),
     /// Rebuild the footer of a file whose writer was interrupted.
     Recover(recover::Args),

@@ -1,4 +1,4 @@
-//! `lodt verify FILE`.
+//! `lodt verify FILE` (or a dataset directory: see `dataset.rs`).
 
 use crate::common::{self, CliError, human};
 use std::io::Write;
@@ -6,13 +6,16 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The .lodt file.
+    /// The .lodt file, or a dataset directory.
     file: PathBuf,
     #[command(flatten)]
     read: common::ReadArgs,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
+    if args.file.is_dir() {
+        return crate::dataset::verify(&args.file, !args.read.no_mmap);
+    }
     let file = args.read.open(&args.file)?;
     let bar = common::progress(file.file_size(), "verifying");
     let report = file.verify_with_progress(&mut |done, _| bar.set_position(done));
