@@ -19,7 +19,7 @@ use arrow_ipc::writer::FileWriter;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use lodt::arrow::parquet::{ParquetReader, ParquetWriter};
 use lodt::arrow::{
-    ArrowOptions, WriteOptions, batch_to_record_batch, lodt_tensor_to_arrow,
+    ArrowOptions, ArrowWriteOptions, batch_to_record_batch, lodt_tensor_to_arrow,
     tensor_buffers_to_arrow,
 };
 use lodt::{Batch, Lod, LodTensor, LodtFile};
@@ -187,7 +187,7 @@ fn parquet(c: &mut Criterion) {
         b.iter(|| {
             let mut w = ParquetWriter::try_with_properties(
                 Vec::new(),
-                &WriteOptions::default(),
+                &ArrowWriteOptions::default(),
                 properties(),
             )
             .unwrap();
@@ -205,7 +205,7 @@ fn parquet(c: &mut Criterion) {
     let mut file = tempfile::tempfile().unwrap();
     let mut w = ParquetWriter::try_with_properties(
         file.try_clone().unwrap(),
-        &WriteOptions::default(),
+        &ArrowWriteOptions::default(),
         properties(),
     )
     .unwrap();

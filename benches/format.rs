@@ -52,7 +52,7 @@ fn batch(k: usize, mib: usize) -> Batch {
 fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) {
     let mut w = Writer::create_with(path, BTreeMap::new(), WriteOptions { fsync }).unwrap();
     for b in batches {
-        w.write_batch(b).unwrap();
+        w.write(b).unwrap();
     }
     w.finish().unwrap();
 }
@@ -61,7 +61,7 @@ fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) {
 fn make_lodt(path: &Path, count: usize, mib: usize) {
     let mut w = Writer::create_with(path, BTreeMap::new(), WriteOptions { fsync: false }).unwrap();
     for k in 0..count {
-        w.write_batch(&batch(k, mib)).unwrap();
+        w.write(&batch(k, mib)).unwrap();
     }
     w.finish().unwrap();
 }
@@ -186,7 +186,7 @@ fn read_verify(c: &mut Criterion, f: &Files) {
     g.bench_function("lodt_stream_read", |b| {
         b.iter(|| {
             let file = std::fs::File::open(&lodt).unwrap();
-            let n = StreamReader::new(std::io::BufReader::with_capacity(1 << 16, file))
+            let n = StreamReader::try_new(std::io::BufReader::with_capacity(1 << 16, file))
                 .unwrap()
                 .map(|b| b.unwrap().len())
                 .sum::<usize>();
@@ -238,7 +238,7 @@ fn branch_slice(c: &mut Criterion, f: &Files) {
     let lodt = f.dir.join("reach_16MiB.lodt");
     let file = LodtFile::open(&lodt).unwrap();
     let words = file.batch(2).unwrap().tensor("words").unwrap();
-    let map = file.storage().bytes().as_ptr_range();
+    let map = file.storage().unwrap().bytes().as_ptr_range();
     let s = words.branch(&[10, 3]).unwrap();
     assert!(map.contains(&s.as_bytes().as_ptr()), "no copy");
     let mut g = c.benchmark_group("branch_slice");

@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             vec![lengths.len()],
             Lod::empty(),
         )?;
-        writer.write_batch(&Batch::try_from_tensors([
+        writer.write(&Batch::try_from_tensors([
             ("frames", videos),
             ("label", labels),
         ])?)?;

@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     metadata.insert("dataset".to_string(), "example".to_string());
     let mut writer = Writer::create(&path, metadata)?;
     for k in 0..8 {
-        writer.write_batch(&mini_batch(k, 4 + k % 3)?)?;
+        writer.write(&mini_batch(k, 4 + k % 3)?)?;
     }
     writer.finish()?;
     println!(
@@ -69,9 +69,10 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // 3. In order from any `Read` (here a file; a pipe works the same), with
     //    every body checksum checked.
-    let mut reader = StreamReader::new(std::io::BufReader::new(std::fs::File::open(&path)?))?;
+    let mut reader = StreamReader::try_new(std::io::BufReader::new(std::fs::File::open(&path)?))?;
     let mut articles = 0;
-    while let Some(batch) = reader.next_batch()? {
+    for batch in &mut reader {
+        let batch = batch?;
         articles += batch.get("labels").map_or(0, |t| t.rows());
     }
     println!(

@@ -414,7 +414,7 @@ impl WriterLock {
 /// let path = dir.path().join("x.lodt");
 /// lodt::format::save_batch(&path, &lodt::Batch::new())?;
 /// assert!(!lodt::atomic::is_locked(&path));
-/// let appending = lodt::format::Writer::append(&path)?;
+/// let mut appending = lodt::format::Writer::append(&path)?;
 /// assert!(lodt::atomic::is_locked(&path));
 /// appending.finish()?;
 /// assert!(!lodt::atomic::is_locked(&path));

@@ -1,19 +1,23 @@
 //! Converting datasets between file formats, batch by batch: what
 //! `lodt convert IN OUT` does.
 //!
-//! The format of each side is chosen by the file's extension ([`FileKind`]):
+//! [`Format`] is the one list of the formats lodt reads and writes: it tells a
+//! file's format by its extension, opens a [`BatchReader`] or creates a
+//! [`BatchWriter`] for it, and says what the format can hold
+//! ([`Capabilities`]). A conversion is: open a reader, create a writer, copy.
+//! Adding a format touches [`Format`] and the format's own module only.
 //!
-//! | extension                   | format                                   | reads | writes |
-//! |-----------------------------|------------------------------------------|-------|--------|
-//! | `.lodt`                     | lodt's own format (`spec/FORMAT.md`)     | yes   | yes    |
-//! | `.parquet`                  | Parquet, one row group per batch         | yes   | yes    |
-//! | `.arrow`, `.feather`        | Arrow IPC file                           | yes   | yes    |
-//! | `.arrows`                   | Arrow IPC stream                         | yes   | yes    |
-//! | `.pdtensor`                 | one PaddlePaddle tensor (`SerializeToStream`) | yes | yes  |
-//! | `.pdparams`, `.pdiparams`   | PaddlePaddle `save_combine` file         | yes   | yes    |
+//! | extension                   | format                                   | [`Format`] |
+//! |-----------------------------|------------------------------------------|------------|
+//! | `.lodt`                     | lodt's own format (`spec/FORMAT.md`)     | [`Format::Lodt`] |
+//! | `.parquet`                  | Parquet, one row group per batch         | [`Format::Parquet`] |
+//! | `.arrow`, `.feather`        | Arrow IPC file                           | [`Format::ArrowFile`] |
+//! | `.arrows`                   | Arrow IPC stream                         | [`Format::ArrowStream`] |
+//! | `.pdtensor`                 | one PaddlePaddle tensor (`SerializeToStream`) | [`Format::PaddleTensor`] |
+//! | `.pdparams`, `.pdiparams`   | PaddlePaddle `save_combine` file         | [`Format::PaddleCombined`] |
 //!
 //! ```text
-//!  IN ──read──▶ Batch, Batch, … ──[rebatch to N rows]──▶ write ──▶ OUT
+//!  IN ──open_reader──▶ Batch, Batch, … ──[rebatch to N rows]──▶ create_writer ──▶ OUT
 //! ```
 //!
 //! Only one batch is in memory at a time (two while re-batching). A `.lodt`
@@ -21,25 +25,45 @@
 //! hold one unnamed set of tensors: reading one gives a single batch whose
 //! tensors are named from [`ConvertOptions::names`] (or `tensor0`, `tensor1`,
 //! …); writing one takes a single batch (a `.pdtensor`, a single tensor).
+//!
+//! ```
+//! use lodt::batch::copy;
+//! use lodt::convert::{ConvertOptions, Format};
+//! let dir = tempfile::tempdir()?;
+//! let (input, output) = ("tests/data/paddle/combined.pdparams", dir.path().join("params.lodt"));
+//! let options = ConvertOptions::default();
+//! let reader = Format::from_path(input)?.open_reader(input, &options)?;
+//! let writer = Format::from_path(&output)?.create_writer(&output, reader.metadata(), &options)?;
+//! let ((), stats) = copy(reader, writer, |_| {})?;
+//! assert_eq!((stats.batches, stats.tensors), (1, 8));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-use crate::batch::Batch;
-use crate::format::{self, StreamReader, Writer};
-use crate::paddle;
+use crate::atomic::{AtomicError, AtomicFile};
+use crate::batch::rebatch::rebatch;
+use crate::batch::{
+    Batch, BatchReader, BatchWriter, BoxBatchReader, BoxBatchWriter, WriteStats, copy,
+};
+use crate::format::{self, FileSink, StreamReader};
+use crate::paddle::{self, PaddleBatchReader, PaddleBatchWriter, PaddleFile};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, BufWriter};
 use std::path::Path;
 
-/// A file format, chosen by extension.
+/// A file format lodt converts from and to: the one list of them.
 ///
 /// ```
-/// use lodt::convert::FileKind;
-/// assert_eq!(FileKind::from_path("a/b.parquet").unwrap(), FileKind::Parquet);
-/// assert_eq!(FileKind::from_path("x.PDPARAMS").unwrap(), FileKind::PaddleCombined);
-/// assert!(FileKind::from_path("x.csv").is_err());
+/// use lodt::convert::Format;
+/// assert_eq!(Format::from_path("a/b.parquet")?, Format::Parquet);
+/// assert_eq!(Format::from_path("x.PDPARAMS")?, Format::PaddleCombined);
+/// assert!(Format::from_path("x.csv").is_err());
+/// assert_eq!(Format::ALL.len(), 6);
+/// # Ok::<(), lodt::convert::ConvertError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
     /// `.lodt`.
     Lodt,
     /// `.parquet`.
@@ -54,49 +78,361 @@ pub enum FileKind {
     PaddleCombined,
 }
 
-impl FileKind {
-    /// The kind of `path`, by its extension (case-insensitive).
+/// Where a format keeps batch metadata ([`Batch::metadata`]).
+///
+/// ```
+/// use lodt::convert::{Format, MetadataScope};
+/// assert_eq!(Format::Lodt.capabilities().batch_metadata, MetadataScope::PerBatch);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MetadataScope {
+    /// Each batch keeps its own.
+    PerBatch,
+    /// One map per file, the first batch's: every batch read back carries
+    /// it, and a later batch whose metadata differs is an error.
+    PerFile,
+    /// Not stored: batches read back have none.
+    Dropped,
+}
+
+/// What a format can hold, so that conversions (and tests) know what
+/// survives a round trip.
+///
+/// ```
+/// use lodt::convert::Format;
+/// let paddle = Format::PaddleTensor.capabilities();
+/// assert_eq!((paddle.max_batches, paddle.tensors_per_batch, paddle.tensor_names), (Some(1), Some(1), false));
+/// assert!(!Format::Parquet.capabilities().empty_batches); // Parquet has no empty row groups
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// The most batches a file holds (`None`: any number).
+    pub max_batches: Option<usize>,
+    /// `Some(n)`: every batch holds exactly `n` tensors.
+    pub tensors_per_batch: Option<usize>,
+    /// Whether tensor names are stored. Without them, a reader names the
+    /// tensors from [`ConvertOptions::names`] (or `tensor0`, `tensor1`, …).
+    pub tensor_names: bool,
+    /// Where batch metadata is kept.
+    pub batch_metadata: MetadataScope,
+    /// Whether a file has key/value metadata of its own, apart from its
+    /// batches' ([`BatchReader::metadata`]); a writer of such a file is
+    /// given the input's.
+    pub file_metadata: bool,
+    /// Whether a batch with no top-level rows is stored (Parquet writes no
+    /// empty row groups; Paddle refuses a LoD level of no sequences).
+    pub empty_batches: bool,
+    /// Whether every lodt dtype is stored (Paddle has no `uint16`,
+    /// `uint32`, `uint64`).
+    pub all_dtypes: bool,
+    /// Whether the tensors of one batch may have different numbers of
+    /// top-level rows (an Arrow `RecordBatch` has one row count).
+    pub ragged_batches: bool,
+    /// Whether batches of one file may hold different tensors, dtypes or
+    /// shapes of rows (an Arrow or Parquet file has one schema).
+    pub mixed_schemas: bool,
+}
+
+impl Format {
+    /// Every format, in the order of the [module docs](self).
+    ///
+    /// See the [type-level example](Format).
+    pub const ALL: [Format; 6] = [
+        Format::Lodt,
+        Format::Parquet,
+        Format::ArrowFile,
+        Format::ArrowStream,
+        Format::PaddleTensor,
+        Format::PaddleCombined,
+    ];
+
+    /// The file extensions of the format, lowercase, without the dot; the
+    /// first is the one to write.
     ///
     /// ```
-    /// use lodt::convert::FileKind;
-    /// assert_eq!(FileKind::from_path("d.lodt").unwrap(), FileKind::Lodt);
+    /// assert_eq!(lodt::convert::Format::ArrowFile.extensions(), &["arrow", "feather"]);
     /// ```
-    pub fn from_path(path: impl AsRef<Path>) -> Result<Self, ConvertError> {
-        let path = path.as_ref();
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .unwrap_or_default();
-        Ok(match ext.as_str() {
-            "lodt" => FileKind::Lodt,
-            "parquet" => FileKind::Parquet,
-            "arrow" | "feather" => FileKind::ArrowFile,
-            "arrows" => FileKind::ArrowStream,
-            "pdtensor" => FileKind::PaddleTensor,
-            "pdparams" | "pdiparams" => FileKind::PaddleCombined,
-            _ => {
-                return Err(ConvertError::UnknownExtension {
-                    path: path.display().to_string(),
-                });
-            }
-        })
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Lodt => &["lodt"],
+            Format::Parquet => &["parquet"],
+            Format::ArrowFile => &["arrow", "feather"],
+            Format::ArrowStream => &["arrows"],
+            Format::PaddleTensor => &["pdtensor"],
+            Format::PaddleCombined => &["pdparams", "pdiparams"],
+        }
     }
 
     /// A short name of the format.
     ///
     /// ```
-    /// assert_eq!(lodt::convert::FileKind::ArrowStream.name(), "Arrow IPC stream");
+    /// assert_eq!(lodt::convert::Format::ArrowStream.name(), "Arrow IPC stream");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
-            FileKind::Lodt => "lodt",
-            FileKind::Parquet => "Parquet",
-            FileKind::ArrowFile => "Arrow IPC file",
-            FileKind::ArrowStream => "Arrow IPC stream",
-            FileKind::PaddleTensor => "Paddle tensor",
-            FileKind::PaddleCombined => "Paddle combined parameters",
+            Format::Lodt => "lodt",
+            Format::Parquet => "Parquet",
+            Format::ArrowFile => "Arrow IPC file",
+            Format::ArrowStream => "Arrow IPC stream",
+            Format::PaddleTensor => "Paddle tensor",
+            Format::PaddleCombined => "Paddle combined parameters",
         }
+    }
+
+    /// What the format can hold.
+    ///
+    /// See [`Capabilities`].
+    pub fn capabilities(self) -> Capabilities {
+        let any = Capabilities {
+            max_batches: None,
+            tensors_per_batch: None,
+            tensor_names: true,
+            batch_metadata: MetadataScope::PerBatch,
+            file_metadata: false,
+            empty_batches: true,
+            all_dtypes: true,
+            ragged_batches: true,
+            mixed_schemas: true,
+        };
+        let arrow = Capabilities {
+            batch_metadata: MetadataScope::PerFile,
+            ragged_batches: false,
+            mixed_schemas: false,
+            ..any
+        };
+        let paddle = Capabilities {
+            max_batches: Some(1),
+            tensor_names: false,
+            batch_metadata: MetadataScope::Dropped,
+            empty_batches: false,
+            all_dtypes: false,
+            ..any
+        };
+        match self {
+            Format::Lodt => Capabilities {
+                file_metadata: true,
+                ..any
+            },
+            Format::ArrowFile | Format::ArrowStream => arrow,
+            Format::Parquet => Capabilities {
+                empty_batches: false,
+                ..arrow
+            },
+            Format::PaddleTensor => Capabilities {
+                tensors_per_batch: Some(1),
+                ..paddle
+            },
+            Format::PaddleCombined => paddle,
+        }
+    }
+
+    /// The cargo feature the format needs, if any.
+    ///
+    /// ```
+    /// use lodt::convert::Format;
+    /// assert_eq!((Format::Lodt.feature(), Format::Parquet.feature()), (None, Some("parquet")));
+    /// ```
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            Format::Lodt | Format::PaddleTensor | Format::PaddleCombined => None,
+            Format::ArrowFile | Format::ArrowStream => Some("arrow"),
+            Format::Parquet => Some("parquet"),
+        }
+    }
+
+    /// Whether this build reads and writes the format (has its
+    /// [feature](Format::feature)).
+    ///
+    /// ```
+    /// assert!(lodt::convert::Format::Lodt.is_available());
+    /// ```
+    pub fn is_available(self) -> bool {
+        match self {
+            Format::Lodt | Format::PaddleTensor | Format::PaddleCombined => true,
+            Format::ArrowFile | Format::ArrowStream => cfg!(feature = "arrow"),
+            Format::Parquet => cfg!(feature = "parquet"),
+        }
+    }
+
+    /// The format an extension names (case-insensitive, without the dot).
+    ///
+    /// ```
+    /// use lodt::convert::Format;
+    /// assert_eq!(Format::from_extension("Feather"), Some(Format::ArrowFile));
+    /// assert_eq!(Format::from_extension("csv"), None);
+    /// ```
+    pub fn from_extension(extension: &str) -> Option<Format> {
+        let extension = extension.to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.extensions().contains(&extension.as_str()))
+    }
+
+    /// The format of `path`, by its extension (case-insensitive).
+    ///
+    /// ```
+    /// use lodt::convert::Format;
+    /// assert_eq!(Format::from_path("d.lodt")?, Format::Lodt);
+    /// # Ok::<(), lodt::convert::ConvertError>(())
+    /// ```
+    pub fn from_path(path: impl AsRef<Path>) -> Result<Format, ConvertError> {
+        let path = path.as_ref();
+        path.extension()
+            .and_then(|e| e.to_str())
+            .and_then(Format::from_extension)
+            .ok_or_else(|| ConvertError::UnknownExtension {
+                path: path.display().to_string(),
+            })
+    }
+
+    /// Opens the file at `path`, in this format, as a reader of batches.
+    ///
+    /// [`ConvertOptions::names`] names the tensors of a format that stores
+    /// none (an error for the others); [`ConvertOptions::batch_rows`]
+    /// regroups the rows (see [`rebatch`]). The reader knows the number of
+    /// batches up front where the format tells it (and no rebatching is
+    /// asked), for progress bars.
+    ///
+    /// ```
+    /// use lodt::convert::{ConvertOptions, Format};
+    /// let options = ConvertOptions { names: Some(vec!["w".into()]), ..Default::default() };
+    /// let path = "tests/data/paddle/seed_2level_int64.pdtensor";
+    /// let mut reader = Format::PaddleTensor.open_reader(path, &options)?;
+    /// assert_eq!(reader.num_batches(), Some(1));
+    /// assert_eq!(reader.next().transpose()?.unwrap().get("w").unwrap().shape(), &[15, 1]);
+    /// # Ok::<(), lodt::convert::ConvertError>(())
+    /// ```
+    pub fn open_reader(
+        self,
+        path: impl AsRef<Path>,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        let path = path.as_ref();
+        if !self.is_available() {
+            return Err(missing(self));
+        }
+        if options.names.is_some() && self.capabilities().tensor_names {
+            return Err(ConvertError::Unsupported(format!(
+                "--names applies to Paddle inputs, which have no tensor names; {} holds names of its own",
+                path.display()
+            )));
+        }
+        let names: Option<Vec<&str>> = options
+            .names
+            .as_ref()
+            .map(|n| n.iter().map(String::as_str).collect());
+        let names = names.as_deref();
+        let reader: BoxBatchReader<'static, ConvertError> = match self {
+            Format::Lodt => {
+                // The footer gives the count; the stream checks every checksum.
+                let total = format::LodtFile::open(path)?.num_batches();
+                let stream = StreamReader::try_new(BufReader::new(open(path)?))?;
+                Box::new(Counted {
+                    inner: stream.err_into(),
+                    total,
+                })
+            }
+            Format::PaddleTensor => {
+                Box::new(PaddleBatchReader::open(path, PaddleFile::Tensor, names)?.err_into())
+            }
+            Format::PaddleCombined => {
+                Box::new(PaddleBatchReader::open(path, PaddleFile::Combined, names)?.err_into())
+            }
+            Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
+                arrow_side::open_reader(self, open(path)?)?
+            }
+        };
+        Ok(match options.batch_rows {
+            None => reader,
+            Some(rows) => Box::new(rebatch(reader, rows)?),
+        })
+    }
+
+    /// Creates a writer of this format to `path`, replaced atomically when
+    /// the writer finishes (see [`AtomicFile`]): a writer dropped unfinished,
+    /// or one that fails, leaves what was at `path` untouched.
+    ///
+    /// `metadata` is the file's own key/value metadata, for a format that
+    /// has some ([`Capabilities::file_metadata`]; ignored otherwise);
+    /// [`ConvertOptions::small_lists`] is for Arrow and Parquet. The writer
+    /// refuses, with [`ConvertError::Unsupported`], what the format cannot
+    /// hold ([`Capabilities::max_batches`], [`Capabilities::tensors_per_batch`]).
+    /// If the batches are read from a file, check first that `path` is not
+    /// that file ([`crate::atomic::ensure_distinct`], which [`convert`] does).
+    ///
+    /// ```
+    /// use lodt::convert::{ConvertError, Format};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("x.pdtensor");
+    /// let mut writer = Format::PaddleTensor.create_writer(&path, Default::default(), &Default::default())?;
+    /// let err = writer.write(&lodt::Batch::new()).unwrap_err();
+    /// assert!(matches!(err, ConvertError::Unsupported(_)));
+    /// drop(writer);
+    /// assert!(!path.exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_writer(
+        self,
+        path: impl AsRef<Path>,
+        metadata: BTreeMap<String, String>,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
+        let path = path.as_ref();
+        if !self.is_available() {
+            return Err(missing(self));
+        }
+        let metadata = if self.capabilities().file_metadata {
+            metadata
+        } else {
+            BTreeMap::new()
+        };
+        Ok(match self {
+            Format::Lodt => self.checked(format::Writer::create(path, metadata)?),
+            Format::PaddleTensor => {
+                self.checked(PaddleBatchWriter::new(sink(path)?, PaddleFile::Tensor))
+            }
+            Format::PaddleCombined => {
+                self.checked(PaddleBatchWriter::new(sink(path)?, PaddleFile::Combined))
+            }
+            Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
+                arrow_side::create_writer(self, path, options)?
+            }
+        })
+    }
+
+    /// `writer`, boxed, refusing what the format cannot hold, and
+    /// committing its output when it finishes.
+    fn checked<W>(self, writer: W) -> BoxBatchWriter<'static, ConvertError>
+    where
+        W: BatchWriter + Send + 'static,
+        W::Output: Commit,
+        ConvertError: From<W::Error>,
+    {
+        Box::new(Checked {
+            inner: writer,
+            format: self,
+        })
+    }
+
+    /// The format's first extension, with its dot.
+    fn extension(self) -> String {
+        format!(
+            ".{}",
+            self.extensions().first().copied().unwrap_or_default()
+        )
+    }
+}
+
+/// Every known extension, for error messages: `.lodt, …, .pdparams or .pdiparams`.
+fn known_extensions() -> String {
+    let all: Vec<String> = Format::ALL
+        .iter()
+        .flat_map(|f| f.extensions().iter().map(|e| format!(".{e}")))
+        .collect();
+    match all.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => all.join(""),
     }
 }
 
@@ -108,8 +444,9 @@ impl FileKind {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ConvertOptions {
-    /// Names for the tensors of a Paddle input, in file order (default
-    /// `tensor0`, `tensor1`, …). An error for other inputs.
+    /// Names for the tensors of an input whose format stores none (Paddle),
+    /// in file order (default `tensor0`, `tensor1`, …). An error for other
+    /// inputs.
     pub names: Option<Vec<String>>,
     /// Regroup the top-level rows into batches of this many rows.
     pub batch_rows: Option<usize>,
@@ -117,33 +454,18 @@ pub struct ConvertOptions {
     pub small_lists: bool,
 }
 
-/// What a conversion did.
-///
-/// ```
-/// let stats = lodt::convert::ConvertStats::default();
-/// assert_eq!(stats.batches, 0);
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ConvertStats {
-    /// Batches written.
-    pub batches: usize,
-    /// Tensors written, over all batches.
-    pub tensors: usize,
-}
-
 /// An error converting a dataset.
 ///
 /// ```
-/// let err = lodt::convert::FileKind::from_path("x.txt").unwrap_err();
+/// let err = lodt::convert::Format::from_path("x.txt").unwrap_err();
 /// assert!(err.to_string().contains("x.txt"));
+/// assert!(err.to_string().ends_with(".pdparams or .pdiparams"));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConvertError {
     /// The extension names no supported format.
-    #[error(
-        "cannot tell the format of {path}: expected .lodt, .parquet, .arrow, .feather, .arrows, .pdtensor, .pdparams or .pdiparams"
-    )]
+    #[error("cannot tell the format of {path}: expected {}", known_extensions())]
     UnknownExtension {
         /// The path.
         path: String,
@@ -168,7 +490,7 @@ pub enum ConvertError {
     /// An error of Arrow, Parquet or their mapping.
     #[cfg(feature = "arrow")]
     #[error(transparent)]
-    Arrow(#[from] crate::arrow::Error),
+    Arrow(#[from] crate::arrow::ArrowError),
     /// An error of the LoD model.
     #[error(transparent)]
     Core(#[from] crate::Error),
@@ -181,20 +503,44 @@ pub enum ConvertError {
         source: std::io::Error,
     },
     /// An error of a safe write (see [`crate::atomic`]): among them
-    /// [`AtomicError::SameFile`](crate::atomic::AtomicError::SameFile), an
-    /// output that is the input, and
-    /// [`AtomicError::Locked`](crate::atomic::AtomicError::Locked), an output
-    /// another process is writing.
+    /// [`AtomicError::SameFile`], an output that is the input, and
+    /// [`AtomicError::Locked`], an output another process is writing.
     #[error(transparent)]
-    Atomic(#[from] crate::atomic::AtomicError),
+    Atomic(#[from] AtomicError),
 }
 
-/// A source of batches, with their number when the format tells it up front.
-pub struct BatchSource {
-    /// The number of batches, when known before reading them.
-    pub total: Option<usize>,
-    /// The batches, in order.
-    pub batches: Box<dyn Iterator<Item = Result<Batch, ConvertError>>>,
+/// Converts `input` to `output`, each in the format its extension names
+/// ([`Format::from_path`]): opens a reader, creates a writer, and copies,
+/// calling `progress` after each batch. Returns what was written.
+///
+/// `output` is replaced atomically (a failed conversion leaves what was
+/// there untouched), and is refused with [`AtomicError::SameFile`], before
+/// anything is written, when it is `input` itself (also through a symbolic
+/// or hard link). A `.lodt` output keeps the input's file metadata.
+///
+/// ```
+/// use lodt::convert::{convert, ConvertOptions};
+/// let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("params.lodt");
+/// let names = "a,b,c,d,e,f,g,h".split(',').map(String::from).collect();
+/// let options = ConvertOptions { names: Some(names), ..Default::default() };
+/// let stats = convert("tests/data/paddle/combined.pdparams", &out, &options, |_| {})?;
+/// assert_eq!(stats.tensors, 8);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert(
+    input: impl AsRef<Path>,
+    output: impl AsRef<Path>,
+    options: &ConvertOptions,
+    progress: impl FnMut(&WriteStats),
+) -> Result<WriteStats, ConvertError> {
+    let (input, output) = (input.as_ref(), output.as_ref());
+    let (from, to) = (Format::from_path(input)?, Format::from_path(output)?);
+    crate::atomic::ensure_distinct(input, output)?;
+    let reader = from.open_reader(input, options)?;
+    let writer = to.create_writer(output, reader.metadata(), options)?;
+    let ((), stats) = copy(reader, writer, progress)?;
+    Ok(stats)
 }
 
 fn open(path: &Path) -> Result<File, ConvertError> {
@@ -204,238 +550,27 @@ fn open(path: &Path) -> Result<File, ConvertError> {
     })
 }
 
-/// Opens `path` as a source of batches, in the format its extension names.
-///
-/// ```
-/// use lodt::convert::{read_batches, ConvertOptions};
-/// let names = Some(vec!["w".to_string()]);
-/// let options = ConvertOptions { names, ..Default::default() };
-/// let source = read_batches("tests/data/paddle/seed_2level_int64.pdtensor", &options).unwrap();
-/// let batches: Vec<_> = source.batches.collect::<Result<_, _>>().unwrap();
-/// assert_eq!(batches[0].get("w").unwrap().shape(), &[15, 1]);
-/// ```
-pub fn read_batches(
-    path: impl AsRef<Path>,
-    options: &ConvertOptions,
-) -> Result<BatchSource, ConvertError> {
-    let path = path.as_ref();
-    let kind = FileKind::from_path(path)?;
-    if options.names.is_some() && !matches!(kind, FileKind::PaddleTensor | FileKind::PaddleCombined)
-    {
-        return Err(ConvertError::Unsupported(format!(
-            "--names applies to Paddle inputs, which have no tensor names; {} holds names of its own",
-            path.display()
-        )));
-    }
-    let source = match kind {
-        FileKind::Lodt => {
-            let total = format::LodtFile::open(path)?.num_batches();
-            let reader = StreamReader::new(BufReader::new(open(path)?))?;
-            BatchSource {
-                total: Some(total),
-                batches: Box::new(reader.map(|b| b.map_err(ConvertError::from))),
-            }
-        }
-        FileKind::PaddleTensor | FileKind::PaddleCombined => {
-            let names: Option<Vec<&str>> = options
-                .names
-                .as_ref()
-                .map(|n| n.iter().map(String::as_str).collect());
-            let batch = if kind == FileKind::PaddleTensor {
-                let tensor = paddle::read_tensor_file(path)?;
-                paddle::into_batch(vec![tensor], names.as_deref())?
-            } else {
-                paddle::read_batch_file(path, names.as_deref())?
-            };
-            BatchSource {
-                total: Some(1),
-                batches: Box::new(std::iter::once(Ok(batch))),
-            }
-        }
-        FileKind::Parquet | FileKind::ArrowFile | FileKind::ArrowStream => {
-            arrow_side::read(kind, path)?
-        }
-    };
-    match options.batch_rows {
-        None => Ok(source),
-        Some(rows) => Ok(BatchSource {
-            total: None,
-            batches: Box::new(crate::rebatch::rebatch(source.batches, rows)?),
-        }),
+/// A new file at `path`, buffered, renamed into place by [`Commit`].
+fn sink(path: &Path) -> Result<BufWriter<AtomicFile>, ConvertError> {
+    Ok(BufWriter::new(AtomicFile::create(path)?))
+}
+
+/// What a file writer's output needs once the writer is finished.
+trait Commit {
+    /// Puts the file in place.
+    fn commit(self) -> Result<(), ConvertError>;
+}
+
+/// The `.lodt` writer renames its file itself, in `finish`.
+impl Commit for FileSink {
+    fn commit(self) -> Result<(), ConvertError> {
+        Ok(())
     }
 }
 
-/// Writes `batches` to `path`, in the format its extension names, and calls
-/// `progress` after each batch. Every output is written atomically (see
-/// [`crate::atomic::AtomicFile`]): if anything fails, what was at `path`
-/// is left untouched. If the batches are read from a file, check first that
-/// `path` is not that file ([`crate::atomic::ensure_distinct`], which
-/// [`convert`] does).
-///
-/// ```
-/// use lodt::convert::{read_batches, write_batches, ConvertOptions};
-/// let dir = tempfile::tempdir().unwrap();
-/// let out = dir.path().join("seed.lodt");
-/// let source = read_batches("tests/data/paddle/seed_1level_float32.pdtensor", &Default::default()).unwrap();
-/// let stats = write_batches(&out, source.batches, &ConvertOptions::default(), |_| {}).unwrap();
-/// assert_eq!((stats.batches, stats.tensors), (1, 1));
-/// let file = lodt::LodtFile::open(&out).unwrap();
-/// assert_eq!(file.batch(0).unwrap().tensor("tensor0").unwrap().rows(), 4);
-/// ```
-pub fn write_batches(
-    path: impl AsRef<Path>,
-    batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
-    options: &ConvertOptions,
-    mut progress: impl FnMut(&ConvertStats),
-) -> Result<ConvertStats, ConvertError> {
-    let path = path.as_ref();
-    let kind = FileKind::from_path(path)?;
-    let mut stats = ConvertStats::default();
-    let mut count = |stats: &mut ConvertStats, batch: &Batch| {
-        stats.batches += 1;
-        stats.tensors += batch.len();
-        progress(stats);
-    };
-    match kind {
-        FileKind::Lodt => {
-            let mut writer = Writer::create(path, BTreeMap::new())?;
-            for batch in batches {
-                let batch = batch?;
-                writer.write_batch(&batch)?;
-                count(&mut stats, &batch);
-            }
-            writer.finish()?;
-        }
-        FileKind::PaddleTensor | FileKind::PaddleCombined => {
-            let mut iter = batches.into_iter();
-            let batch = iter.next().transpose()?.unwrap_or_default();
-            if iter.next().is_some() {
-                return Err(ConvertError::Unsupported(format!(
-                    "{} holds one set of tensors, but the input has more than one batch",
-                    kind.name()
-                )));
-            }
-            if kind == FileKind::PaddleTensor && batch.len() != 1 {
-                return Err(ConvertError::Unsupported(format!(
-                    "a .pdtensor file holds exactly one tensor, the input batch has {} ({}); write a .pdparams file instead",
-                    batch.len(),
-                    crate::error::name_list(batch.names())
-                )));
-            }
-            paddle::write_batch_file(path, &batch)?;
-            count(&mut stats, &batch);
-        }
-        FileKind::Parquet | FileKind::ArrowFile | FileKind::ArrowStream => {
-            arrow_side::write(kind, path, batches, options, |b| count(&mut stats, b))?;
-        }
-    }
-    Ok(stats)
-}
-
-/// Converts `input` to `output`, each in the format its extension names.
-///
-/// `output` is replaced atomically (a failed conversion leaves what was
-/// there untouched), and is refused with
-/// [`AtomicError::SameFile`](crate::atomic::AtomicError::SameFile), before
-/// anything is written, when it is `input` itself (also through a symbolic
-/// or hard link).
-///
-/// ```
-/// use lodt::convert::{convert, ConvertOptions};
-/// let dir = tempfile::tempdir().unwrap();
-/// let out = dir.path().join("params.lodt");
-/// let names = "a,b,c,d,e,f,g,h".split(',').map(String::from).collect();
-/// let options = ConvertOptions { names: Some(names), ..Default::default() };
-/// let stats = convert("tests/data/paddle/combined.pdparams", &out, &options, |_| {}).unwrap();
-/// assert_eq!(stats.tensors, 8);
-/// ```
-pub fn convert(
-    input: impl AsRef<Path>,
-    output: impl AsRef<Path>,
-    options: &ConvertOptions,
-    progress: impl FnMut(&ConvertStats),
-) -> Result<ConvertStats, ConvertError> {
-    crate::atomic::ensure_distinct(&input, &output)?;
-    let source = read_batches(input, options)?;
-    write_batches(output, source.batches, options, progress)
-}
-
-/// The Arrow IPC and Parquet side of a conversion.
-#[cfg(feature = "arrow")]
-mod arrow_side {
-    use super::{BatchSource, ConvertError, ConvertOptions, FileKind, open};
-    use crate::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamReader, IpcStreamWriter};
-    use crate::arrow::{ArrowOptions, BatchWriter, ListType, WriteOptions};
-    use crate::atomic::{AtomicError, AtomicFile};
-    use crate::batch::Batch;
-    use std::io::BufWriter;
-    use std::path::Path;
-
-    pub(super) fn read(kind: FileKind, path: &Path) -> Result<BatchSource, ConvertError> {
-        let options = ArrowOptions::default();
-        let file = open(path)?;
-        Ok(match kind {
-            FileKind::ArrowFile => {
-                let reader = IpcFileReader::try_new(file, &options)?;
-                BatchSource {
-                    total: Some(reader.num_batches()),
-                    batches: Box::new(reader.map(|b| b.map_err(ConvertError::from))),
-                }
-            }
-            FileKind::ArrowStream => {
-                let reader = IpcStreamReader::try_new(file, &options)?;
-                BatchSource {
-                    total: None,
-                    batches: Box::new(reader.map(|b| b.map_err(ConvertError::from))),
-                }
-            }
-            _ => read_parquet(file)?,
-        })
-    }
-
-    #[cfg(feature = "parquet")]
-    fn read_parquet(file: std::fs::File) -> Result<BatchSource, ConvertError> {
-        let reader = crate::arrow::parquet::ParquetReader::try_new(file, &ArrowOptions::default())?;
-        Ok(BatchSource {
-            total: Some(reader.num_row_groups()),
-            batches: Box::new(reader.map(|b| b.map_err(ConvertError::from))),
-        })
-    }
-
-    #[cfg(not(feature = "parquet"))]
-    fn read_parquet(_: std::fs::File) -> Result<BatchSource, ConvertError> {
-        Err(ConvertError::FeatureMissing {
-            format: "Parquet",
-            feature: "parquet",
-        })
-    }
-
-    pub(super) fn write(
-        kind: FileKind,
-        path: &Path,
-        batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
-        options: &ConvertOptions,
-        written: impl FnMut(&Batch),
-    ) -> Result<(), ConvertError> {
-        let list_type = if options.small_lists {
-            ListType::List
-        } else {
-            ListType::LargeList
-        };
-        let write_options =
-            WriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(list_type));
-        let sink = BufWriter::new(AtomicFile::create(path)?);
-        let sink = match kind {
-            FileKind::ArrowFile => {
-                drain(IpcFileWriter::new(sink, &write_options), batches, written)
-            }
-            FileKind::ArrowStream => {
-                drain(IpcStreamWriter::new(sink, &write_options), batches, written)
-            }
-            _ => write_parquet(sink, batches, &write_options, written),
-        }?;
-        // Everything is written: flush, then rename into place.
-        let file = sink.into_inner().map_err(|e| {
+impl Commit for BufWriter<AtomicFile> {
+    fn commit(self) -> Result<(), ConvertError> {
+        let file = self.into_inner().map_err(|e| {
             let (source, sink) = e.into_parts();
             AtomicError::Io {
                 action: "writing",
@@ -446,78 +581,212 @@ mod arrow_side {
         file.commit()?;
         Ok(())
     }
+}
 
-    /// The output, before it is renamed into place.
-    type Sink = BufWriter<AtomicFile>;
+/// A file writer that refuses what its format cannot hold and commits its
+/// output when it finishes.
+struct Checked<W> {
+    inner: W,
+    format: Format,
+}
 
-    /// Writes every batch with `writer`, reporting each, then ends the file.
-    fn drain<B: BatchWriter<Output = Sink>>(
-        mut writer: B,
-        batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
-        mut written: impl FnMut(&Batch),
-    ) -> Result<Sink, ConvertError> {
-        for batch in batches {
-            let batch = batch?;
-            writer.write_batch(&batch)?;
-            written(&batch);
+impl<W> Checked<W> {
+    fn one_tensor_error(&self, found: &str) -> ConvertError {
+        ConvertError::Unsupported(format!(
+            "a {} file holds exactly one tensor, {found}",
+            self.format.extension()
+        ))
+    }
+}
+
+impl<W> BatchWriter for Checked<W>
+where
+    W: BatchWriter,
+    W::Output: Commit,
+    ConvertError: From<W::Error>,
+{
+    type Error = ConvertError;
+    type Output = ();
+
+    fn write(&mut self, batch: &Batch) -> Result<(), ConvertError> {
+        let capabilities = self.format.capabilities();
+        if let Some(max) = capabilities.max_batches
+            && self.inner.stats().batches >= max as u64
+        {
+            return Err(ConvertError::Unsupported(format!(
+                "a {} file holds {}, but the input has more",
+                self.format.extension(),
+                match max {
+                    1 => "one set of tensors (one batch)".to_string(),
+                    n => format!("{n} batches"),
+                }
+            )));
         }
-        Ok(writer.finish_file()?)
+        match capabilities.tensors_per_batch {
+            Some(1) if batch.len() != 1 => {
+                return Err(self.one_tensor_error(&format!(
+                    "the input batch has {} ({})",
+                    batch.len(),
+                    crate::error::name_list(batch.names())
+                )));
+            }
+            Some(n) if batch.len() != n => {
+                return Err(ConvertError::Unsupported(format!(
+                    "a {} file holds exactly {n} tensors, the input batch has {}",
+                    self.format.extension(),
+                    batch.len()
+                )));
+            }
+            _ => {}
+        }
+        Ok(self.inner.write(batch)?)
+    }
+
+    fn stats(&self) -> WriteStats {
+        self.inner.stats()
+    }
+
+    fn finish(&mut self) -> Result<(), ConvertError> {
+        if self.format.capabilities().tensors_per_batch.is_some() && self.stats().batches == 0 {
+            return Err(self.one_tensor_error("the input has no batch"));
+        }
+        self.inner.finish()?.commit()
+    }
+}
+
+/// A reader whose batch count is known from elsewhere (a `.lodt` footer read
+/// beside the stream).
+struct Counted<R> {
+    inner: R,
+    total: usize,
+}
+
+impl<R: BatchReader> Iterator for Counted<R> {
+    type Item = R::Item;
+
+    fn next(&mut self) -> Option<R::Item> {
+        self.inner.next()
+    }
+}
+
+impl<R: BatchReader> BatchReader for Counted<R> {
+    type Error = R::Error;
+
+    fn metadata(&self) -> BTreeMap<String, String> {
+        self.inner.metadata()
+    }
+
+    fn num_batches(&self) -> Option<usize> {
+        Some(self.total)
+    }
+}
+
+/// The Arrow IPC and Parquet side of [`Format`].
+#[cfg(feature = "arrow")]
+mod arrow_side {
+    use super::{BatchReader, ConvertError, ConvertOptions, Format, sink};
+    use crate::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamReader, IpcStreamWriter};
+    use crate::arrow::{ArrowOptions, ArrowWriteOptions, ListType};
+    use crate::batch::{BoxBatchReader, BoxBatchWriter};
+    use std::fs::File;
+    use std::path::Path;
+
+    pub(super) fn open_reader(
+        format: Format,
+        file: File,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        let options = ArrowOptions::default();
+        Ok(match format {
+            Format::ArrowFile => Box::new(IpcFileReader::try_new(file, &options)?.err_into()),
+            Format::ArrowStream => Box::new(IpcStreamReader::try_new(file, &options)?.err_into()),
+            _ => parquet_reader(file, &options)?,
+        })
+    }
+
+    pub(super) fn create_writer(
+        format: Format,
+        path: &Path,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
+        let list_type = if options.small_lists {
+            ListType::List
+        } else {
+            ListType::LargeList
+        };
+        let options = ArrowWriteOptions::default()
+            .with_arrow(ArrowOptions::default().with_list_type(list_type));
+        Ok(match format {
+            Format::ArrowFile => format.checked(IpcFileWriter::new(sink(path)?, &options)),
+            Format::ArrowStream => format.checked(IpcStreamWriter::new(sink(path)?, &options)),
+            _ => parquet_writer(format, path, &options)?,
+        })
     }
 
     #[cfg(feature = "parquet")]
-    fn write_parquet(
-        sink: Sink,
-        batches: impl IntoIterator<Item = Result<Batch, ConvertError>>,
-        options: &WriteOptions,
-        written: impl FnMut(&Batch),
-    ) -> Result<Sink, ConvertError> {
-        let writer = crate::arrow::parquet::ParquetWriter::try_new(sink, options)?;
-        drain(writer, batches, written)
+    fn parquet_reader(
+        file: File,
+        options: &ArrowOptions,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        let reader = crate::arrow::parquet::ParquetReader::try_new(file, options)?;
+        Ok(Box::new(reader.err_into()))
+    }
+
+    #[cfg(feature = "parquet")]
+    fn parquet_writer(
+        format: Format,
+        path: &Path,
+        options: &ArrowWriteOptions,
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
+        let writer = crate::arrow::parquet::ParquetWriter::try_new(sink(path)?, options)?;
+        Ok(format.checked(writer))
     }
 
     #[cfg(not(feature = "parquet"))]
-    fn write_parquet(
-        _: Sink,
-        _: impl IntoIterator<Item = Result<Batch, ConvertError>>,
-        _: &WriteOptions,
-        _: impl FnMut(&Batch),
-    ) -> Result<Sink, ConvertError> {
-        Err(ConvertError::FeatureMissing {
-            format: "Parquet",
-            feature: "parquet",
-        })
+    fn parquet_reader(
+        _: File,
+        _: &ArrowOptions,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        Err(super::missing(Format::Parquet))
+    }
+
+    #[cfg(not(feature = "parquet"))]
+    fn parquet_writer(
+        format: Format,
+        _: &Path,
+        _: &ArrowWriteOptions,
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
+        Err(super::missing(format))
     }
 }
 
 /// Without the `arrow` feature, Arrow and Parquet files are refused.
 #[cfg(not(feature = "arrow"))]
 mod arrow_side {
-    use super::{BatchSource, ConvertError, ConvertOptions, FileKind};
-    use crate::batch::Batch;
+    use super::{ConvertError, ConvertOptions, Format, missing};
+    use crate::batch::{BoxBatchReader, BoxBatchWriter};
+    use std::fs::File;
     use std::path::Path;
 
-    fn missing(kind: FileKind) -> ConvertError {
-        ConvertError::FeatureMissing {
-            format: kind.name(),
-            feature: if kind == FileKind::Parquet {
-                "parquet"
-            } else {
-                "arrow"
-            },
-        }
+    pub(super) fn open_reader(
+        format: Format,
+        _: File,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        Err(missing(format))
     }
 
-    pub(super) fn read(kind: FileKind, _: &Path) -> Result<BatchSource, ConvertError> {
-        Err(missing(kind))
-    }
-
-    pub(super) fn write(
-        kind: FileKind,
+    pub(super) fn create_writer(
+        format: Format,
         _: &Path,
-        _: impl IntoIterator<Item = Result<Batch, ConvertError>>,
         _: &ConvertOptions,
-        _: impl FnMut(&Batch),
-    ) -> Result<(), ConvertError> {
-        Err(missing(kind))
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
+        Err(missing(format))
+    }
+}
+
+/// The error for a format this build lacks.
+fn missing(format: Format) -> ConvertError {
+    ConvertError::FeatureMissing {
+        format: format.name(),
+        feature: format.feature().unwrap_or_default(),
     }
 }

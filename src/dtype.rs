@@ -18,7 +18,8 @@
 //! | `Float64`  | `f64`          | float64    | 8     |
 
 use crate::error::{Error, Result};
-use half::{bf16, f16};
+/// The 16-bit float types, re-exported from `half` (what [`with_element!`](crate::with_element) binds for float16 and bfloat16).
+pub use half::{bf16, f16};
 use std::fmt;
 use std::str::FromStr;
 
@@ -168,6 +169,83 @@ mod sealed {
     pub trait Sealed {}
 }
 
+/// Runs `$body` with the type name `$T` bound to the Rust element type of
+/// `$dtype` (a [`DType`]): the one dispatch over dtypes, so that code generic
+/// over [`Element`] is reached from a runtime dtype without a 13-arm match of
+/// its own.
+///
+/// ```
+/// use lodt::{with_element, DType, Element};
+/// fn size_of_dtype(d: DType) -> usize {
+///     with_element!(d, T => std::mem::size_of::<T>())
+/// }
+/// assert_eq!(size_of_dtype(DType::BFloat16), 2);
+/// let t = lodt::LodTensor::from_vec(vec![1.5f32, 2.5], vec![2], Default::default()).unwrap();
+/// let text: Vec<String> = with_element!(t.dtype(), T => {
+///     t.as_slice::<T>().unwrap().iter().map(|x| x.to_string()).collect()
+/// });
+/// assert_eq!(text, ["1.5", "2.5"]);
+/// ```
+#[macro_export]
+macro_rules! with_element {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        match $dtype {
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::DType::Int8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::Int16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::Int32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::Int64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::UInt8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::UInt16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::DType::UInt32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::UInt64 => {
+                type $T = u64;
+                $body
+            }
+            $crate::DType::Float16 => {
+                type $T = $crate::dtype::f16;
+                $body
+            }
+            $crate::DType::BFloat16 => {
+                type $T = $crate::dtype::bf16;
+                $body
+            }
+            $crate::DType::Float32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::Float64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    }};
+}
+
 /// A Rust type that a tensor can hold. Sealed: implemented for the thirteen
 /// types of the table in the [module docs](self).
 ///
@@ -194,6 +272,18 @@ pub trait Element:
     /// Views mutable `bytes` as a mutable slice of `Self` with no copy (the same
     /// checks as [`Element::slice_from_bytes`]).
     fn slice_from_bytes_mut(bytes: &mut [u8]) -> Result<&mut [Self]>;
+
+    /// The value as JSON, as `lodt show --json` and the test vectors print it
+    /// (`spec/FORMAT.md` section 11): integers and bools as such, floats as
+    /// the shortest decimal that reads back (float16 and bfloat16 through
+    /// their exact float32 value), NaN and infinities as the strings `"NaN"`,
+    /// `"Infinity"` and `"-Infinity"`.
+    ///
+    /// ```
+    /// use lodt::Element;
+    /// assert_eq!((0.1f32.to_json(), f64::NAN.to_json(), true.to_json()), ("0.1".into(), "\"NaN\"".into(), "true".into()));
+    /// ```
+    fn to_json(self) -> String;
 }
 
 fn cast_error<T>(bytes: &[u8]) -> Error {
@@ -214,7 +304,7 @@ fn cast_error<T>(bytes: &[u8]) -> Error {
 }
 
 macro_rules! plain_element {
-    ($($t:ty => $d:ident),* $(,)?) => {$(
+    ($($t:ty => $d:ident, |$x:ident| $json:expr);* $(;)?) => {$(
         impl sealed::Sealed for $t {}
         impl Element for $t {
             const DTYPE: DType = DType::$d;
@@ -228,15 +318,56 @@ macro_rules! plain_element {
                 let err = cast_error::<$t>(bytes);
                 <[$t] as zerocopy::FromBytes>::mut_from_bytes(bytes).map_err(|_| err)
             }
+            fn to_json(self) -> String {
+                let $x = self;
+                $json
+            }
         }
     )*};
 }
 
 plain_element!(
-    i8 => Int8, i16 => Int16, i32 => Int32, i64 => Int64,
-    u8 => UInt8, u16 => UInt16, u32 => UInt32, u64 => UInt64,
-    f16 => Float16, bf16 => BFloat16, f32 => Float32, f64 => Float64,
+    i8 => Int8, |x| x.to_string();
+    i16 => Int16, |x| x.to_string();
+    i32 => Int32, |x| x.to_string();
+    i64 => Int64, |x| x.to_string();
+    u8 => UInt8, |x| x.to_string();
+    u16 => UInt16, |x| x.to_string();
+    u32 => UInt32, |x| x.to_string();
+    u64 => UInt64, |x| x.to_string();
+    f16 => Float16, |x| float32_json(x.to_f32());
+    bf16 => BFloat16, |x| float32_json(x.to_f32());
+    f32 => Float32, |x| float32_json(x);
+    f64 => Float64, |x| float64_json(x);
 );
+
+fn non_finite_json(nan: bool, positive: bool) -> String {
+    match (nan, positive) {
+        (true, _) => "\"NaN\"".into(),
+        (false, true) => "\"Infinity\"".into(),
+        (false, false) => "\"-Infinity\"".into(),
+    }
+}
+
+/// The shortest JSON number that reads back as `x` (as an f32), or a string
+/// for NaN and infinities.
+pub(crate) fn float32_json(x: f32) -> String {
+    if x.is_finite() {
+        serde_json::to_string(&x).unwrap_or_else(|_| "null".into())
+    } else {
+        non_finite_json(x.is_nan(), x > 0.0)
+    }
+}
+
+/// The shortest JSON number that reads back as `x`, or a string for NaN and
+/// infinities.
+pub(crate) fn float64_json(x: f64) -> String {
+    if x.is_finite() {
+        serde_json::to_string(&x).unwrap_or_else(|_| "null".into())
+    } else {
+        non_finite_json(x.is_nan(), x > 0.0)
+    }
+}
 
 impl sealed::Sealed for bool {}
 impl Element for bool {
@@ -253,6 +384,9 @@ impl Element for bool {
         check_bools(bytes)?;
         let err = cast_error::<bool>(bytes);
         <[bool] as zerocopy::TryFromBytes>::try_mut_from_bytes(bytes).map_err(|_| err)
+    }
+    fn to_json(self) -> String {
+        self.to_string()
     }
 }
 
@@ -298,5 +432,20 @@ mod tests {
             u16::slice_from_bytes(&[0, 1, 2]).unwrap_err(),
             Error::Mismatch { found: 3, .. }
         ));
+    }
+
+    #[test]
+    fn floats_round_trip_and_non_finite_are_strings() {
+        assert_eq!(float32_json(0.1), "0.1");
+        assert_eq!(float32_json(1.0), "1.0");
+        assert_eq!(float32_json(-0.0), "-0.0");
+        assert_eq!(float32_json(f32::INFINITY), "\"Infinity\"");
+        assert_eq!(float32_json(f32::NEG_INFINITY), "\"-Infinity\"");
+        assert_eq!(float64_json(f64::NAN), "\"NaN\"");
+        assert_eq!(float64_json(1e300), "1e+300");
+        for x in [f32::MIN_POSITIVE, f32::MAX, 1.0 / 3.0, 16777217.0] {
+            assert_eq!(float32_json(x).parse::<f32>().unwrap(), x);
+        }
+        assert_eq!(float32_json(f16::from_f32(0.1).to_f32()), "0.099975586");
     }
 }

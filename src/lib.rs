@@ -47,12 +47,54 @@
 //! | `sequence_expand` (op)                        | [`ops::sequence_expand()`]                             |
 //! | `SplitLoDTensor`                              | [`ops::split()`] (zero-copy parts)                     |
 //! | `MergeLoDTensor`                              | [`ops::merge()`]                                       |
-//! | `SortBySeqLen`, `sorted_seqs` / `SortedSeqItem` | [`ops::SortedSequences::new`], [`ops::SortedSequences::order`] |
+//! | `SortBySeqLen`, `sorted_seqs` / `SortedSeqItem` | [`ops::SortedSequences::try_new`], [`ops::SortedSequences::order`] |
 //! | `SegmentInputs`                               | [`ops::SortedSequences::segment_inputs`]               |
 //! | `ConcatOutputs`                               | [`ops::SortedSequences::concat_outputs`]               |
 //! | `create_lod_tensor` from nested lists         | [`LodTensor::from_nested`] ([`Nested`])                |
 //! | `LodTensor_to_Tensor` (user guide), `np.array` per sequence | [`LodTensor::to_nested`]                  |
-//! | `sequence_pad` / `sequence_unpad` (ops)       | [`pad::pad`] / [`pad::unpad`], [`pad::Padded`]         |
+//! | `sequence_pad` / `sequence_unpad` (ops)       | [`ops::pad::pad`] / [`ops::pad::unpad`], [`ops::pad::Padded`]         |
+//!
+//! ## Files
+//!
+//! Every file format lodt reads and writes ([`format`](mod@format) for
+//! `.lodt`, `arrow` for Arrow IPC and Parquet, [`paddle`] for Paddle's tensor
+//! files) has a [`BatchReader`] and a [`BatchWriter`], the contract of
+//! [`batch::stream`]; [`convert::Format`] is the list of formats, and
+//! `lodt convert` is: open a reader, create a writer, [`batch::copy`].
+//!
+//! ```
+//! use lodt::{convert::Format, BatchReader};
+//! let path = "tests/data/paddle/seed_1level_float32.pdtensor";
+//! let reader = Format::from_path(path)?.open_reader(path, &Default::default())?;
+//! assert_eq!(reader.num_batches(), Some(1));
+//! # Ok::<(), lodt::convert::ConvertError>(())
+//! ```
+//!
+//! ## Where things are
+//!
+//! Modules are layered: each uses only those in the rows above it (the crate
+//! root re-exports what a newcomer needs: [`LodTensor`], [`Lod`], [`Batch`],
+//! [`LodtFile`], [`Writer`], the readers' and writers' traits, the errors).
+//!
+//! | layer | module | what it holds |
+//! |-------|--------|---------------|
+//! | 0 | [`error`], [`dtype`], [`buffer`] | the core error enum; the 13 element types and the one dispatch over them ([`with_element!`]); shared byte storage ([`buffer::Buffer`], the `unsafe trait` [`buffer::ByteStorage`]) |
+//! | 1 | [`lod`] | [`Lod`] and its levels ([`lod::Offsets`]), the one home of Paddle's `CheckLoD` ([`lod::check_levels`]) |
+//! | 2 | [`tensor`] | [`LodTensor`]: owned, zero-copy slices; the rules between its parts; nested lists ([`Nested`]); the JSON printer |
+//! | 3 | [`ops`] | `sequence_expand`, split/merge, sort by length, pad/unpad |
+//! | 3 | [`batch`] | [`Batch`]; the reader/writer contract ([`BatchReader`], [`BatchWriter`]); re-batching |
+//! | 4 | [`atomic`] | temp-file-and-rename writes, the writer lock |
+//! | 5 | [`format`](mod@format) | the `.lodt` format: [`LodtFile`] over a [`format::RangeSource`], [`Writer`], stream reader, verify, recover |
+//! | 5 | [`paddle`] | Paddle's tensor and `save_combine` files |
+//! | 5 | `arrow` (feature `arrow`) | Arrow arrays, IPC files and streams, Parquet (feature `parquet`) |
+//! | 6 | [`convert`] | the one list of formats ([`convert::Format`]) and `convert` |
+//! | 6 | [`dataset`] | sharded datasets: manifest, writer, shuffling resumable loader |
+//!
+//! ## Sharded datasets
+//!
+//! [`dataset`]: a directory of `.lodt` shards and a manifest
+//! ([`dataset::DatasetWriter`], [`dataset::Dataset`]), read by a shuffling,
+//! partitioned, resumable [`dataset::Loader`] (`spec/DATASET.md`).
 //!
 //! ## Platform
 //!
@@ -71,24 +113,29 @@ pub mod atomic;
 pub mod batch;
 pub mod buffer;
 pub mod convert;
+pub mod dataset;
 pub mod dtype;
 pub mod error;
 pub mod format;
 pub mod lod;
-pub mod nested;
 pub mod ops;
-pub mod pad;
 pub mod paddle;
-pub mod rebatch;
 pub mod tensor;
 
-pub use batch::Batch;
+#[cfg(feature = "arrow")]
+pub use arrow::ArrowError;
+#[doc(no_inline)]
+// `lodt::rebatch` moved to `lodt::batch::rebatch`; the old path still works.
+pub use batch::rebatch;
+pub use batch::{Batch, BatchReader, BatchWriter};
+pub use convert::ConvertError;
 pub use dtype::{DType, Element};
 pub use error::{Error, LodRule, Result};
-pub use format::LodtFile;
+pub use format::{FormatError, LodtFile, Writer};
 pub use lod::Lod;
-pub use nested::Nested;
+pub use paddle::PaddleError;
 pub use tensor::LodTensor;
+pub use tensor::nested::Nested;
 
 /// The README's Rust examples, run as doctests so they stay true.
 #[doc = include_str!("../README.md")]

@@ -13,17 +13,18 @@ use arrow_schema::{DataType, Field, Fields};
 use lodt::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamWriter};
 use lodt::arrow::parquet::{ParquetReader, ParquetWriter};
 use lodt::arrow::{
-    ArrowOptions, DTYPE_KEY, Error, FIXED_SHAPE_TENSOR, ListType, MetadataPolicy, NullLists,
-    SCALAR_KEY, WriteOptions, batch_to_record_batch, from_arrow, record_batch_to_batch, to_arrow,
+    ArrowError, ArrowOptions, ArrowWriteOptions, DTYPE_KEY, FIXED_SHAPE_TENSOR, ListType,
+    MetadataPolicy, NullLists, SCALAR_KEY, batch_to_record_batch, from_arrow,
+    record_batch_to_batch, to_arrow,
 };
 use lodt::{Batch, DType, Lod, LodTensor};
 use std::sync::Arc;
 
-fn read(array: &ArrayRef) -> Result<LodTensor, Error> {
+fn read(array: &ArrayRef) -> Result<LodTensor, ArrowError> {
     read_with(array, &ArrowOptions::default())
 }
 
-fn read_with(array: &ArrayRef, options: &ArrowOptions) -> Result<LodTensor, Error> {
+fn read_with(array: &ArrayRef, options: &ArrowOptions) -> Result<LodTensor, ArrowError> {
     let field = Field::new("col", array.data_type().clone(), true);
     from_arrow(&field, array, options)
 }
@@ -112,7 +113,7 @@ fn a_null_list_is_an_error_naming_column_level_and_row() {
     let list = int_lists(vec![Some(vec![Some(1)]), Some(vec![]), None]);
     let err = read(&list).unwrap_err();
     assert!(
-        matches!(&err, Error::NullList { column, level: 0, index: 2 } if column == "col"),
+        matches!(&err, ArrowError::NullList { column, level: 0, index: 2 } if column == "col"),
         "{err:?}"
     );
     let message = err.to_string();
@@ -149,7 +150,10 @@ fn a_null_list_over_a_non_empty_range_drops_that_range() {
         )
         .unwrap(),
     );
-    assert!(matches!(read(&list), Err(Error::NullList { index: 1, .. })));
+    assert!(matches!(
+        read(&list),
+        Err(ArrowError::NullList { index: 1, .. })
+    ));
     let options = ArrowOptions::default().with_null_lists(NullLists::Empty);
     let t = read_with(&list, &options).unwrap();
     assert_eq!(t.lod().levels(), &[vec![0, 2, 2, 3]]);
@@ -171,7 +175,7 @@ fn a_null_inner_list_names_its_level() {
     );
     assert!(matches!(
         read(&outer),
-        Err(Error::NullList {
+        Err(ArrowError::NullList {
             level: 1,
             index: 1,
             ..
@@ -193,14 +197,20 @@ fn a_null_value_is_an_error_naming_its_row() {
         ArrowOptions::default().with_null_lists(NullLists::Empty),
     ] {
         let err = read_with(&list, &options).unwrap_err();
-        assert!(matches!(&err, Error::NullValue { row: 3, .. }), "{err:?}");
+        assert!(
+            matches!(&err, ArrowError::NullValue { row: 3, .. }),
+            "{err:?}"
+        );
     }
     // A null fixed-size list (one tensor row) is a null value too.
     let values = Arc::new(Float32Array::from(vec![0.0; 6]));
     let item = Arc::new(Field::new("item", DataType::Float32, true));
     let nulls = Some(NullBuffer::from(vec![true, true, false]));
     let fsl: ArrayRef = Arc::new(FixedSizeListArray::try_new(item, 2, values, nulls).unwrap());
-    assert!(matches!(read(&fsl), Err(Error::NullValue { row: 2, .. })));
+    assert!(matches!(
+        read(&fsl),
+        Err(ArrowError::NullValue { row: 2, .. })
+    ));
 }
 
 // --- unsupported types --------------------------------------------------------
@@ -208,7 +218,7 @@ fn a_null_value_is_an_error_naming_its_row() {
 fn assert_unsupported(array: ArrayRef, type_name: &str) {
     let err = read(&array).unwrap_err();
     match &err {
-        Error::Unsupported { column, data_type } => {
+        ArrowError::Unsupported { column, data_type } => {
             assert_eq!(column, "col");
             assert!(
                 data_type.contains(type_name),
@@ -299,7 +309,7 @@ fn the_tensor_extension_shape_wins_over_the_storage_size() {
         r#"{"shape":[4294967296,4294967296,4294967296]}"#,
     ] {
         let err = from_arrow(&tensor_field("t", &fsl, bad), &fsl, &options).unwrap_err();
-        assert!(matches!(err, Error::Metadata { .. }), "{bad}: {err:?}");
+        assert!(matches!(err, ArrowError::Metadata { .. }), "{bad}: {err:?}");
     }
     let flat: ArrayRef = Arc::new(Float32Array::from(vec![1.0]));
     let err = from_arrow(
@@ -307,7 +317,7 @@ fn the_tensor_extension_shape_wins_over_the_storage_size() {
         &flat,
         &options,
     );
-    assert!(matches!(err, Err(Error::Metadata { .. })));
+    assert!(matches!(err, Err(ArrowError::Metadata { .. })));
 }
 
 #[test]
@@ -367,7 +377,7 @@ fn bfloat16_and_zero_d_tensors_are_marked_on_the_column_field() {
     bad.set_metadata([(DTYPE_KEY, "bfloat16")]);
     assert!(matches!(
         from_arrow(&bad, &ints, &ArrowOptions::default()),
-        Err(Error::Metadata { .. })
+        Err(ArrowError::Metadata { .. })
     ));
 
     let scalar = LodTensor::from_vec(vec![7i64], vec![], Lod::empty()).unwrap();
@@ -387,7 +397,7 @@ fn bfloat16_and_zero_d_tensors_are_marked_on_the_column_field() {
     scalar_field.set_metadata([(SCALAR_KEY, "true")]);
     assert!(matches!(
         from_arrow(&scalar_field, &two, &ArrowOptions::default()),
-        Err(Error::Metadata { .. })
+        Err(ArrowError::Metadata { .. })
     ));
 }
 
@@ -424,7 +434,7 @@ fn empty_list_columns_read_as_zero_sequences_and_mismatched_fields_are_errors() 
     let field = Field::new("x", DataType::Int64, false);
     assert!(matches!(
         from_arrow(&field, &ints, &ArrowOptions::default()),
-        Err(Error::InvalidArgument(_))
+        Err(ArrowError::InvalidArgument(_))
     ));
 }
 
@@ -446,7 +456,7 @@ fn a_batch_needs_equal_top_level_rows() {
     assert_eq!(back, words_and_labels(3));
     let err = batch_to_record_batch(&words_and_labels(6), &ArrowOptions::default()).unwrap_err();
     match &err {
-        Error::RowCount {
+        ArrowError::RowCount {
             first_column,
             expected,
             column,
@@ -478,20 +488,20 @@ fn files_reject_batches_with_another_schema_or_metadata() {
     )])
     .unwrap();
 
-    let mut writer = IpcStreamWriter::new(Vec::new(), &WriteOptions::default());
+    let mut writer = IpcStreamWriter::new(Vec::new(), &ArrowWriteOptions::default());
     writer.write(&a).unwrap();
     let err = writer.write(&other).unwrap_err();
     assert!(
-        matches!(err, Error::SchemaMismatch { batch: 1, .. }),
+        matches!(err, ArrowError::SchemaMismatch { batch: 1, .. }),
         "{err:?}"
     );
     let err = writer.write(&b).unwrap_err();
     assert!(
-        matches!(&err, Error::MetadataMismatch { batch: 1, key } if key == "split"),
+        matches!(&err, ArrowError::MetadataMismatch { batch: 1, key } if key == "split"),
         "{err:?}"
     );
 
-    let keep_first = WriteOptions::default().with_metadata_policy(MetadataPolicy::KeepFirst);
+    let keep_first = ArrowWriteOptions::default().with_metadata_policy(MetadataPolicy::KeepFirst);
     let mut writer = IpcFileWriter::new(Vec::new(), &keep_first);
     writer.write(&a).unwrap();
     writer.write(&b).unwrap();
@@ -510,7 +520,7 @@ fn metadata_reaches_schema_and_file_level_metadata() {
     batch.metadata_mut().insert("split".into(), "train".into());
     let file = tempfile::tempfile().unwrap();
     let mut writer =
-        ParquetWriter::try_new(file.try_clone().unwrap(), &WriteOptions::default()).unwrap();
+        ParquetWriter::try_new(file.try_clone().unwrap(), &ArrowWriteOptions::default()).unwrap();
     writer.write(&batch).unwrap();
     writer.finish().unwrap();
     let meta = parquet::file::reader::FileReader::metadata(
@@ -531,7 +541,7 @@ fn metadata_reaches_schema_and_file_level_metadata() {
     let back: Vec<Batch> = reader.collect::<Result<_, _>>().unwrap();
     assert_eq!(back, vec![batch.clone()]);
 
-    let mut writer = IpcFileWriter::new(Vec::new(), &WriteOptions::default());
+    let mut writer = IpcFileWriter::new(Vec::new(), &ArrowWriteOptions::default());
     writer.write(&batch).unwrap();
     let bytes = writer.finish().unwrap();
     let reader = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
@@ -543,7 +553,7 @@ fn metadata_reaches_schema_and_file_level_metadata() {
 fn parquet_row_groups_per_batch_or_per_n_rows() {
     let batches: Vec<Batch> = (0..3).map(|_| words_and_labels(3)).collect();
     let file = tempfile::tempfile().unwrap();
-    let options = WriteOptions::default().with_row_group_rows(4);
+    let options = ArrowWriteOptions::default().with_row_group_rows(4);
     let mut writer = ParquetWriter::try_new(file.try_clone().unwrap(), &options).unwrap();
     for b in &batches {
         writer.write(b).unwrap();
@@ -569,14 +579,14 @@ fn parquet_row_groups_per_batch_or_per_n_rows() {
 
 #[test]
 fn writers_with_no_batch_write_readable_empty_files() {
-    let bytes = IpcFileWriter::new(Vec::new(), &WriteOptions::default())
+    let bytes = IpcFileWriter::new(Vec::new(), &ArrowWriteOptions::default())
         .finish()
         .unwrap();
     let reader =
         IpcFileReader::try_new(std::io::Cursor::new(bytes), &ArrowOptions::default()).unwrap();
     assert_eq!(reader.count(), 0);
     let file = tempfile::tempfile().unwrap();
-    ParquetWriter::try_new(file.try_clone().unwrap(), &WriteOptions::default())
+    ParquetWriter::try_new(file.try_clone().unwrap(), &ArrowWriteOptions::default())
         .unwrap()
         .finish()
         .unwrap();
@@ -607,7 +617,7 @@ fn zero_sized_element_shapes_round_trip() {
     let batch = Batch::try_from_tensors([("z", t)]).unwrap();
     let file = tempfile::tempfile().unwrap();
     let mut writer =
-        ParquetWriter::try_new(file.try_clone().unwrap(), &WriteOptions::default()).unwrap();
+        ParquetWriter::try_new(file.try_clone().unwrap(), &ArrowWriteOptions::default()).unwrap();
     writer.write(&batch).unwrap();
     writer.finish().unwrap();
     let back: Vec<Batch> = ParquetReader::try_new(file, &ArrowOptions::default())
@@ -619,7 +629,7 @@ fn zero_sized_element_shapes_round_trip() {
 
 #[test]
 fn an_ipc_footer_pointing_outside_the_file_is_an_error_not_a_panic() {
-    let mut writer = IpcFileWriter::new(Vec::new(), &WriteOptions::default());
+    let mut writer = IpcFileWriter::new(Vec::new(), &ArrowWriteOptions::default());
     writer.write(&words_and_labels(3)).unwrap();
     let good = writer.finish().unwrap();
     // Find the record batch block (offset i64, metadata length i32, padding,
@@ -648,7 +658,7 @@ fn an_ipc_footer_pointing_outside_the_file_is_an_error_not_a_panic() {
         let err = IpcFileReader::try_new(std::io::Cursor::new(bad), &ArrowOptions::default())
             .err()
             .unwrap();
-        assert!(matches!(err, Error::Corrupt(_)), "{err:?}");
+        assert!(matches!(err, ArrowError::Corrupt(_)), "{err:?}");
         assert!(err.to_string().contains("outside"), "{err}");
     }
     for cut in [0, 5, good.len() - 12] {

@@ -1,16 +1,19 @@
 //! The pyarrow 26 fixtures in tests/data/arrow read back exactly: every
 //! column's LoD, element shape, dtype and values, from Parquet and Arrow IPC.
+
 #![cfg(feature = "parquet")]
+
+mod common;
 
 use lodt::arrow::ArrowOptions;
 use lodt::arrow::ipc::IpcFileReader;
 use lodt::arrow::parquet::ParquetReader;
 use lodt::{Batch, DType, LodTensor};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/arrow")
+    common::data_dir("arrow")
 }
 
 fn expected() -> Value {

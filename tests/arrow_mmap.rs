@@ -24,7 +24,7 @@ fn large_list_from_a_mapped_file_uses_the_map() {
     lodt::format::save_batch(&path, &batch).unwrap();
 
     let file = LodtFile::open(&path).unwrap();
-    let map = file.storage().bytes();
+    let map = file.storage().unwrap().bytes();
     let (field, array) = lodt_tensor_to_arrow(&file, 0, "words", &ArrowOptions::default()).unwrap();
     assert_eq!(field.name(), "words");
     let articles = array.as_list::<i64>();

@@ -9,7 +9,7 @@
 
 use lodt::arrow::ipc::{write_ipc_file, write_ipc_stream};
 use lodt::arrow::parquet::write_parquet;
-use lodt::arrow::{ArrowOptions, ListType, WriteOptions};
+use lodt::arrow::{ArrowOptions, ArrowWriteOptions, ListType};
 use lodt::{Batch, DType, Lod, LodTensor};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -242,8 +242,8 @@ fn batches_metadata() -> Value {
 fn write_files(dir: &Path) {
     let mut files = Vec::new();
     for (list_type, suffix) in [(ListType::LargeList, ""), (ListType::List, "_list")] {
-        let options =
-            WriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(list_type));
+        let options = ArrowWriteOptions::default()
+            .with_arrow(ArrowOptions::default().with_list_type(list_type));
         for (set, batches) in [("data", batches(42)), ("scalar", scalar_batches())] {
             let items = || batches.iter().cloned().map(Ok::<_, lodt::Error>);
             let name = format!("{set}{suffix}.parquet");

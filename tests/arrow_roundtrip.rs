@@ -5,7 +5,7 @@
 
 use lodt::arrow::ipc::{IpcFileReader, IpcStreamReader, write_ipc_file, write_ipc_stream};
 use lodt::arrow::parquet::{ParquetReader, write_parquet};
-use lodt::arrow::{ArrowOptions, ListType, WriteOptions, from_arrow, to_arrow};
+use lodt::arrow::{ArrowOptions, ArrowWriteOptions, ListType, from_arrow, to_arrow};
 use lodt::{Batch, DType, Lod, LodTensor};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -133,7 +133,7 @@ proptest! {
     #[test]
     fn parquet_files_round_trip(t in tensor(), list in any::<bool>()) {
         let list_type = if list { ListType::List } else { ListType::LargeList };
-        let options = WriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(list_type));
+        let options = ArrowWriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(list_type));
         let batch = batch_of(&t);
         let file = tempfile::tempfile().unwrap();
         let items = [Ok::<_, lodt::Error>(batch.clone()), Ok(batch.clone())];
@@ -153,11 +153,11 @@ proptest! {
     fn ipc_files_and_streams_round_trip(t in tensor()) {
         let batch = batch_of(&t);
         let items = || [Ok::<_, lodt::Error>(batch.clone()), Ok(batch.clone())];
-        let (bytes, _) = write_ipc_file(Vec::new(), items(), &WriteOptions::default()).unwrap();
+        let (bytes, _) = write_ipc_file(Vec::new(), items(), &ArrowWriteOptions::default()).unwrap();
         let reader = IpcFileReader::try_new(std::io::Cursor::new(bytes), &ArrowOptions::default()).unwrap();
         let back: Vec<Batch> = reader.collect::<Result<_, _>>().unwrap();
         prop_assert_eq!(&back, &vec![batch.clone(), batch.clone()]);
-        let (bytes, _) = write_ipc_stream(Vec::new(), items(), &WriteOptions::default()).unwrap();
+        let (bytes, _) = write_ipc_stream(Vec::new(), items(), &ArrowWriteOptions::default()).unwrap();
         let reader = IpcStreamReader::try_new(&bytes[..], &ArrowOptions::default()).unwrap();
         let back: Vec<Batch> = reader.collect::<Result<_, _>>().unwrap();
         prop_assert_eq!(back, vec![batch.clone(), batch]);

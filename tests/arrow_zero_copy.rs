@@ -1,12 +1,17 @@
 //! Zero-copy conversions: Arrow buffers that lie inside lodt's storage (a
 //! `TensorBuffers` over one shared storage, an owned tensor), and tensors
 //! that share Arrow's values buffer.
+
 #![cfg(feature = "arrow")]
+
+mod common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int64Type};
 use arrow_array::{Array, ArrayRef};
-use lodt::arrow::{ArrowOptions, Error, ListType, from_arrow, tensor_buffers_to_arrow, to_arrow};
+use lodt::arrow::{
+    ArrowError, ArrowOptions, ListType, from_arrow, tensor_buffers_to_arrow, to_arrow,
+};
 use lodt::buffer::AlignedBytes;
 use lodt::format::TensorBuffers;
 use lodt::{DType, Lod, LodTensor};
@@ -46,10 +51,7 @@ fn inside(range: &Range<usize>, ptr: *const u8) -> bool {
     range.contains(&(ptr as usize))
 }
 
-fn seed_tensor() -> LodTensor {
-    let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
-    LodTensor::from_vec((0..15 * 4).map(|i| i as f32).collect(), vec![15, 2, 2], lod).unwrap()
-}
+use common::seed_frames as seed_tensor;
 
 /// The pointers of every buffer of a LargeList<LargeList<FixedSizeList<f32>>>.
 fn buffer_ptrs(array: &ArrayRef) -> (Vec<*const u8>, *const u8) {
@@ -206,7 +208,7 @@ fn bad_tensor_buffers_are_errors() {
     for (what, parts) in cases {
         let err = tensor_buffers_to_arrow("frames", &parts, &ArrowOptions::default()).unwrap_err();
         assert!(
-            matches!(&err, Error::Tensor { column, .. } if column == "frames"),
+            matches!(&err, ArrowError::Tensor { column, .. } if column == "frames"),
             "{what}: {err:?}"
         );
         // The tensor constructor is where they are caught.
@@ -224,7 +226,7 @@ fn bad_tensor_buffers_are_errors() {
     assert!(
         matches!(
             err,
-            Error::Tensor {
+            ArrowError::Tensor {
                 source: lodt::Error::InvalidLod {
                     level: 1,
                     index: 3,

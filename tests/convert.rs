@@ -1,14 +1,15 @@
 //! `lodt::convert`: every pair of formats, through the library, against the
 //! PaddlePaddle and pyarrow fixtures.
 
-use lodt::convert::{ConvertError, ConvertOptions, FileKind, convert, read_batches};
+use lodt::convert::{ConvertError, ConvertOptions, Format, convert};
 use lodt::{Batch, LodtFile};
 use std::path::Path;
 
 fn read_all(path: &Path, options: &ConvertOptions) -> Vec<Batch> {
-    read_batches(path, options)
+    Format::from_path(path)
         .unwrap()
-        .batches
+        .open_reader(path, options)
+        .unwrap()
         .collect::<Result<_, _>>()
         .unwrap()
 }
@@ -91,7 +92,7 @@ fn names_are_only_for_paddle_inputs_and_must_match_the_count() {
 
 #[test]
 fn unknown_extensions_are_refused() {
-    let err = FileKind::from_path("data.csv").unwrap_err();
+    let err = Format::from_path("data.csv").unwrap_err();
     assert!(matches!(err, ConvertError::UnknownExtension { .. }));
     assert!(convert("a.csv", "b.lodt", &Default::default(), |_| {}).is_err());
 }
@@ -115,7 +116,7 @@ mod arrow_formats {
                 let out = dir.path().join(format!("b.{ext}"));
                 let mut seen = 0;
                 convert(&lodt, &out, &Default::default(), |s| seen = s.batches).unwrap();
-                assert_eq!(seen, original.len());
+                assert_eq!(seen, original.len() as u64);
                 let again = read_all(&out, &Default::default());
                 assert_eq!(again.len(), original.len(), "{src} -> {ext}");
                 for (a, b) in again.iter().zip(&original) {
@@ -140,13 +141,10 @@ mod arrow_formats {
             Path::new("tests/data/arrow/batch1.arrow"),
             &Default::default(),
         ));
-        lodt::convert::write_batches(
-            &lodt,
-            batches.into_iter().map(Ok),
-            &Default::default(),
-            |_| {},
-        )
-        .unwrap();
+        let writer = Format::Lodt
+            .create_writer(&lodt, Default::default(), &Default::default())
+            .unwrap();
+        lodt::batch::write_all(writer, batches.into_iter().map(Ok::<_, ConvertError>)).unwrap();
         let out = dir.path().join("regrouped.parquet");
         let options = ConvertOptions {
             batch_rows: Some(2),

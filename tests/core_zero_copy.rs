@@ -2,6 +2,8 @@
 //! offsets. A slice of a tensor read from a memory-mapped file outlives the
 //! file handle and points into the map; slicing allocates O(levels).
 
+mod common;
+
 use lodt::format::save_batch;
 use lodt::{Batch, Lod, LodTensor, LodtFile};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -42,10 +44,7 @@ fn allocated_by<R>(f: impl FnOnce() -> R) -> (usize, R) {
     (ALLOCATED.load(Ordering::Relaxed) - before, r)
 }
 
-fn seed_tensor() -> LodTensor {
-    let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
-    LodTensor::from_vec((0..15i64).collect(), vec![15, 1], lod).unwrap()
-}
+use common::seed_tensor;
 
 #[test]
 fn a_branch_of_a_mapped_tensor_outlives_the_file_and_points_into_the_map() {
@@ -58,9 +57,9 @@ fn a_branch_of_a_mapped_tensor_outlives_the_file_and_points_into_the_map() {
     .unwrap();
 
     let file = LodtFile::open(&path).unwrap();
-    let map = file.storage().bytes().as_ptr_range();
+    let map = file.storage().unwrap().bytes().as_ptr_range();
     let map = map.start as usize..map.end as usize;
-    let weak = std::sync::Arc::downgrade(file.storage());
+    let weak = std::sync::Arc::downgrade(file.storage().unwrap());
     let tensor = file.batch(0).unwrap().tensor("words").unwrap();
     let (copied, branch) = allocated_by(|| tensor.branch(&[2]).unwrap());
     drop(tensor);

@@ -50,7 +50,7 @@ fn read_all(bytes: &[u8]) -> Result<(), FormatError> {
             }
         }
         file.verify()?;
-        StreamReader::new(bytes)?.collect::<Result<Vec<_>, _>>()?;
+        StreamReader::try_new(bytes)?.collect::<Result<Vec<_>, _>>()?;
         Ok(())
     })();
     let largest = LARGEST.with(|m| m.get());

@@ -44,7 +44,7 @@ fn every_single_byte_flip_is_detected() {
                 undetected.push((pos, mask));
             }
             let streamed: Result<Vec<Batch>, _> =
-                StreamReader::new(&bad[..]).and_then(|r| r.collect());
+                StreamReader::try_new(&bad[..]).and_then(|r| r.collect());
             if streamed.is_ok() {
                 stream_undetected.push((pos, mask));
             }
@@ -103,7 +103,7 @@ fn every_truncation_keeps_every_complete_batch() {
         // Random access needs the footer.
         assert!(LodtFile::from_bytes(part).is_err(), "cut {cut} opened");
         // Sequential reading returns every complete batch, then an error.
-        match StreamReader::new(part) {
+        match StreamReader::try_new(part) {
             Err(_) => assert!(cut < data_start, "cut {cut}: header unreadable"),
             Ok(r) => {
                 let results: Vec<_> = r.collect();
@@ -186,7 +186,7 @@ fn crash_during_append_loses_nothing_complete() {
     assert_eq!(fixed.read_batch(1).unwrap(), batches[1]);
     // And appending to the recovered file continues the numbering.
     let mut w = format::Writer::append(&path).unwrap();
-    w.write_batch(&batches[2]).unwrap();
+    w.write(&batches[2]).unwrap();
     w.finish().unwrap();
     let file = LodtFile::open(&path).unwrap();
     assert_eq!(file.read_batch(2).unwrap(), batches[2]);

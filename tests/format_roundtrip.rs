@@ -1,15 +1,15 @@
 //! Writing and reading `.lodt` files: every dtype, every reader, zero copy,
 //! threads, appending, atomic replacement.
 
+mod common;
+
 use half::{bf16, f16};
 use lodt::format::{self, FormatError, LodtFile, MAGIC, Part, StreamReader, WriteOptions, Writer};
 use lodt::{Batch, DType, Lod, LodTensor};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-fn seed_lod() -> Lod {
-    Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap()
-}
+use common::seed_lod;
 
 fn meta(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -116,8 +116,8 @@ fn every_dtype_round_trips_through_every_reader() {
     let batch = every_dtype_batch();
     let file_meta = meta(&[("source", "test")]);
     let mut w = Writer::create(&path, file_meta.clone()).unwrap();
-    w.write_batch(&batch).unwrap();
-    w.write_batch(&words_batch(1)).unwrap();
+    w.write(&batch).unwrap();
+    w.write(&words_batch(1)).unwrap();
     w.finish().unwrap();
 
     let bytes = std::fs::read(&path).unwrap();
@@ -153,7 +153,7 @@ fn every_dtype_round_trips_through_every_reader() {
         }
         assert_eq!(file.verify().unwrap().tensors, batch.len() + 2);
     }
-    let streamed: Vec<Batch> = StreamReader::new(&bytes[..])
+    let streamed: Vec<Batch> = StreamReader::try_new(&bytes[..])
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
@@ -204,7 +204,7 @@ fn branch_slices_borrow_the_map_with_no_copy() {
     let path = dir.path().join("w.lodt");
     format::save_batch(&path, &words_batch(0)).unwrap();
     let file = LodtFile::open(&path).unwrap();
-    let map = file.storage().bytes().as_ptr_range();
+    let map = file.storage().unwrap().bytes().as_ptr_range();
     let words = file.batch(0).unwrap().tensor("words").unwrap();
     let slice = words.branch(&[2, 1]).unwrap();
     assert_eq!(slice.as_slice::<i64>().unwrap(), &[12, 13, 14]);
@@ -224,7 +224,7 @@ fn branch_slices_borrow_the_map_with_no_copy() {
     let body = owned.get("words").unwrap().as_bytes();
     assert!(map.contains(&body.as_ptr()));
     let parts = file.tensor_buffers(0, "words").unwrap();
-    assert!(Arc::ptr_eq(&parts.storage, file.storage()));
+    assert!(Arc::ptr_eq(&parts.storage, file.storage().unwrap()));
     assert_eq!(parts.lod.len(), 2);
     assert_eq!(
         parts.to_tensor().unwrap().lod().levels()[1],
@@ -282,9 +282,9 @@ fn streaming_writer_to_a_plain_write() {
             Ok(())
         }
     }
-    let mut w = Writer::new(Pipe(Vec::new()), meta(&[("a", "b")])).unwrap();
+    let mut w = Writer::try_new(Pipe(Vec::new()), meta(&[("a", "b")])).unwrap();
     for i in 0..5 {
-        w.write_batch(&words_batch(i)).unwrap();
+        w.write(&words_batch(i)).unwrap();
     }
     assert_eq!(w.batches_written(), 5);
     let Pipe(bytes) = w.finish().unwrap();
@@ -298,13 +298,13 @@ fn streaming_writer_to_a_plain_write() {
             Ok(n)
         }
     }
-    let mut r = StreamReader::new(Trickle(&bytes)).unwrap();
+    let mut r = StreamReader::try_new(Trickle(&bytes)).unwrap();
     assert_eq!(r.metadata()["a"], "b");
     for i in 0..5 {
-        assert_eq!(r.next_batch().unwrap().unwrap(), words_batch(i));
+        assert_eq!(r.next().unwrap().unwrap(), words_batch(i));
     }
-    assert!(r.next_batch().unwrap().is_none());
-    assert!(r.next_batch().unwrap().is_none());
+    assert!(r.next().is_none());
+    assert!(r.next().is_none());
     assert_eq!(r.position(), bytes.len() as u64);
     assert_eq!(LodtFile::from_bytes(&bytes).unwrap().num_batches(), 5);
 }
@@ -337,15 +337,15 @@ fn appending_keeps_old_readers_and_batches() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.lodt");
     let mut w = Writer::create(&path, meta(&[("kind", "log")])).unwrap();
-    w.write_batch(&words_batch(0)).unwrap();
+    w.write(&words_batch(0)).unwrap();
     w.finish().unwrap();
     let before = LodtFile::open(&path).unwrap();
     let old_len = before.file_size();
 
     let mut w = Writer::append(&path).unwrap();
     assert_eq!(w.batches_written(), 1);
-    w.write_batch(&words_batch(1)).unwrap();
-    w.write_batch(&words_batch(2)).unwrap();
+    w.write(&words_batch(1)).unwrap();
+    w.write(&words_batch(2)).unwrap();
     w.finish().unwrap();
 
     // The reader opened before still sees its batch.
@@ -359,7 +359,7 @@ fn appending_keeps_old_readers_and_batches() {
         assert_eq!(after.read_batch(k).unwrap(), words_batch(k as i64));
     }
     after.verify().unwrap();
-    let streamed = StreamReader::new(std::fs::File::open(&path).unwrap())
+    let streamed = StreamReader::try_new(std::fs::File::open(&path).unwrap())
         .unwrap()
         .count();
     assert_eq!(streamed, 3);
@@ -368,8 +368,8 @@ fn appending_keeps_old_readers_and_batches() {
     // the file is byte for byte what it was.
     let before = std::fs::read(&path).unwrap();
     let mut w = Writer::append(&path).unwrap();
-    w.write_batch(&words_batch(3)).unwrap();
-    w.write_batch(&words_batch(4)).unwrap();
+    w.write(&words_batch(3)).unwrap();
+    w.write(&words_batch(4)).unwrap();
     drop(w);
     assert_eq!(std::fs::read(&path).unwrap(), before);
     let file = LodtFile::open(&path).unwrap();
@@ -386,7 +386,7 @@ fn saving_is_atomic_and_leaves_mapped_readers_alone() {
     // Overwrite with different (and larger) content while `old` is mapped.
     let mut w = Writer::create_with(&path, BTreeMap::new(), WriteOptions { fsync: false }).unwrap();
     for i in 5..9 {
-        w.write_batch(&words_batch(i)).unwrap();
+        w.write(&words_batch(i)).unwrap();
     }
     // Before `finish`, the destination is untouched.
     assert_eq!(LodtFile::open(&path).unwrap().num_batches(), 1);
@@ -400,7 +400,7 @@ fn saving_is_atomic_and_leaves_mapped_readers_alone() {
     // A writer dropped without `finish` leaves no file behind.
     let other = dir.path().join("never.lodt");
     let mut w = Writer::create(&other, BTreeMap::new()).unwrap();
-    w.write_batch(&words_batch(0)).unwrap();
+    w.write(&words_batch(0)).unwrap();
     drop(w);
     assert!(!other.exists());
     let names: Vec<_> = std::fs::read_dir(dir.path())

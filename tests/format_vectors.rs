@@ -165,14 +165,14 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
             let batch = file.batch(k).unwrap();
             for t in batch.tensors() {
                 let (name, view) = t.unwrap();
-                let json = format::tensor_json(name, &view).unwrap() + "\n";
+                let json = lodt::tensor::tensor_json(name, &view).unwrap() + "\n";
                 files.insert(json_name(v.name, k, name, &[]), json.into_bytes());
             }
         }
         for (k, tensor, path) in &v.slices {
             let view = file.batch(*k).unwrap().tensor(tensor).unwrap();
             let slice = view.branch(path).unwrap();
-            let json = format::tensor_json(tensor, &slice).unwrap() + "\n";
+            let json = lodt::tensor::tensor_json(tensor, &slice).unwrap() + "\n";
             files.insert(json_name(v.name, *k, tensor, path), json.into_bytes());
         }
         files.insert(format!("{}.lodt", v.name), bytes);

@@ -1,9 +1,11 @@
 //! Acceptance tests of the LoD model: the design docs' and the user guide's
 //! examples with their exact values, and one test per bad-input error.
 
-use lodt::nested::Nested::{self, Rows, Seqs};
+mod common;
+
+use lodt::ops::pad::{pad, unpad};
 use lodt::ops::{SortedSequences, merge, sequence_expand, split};
-use lodt::pad::{pad, unpad};
+use lodt::tensor::nested::Nested::{self, Rows, Seqs};
 use lodt::{DType, Error, Lod, LodRule, LodTensor};
 
 /// Labels `a`, `b`, ... as one-column i64 rows (`a` = 0).
@@ -23,13 +25,7 @@ fn offsets(levels: &[&[u64]]) -> Lod {
     Lod::try_from_offsets(levels.iter().map(|l| l.to_vec()).collect()).unwrap()
 }
 
-fn seed_lod() -> Lod {
-    Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap()
-}
-
-fn seed_tensor() -> LodTensor {
-    LodTensor::from_vec((0..15i64).collect(), vec![15, 1], seed_lod()).unwrap()
-}
+use common::{seed_lod, seed_tensor};
 
 // --- offsets and lengths -------------------------------------------------------
 
@@ -347,7 +343,7 @@ fn sort_by_length_segment_and_concat() {
         Lod::try_from_lengths(&[vec![4, 2, 3]]).unwrap(),
     )
     .unwrap();
-    let sorted = SortedSequences::new(x.lod(), 0).unwrap();
+    let sorted = SortedSequences::try_new(x.lod(), 0).unwrap();
     assert_eq!(sorted.sorted_lengths(), &[4, 3, 2]);
     assert_eq!(sorted.order(), &[0, 2, 1]);
     assert_eq!(sorted.num_steps(), 4);
@@ -365,11 +361,11 @@ fn sort_by_length_segment_and_concat() {
 #[test]
 fn sort_is_stable_and_works_on_higher_levels() {
     let lod = Lod::try_from_lengths(&[vec![1, 3, 3, 0]]).unwrap();
-    let s = SortedSequences::new(&lod, 0).unwrap();
+    let s = SortedSequences::try_new(&lod, 0).unwrap();
     assert_eq!(s.order(), &[1, 2, 0, 3]);
     // Articles of sentences: sort the articles, steps are sentences.
     let t = seed_tensor();
-    let s = SortedSequences::new(t.lod(), 0).unwrap();
+    let s = SortedSequences::try_new(t.lod(), 0).unwrap();
     assert_eq!(s.order(), &[0, 2, 1]);
     let steps = s.segment_inputs(&t).unwrap();
     assert_eq!(steps.len(), 3);

@@ -3,9 +3,9 @@
 //! of rank 0 to 2, and several dtypes.
 
 use half::f16;
-use lodt::nested::Nested;
+use lodt::ops::pad::{Padded, pad, unpad};
 use lodt::ops::{SortedSequences, merge, sequence_expand, split};
-use lodt::pad::{Padded, pad, unpad};
+use lodt::tensor::nested::Nested;
 use lodt::{DType, Error, Lod, LodRule, LodTensor};
 use proptest::prelude::*;
 use std::ops::Range;
@@ -586,7 +586,7 @@ proptest! {
     fn sort_batching_round_trips(c in case()) {
         let t = c.tensor();
         for level in 0..c.lengths.len() {
-            let sorted = SortedSequences::new(t.lod(), level).unwrap();
+            let sorted = SortedSequences::try_new(t.lod(), level).unwrap();
             let lens = &c.lengths[level];
             // Sorted descending and stable.
             let mut naive: Vec<usize> = (0..lens.len()).collect();

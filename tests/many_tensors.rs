@@ -82,7 +82,8 @@ fn a_batch_of_100k_tensors_round_trips() {
 
     // Streamed, as `lodt convert` reads a .lodt file.
     let reader =
-        StreamReader::new(std::io::BufReader::new(std::fs::File::open(&lodt).unwrap())).unwrap();
+        StreamReader::try_new(std::io::BufReader::new(std::fs::File::open(&lodt).unwrap()))
+            .unwrap();
     let streamed: Vec<Batch> = reader.collect::<Result<_, _>>().unwrap();
     assert_eq!(streamed.len(), 1);
     check(&streamed[0]);

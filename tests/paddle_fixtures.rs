@@ -1,6 +1,8 @@
 //! Files written by PaddlePaddle 2.6.2 (tests/data/paddle, with expected.json)
 //! read exactly and write back byte-identical; the golden vector of the spec.
 
+mod common;
+
 use half::f16;
 use lodt::paddle::{self, PaddleReader};
 use lodt::{DType, Lod, LodTensor};
@@ -8,7 +10,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/paddle")
+    common::data_dir("paddle")
 }
 
 fn expected_text() -> String {

@@ -3,7 +3,8 @@
 //! zero sequences (what slicing an empty range gives) must flow through every
 //! operation; nothing may abort, panic or allocate what a count merely claims.
 
-use lodt::{Batch, DType, Error, Lod, LodTensor, ops, pad, paddle};
+use lodt::ops::pad;
+use lodt::{Batch, DType, Error, Lod, LodTensor, ops, paddle};
 
 /// A float32 tensor of `rows` rows of shape [0]: zero bytes in all.
 fn zero_width(rows: usize, lod: Lod) -> LodTensor {
@@ -30,7 +31,7 @@ fn sort_batching_with_2_pow_40_steps_is_an_error_not_an_abort() {
     let rows = 1u64 << 40;
     let lod = Lod::try_from_offsets(vec![vec![0, rows]]).unwrap();
     let x = zero_width(rows as usize, lod.clone());
-    let sorted = ops::SortedSequences::new(&lod, 0).unwrap();
+    let sorted = ops::SortedSequences::try_new(&lod, 0).unwrap();
     assert_eq!(sorted.num_steps(), rows);
     assert!(matches!(
         sorted.segment_inputs(&x),

@@ -63,7 +63,7 @@ fn read(data: &[u8]) {
         }
         let _ = file.verify();
     }
-    if let Ok(reader) = StreamReader::new(data) {
+    if let Ok(reader) = StreamReader::try_new(data) {
         for batch in reader.take(64).flatten() {
             for (_, t) in batch.iter() {
                 slice(&t.view());

@@ -107,7 +107,7 @@ fn file_record_batch(
     file: &LodtFile,
     k: usize,
     schema: Option<&SchemaRef>,
-) -> Result<RecordBatch, lodt::arrow::Error> {
+) -> Result<RecordBatch, lodt::arrow::ArrowError> {
     let view = file.batch(k)?;
     let options = ArrowOptions::default();
     let mut fields = Vec::with_capacity(view.len());

@@ -164,7 +164,7 @@ pub fn sequence_expand(x: &LodTensor, y: &Lod, ref_level: i64) -> lodt::Result<L
 
 /// The sequences of level `level` of `lod` sorted by length.
 pub fn sort(lod: &Lod, level: usize) -> lodt::Result<SortedSequences> {
-    SortedSequences::new(lod, level)
+    SortedSequences::try_new(lod, level)
 }
 
 /// `x` cut into time steps.
@@ -179,7 +179,7 @@ pub fn concat_outputs(s: &SortedSequences, steps: &[LodTensor]) -> lodt::Result<
 
 /// `padded` (no LoD) cut back into sequences of `lengths`.
 pub fn unpad(padded: &LodTensor, lengths: &[Vec<u64>]) -> lodt::Result<LodTensor> {
-    lodt::pad::unpad(padded, lengths)
+    lodt::ops::pad::unpad(padded, lengths)
 }
 
 /// Pads `x` with `value` into a dense tensor; returns it with the lengths.
@@ -187,7 +187,7 @@ pub fn pad<T: lodt::Element>(x: &LodTensor, value: T) -> lodt::Result<(LodTensor
 where
     Vec<T>: ByteStorage,
 {
-    Ok(lodt::pad::pad(x, value)?.into_parts())
+    Ok(lodt::ops::pad::pad(x, value)?.into_parts())
 }
 
 /// Batch `k` of `file`, its tensors sharing the file's storage.

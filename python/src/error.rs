@@ -10,7 +10,7 @@
 //! | a file another process is writing (its lock) | `BlockingIOError` |
 //! | refusing to overwrite the input, or a non-file | `OSError`      |
 
-use lodt::arrow::Error as ArrowError;
+use lodt::arrow::ArrowError;
 use lodt::atomic::AtomicError;
 use lodt::convert::ConvertError;
 use lodt::format::FormatError;

@@ -239,8 +239,9 @@ impl PyFile {
     /// The address and length of the file's bytes in memory (for tests of
     /// zero-copy reads: every tensor read from the file lies inside).
     fn _map_span(&self) -> (usize, usize) {
-        let bytes = self.file.storage().bytes();
-        (bytes.as_ptr() as usize, bytes.len())
+        self.file
+            .storage()
+            .map_or((0, 0), |s| (s.bytes().as_ptr() as usize, s.bytes().len()))
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -408,7 +409,7 @@ impl PyWriter {
             let w = guard
                 .as_mut()
                 .ok_or_else(|| value("the writer is closed"))?;
-            w.write_batch(&batch).map_err(format_err)
+            w.write(&batch).map_err(format_err)
         })?;
         if let Ok(mut n) = self.written.lock() {
             *n += 1;
@@ -432,7 +433,7 @@ impl PyWriter {
     ///
     /// Writes the footer and commits the file (a no-op when closed).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if let Some(w) = self.take()? {
+        if let Some(mut w) = self.take()? {
             py.detach(move || w.finish()).map_err(format_err)?;
         }
         Ok(())
@@ -495,7 +496,7 @@ pub fn save(
     py.detach(move || {
         let mut w = Writer::create(&path, meta)?;
         for b in &batches {
-            w.write_batch(b)?;
+            w.write(b)?;
         }
         w.finish().map(drop)
     })

@@ -1,7 +1,7 @@
 //! A mini-batch ([`Batch`]) <-> an Arrow `RecordBatch`, one column per tensor.
 
-use super::{ArrowOptions, Error, Result, from_arrow, to_arrow};
-use crate::batch::Batch;
+use super::{ArrowError, ArrowOptions, Result, from_arrow, to_arrow};
+use crate::batch::{Batch, WriteStats};
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::Schema;
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 ///
 /// Every tensor must have the same number of [top-level rows](crate::LodTensor::top_level_rows):
 /// for example a 0-level `labels` tensor of N rows fits beside a `words` tensor
-/// of N top-level sequences. Anything else is an [`Error::RowCount`].
+/// of N top-level sequences. Anything else is an [`ArrowError::RowCount`].
 ///
 /// ```
 /// use lodt::{arrow::{batch_to_record_batch, ArrowOptions}, Batch, Lod, LodTensor};
@@ -24,7 +24,7 @@ use std::sync::Arc;
 /// let rb = batch_to_record_batch(&batch, &ArrowOptions::default())?;
 /// assert_eq!((rb.num_rows(), rb.num_columns()), (2, 2));
 /// assert_eq!(rb.schema().metadata()["split"], "train");
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<RecordBatch> {
     let mut fields = Vec::with_capacity(batch.len());
@@ -35,7 +35,7 @@ pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<Re
         match first {
             None => first = Some((name, rows)),
             Some((first_column, expected)) if expected != rows => {
-                return Err(Error::RowCount {
+                return Err(ArrowError::RowCount {
                     first_column: first_column.to_owned(),
                     expected,
                     column: name.to_owned(),
@@ -70,7 +70,7 @@ pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<Re
 /// let batch = Batch::try_from_tensors([("words", LodTensor::from_vec(vec![1i64, 2, 3], vec![3], lod)?)])?;
 /// let rb = batch_to_record_batch(&batch, &ArrowOptions::default())?;
 /// assert_eq!(record_batch_to_batch(&rb, &ArrowOptions::default())?, batch);
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn record_batch_to_batch(record_batch: &RecordBatch, options: &ArrowOptions) -> Result<Batch> {
     let schema = record_batch.schema();
@@ -91,11 +91,10 @@ pub fn record_batch_to_batch(record_batch: &RecordBatch, options: &ArrowOptions)
 /// Converts the batches written to one file, checking that they share the
 /// file's schema (taken from the first batch) and metadata.
 pub(crate) struct BatchEncoder {
-    options: super::WriteOptions,
+    options: super::ArrowWriteOptions,
     schema: Option<arrow_schema::SchemaRef>,
     metadata: std::collections::BTreeMap<String, String>,
-    batches: u64,
-    rows: u64,
+    stats: WriteStats,
 }
 
 fn describe(schema: &Schema) -> String {
@@ -108,13 +107,12 @@ fn describe(schema: &Schema) -> String {
 }
 
 impl BatchEncoder {
-    pub(crate) fn new(options: super::WriteOptions) -> Self {
+    pub(crate) fn new(options: super::ArrowWriteOptions) -> Self {
         BatchEncoder {
             options,
             schema: None,
             metadata: Default::default(),
-            batches: 0,
-            rows: 0,
+            stats: WriteStats::default(),
         }
     }
 
@@ -132,11 +130,8 @@ impl BatchEncoder {
     }
 
     /// What was encoded so far.
-    pub(crate) fn stats(&self) -> super::WriteStats {
-        super::WriteStats {
-            batches: self.batches,
-            rows: self.rows,
-        }
+    pub(crate) fn stats(&self) -> WriteStats {
+        self.stats
     }
 
     /// Converts `batch`; its record batch carries the file's schema.
@@ -150,8 +145,8 @@ impl BatchEncoder {
             }
             Some(schema) => {
                 if schema.fields() != record_batch.schema().fields() {
-                    return Err(Error::SchemaMismatch {
-                        batch: self.batches,
+                    return Err(ArrowError::SchemaMismatch {
+                        batch: self.stats.batches,
                         expected: describe(schema),
                         found: describe(&record_batch.schema()),
                     });
@@ -169,8 +164,8 @@ impl BatchEncoder {
                                 .find(|k| !self.metadata.contains_key(*k))
                         });
                     if let Some(key) = differing {
-                        return Err(Error::MetadataMismatch {
-                            batch: self.batches,
+                        return Err(ArrowError::MetadataMismatch {
+                            batch: self.stats.batches,
                             key: key.clone(),
                         });
                     }
@@ -183,8 +178,7 @@ impl BatchEncoder {
                 )?
             }
         };
-        self.batches += 1;
-        self.rows += record_batch.num_rows() as u64;
+        self.stats.add(batch);
         Ok(record_batch)
     }
 }

@@ -1,7 +1,7 @@
 //! The error type of the Arrow and Parquet bridge.
 
-/// A `Result` whose error is the Arrow bridge's [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+/// A `Result` whose error is the Arrow bridge's [`ArrowError`].
+pub type Result<T, E = ArrowError> = std::result::Result<T, E>;
 
 /// What went wrong converting between lodt and Arrow (or Parquet).
 ///
@@ -12,16 +12,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// use std::sync::Arc;
 /// use arrow_array::{ArrayRef, StringArray};
 /// use arrow_schema::Field;
-/// use lodt::arrow::{from_arrow, ArrowOptions, Error};
+/// use lodt::arrow::{from_arrow, ArrowOptions, ArrowError};
 /// let array: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
 /// let field = Field::new("names", array.data_type().clone(), false);
 /// let err = from_arrow(&field, &array, &ArrowOptions::default()).unwrap_err();
-/// assert!(matches!(err, Error::Unsupported { .. }));
+/// assert!(matches!(err, ArrowError::Unsupported { .. }));
 /// assert!(err.to_string().contains("names"));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub enum ArrowError {
     /// An error of the LoD model (an invalid LoD, a shape that does not fit, ...).
     #[error(transparent)]
     Core(#[from] crate::Error),
@@ -152,14 +152,14 @@ pub enum Error {
     Source(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl From<std::convert::Infallible> for Error {
+impl From<std::convert::Infallible> for ArrowError {
     fn from(never: std::convert::Infallible) -> Self {
         match never {}
     }
 }
 
-impl From<crate::format::FormatError> for Error {
+impl From<crate::format::FormatError> for ArrowError {
     fn from(e: crate::format::FormatError) -> Self {
-        Error::Format(Box::new(e))
+        ArrowError::Format(Box::new(e))
     }
 }

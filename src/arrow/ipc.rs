@@ -4,29 +4,28 @@
 //!
 //! A file has one schema, taken from the first batch: later batches must have
 //! the same tensors with the same dtypes, element shapes and number of LoD
-//! levels ([`Error::SchemaMismatch`] otherwise). The first batch's metadata
-//! becomes the schema metadata (and, for files, the footer's custom metadata);
-//! see [`MetadataPolicy`](super::MetadataPolicy) for later batches.
+//! levels ([`ArrowError::SchemaMismatch`](super::ArrowError::SchemaMismatch)
+//! otherwise). The first batch's metadata becomes the schema metadata (and,
+//! for files, the footer's custom metadata); see
+//! [`MetadataPolicy`](super::MetadataPolicy) for later batches.
 //!
 //! ```
-//! use lodt::{arrow::ipc::{IpcFileReader, IpcFileWriter}, arrow::WriteOptions, Batch, Lod, LodTensor};
+//! use lodt::{arrow::ipc::{IpcFileReader, IpcFileWriter}, arrow::ArrowWriteOptions, Batch, Lod, LodTensor};
 //! let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
 //! let batch = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1i64, 2, 3], vec![3], lod)?)])?;
-//! let mut writer = IpcFileWriter::new(Vec::new(), &WriteOptions::default());
+//! let mut writer = IpcFileWriter::new(Vec::new(), &ArrowWriteOptions::default());
 //! writer.write(&batch)?;
 //! writer.write(&batch)?;
 //! let bytes = writer.finish()?;
 //! let reader = IpcFileReader::try_new(std::io::Cursor::new(bytes), &Default::default())?;
 //! let batches = reader.collect::<Result<Vec<_>, _>>()?;
 //! assert_eq!(batches, vec![batch.clone(), batch]);
-//! # Ok::<(), lodt::arrow::Error>(())
+//! # Ok::<(), lodt::arrow::ArrowError>(())
 //! ```
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
-use super::{
-    ArrowOptions, BatchWriter, Error, LazyWriter, Result, WriteOptions, WriteStats, write_all,
-};
-use crate::batch::Batch;
+use super::{ArrowOptions, ArrowWriteOptions, Error, LazyWriter, Result};
+use crate::batch::{Batch, WriteStats, write_all};
 use arrow_ipc::reader::{FileReader, StreamReader};
 use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::{Schema, SchemaRef};
@@ -40,13 +39,13 @@ fn unwrap_buffer<W: Write>(writer: BufWriter<W>) -> Result<W> {
 /// Writes batches to an Arrow IPC file (`.arrow`). See the [module docs](self).
 ///
 /// ```
-/// use lodt::{arrow::{ipc::IpcFileWriter, WriteOptions}, Batch, LodTensor};
+/// use lodt::{arrow::{ipc::IpcFileWriter, ArrowWriteOptions}, Batch, LodTensor};
 /// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1.5f32], vec![1], Default::default())?)])?;
-/// let mut writer = IpcFileWriter::new(Vec::new(), &WriteOptions::default());
+/// let mut writer = IpcFileWriter::new(Vec::new(), &ArrowWriteOptions::default());
 /// writer.write(&batch)?;
 /// let bytes = writer.finish()?;
 /// assert_eq!(&bytes[..6], b"ARROW1");
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub struct IpcFileWriter<W: Write> {
     state: LazyWriter<FileWriter<BufWriter<W>>, W>,
@@ -57,7 +56,7 @@ impl<W: Write> IpcFileWriter<W> {
     /// A writer to `writer` (buffered internally).
     ///
     /// See the [type-level example](IpcFileWriter).
-    pub fn new(writer: W, options: &WriteOptions) -> Self {
+    pub fn new(writer: W, options: &ArrowWriteOptions) -> Self {
         IpcFileWriter {
             state: LazyWriter::Pending(writer),
             encoder: BatchEncoder::new(*options),
@@ -90,10 +89,11 @@ impl<W: Write> IpcFileWriter<W> {
     }
 
     /// Writes the footer (with the file's metadata) and returns the writer.
-    /// A file with no batch has an empty schema.
+    /// A file with no batch has an empty schema. The writer is spent: another
+    /// `write` or `finish` is an error.
     ///
     /// See the [type-level example](IpcFileWriter).
-    pub fn finish(mut self) -> Result<W> {
+    pub fn finish(&mut self) -> Result<W> {
         let schema = self.encoder.schema();
         let metadata = self.encoder.metadata().clone();
         let writer = self.open(&schema)?;
@@ -107,14 +107,14 @@ impl<W: Write> IpcFileWriter<W> {
 /// Writes batches to an Arrow IPC stream (`.arrows`). See the [module docs](self).
 ///
 /// ```
-/// use lodt::{arrow::{ipc::{IpcStreamReader, IpcStreamWriter}, WriteOptions}, Batch, LodTensor};
+/// use lodt::{arrow::{ipc::{IpcStreamReader, IpcStreamWriter}, ArrowWriteOptions}, Batch, LodTensor};
 /// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![7u8, 8], vec![2], Default::default())?)])?;
-/// let mut writer = IpcStreamWriter::new(Vec::new(), &WriteOptions::default());
+/// let mut writer = IpcStreamWriter::new(Vec::new(), &ArrowWriteOptions::default());
 /// writer.write(&batch)?;
 /// let bytes = writer.finish()?;
 /// let back: Vec<_> = IpcStreamReader::try_new(&bytes[..], &Default::default())?.collect::<Result<_, _>>()?;
 /// assert_eq!(back, vec![batch]);
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub struct IpcStreamWriter<W: Write> {
     state: LazyWriter<StreamWriter<BufWriter<W>>, W>,
@@ -125,7 +125,7 @@ impl<W: Write> IpcStreamWriter<W> {
     /// A writer to `writer` (buffered internally).
     ///
     /// See the [type-level example](IpcStreamWriter).
-    pub fn new(writer: W, options: &WriteOptions) -> Self {
+    pub fn new(writer: W, options: &ArrowWriteOptions) -> Self {
         IpcStreamWriter {
             state: LazyWriter::Pending(writer),
             encoder: BatchEncoder::new(*options),
@@ -160,10 +160,11 @@ impl<W: Write> IpcStreamWriter<W> {
     }
 
     /// Writes the end-of-stream marker and returns the writer. A stream with
-    /// no batch has an empty schema.
+    /// no batch has an empty schema. The writer is spent: another `write` or
+    /// `finish` is an error.
     ///
     /// See the [type-level example](IpcStreamWriter).
-    pub fn finish(mut self) -> Result<W> {
+    pub fn finish(&mut self) -> Result<W> {
         let schema = self.encoder.schema();
         self.open(&schema)?;
         unwrap_buffer(self.state.take("the IPC stream writer")?.into_inner()?)
@@ -175,23 +176,23 @@ impl<W: Write> IpcStreamWriter<W> {
 /// writer); memory stays bounded by one batch.
 ///
 /// ```
-/// use lodt::{arrow::{ipc::write_ipc_file, WriteOptions}, Batch, LodTensor};
+/// use lodt::{arrow::{ipc::write_ipc_file, ArrowWriteOptions}, Batch, LodTensor};
 /// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1i32], vec![1], Default::default())?)])?;
 /// let batches = vec![Ok::<_, lodt::Error>(batch.clone()), Ok(batch)];
-/// let (bytes, stats) = write_ipc_file(Vec::new(), batches, &WriteOptions::default())?;
+/// let (bytes, stats) = write_ipc_file(Vec::new(), batches, &ArrowWriteOptions::default())?;
 /// assert_eq!((stats.batches, stats.rows), (2, 2));
 /// assert!(bytes.ends_with(b"ARROW1"));
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn write_ipc_file<W, I, E>(
     writer: W,
     batches: I,
-    options: &WriteOptions,
+    options: &ArrowWriteOptions,
 ) -> Result<(W, WriteStats)>
 where
     W: Write,
     I: IntoIterator<Item = std::result::Result<Batch, E>>,
-    E: Into<Error>,
+    Error: From<E>,
 {
     write_all(IpcFileWriter::new(writer, options), batches)
 }
@@ -200,21 +201,21 @@ where
 /// writer and what was written (see [`write_ipc_file`]).
 ///
 /// ```
-/// use lodt::{arrow::{ipc::write_ipc_stream, WriteOptions}, Batch, LodTensor};
+/// use lodt::{arrow::{ipc::write_ipc_stream, ArrowWriteOptions}, Batch, LodTensor};
 /// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1i32], vec![1], Default::default())?)])?;
-/// let (_, stats) = write_ipc_stream(Vec::new(), [Ok::<_, lodt::Error>(batch)], &WriteOptions::default())?;
+/// let (_, stats) = write_ipc_stream(Vec::new(), [Ok::<_, lodt::Error>(batch)], &ArrowWriteOptions::default())?;
 /// assert_eq!(stats.batches, 1);
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn write_ipc_stream<W, I, E>(
     writer: W,
     batches: I,
-    options: &WriteOptions,
+    options: &ArrowWriteOptions,
 ) -> Result<(W, WriteStats)>
 where
     W: Write,
     I: IntoIterator<Item = std::result::Result<Batch, E>>,
-    E: Into<Error>,
+    Error: From<E>,
 {
     write_all(IpcStreamWriter::new(writer, options), batches)
 }
@@ -234,13 +235,13 @@ fn with_file_metadata(mut batch: Batch, file: &HashMap<String, String>) -> Batch
 /// metadata is the schema's metadata plus the footer's custom metadata.
 ///
 /// ```
-/// use lodt::{arrow::{ipc::{write_ipc_file, IpcFileReader}, WriteOptions}, Batch, LodTensor};
+/// use lodt::{arrow::{ipc::{write_ipc_file, IpcFileReader}, ArrowWriteOptions}, Batch, LodTensor};
 /// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![true, false], vec![2], Default::default())?)])?;
-/// let (bytes, _) = write_ipc_file(Vec::new(), [Ok::<_, lodt::Error>(batch.clone())], &WriteOptions::default())?;
+/// let (bytes, _) = write_ipc_file(Vec::new(), [Ok::<_, lodt::Error>(batch.clone())], &ArrowWriteOptions::default())?;
 /// let reader = IpcFileReader::try_new(std::io::Cursor::new(bytes), &Default::default())?;
 /// assert_eq!(reader.num_batches(), 1);
 /// assert_eq!(reader.collect::<Result<Vec<_>, _>>()?, vec![batch]);
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub struct IpcFileReader<R: Read + Seek> {
     inner: FileReader<BufReader<R>>,
@@ -320,7 +321,7 @@ impl<R: Read + Seek> IpcFileReader<R> {
     /// let bytes = IpcFileWriter::new(Vec::new(), &Default::default()).finish()?;
     /// let reader = IpcFileReader::try_new(std::io::Cursor::new(bytes), &Default::default())?;
     /// assert!(reader.schema().fields().is_empty());
-    /// # Ok::<(), lodt::arrow::Error>(())
+    /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn schema(&self) -> SchemaRef {
         self.inner.schema()
@@ -345,12 +346,12 @@ impl<R: Read + Seek> Iterator for IpcFileReader<R> {
 /// metadata is the schema's metadata.
 ///
 /// ```
-/// use lodt::{arrow::{ipc::{write_ipc_stream, IpcStreamReader}, WriteOptions}, Batch, LodTensor};
+/// use lodt::{arrow::{ipc::{write_ipc_stream, IpcStreamReader}, ArrowWriteOptions}, Batch, LodTensor};
 /// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1u64], vec![1], Default::default())?)])?;
-/// let (bytes, _) = write_ipc_stream(Vec::new(), [Ok::<_, lodt::Error>(batch.clone())], &WriteOptions::default())?;
+/// let (bytes, _) = write_ipc_stream(Vec::new(), [Ok::<_, lodt::Error>(batch.clone())], &ArrowWriteOptions::default())?;
 /// let reader = IpcStreamReader::try_new(&bytes[..], &Default::default())?;
 /// assert_eq!(reader.collect::<Result<Vec<_>, _>>()?, vec![batch]);
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub struct IpcStreamReader<R: Read> {
     inner: StreamReader<BufReader<R>>,
@@ -375,7 +376,7 @@ impl<R: Read> IpcStreamReader<R> {
     /// let bytes = IpcStreamWriter::new(Vec::new(), &Default::default()).finish()?;
     /// let reader = IpcStreamReader::try_new(&bytes[..], &Default::default())?;
     /// assert!(reader.schema().fields().is_empty());
-    /// # Ok::<(), lodt::arrow::Error>(())
+    /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn schema(&self) -> SchemaRef {
         self.inner.schema()
@@ -392,31 +393,5 @@ impl<R: Read> Iterator for IpcStreamReader<R> {
                 .map_err(Error::from)
                 .and_then(|rb| record_batch_to_batch(&rb, &self.options)),
         )
-    }
-}
-
-impl<W: Write> BatchWriter for IpcFileWriter<W> {
-    type Output = W;
-    fn write_batch(&mut self, batch: &Batch) -> Result<()> {
-        self.write(batch)
-    }
-    fn write_stats(&self) -> WriteStats {
-        self.stats()
-    }
-    fn finish_file(self) -> Result<W> {
-        self.finish()
-    }
-}
-
-impl<W: Write> BatchWriter for IpcStreamWriter<W> {
-    type Output = W;
-    fn write_batch(&mut self, batch: &Batch) -> Result<()> {
-        self.write(batch)
-    }
-    fn write_stats(&self) -> WriteStats {
-        self.stats()
-    }
-    fn finish_file(self) -> Result<W> {
-        self.finish()
     }
 }

@@ -23,10 +23,14 @@
 //! | what                         | API |
 //! |------------------------------|-----|
 //! | tensor <-> array             | [`to_arrow`], [`from_arrow`], [`lodt_tensor_to_arrow`], [`tensor_buffers_to_arrow`] |
-//! | [`Batch`] <-> `RecordBatch` | [`batch_to_record_batch`], [`record_batch_to_batch`] |
+//! | [`Batch`](crate::Batch) <-> `RecordBatch` | [`batch_to_record_batch`], [`record_batch_to_batch`] |
 //! | Arrow IPC files and streams  | [`ipc`] |
 //! | Parquet files (feature `parquet`) | `parquet` |
-//! | regrouping rows into batches | [`crate::rebatch`] |
+//! | regrouping rows into batches | [`crate::batch::rebatch`] |
+//!
+//! The IPC and Parquet readers and writers implement lodt's
+//! [`BatchReader`](crate::batch::BatchReader) and
+//! [`BatchWriter`](crate::batch::BatchWriter), like every format's.
 //!
 //! ```
 //! use lodt::{arrow::{from_arrow, to_arrow, ArrowOptions}, Lod, LodTensor};
@@ -37,10 +41,11 @@
 //! assert_eq!(field.data_type().to_string(), "LargeList(non-null LargeList(non-null Int64))");
 //! let back = from_arrow(&field, &array, &ArrowOptions::default())?;
 //! assert_eq!(back, words);
-//! # Ok::<(), lodt::arrow::Error>(())
+//! # Ok::<(), lodt::arrow::ArrowError>(())
 //! ```
 
 mod batch;
+mod batch_io;
 mod error;
 mod file;
 pub mod ipc;
@@ -49,11 +54,12 @@ pub mod parquet;
 mod tensor;
 
 pub use batch::{batch_to_record_batch, record_batch_to_batch};
-pub use error::{Error, Result};
+/// The module's error under its short name, for the IPC and Parquet files.
+pub(crate) use error::ArrowError as Error;
+pub use error::{ArrowError, Result};
 pub use file::lodt_tensor_to_arrow;
 pub use tensor::{from_arrow, from_arrow_array, tensor_buffers_to_arrow, to_arrow};
 
-use crate::batch::Batch;
 use crate::buffer::ByteStorage;
 use arrow_buffer::Buffer;
 
@@ -102,7 +108,7 @@ pub enum ListType {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum NullLists {
-    /// A null list is an [`Error::NullList`] naming the column, level and index.
+    /// A null list is an [`ArrowError::NullList`] naming the column, level and index.
     #[default]
     Error,
     /// A null list is read as an empty sequence.
@@ -157,7 +163,7 @@ impl ArrowOptions {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum MetadataPolicy {
-    /// A differing batch is an [`Error::MetadataMismatch`].
+    /// A differing batch is an [`ArrowError::MetadataMismatch`].
     #[default]
     Error,
     /// The file keeps the first batch's metadata; later batches' is dropped.
@@ -167,13 +173,13 @@ pub enum MetadataPolicy {
 /// Options of the IPC and Parquet file writers.
 ///
 /// ```
-/// use lodt::arrow::{MetadataPolicy, WriteOptions};
-/// let o = WriteOptions::default().with_row_group_rows(1024).with_metadata_policy(MetadataPolicy::KeepFirst);
+/// use lodt::arrow::{MetadataPolicy, ArrowWriteOptions};
+/// let o = ArrowWriteOptions::default().with_row_group_rows(1024).with_metadata_policy(MetadataPolicy::KeepFirst);
 /// assert_eq!(o.row_group_rows, Some(1024));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub struct WriteOptions {
+pub struct ArrowWriteOptions {
     /// How tensors become arrays.
     pub arrow: ArrowOptions,
     /// What to do with batches whose metadata differs from the first's.
@@ -183,12 +189,12 @@ pub struct WriteOptions {
     pub row_group_rows: Option<usize>,
 }
 
-impl WriteOptions {
-    /// Sets [`WriteOptions::arrow`].
+impl ArrowWriteOptions {
+    /// Sets [`ArrowWriteOptions::arrow`].
     ///
     /// ```
-    /// use lodt::arrow::{ArrowOptions, ListType, WriteOptions};
-    /// let o = WriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(ListType::List));
+    /// use lodt::arrow::{ArrowOptions, ListType, ArrowWriteOptions};
+    /// let o = ArrowWriteOptions::default().with_arrow(ArrowOptions::default().with_list_type(ListType::List));
     /// assert_eq!(o.arrow.list_type, ListType::List);
     /// ```
     pub fn with_arrow(mut self, arrow: ArrowOptions) -> Self {
@@ -196,11 +202,11 @@ impl WriteOptions {
         self
     }
 
-    /// Sets [`WriteOptions::metadata`].
+    /// Sets [`ArrowWriteOptions::metadata`].
     ///
     /// ```
-    /// use lodt::arrow::{MetadataPolicy, WriteOptions};
-    /// let o = WriteOptions::default().with_metadata_policy(MetadataPolicy::KeepFirst);
+    /// use lodt::arrow::{MetadataPolicy, ArrowWriteOptions};
+    /// let o = ArrowWriteOptions::default().with_metadata_policy(MetadataPolicy::KeepFirst);
     /// assert_eq!(o.metadata, MetadataPolicy::KeepFirst);
     /// ```
     pub fn with_metadata_policy(mut self, metadata: MetadataPolicy) -> Self {
@@ -208,29 +214,15 @@ impl WriteOptions {
         self
     }
 
-    /// Sets [`WriteOptions::row_group_rows`] to `Some(rows)`.
+    /// Sets [`ArrowWriteOptions::row_group_rows`] to `Some(rows)`.
     ///
     /// ```
-    /// assert_eq!(lodt::arrow::WriteOptions::default().with_row_group_rows(8).row_group_rows, Some(8));
+    /// assert_eq!(lodt::arrow::ArrowWriteOptions::default().with_row_group_rows(8).row_group_rows, Some(8));
     /// ```
     pub fn with_row_group_rows(mut self, rows: usize) -> Self {
         self.row_group_rows = Some(rows);
         self
     }
-}
-
-/// What a file writer wrote.
-///
-/// ```
-/// let s = lodt::arrow::WriteStats::default();
-/// assert_eq!((s.batches, s.rows), (0, 0));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct WriteStats {
-    /// The number of batches.
-    pub batches: u64,
-    /// The number of top-level rows, over all batches.
-    pub rows: u64,
 }
 
 /// A file writer that can only be created once the schema is known, that
@@ -260,7 +252,7 @@ impl<T, W> LazyWriter<T, W> {
         }
         match self {
             LazyWriter::Open(writer) => Ok(writer),
-            _ => Err(Error::InvalidArgument(format!("{what} is finished"))),
+            _ => Err(ArrowError::InvalidArgument(format!("{what} is finished"))),
         }
     }
 
@@ -268,51 +260,9 @@ impl<T, W> LazyWriter<T, W> {
     pub(crate) fn take(&mut self, what: &'static str) -> Result<T> {
         match std::mem::replace(self, LazyWriter::Closed) {
             LazyWriter::Open(writer) => Ok(writer),
-            _ => Err(Error::InvalidArgument(format!("{what} is finished"))),
+            _ => Err(ArrowError::InvalidArgument(format!("{what} is finished"))),
         }
     }
-}
-
-/// A writer of mini-batches into an Arrow-based file: implemented by
-/// [`ipc::IpcFileWriter`], [`ipc::IpcStreamWriter`] and
-/// `parquet::ParquetWriter`, so code can stream batches into any of them.
-///
-/// ```
-/// use lodt::arrow::{ipc::IpcStreamWriter, write_all, WriteOptions};
-/// use lodt::{Batch, LodTensor};
-/// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?;
-/// let writer = IpcStreamWriter::new(Vec::new(), &WriteOptions::default());
-/// let (bytes, stats) = write_all(writer, [Ok::<_, lodt::Error>(batch)])?;
-/// assert_eq!(stats.batches, 1);
-/// assert!(!bytes.is_empty());
-/// # Ok::<(), lodt::arrow::Error>(())
-/// ```
-pub trait BatchWriter {
-    /// What [`BatchWriter::finish_file`] returns (the underlying writer).
-    type Output;
-    /// Writes one batch.
-    fn write_batch(&mut self, batch: &Batch) -> Result<()>;
-    /// What was written so far.
-    fn write_stats(&self) -> WriteStats;
-    /// Ends the file and returns the underlying writer.
-    fn finish_file(self) -> Result<Self::Output>;
-}
-
-/// Writes every batch of `batches` with `writer`, then ends the file; returns
-/// the underlying writer and what was written. Stops at the first error (of
-/// the source or of the writer); memory stays bounded by one batch. See
-/// [`BatchWriter`].
-pub fn write_all<B, I, E>(mut writer: B, batches: I) -> Result<(B::Output, WriteStats)>
-where
-    B: BatchWriter,
-    I: IntoIterator<Item = std::result::Result<Batch, E>>,
-    E: Into<Error>,
-{
-    for batch in batches {
-        writer.write_batch(&batch.map_err(Into::into)?)?;
-    }
-    let stats = writer.write_stats();
-    Ok((writer.finish_file()?, stats))
 }
 
 /// An Arrow [`Buffer`] as a tensor's storage: how [`from_arrow`] keeps Arrow's

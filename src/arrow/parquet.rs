@@ -10,25 +10,23 @@
 //! no rows writes nothing (Parquet has no empty row groups).
 //!
 //! ```
-//! use lodt::{arrow::{parquet::{ParquetReader, ParquetWriter}, WriteOptions}, Batch, Lod, LodTensor};
+//! use lodt::{arrow::{parquet::{ParquetReader, ParquetWriter}, ArrowWriteOptions}, Batch, Lod, LodTensor};
 //! let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
 //! let batch = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1i64, 2, 3], vec![3], lod)?)])?;
 //! let mut file = tempfile::tempfile()?;
-//! let mut writer = ParquetWriter::try_new(file.try_clone()?, &WriteOptions::default())?;
+//! let mut writer = ParquetWriter::try_new(file.try_clone()?, &ArrowWriteOptions::default())?;
 //! writer.write(&batch)?;
 //! writer.write(&batch)?;
 //! writer.finish()?;
 //! let reader = ParquetReader::try_new(file, &Default::default())?;
 //! assert_eq!(reader.num_row_groups(), 2);
 //! assert_eq!(reader.collect::<Result<Vec<_>, _>>()?, vec![batch.clone(), batch]);
-//! # Ok::<(), lodt::arrow::Error>(())
+//! # Ok::<(), lodt::arrow::ArrowError>(())
 //! ```
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
-use super::{
-    ArrowOptions, BatchWriter, Error, LazyWriter, Result, WriteOptions, WriteStats, write_all,
-};
-use crate::batch::Batch;
+use super::{ArrowOptions, ArrowWriteOptions, Error, LazyWriter, Result};
+use crate::batch::{Batch, WriteStats, write_all};
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -53,11 +51,11 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// A writer with the Parquet crate's default properties (no compression).
     ///
     /// ```
-    /// use lodt::arrow::{parquet::ParquetWriter, WriteOptions};
-    /// assert!(ParquetWriter::try_new(Vec::new(), &WriteOptions::default()).is_ok());
-    /// assert!(ParquetWriter::try_new(Vec::new(), &WriteOptions::default().with_row_group_rows(0)).is_err());
+    /// use lodt::arrow::{parquet::ParquetWriter, ArrowWriteOptions};
+    /// assert!(ParquetWriter::try_new(Vec::new(), &ArrowWriteOptions::default()).is_ok());
+    /// assert!(ParquetWriter::try_new(Vec::new(), &ArrowWriteOptions::default().with_row_group_rows(0)).is_err());
     /// ```
-    pub fn try_new(writer: W, options: &WriteOptions) -> Result<Self> {
+    pub fn try_new(writer: W, options: &ArrowWriteOptions) -> Result<Self> {
         Self::try_with_properties(writer, options, WriterProperties::default())
     }
 
@@ -66,13 +64,13 @@ impl<W: Write + Send> ParquetWriter<W> {
     ///
     /// ```
     /// use parquet::{basic::Compression, file::properties::WriterProperties};
-    /// use lodt::arrow::{parquet::ParquetWriter, WriteOptions};
+    /// use lodt::arrow::{parquet::ParquetWriter, ArrowWriteOptions};
     /// let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
-    /// assert!(ParquetWriter::try_with_properties(Vec::new(), &WriteOptions::default(), props).is_ok());
+    /// assert!(ParquetWriter::try_with_properties(Vec::new(), &ArrowWriteOptions::default(), props).is_ok());
     /// ```
     pub fn try_with_properties(
         writer: W,
-        options: &WriteOptions,
+        options: &ArrowWriteOptions,
         properties: WriterProperties,
     ) -> Result<Self> {
         if options.row_group_rows == Some(0) {
@@ -102,7 +100,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     }
 
     /// Writes one batch: as its own row group by default, or into row groups
-    /// of [`WriteOptions::row_group_rows`] top-level rows.
+    /// of [`ArrowWriteOptions::row_group_rows`] top-level rows.
     ///
     /// See the [module docs](self).
     pub fn write(&mut self, batch: &Batch) -> Result<()> {
@@ -121,17 +119,18 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// ```
     /// let w = lodt::arrow::parquet::ParquetWriter::try_new(Vec::new(), &Default::default())?;
     /// assert_eq!(w.stats().batches, 0);
-    /// # Ok::<(), lodt::arrow::Error>(())
+    /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn stats(&self) -> WriteStats {
         self.encoder.stats()
     }
 
     /// Writes the footer (with the file's key/value metadata) and returns the
-    /// writer. A file with no batch has an empty schema.
+    /// writer. A file with no batch has an empty schema. The writer is spent:
+    /// another `write` or `finish` is an error.
     ///
     /// See the [module docs](self).
-    pub fn finish(mut self) -> Result<W> {
+    pub fn finish(&mut self) -> Result<W> {
         let schema = self.encoder.schema();
         let metadata = self.encoder.metadata().clone();
         let writer = self.open(&schema)?;
@@ -147,22 +146,22 @@ impl<W: Write + Send> ParquetWriter<W> {
 /// row group.
 ///
 /// ```
-/// use lodt::{arrow::{parquet::write_parquet, WriteOptions}, Batch, LodTensor};
+/// use lodt::{arrow::{parquet::write_parquet, ArrowWriteOptions}, Batch, LodTensor};
 /// let batch = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![1i32, 2], vec![2], Default::default())?)])?;
-/// let (bytes, stats) = write_parquet(Vec::new(), [Ok::<_, lodt::Error>(batch)], &WriteOptions::default())?;
+/// let (bytes, stats) = write_parquet(Vec::new(), [Ok::<_, lodt::Error>(batch)], &ArrowWriteOptions::default())?;
 /// assert_eq!((stats.batches, stats.rows), (1, 2));
 /// assert!(bytes.ends_with(b"PAR1"));
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn write_parquet<W, I, E>(
     writer: W,
     batches: I,
-    options: &WriteOptions,
+    options: &ArrowWriteOptions,
 ) -> Result<(W, WriteStats)>
 where
     W: Write + Send,
     I: IntoIterator<Item = std::result::Result<Batch, E>>,
-    E: Into<Error>,
+    Error: From<E>,
 {
     write_all(ParquetWriter::try_new(writer, options)?, batches)
 }
@@ -213,7 +212,7 @@ impl ParquetReader {
     ///
     /// ```no_run
     /// let reader = lodt::arrow::parquet::ParquetReader::open("batches.parquet", &Default::default())?;
-    /// # Ok::<(), lodt::arrow::Error>(())
+    /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn open(path: impl AsRef<std::path::Path>, options: &ArrowOptions) -> Result<Self> {
         Self::try_new(File::open(path)?, options)
@@ -229,7 +228,7 @@ impl ParquetReader {
     /// let reader = ParquetReader::try_new(file, &Default::default())?.with_max_batch_rows(2);
     /// let rows: Vec<usize> = reader.map(|b| b.map(|b| b.get("y").unwrap().rows())).collect::<Result<_, _>>()?;
     /// assert_eq!(rows, vec![2, 1]);
-    /// # Ok::<(), lodt::arrow::Error>(())
+    /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn with_max_batch_rows(mut self, rows: usize) -> Self {
         self.max_batch_rows = rows.max(1);
@@ -250,7 +249,7 @@ impl ParquetReader {
     /// let mut file = tempfile::tempfile()?;
     /// ParquetWriter::try_new(file.try_clone()?, &Default::default())?.finish()?;
     /// assert!(ParquetReader::try_new(file, &Default::default())?.schema().fields().is_empty());
-    /// # Ok::<(), lodt::arrow::Error>(())
+    /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn schema(&self) -> &SchemaRef {
         self.metadata.schema()
@@ -321,15 +320,37 @@ impl Iterator for ParquetReader {
     }
 }
 
-impl<W: Write + Send> BatchWriter for ParquetWriter<W> {
-    type Output = W;
-    fn write_batch(&mut self, batch: &Batch) -> Result<()> {
-        self.write(batch)
+/// The file's metadata is its Arrow schema's; the batch count comes from the
+/// footer's row counts (row groups with no rows give no batch, larger ones
+/// than [`ParquetReader::with_max_batch_rows`] several).
+///
+/// ```
+/// use lodt::{arrow::parquet::{write_parquet, ParquetReader}, batch::BatchReader, Batch, LodTensor};
+/// let y = |v: Vec<i32>| Batch::try_from_tensors([("y", LodTensor::from_vec(v.clone(), vec![v.len()], Default::default())?)]);
+/// let file = tempfile::tempfile()?;
+/// write_parquet(file.try_clone()?, [y(vec![]), y(vec![1, 2, 3]), y(vec![4, 5, 6])], &Default::default())?;
+/// let reader = ParquetReader::try_new(file, &Default::default())?.with_max_batch_rows(2);
+/// assert_eq!((reader.metadata().len(), reader.num_batches()), (0, Some(4)));
+/// assert_eq!(reader.count(), 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl crate::batch::BatchReader for ParquetReader {
+    type Error = Error;
+
+    fn metadata(&self) -> std::collections::BTreeMap<String, String> {
+        self.schema()
+            .metadata()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
-    fn write_stats(&self) -> WriteStats {
-        self.stats()
-    }
-    fn finish_file(self) -> Result<W> {
-        self.finish()
+
+    fn num_batches(&self) -> Option<usize> {
+        let mut batches = 0usize;
+        for row_group in self.metadata.metadata().row_groups() {
+            let rows = usize::try_from(row_group.num_rows()).ok()?;
+            batches = batches.checked_add(rows.div_ceil(self.max_batch_rows))?;
+        }
+        Some(batches)
     }
 }

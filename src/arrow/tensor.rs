@@ -2,8 +2,8 @@
 //! that makes the mapping lossless).
 
 use super::{
-    ArrowBytes, ArrowOptions, DTYPE_KEY, Error, FIXED_SHAPE_TENSOR, ListType, NullLists, Result,
-    SCALAR_KEY,
+    ArrowBytes, ArrowError, ArrowOptions, DTYPE_KEY, FIXED_SHAPE_TENSOR, ListType, NullLists,
+    Result, SCALAR_KEY,
 };
 use crate::buffer::{AlignedBytes, ByteStorage};
 use crate::dtype::DType;
@@ -81,8 +81,8 @@ fn aligned_buffer<T: ArrowNativeType>(bytes: &[u8], shared: Option<Buffer>) -> S
     ScalarBuffer::new(buffer, 0, len)
 }
 
-fn overflow(column: &str, what: &'static str, value: u128, limit: u128) -> Error {
-    Error::Overflow {
+fn overflow(column: &str, what: &'static str, value: u128, limit: u128) -> ArrowError {
+    ArrowError::Overflow {
         column: column.to_owned(),
         what,
         value,
@@ -90,8 +90,8 @@ fn overflow(column: &str, what: &'static str, value: u128, limit: u128) -> Error
     }
 }
 
-fn tensor_error(column: &str) -> impl Fn(crate::Error) -> Error + '_ {
-    move |source| Error::Tensor {
+fn tensor_error(column: &str) -> impl Fn(crate::Error) -> ArrowError + '_ {
+    move |source| ArrowError::Tensor {
         column: column.to_owned(),
         source,
     }
@@ -131,7 +131,7 @@ fn leaf_array(dtype: DType, body: &[u8], shared: Option<Buffer>) -> ArrayRef {
 /// already starts at 0 and its memory is shareable.
 fn large_offsets(column: &str, level: &LevelSource<'_>) -> Result<OffsetBuffer<i64>> {
     let (Some(&first), Some(&last)) = (level.raw.first(), level.raw.last()) else {
-        return Err(Error::InvalidArgument(format!(
+        return Err(ArrowError::InvalidArgument(format!(
             "column {column:?}: a LoD level with no offsets"
         )));
     };
@@ -169,7 +169,7 @@ fn large_offsets(column: &str, level: &LevelSource<'_>) -> Result<OffsetBuffer<i
 /// `i32` offsets of one level, rebased to start at 0 (always a copy).
 fn small_offsets(column: &str, level: &LevelSource<'_>) -> Result<OffsetBuffer<i32>> {
     let (Some(&first), Some(&last)) = (level.raw.first(), level.raw.last()) else {
-        return Err(Error::InvalidArgument(format!(
+        return Err(ArrowError::InvalidArgument(format!(
             "column {column:?}: a LoD level with no offsets"
         )));
     };
@@ -290,7 +290,7 @@ fn build(name: &str, src: Source<'_>, options: &ArrowOptions) -> Result<(Field, 
 /// let article2 = words.branch(&[2])?;                 // offsets [10, 12, 15]
 /// let (_, array) = to_arrow("a2", &article2, &ArrowOptions::default())?;
 /// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2, 5]);
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn to_arrow(
     name: &str,
@@ -339,7 +339,7 @@ pub fn to_arrow(
 /// let list = array.as_list::<i64>();
 /// assert_eq!(list.value_offsets(), &[0, 1, 3]);
 /// assert_eq!(list.value_offsets().as_ptr() as usize, storage.bytes().as_ptr() as usize);
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn tensor_buffers_to_arrow(
     name: &str,
@@ -393,7 +393,7 @@ fn read_list_level<O: OffsetSizeTrait>(
     let nulls = list.nulls().filter(|n| n.null_count() > 0);
     let values_len = list.values().len();
     let bad_offset = || {
-        Error::InvalidArgument(format!(
+        ArrowError::InvalidArgument(format!(
             "column {column:?}: list offsets at level {level} are not valid for {values_len} values"
         ))
     };
@@ -408,7 +408,7 @@ fn read_list_level<O: OffsetSizeTrait>(
             if is_null {
                 match options.null_lists {
                     NullLists::Error => {
-                        return Err(Error::NullList {
+                        return Err(ArrowError::NullList {
                             column: column.to_owned(),
                             level,
                             index,
@@ -447,8 +447,8 @@ struct TensorExtension {
     shape: Vec<u64>,
 }
 
-fn metadata_error(column: &str, message: String) -> Error {
-    Error::Metadata {
+fn metadata_error(column: &str, message: String) -> ArrowError {
+    ArrowError::Metadata {
         column: column.to_owned(),
         message,
     }
@@ -495,19 +495,19 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
 /// // A slice is rebased:
 /// let t = from_arrow(&field, &array.slice(1, 2), &ArrowOptions::default())?;
 /// assert_eq!((t.lod().to_offsets(), t.as_slice::<i32>()?), (vec![vec![0, 0, 1]], &[3][..]));
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
     let column = field.name().as_str();
     if !field.data_type().equals_datatype(array.data_type()) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(ArrowError::InvalidArgument(format!(
             "column {column:?}: the field's type {} is not the array's type {}",
             field.data_type(),
             array.data_type()
         )));
     }
     let mismatch = |found: &DataType| {
-        Error::InvalidArgument(format!(
+        ArrowError::InvalidArgument(format!(
             "column {column:?}: the array's type {found} does not match the field's type {}",
             field.data_type()
         ))
@@ -548,13 +548,13 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
             .as_fixed_size_list_opt()
             .ok_or_else(|| mismatch(array.data_type()))?;
         let size = usize::try_from(*size).map_err(|_| {
-            Error::InvalidArgument(format!("column {column:?}: negative FixedSizeList size"))
+            ArrowError::InvalidArgument(format!("column {column:?}: negative FixedSizeList size"))
         })?;
         if let Some(nulls) = fsl.nulls().filter(|n| n.null_count() > 0) {
             let mut position = 0usize;
             for run in &runs {
                 if let Some(i) = run.clone().find(|&i| nulls.is_null(i)) {
-                    return Err(Error::NullValue {
+                    return Err(ArrowError::NullValue {
                         column: column.to_owned(),
                         row: (position + i - run.start) / elements_per_row.max(1),
                     });
@@ -623,14 +623,14 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
         DataType::Float32 => DType::Float32,
         DataType::Float64 => DType::Float64,
         other => {
-            return Err(Error::Unsupported {
+            return Err(ArrowError::Unsupported {
                 column: column.to_owned(),
                 data_type: other.to_string(),
             });
         }
     };
     if runs.iter().any(|r| r.end > array.len()) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(ArrowError::InvalidArgument(format!(
             "column {column:?}: offsets point past the {} values",
             array.len()
         )));
@@ -639,7 +639,7 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
         let mut position = 0usize;
         for run in &runs {
             if let Some(i) = run.clone().find(|&i| nulls.is_null(i)) {
-                return Err(Error::NullValue {
+                return Err(ArrowError::NullValue {
                     column: column.to_owned(),
                     row: (position + i - run.start) / elements_per_row.max(1),
                 });
@@ -658,7 +658,7 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
             .collect();
         Arc::new(bools)
     } else {
-        let buffer = leaf_buffer(array, dtype).ok_or_else(|| Error::Unsupported {
+        let buffer = leaf_buffer(array, dtype).ok_or_else(|| ArrowError::Unsupported {
             column: column.to_owned(),
             data_type: array.data_type().to_string(),
         })?;
@@ -747,7 +747,7 @@ fn leaf_buffer(array: &dyn Array, dtype: DType) -> Option<Buffer> {
 /// let array: ArrayRef = Arc::new(Float32Array::from(vec![1.0, 2.0]));
 /// let t = lodt::arrow::from_arrow_array(&array, &Default::default())?;
 /// assert_eq!((t.shape(), t.lod().num_levels()), (&[2][..], 0));
-/// # Ok::<(), lodt::arrow::Error>(())
+/// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn from_arrow_array(array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
     let field = Field::new("array", array.data_type().clone(), true);

@@ -94,6 +94,24 @@ pub(crate) fn pad64(n: u64) -> Option<u64> {
     n.checked_add(ALIGN - 1).map(|x| x & !(ALIGN - 1))
 }
 
+/// Compares a stored checksum with the one found: the one place the checksum
+/// error ([`FormatError::Checksum`]) is built.
+pub(crate) fn same_crc(at: Location, expected: u32, found: u32) -> Result<()> {
+    if expected != found {
+        return Err(FormatError::Checksum {
+            at,
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// Checks the CRC32 of `bytes` against the stored `expected`.
+pub(crate) fn check_crc32(bytes: &[u8], expected: u32, at: Location) -> Result<()> {
+    same_crc(at, expected, crc32(bytes))
+}
+
 /// The CRC32 (IEEE, as zlib) of `bytes`.
 pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     crc32fast::hash(bytes)
@@ -116,15 +134,7 @@ pub(crate) trait Sealed64: IntoBytes + Immutable {
     }
     /// Checks the CRC field.
     fn check_crc(&self, at: Location) -> Result<()> {
-        let (expected, found) = (self.stored_crc(), self.computed_crc());
-        if expected != found {
-            return Err(FormatError::Checksum {
-                at,
-                expected,
-                found,
-            });
-        }
-        Ok(())
+        same_crc(at, self.stored_crc(), self.computed_crc())
     }
 }
 
@@ -415,6 +425,128 @@ pub(crate) fn diagnose_magic(head: &[u8]) -> String {
 /// bytes of a file. `available` is the whole file when known (for the
 /// truncation report). Returns the version, the metadata and the offset of the
 /// first batch.
+/// Checks a footer read whole: `region` holds the file's bytes from
+/// `footer_offset` to its end (footer header, index, padding, trailer), and
+/// the file has `count` batches (as `counted_by` says: its trailer, or the
+/// batches a stream read). The one footer parser of the mapped reader, the stream
+/// reader and recovery. Returns the index entries.
+pub(crate) fn check_footer_region(
+    region: &[u8],
+    footer_offset: u64,
+    count: u64,
+    counted_by: &str,
+) -> Result<Vec<IndexEntry>> {
+    let corrupt = |part, reason: String| Err(FormatError::corrupt(Location::file(part), reason));
+    let index_len = count.checked_mul(INDEX_ENTRY_LEN);
+    let padded = index_len.and_then(pad64);
+    let (Some(index_len), Some(padded)) = (index_len, padded) else {
+        return corrupt(Part::FooterHeader, format!("an index of {count} batches"));
+    };
+    let trailer_at = STRUCT_LEN.saturating_add(padded);
+    let needed = trailer_at.saturating_add(STRUCT_LEN);
+    if (region.len() as u64) < needed {
+        return Err(FormatError::Truncated {
+            at: Location::file(Part::Index),
+            needed: footer_offset.saturating_add(needed),
+            available: footer_offset + region.len() as u64,
+        });
+    }
+    let footer: FooterHeader =
+        read_struct(region, footer_offset, Location::file(Part::FooterHeader))?;
+    if footer.tag == BATCH_TAG {
+        // An append writes its first batch over the old footer and the new
+        // trailer last: until then, the old trailer points at the new batch.
+        return Err(FormatError::NoFooter {
+            reason: format!(
+                "the trailer points at a batch header at offset {footer_offset}, where its footer \
+                 was: an append overwrote the footer and has not written the new one"
+            ),
+        });
+    }
+    if footer.tag != FOOTER_TAG {
+        return corrupt(
+            Part::FooterHeader,
+            format!(
+                "expected tag \"LODTFOOT\", found {:?}",
+                String::from_utf8_lossy(&footer.tag)
+            ),
+        );
+    }
+    footer.check_crc(Location::file(Part::FooterHeader))?;
+    if footer.batch_count.get() != count || footer.index_len.get() != index_len {
+        return corrupt(
+            Part::FooterHeader,
+            format!(
+                "footer counts {} batches in {} bytes, {counted_by} {count} batches in {index_len} bytes",
+                footer.batch_count.get(),
+                footer.index_len.get()
+            ),
+        );
+    }
+    // In range: the region holds the footer header, the padded index and the
+    // trailer (checked above).
+    let index_end = (STRUCT_LEN + index_len) as usize;
+    let index = &region[STRUCT_LEN as usize..index_end];
+    check_crc32(index, footer.index_crc.get(), Location::file(Part::Index))?;
+    check_zero(
+        &region[index_end..trailer_at as usize],
+        footer_offset + index_end as u64,
+        || Location::file(Part::Index),
+    )?;
+    let trailer_offset = footer_offset + trailer_at;
+    let trailer: Trailer = read_struct(
+        &region[trailer_at as usize..],
+        trailer_offset,
+        Location::file(Part::Trailer),
+    )?;
+    if trailer.tag != TRAILER_TAG {
+        return corrupt(Part::Trailer, "expected tag \"LODTTAIL\"".into());
+    }
+    trailer.check_crc(Location::file(Part::Trailer))?;
+    same_crc(
+        Location::file(Part::Trailer),
+        trailer.footer_crc.get(),
+        footer.crc.get(),
+    )?;
+    if trailer.footer_offset.get() != footer_offset || trailer.batch_count.get() != count {
+        return corrupt(
+            Part::Trailer,
+            format!(
+                "trailer points at a footer at {} with {} batches; found one at {footer_offset} with {count}",
+                trailer.footer_offset.get(),
+                trailer.batch_count.get()
+            ),
+        );
+    }
+    if region.len() as u64 > needed {
+        return corrupt(
+            Part::Trailer,
+            format!(
+                "data continues after the trailer at offset {}",
+                footer_offset + needed
+            ),
+        );
+    }
+    Ok(<[IndexEntry]>::ref_from_bytes(index)
+        .map_err(|_| FormatError::corrupt(Location::file(Part::Index), "misaligned index"))?
+        .to_vec())
+}
+
+/// How many bytes from the start of a file [`parse_file_start`] needs: the
+/// header and its metadata, padded (64 when `head` is too short to tell or
+/// announces too much metadata, so that parsing reports what is wrong).
+pub(crate) fn file_start_len(head: &[u8]) -> u64 {
+    if !head.starts_with(&MAGIC) {
+        return STRUCT_LEN;
+    }
+    match read_struct::<FileHeader>(head, 0, Location::file(Part::FileHeader)) {
+        Ok(h) if h.meta_len.get() <= MAX_METADATA_LEN => {
+            pad64(STRUCT_LEN + h.meta_len.get()).unwrap_or(STRUCT_LEN)
+        }
+        _ => STRUCT_LEN,
+    }
+}
+
 pub(crate) fn parse_file_start(
     bytes: &[u8],
 ) -> Result<(super::Version, BTreeMap<String, String>, u64)> {
@@ -450,14 +582,11 @@ pub(crate) fn parse_file_start(
     }
     // In range: data_start <= bytes.len().
     let meta = &bytes[STRUCT_LEN as usize..meta_end as usize];
-    let found = crc32(meta);
-    if found != header.meta_crc.get() {
-        return Err(FormatError::Checksum {
-            at: Location::file(Part::FileMetadata),
-            expected: header.meta_crc.get(),
-            found,
-        });
-    }
+    check_crc32(
+        meta,
+        header.meta_crc.get(),
+        Location::file(Part::FileMetadata),
+    )?;
     check_zero(
         &bytes[meta_end as usize..data_start as usize],
         meta_end,

@@ -15,7 +15,12 @@
 //! - Write: [`save_tensor`], [`save_batch`], or a streaming [`Writer`]
 //!   (atomic file creation, appending, or any `Write`).
 //! - Read: [`LodtFile`] (memory map or in memory, zero-copy views, owned
-//!   tensors over the map), or [`StreamReader`] (any `Read`, in order).
+//!   tensors over the map; [`LodtFile::into_reader`] makes it a
+//!   [`BatchReader`](crate::batch::BatchReader) with random access), or
+//!   [`StreamReader`] (any `Read`, in order).
+//! - [`Writer`] is a [`BatchWriter`](crate::batch::BatchWriter) and
+//!   [`StreamReader`] a [`BatchReader`](crate::batch::BatchReader), like every
+//!   format's writer and reader.
 //! - Check and repair: [`verify`], [`recover`].
 //!
 //! ```
@@ -34,26 +39,28 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch_io;
 mod buffers;
 mod error;
-mod json;
 pub mod layout;
 mod reader;
 mod recover;
 mod section;
+mod source;
 mod storage;
 mod stream;
 mod verify;
 mod writer;
 
+pub use batch_io::LodtFileReader;
 pub use buffers::TensorBuffers;
 pub use error::{FormatError, Location, Part, Result};
-pub use json::tensor_json;
 pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
 };
-pub use reader::{BatchView, LodtFile};
+pub use reader::{BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
+pub use source::{MemorySource, MmapSource, OpenHint, PreadSource, RangeSource};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
 pub use verify::{VerifyReport, verify};
@@ -110,7 +117,7 @@ pub fn save_tensor(path: impl AsRef<Path>, name: &str, tensor: &LodTensor) -> Re
 /// ```
 pub fn save_batch(path: impl AsRef<Path>, batch: &Batch) -> Result<()> {
     let mut w = Writer::create(path, BTreeMap::new())?;
-    w.write_batch(batch)?;
+    w.write(batch)?;
     w.finish()?;
     Ok(())
 }
@@ -126,9 +133,9 @@ pub fn to_bytes<'a>(
     batches: impl IntoIterator<Item = &'a Batch>,
     metadata: BTreeMap<String, String>,
 ) -> Result<Vec<u8>> {
-    let mut w = Writer::new(Vec::new(), metadata)?;
+    let mut w = Writer::try_new(Vec::new(), metadata)?;
     for b in batches {
-        w.write_batch(b)?;
+        w.write(b)?;
     }
     w.finish()
 }

@@ -5,19 +5,38 @@ use super::Version;
 use super::buffers::TensorBuffers;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    BATCH_TAG, FOOTER_TAG, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64,
-    TRAILER_TAG, Trailer, check_zero, crc32, pad64, parse_file_start, read_struct,
+    INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG, Trailer, check_footer_region,
+    file_start_len, pad64, parse_file_start, read_struct, same_crc,
 };
 use super::section::{self, BatchMeta};
-use super::storage::MappedFile;
-use crate::buffer::{AlignedBytes, ByteStorage};
+use super::source::{MemorySource, MmapSource, OpenReads, PreadSource, RangeSource, read_one};
+use crate::buffer::{AlignedBytes, Buffer, ByteStorage};
 use crate::{Batch, LodTensor};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
-use zerocopy::FromBytes;
+
+/// How [`LodtFile::open_with`] reads a file.
+///
+/// ```
+/// assert!(lodt::format::ReadOptions::default().mmap);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Read through a memory map (the default): batches are windows of the
+    /// map, no copy. `false` reads with positional reads: each batch is copied
+    /// into memory when touched, and a file truncated by another process gives
+    /// an error instead of `SIGBUS`.
+    pub mmap: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { mmap: true }
+    }
+}
 
 /// An open `.lodt` file: random access to every batch, with views that borrow
 /// the file's bytes (no copy).
@@ -48,7 +67,8 @@ use zerocopy::FromBytes;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct LodtFile {
-    storage: Arc<dyn ByteStorage>,
+    source: Arc<dyn RangeSource>,
+    len: u64,
     version: Version,
     metadata: BTreeMap<String, String>,
     /// The index, copied out of the file (24 bytes per batch) so that an
@@ -63,7 +83,8 @@ impl std::fmt::Debug for LodtFile {
         f.debug_struct("LodtFile")
             .field("version", &self.version)
             .field("batches", &self.entries.len())
-            .field("bytes", &self.storage.bytes().len())
+            .field("source", &self.source.describe())
+            .field("bytes", &self.len)
             .finish()
     }
 }
@@ -73,10 +94,10 @@ impl LodtFile {
     ///
     /// A memory map shows the file's current bytes: if another program
     /// truncates the file while it is open, reading the lost part raises
-    /// `SIGBUS` and kills the process (see [`MappedFile`]). lodt's own writers
+    /// `SIGBUS` and kills the process (see [`MappedFile`](super::MappedFile)). lodt's own writers
     /// never do that (saving renames a new file over the old one, and an open
     /// map keeps the old one). For files that may change underneath, use
-    /// [`LodtFile::read`].
+    /// [`LodtFile::open_with`] with positional reads.
     ///
     /// A file with no valid footer whose writer lock is held (an append or a
     /// recovery is running: see [`WriterLock`](crate::atomic::WriterLock))
@@ -89,9 +110,33 @@ impl LodtFile {
     /// assert!(err.to_string().contains("/no/such.lodt"));
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, &ReadOptions::default())
+    }
+
+    /// Opens the file at `path` as `options` say: through a memory map (the
+    /// default) or with positional reads (`mmap: false`: no map, so a file
+    /// truncated by another process gives an error, never `SIGBUS`; each batch
+    /// is read into memory when it is touched).
+    ///
+    /// ```
+    /// use lodt::format::{LodtFile, ReadOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("x.lodt");
+    /// let t = lodt::LodTensor::from_vec(vec![1.5f32, 2.5], vec![2], Default::default())?;
+    /// lodt::format::save_tensor(&path, "x", &t)?;
+    /// let file = LodtFile::open_with(&path, &ReadOptions { mmap: false })?;
+    /// assert_eq!(file.batch(0)?.tensor("x")?.as_slice::<f32>()?, &[1.5, 2.5]);
+    /// assert!(file.storage().is_none()); // no map, no whole-file storage
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Self> {
         let path = path.as_ref();
-        let map = MappedFile::open(path)?;
-        Self::from_storage(Arc::new(map)).map_err(|e| unfinished(path, e))
+        let source: Arc<dyn RangeSource> = if options.mmap {
+            Arc::new(MmapSource::open(path)?)
+        } else {
+            Arc::new(PreadSource::open(path)?)
+        };
+        Self::from_source(source).map_err(|e| unfinished(path, e))
     }
 
     /// Reads the whole file at `path` into memory (no map), then checks it like
@@ -120,7 +165,8 @@ impl LodtFile {
         let mut bytes = AlignedBytes::zeroed(len);
         file.read_exact(bytes.as_mut_slice())
             .map_err(|e| FormatError::io(ctx(), e))?;
-        Self::from_storage(Arc::new(bytes)).map_err(|e| unfinished(path, e))
+        let source = MemorySource::new(Arc::new(bytes), path.display().to_string());
+        Self::from_source(Arc::new(source)).map_err(|e| unfinished(path, e))
     }
 
     /// Checks a file held in memory (copied into a 64-aligned buffer).
@@ -148,18 +194,36 @@ impl LodtFile {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_storage(storage: Arc<dyn ByteStorage>) -> Result<Self> {
-        let storage: Arc<dyn ByteStorage> =
-            if (storage.bytes().as_ptr() as usize).is_multiple_of(64) {
-                storage
-            } else {
-                Arc::new(AlignedBytes::from_slice(storage.bytes()))
-            };
-        let bytes = storage.bytes();
-        let (version, metadata, data_start) = parse_file_start(bytes)?;
-        let (footer_offset, entries) = parse_footer(bytes, data_start)?;
+        Self::from_source(Arc::new(MemorySource::new(storage, "bytes in memory")))
+    }
+
+    /// Opens a file through any [`RangeSource`]: reads the header, the footer
+    /// and the index (a first read of [`RangeSource::open_hint`] bytes from
+    /// each end, then whatever else they need), and nothing else. A batch's
+    /// section is read when the batch is touched.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use lodt::format::{LodtFile, MemorySource};
+    /// let t = lodt::LodTensor::from_vec(vec![7u8], vec![1], Default::default())?;
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// let file = LodtFile::from_source(Arc::new(MemorySource::new(Arc::new(bytes), "demo")))?;
+    /// assert_eq!(file.batch(0)?.tensor("t")?.as_bytes(), &[7]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_source(source: Arc<dyn RangeSource>) -> Result<Self> {
+        let len = source.len();
+        let reads = OpenReads::start(source.as_ref())?;
+        let head = reads.get(0..len.min(STRUCT_LEN))?;
+        let need = file_start_len(head.as_slice()).min(len);
+        let start = reads.get(0..need)?;
+        let (version, metadata, data_start) = parse_file_start(start.as_slice())?;
+        let (footer_offset, entries) = parse_footer(&reads, len, data_start)?;
         let batches = (0..entries.len()).map(|_| OnceLock::new()).collect();
+        drop(reads);
         Ok(LodtFile {
-            storage,
+            source,
+            len,
             version,
             metadata,
             entries,
@@ -212,20 +276,33 @@ impl LodtFile {
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn file_size(&self) -> u64 {
-        self.storage.bytes().len() as u64
+        self.len
     }
 
-    /// The storage holding the file's bytes (a [`MappedFile`] after
-    /// [`LodtFile::open`]).
+    /// The storage holding the whole file, when the source has one (the map
+    /// after [`LodtFile::open`], the bytes after [`LodtFile::from_bytes`];
+    /// `None` for positional reads).
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([], Default::default())?;
     /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
-    /// assert_eq!(file.storage().bytes(), &bytes[..]);
+    /// assert_eq!(file.storage().unwrap().bytes(), &bytes[..]);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
-    pub fn storage(&self) -> &Arc<dyn ByteStorage> {
-        &self.storage
+    pub fn storage(&self) -> Option<&Arc<dyn ByteStorage>> {
+        self.source.whole()
+    }
+
+    /// The source the file's bytes come from.
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.source().len(), bytes.len() as u64);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn source(&self) -> &Arc<dyn RangeSource> {
+        &self.source
     }
 
     /// The index entries.
@@ -259,23 +336,24 @@ impl LodtFile {
         })
     }
 
-    /// The bytes of batch `k` (in range: checked when the footer was parsed).
-    fn section(&self, k: usize) -> Result<(&[u8], u64)> {
+    /// The bytes of batch `k` (in range: checked when the footer was
+    /// parsed), read from the source: one range, nothing of other batches.
+    fn section(&self, k: usize) -> Result<(Buffer, u64)> {
         let r = self.batch_range(k)?;
-        let bytes = self
-            .storage
-            .bytes()
-            .get(r.start as usize..r.end as usize)
-            .ok_or(FormatError::Truncated {
-                at: Location::batch(k as u64, Part::BatchHeader),
-                needed: r.end,
-                available: self.file_size(),
-            })?;
-        Ok((bytes, r.start))
+        let source = self.source.as_ref();
+        let section = read_one(source, r.clone(), || {
+            format!(
+                "reading batch {k} (bytes {}..{}) of {}",
+                r.start,
+                r.end,
+                source.describe()
+            )
+        })?;
+        Ok((section, r.start))
     }
 
     /// Batch `k`, checked on first access.
-    fn meta(&self, k: usize) -> Result<(&BatchMeta, &[u8], u64)> {
+    fn meta(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
         let (section, offset) = self.section(k)?;
         let cell = self.batches.get(k).ok_or(FormatError::NoSuchBatch {
             index: k,
@@ -284,23 +362,11 @@ impl LodtFile {
         if let Some(meta) = cell.get() {
             return Ok((meta, section, offset));
         }
-        let meta = section::parse_batch(section, offset, k as u64)?;
+        let meta = section::parse_batch(section.as_slice(), offset, k as u64)?;
         let e = self.entry(k)?;
         let at = || Location::batch(k as u64, Part::Index);
-        if e.header_crc.get() != meta.header_crc {
-            return Err(FormatError::Checksum {
-                at: at(),
-                expected: e.header_crc.get(),
-                found: meta.header_crc,
-            });
-        }
-        if e.table_crc.get() != meta.table_crc {
-            return Err(FormatError::Checksum {
-                at: Location::batch(k as u64, Part::Index),
-                expected: e.table_crc.get(),
-                found: meta.table_crc,
-            });
-        }
+        same_crc(at(), e.header_crc.get(), meta.header_crc)?;
+        same_crc(at(), e.table_crc.get(), meta.table_crc)?;
         Ok((cell.get_or_init(|| Box::new(meta)), section, offset))
     }
 
@@ -316,11 +382,11 @@ impl LodtFile {
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn batch(&self, k: usize) -> Result<BatchView<'_>> {
-        let (meta, _, offset) = self.meta(k)?;
+        let (meta, section, offset) = self.meta(k)?;
         Ok(BatchView {
-            file: self,
             k,
             meta,
+            section,
             offset,
         })
     }
@@ -339,8 +405,9 @@ impl LodtFile {
         (0..self.num_batches()).map(|k| self.batch(k))
     }
 
-    /// The buffers of tensor `name` of batch `batch`: byte ranges inside
-    /// [`LodtFile::storage`] of each LoD level's offsets and of the body, for
+    /// The buffers of tensor `name` of batch `batch`: byte ranges inside a
+    /// storage (the whole file's, [`LodtFile::storage`], for a map or bytes in
+    /// memory) of each LoD level's offsets and of the body, for
     /// consumers that want the ranges themselves (a tensor over them is
     /// [`BatchView::tensor`]).
     ///
@@ -357,13 +424,15 @@ impl LodtFile {
         let view = self.batch(batch)?;
         let t = view.position(name)?;
         let tm = view.meta.tensors.get(t).ok_or_else(|| view.no_such(name))?;
+        // Ranges within the section's storage (the whole file for a map or
+        // bytes in memory, the section alone for positional reads).
         let abs = |b: usize| {
             let r = view.meta.range(b);
-            let base = view.offset as usize;
+            let base = view.section.range().start;
             base + r.start..base + r.end
         };
         Ok(TensorBuffers {
-            storage: self.storage.clone(),
+            storage: view.section.storage().clone(),
             dtype: tm.dtype,
             shape: tm.shape.clone(),
             lod: tm.lod.iter().map(|&b| abs(b)).collect(),
@@ -406,7 +475,7 @@ impl LodtFile {
     }
 
     /// Batch `k`'s metadata and section, for `verify`.
-    pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, &[u8], u64)> {
+    pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
         self.meta(k)
     }
 }
@@ -428,8 +497,11 @@ fn unfinished(path: &Path, e: FormatError) -> FormatError {
 
 /// Parses the trailer, the footer header and the index; checks that the
 /// batches tile the file from `data_start` to the footer.
-fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)> {
-    let len = bytes.len() as u64;
+fn parse_footer(
+    reads: &OpenReads<'_>,
+    len: u64,
+    data_start: u64,
+) -> Result<(u64, Vec<IndexEntry>)> {
     let min = data_start + 2 * STRUCT_LEN;
     if len < min {
         return Err(FormatError::NoFooter {
@@ -439,8 +511,9 @@ fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)>
         });
     }
     let trailer_offset = len - STRUCT_LEN;
+    let trailer_bytes = reads.get(trailer_offset..len)?;
     let trailer: Trailer = read_struct(
-        bytes.get(trailer_offset as usize..).unwrap_or(&[]),
+        trailer_bytes.as_slice(),
         trailer_offset,
         Location::file(Part::Trailer),
     )?;
@@ -458,7 +531,7 @@ fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)>
     let expected_footer = index_len
         .and_then(pad64)
         .and_then(|padded| trailer_offset.checked_sub(padded + STRUCT_LEN));
-    let Some((index_len, expected_footer)) = index_len.zip(expected_footer) else {
+    let Some((_, expected_footer)) = index_len.zip(expected_footer) else {
         return corrupt(
             Part::Trailer,
             format!("an index of {count} batches does not fit in a file of {len} bytes"),
@@ -473,68 +546,8 @@ fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)>
         );
     }
     // In range: footer_offset + 64 + padded index + 64 == len.
-    let fo = footer_offset as usize;
-    let footer: FooterHeader = read_struct(
-        &bytes[fo..],
-        footer_offset,
-        Location::file(Part::FooterHeader),
-    )?;
-    if footer.tag == BATCH_TAG {
-        // An append writes its first batch over the old footer and the new
-        // trailer last: until then, the old trailer points at the new batch.
-        return Err(FormatError::NoFooter {
-            reason: format!(
-                "the trailer points at a batch header at offset {footer_offset}, where its footer \
-                 was: an append overwrote the footer and has not written the new one"
-            ),
-        });
-    }
-    if footer.tag != FOOTER_TAG {
-        return corrupt(
-            Part::FooterHeader,
-            format!(
-                "expected tag \"LODTFOOT\", found {:?}",
-                String::from_utf8_lossy(&footer.tag)
-            ),
-        );
-    }
-    footer.check_crc(Location::file(Part::FooterHeader))?;
-    if trailer.footer_crc.get() != footer.crc.get() {
-        return Err(FormatError::Checksum {
-            at: Location::file(Part::Trailer),
-            expected: trailer.footer_crc.get(),
-            found: footer.crc.get(),
-        });
-    }
-    if footer.batch_count.get() != count || footer.index_len.get() != index_len {
-        return corrupt(
-            Part::FooterHeader,
-            format!(
-                "footer counts {} batches in {} bytes, the trailer {count} batches in {index_len} bytes",
-                footer.batch_count.get(),
-                footer.index_len.get()
-            ),
-        );
-    }
-    let index_start = fo + STRUCT_LEN as usize;
-    let index_end = index_start + index_len as usize;
-    let index = &bytes[index_start..index_end];
-    let found = crc32(index);
-    if found != footer.index_crc.get() {
-        return Err(FormatError::Checksum {
-            at: Location::file(Part::Index),
-            expected: footer.index_crc.get(),
-            found,
-        });
-    }
-    check_zero(
-        &bytes[index_end..trailer_offset as usize],
-        index_end as u64,
-        || Location::file(Part::Index),
-    )?;
-    let entries = <[IndexEntry]>::ref_from_bytes(index)
-        .map_err(|_| FormatError::corrupt(Location::file(Part::Index), "misaligned index"))?
-        .to_vec();
+    let region = reads.get(footer_offset..len)?;
+    let entries = check_footer_region(region.as_slice(), footer_offset, count, "the trailer")?;
     // The batches tile [data_start, footer_offset).
     let mut next = data_start;
     for (k, e) in entries.iter().enumerate() {
@@ -577,11 +590,12 @@ fn parse_footer(bytes: &[u8], data_start: u64) -> Result<(u64, Vec<IndexEntry>)>
 /// assert_eq!(batch.tensor("x")?.as_bytes(), &[1, 2]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct BatchView<'a> {
-    file: &'a LodtFile,
     k: usize,
     meta: &'a BatchMeta,
+    /// The batch's bytes (a window of the map, or a copy read for it).
+    section: Buffer,
     offset: u64,
 }
 
@@ -720,7 +734,7 @@ impl<'a> BatchView<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensor)> {
-        section::tensor(&self.file.storage, self.offset as usize, self.meta, i)
+        section::tensor(&self.section, self.meta, i)
     }
 
     /// Every tensor with its name, in order.
@@ -736,7 +750,7 @@ impl<'a> BatchView<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tensors(&self) -> impl ExactSizeIterator<Item = Result<(&'a str, LodTensor)>> + 'a {
-        let this = *self;
+        let this = self.clone();
         (0..self.meta.tensors.len()).map(move |i| this.tensor_at(i))
     }
 

@@ -102,7 +102,7 @@ pub struct RecoverOptions {
 /// let b = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u64; 100], vec![100], Default::default())?)])?;
 /// format::save_batch(&path, &b)?;
 /// let mut w = format::Writer::append(&path)?;
-/// w.write_batch(&b)?;
+/// w.write(&b)?;
 /// w.finish()?;
 /// let bytes = std::fs::read(&path)?;
 /// std::fs::write(&path, &bytes[..bytes.len() - 100])?;   // a crash cut the footer
@@ -193,7 +193,7 @@ pub fn recover_with_options(
         total,
         progress,
     };
-    let mut stream = StreamReader::new(reader)?;
+    let mut stream = StreamReader::try_new(reader)?;
     let mut kept = stream.position();
     let mut entries = Vec::new();
     let reason = loop {

@@ -13,10 +13,10 @@
 
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_meta_len, check_zero, crc32,
-    pad64, parse_json, read_struct, to_usize,
+    BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_crc32, check_meta_len,
+    check_zero, crc32, pad64, parse_json, read_struct, same_crc, to_usize,
 };
-use crate::buffer::{Buffer, ByteStorage};
+use crate::buffer::Buffer;
 use crate::dtype::{DType, Element};
 use crate::lod::check_view_levels;
 use crate::lod::{Lod, Offsets};
@@ -24,7 +24,6 @@ use crate::tensor::{check_parts, checked_byte_len};
 use crate::{Error, LodTensor};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
-use std::sync::Arc;
 
 /// A checked batch: everything about it except its body checksums.
 #[derive(Debug)]
@@ -160,14 +159,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
     let (meta_end, data_start) = (meta_end as usize, data_start as usize);
     // In range: data_start <= section.len().
     let meta = &section[STRUCT_LEN as usize..meta_end];
-    let found = crc32(meta);
-    if found != header.meta_crc.get() {
-        return Err(FormatError::Checksum {
-            at: meta_at(),
-            expected: header.meta_crc.get(),
-            found,
-        });
-    }
+    check_crc32(meta, header.meta_crc.get(), meta_at())?;
     check_zero(
         &section[meta_end..data_start],
         file_offset + meta_end as u64,
@@ -208,14 +200,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
             .try_into()
             .map_err(|_| FormatError::corrupt(table_at(), "short checksum table"))?,
     );
-    let found = crc32(entries);
-    if found != table_crc {
-        return Err(FormatError::Checksum {
-            at: table_at(),
-            expected: table_crc,
-            found,
-        });
-    }
+    check_crc32(entries, table_crc, table_at())?;
     check_zero(
         &section[table_end..],
         file_offset + table_end as u64,
@@ -381,14 +366,7 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
     for (l, &b) in tm.lod.iter().enumerate() {
         let bytes = buffer(section, meta, b);
         let expected = meta.buffers.get(b).map_or(0, |b| b.crc);
-        let found = crc32(bytes);
-        if found != expected {
-            return Err(FormatError::Checksum {
-                at: tat(Part::Lod(l)),
-                expected,
-                found,
-            });
-        }
+        check_crc32(bytes, expected, tat(Part::Lod(l)))?;
         levels.push(
             u64::slice_from_bytes(bytes).map_err(|source| FormatError::Tensor {
                 at: tat(Part::Lod(l)),
@@ -406,12 +384,10 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
         })
 }
 
-/// Tensor `t` of a checked batch whose section starts at byte `base` of
-/// `storage`: an owned tensor whose LoD offsets and body are windows of the
-/// storage (no copy).
+/// Tensor `t` of a checked batch whose bytes are `section`: an owned tensor
+/// whose LoD offsets and body are windows of the section's storage (no copy).
 pub(crate) fn tensor<'a>(
-    storage: &Arc<dyn ByteStorage>,
-    base: usize,
+    section: &Buffer,
     meta: &'a BatchMeta,
     t: usize,
 ) -> Result<(&'a str, LodTensor)> {
@@ -423,10 +399,7 @@ pub(crate) fn tensor<'a>(
             index: t as u64,
             len: meta.tensors.len() as u64,
         }))?;
-    let window = |b: usize| {
-        let r = meta.range(b);
-        Buffer::try_new(storage.clone(), base + r.start..base + r.end)
-    };
+    let window = |b: usize| section.slice(meta.range(b));
     let levels = tm
         .lod
         .iter()
@@ -471,14 +444,7 @@ pub(crate) fn check_buffers(
             Location::batch(meta.index, Part::Padding)
         })?;
         let bytes = section.get(b.range.clone()).unwrap_or(&[]);
-        let found = crc32_large(bytes);
-        if found != b.crc {
-            return Err(FormatError::Checksum {
-                at: at(),
-                expected: b.crc,
-                found,
-            });
-        }
+        same_crc(at(), b.crc, crc32_large(bytes))?;
         progress(b.range.end as u64 - prev_end as u64);
         prev_end = b.range.end;
     }

@@ -4,14 +4,14 @@
 use super::Version;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    BATCH_TAG, FOOTER_TAG, FileHeader, FooterHeader, INDEX_ENTRY_LEN, IndexEntry, MAGIC,
-    MAJOR_VERSION, STRUCT_LEN, Sealed64, TRAILER_TAG, Trailer, check_meta_len, crc32, pad64,
-    parse_file_start, read_struct,
+    BATCH_TAG, FOOTER_TAG, FileHeader, INDEX_ENTRY_LEN, IndexEntry, MAGIC, MAJOR_VERSION,
+    STRUCT_LEN, Sealed64, check_footer_region, check_meta_len, pad64, parse_file_start,
+    read_struct,
 };
 use super::section::{self, BatchMeta};
 use super::storage::GrowBuf;
 use crate::Batch;
-use crate::buffer::ByteStorage;
+use crate::buffer::Buffer;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::Arc;
@@ -30,13 +30,13 @@ use zerocopy::little_endian::{U32, U64};
 /// ```
 /// use lodt::{Batch, LodTensor, format::{StreamReader, Writer}};
 /// let t = LodTensor::from_vec(vec![1u32, 2, 3], vec![3], Default::default())?;
-/// let mut w = Writer::new(Vec::new(), Default::default())?;
+/// let mut w = Writer::try_new(Vec::new(), Default::default())?;
 /// for _ in 0..4 {
-///     w.write_batch(&Batch::try_from_tensors([("t", t.clone())])?)?;
+///     w.write(&Batch::try_from_tensors([("t", t.clone())])?)?;
 /// }
 /// let bytes = w.finish()?;
 /// let cut = &bytes[..bytes.len() - 300];         // lose the footer and part of batch 3
-/// let results: Vec<_> = StreamReader::new(cut)?.collect();
+/// let results: Vec<_> = StreamReader::try_new(cut)?.collect();
 /// assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 3);
 /// assert!(results.last().unwrap().is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -78,10 +78,10 @@ impl<R: Read> StreamReader<R> {
     /// Reads and checks the file header and the file metadata.
     ///
     /// ```
-    /// let err = lodt::format::StreamReader::new(&b"GIF89a..."[..]).unwrap_err();
+    /// let err = lodt::format::StreamReader::try_new(&b"GIF89a..."[..]).unwrap_err();
     /// assert!(err.to_string().contains("not a .lodt file"));
     /// ```
-    pub fn new(mut reader: R) -> Result<Self> {
+    pub fn try_new(mut reader: R) -> Result<Self> {
         let mut head = [0u8; STRUCT_LEN as usize];
         let got = read_full(&mut reader, &mut head)
             .map_err(|e| FormatError::io("reading the file header", e))?;
@@ -132,7 +132,7 @@ impl<R: Read> StreamReader<R> {
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([], Default::default())?;
-    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// let r = lodt::format::StreamReader::try_new(&bytes[..])?;
     /// assert_eq!(r.version().major, 1);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -144,7 +144,7 @@ impl<R: Read> StreamReader<R> {
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([], [("a".to_string(), "b".to_string())].into())?;
-    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// let r = lodt::format::StreamReader::try_new(&bytes[..])?;
     /// assert_eq!(r.metadata()["a"], "b");
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -156,7 +156,7 @@ impl<R: Read> StreamReader<R> {
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([], Default::default())?;
-    /// let r = lodt::format::StreamReader::new(&bytes[..])?;
+    /// let r = lodt::format::StreamReader::try_new(&bytes[..])?;
     /// assert_eq!(r.position(), 128);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -168,8 +168,8 @@ impl<R: Read> StreamReader<R> {
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
-    /// let mut r = lodt::format::StreamReader::new(&bytes[..])?;
-    /// r.next_batch()?;
+    /// let mut r = lodt::format::StreamReader::try_new(&bytes[..])?;
+    /// r.next().transpose()?;
     /// assert_eq!(r.batches_read(), 1);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -178,16 +178,8 @@ impl<R: Read> StreamReader<R> {
     }
 
     /// The next batch, or `None` after the last one (once the footer has been
-    /// read and checked).
-    ///
-    /// ```
-    /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
-    /// let mut r = lodt::format::StreamReader::new(&bytes[..])?;
-    /// assert!(r.next_batch()?.is_some());
-    /// assert!(r.next_batch()?.is_none());
-    /// # Ok::<(), lodt::format::FormatError>(())
-    /// ```
-    pub fn next_batch(&mut self) -> Result<Option<Batch>> {
+    /// read and checked): what `next` returns, transposed.
+    fn next_batch(&mut self) -> Result<Option<Batch>> {
         match self.next_section()? {
             None => Ok(None),
             Some((buf, meta)) => to_batch(buf, &meta).map(Some),
@@ -278,76 +270,22 @@ impl<R: Read> StreamReader<R> {
     fn read_footer(&mut self, head: &[u8]) -> Result<()> {
         let footer_offset = self.pos;
         let count = self.entries.len() as u64;
-        let footer: FooterHeader =
-            read_struct(head, footer_offset, Location::file(Part::FooterHeader))?;
-        footer.check_crc(Location::file(Part::FooterHeader))?;
-        let index_len = count * INDEX_ENTRY_LEN;
-        if footer.batch_count.get() != count || footer.index_len.get() != index_len {
-            return Err(FormatError::corrupt(
-                Location::file(Part::FooterHeader),
-                format!(
-                    "footer counts {} batches in {} bytes; the stream had {count} batches",
-                    footer.batch_count.get(),
-                    footer.index_len.get()
-                ),
-            ));
-        }
-        // Bounded by the batches actually read.
-        let padded = pad64(index_len).unwrap_or(u64::MAX);
-        let mut index = Vec::new();
+        // Bounded by the batches actually read: the footer header, the
+        // padded index and the trailer, then one byte more to see the end.
+        let padded = pad64(count * INDEX_ENTRY_LEN).unwrap_or(u64::MAX);
+        let mut region = head.to_vec();
         (&mut self.reader)
-            .take(padded + STRUCT_LEN)
-            .read_to_end(&mut index)
+            .take(padded + STRUCT_LEN + 1)
+            .read_to_end(&mut region)
             .map_err(|e| FormatError::io("reading the footer", e))?;
-        let index_start = footer_offset + STRUCT_LEN;
-        if (index.len() as u64) < padded + STRUCT_LEN {
-            return Err(FormatError::Truncated {
-                at: Location::file(Part::Index),
-                needed: index_start + padded + STRUCT_LEN,
-                available: index_start + index.len() as u64,
-            });
-        }
-        let (entries, rest) = index.split_at(index_len as usize);
-        let (padding, trailer) = rest.split_at((padded - index_len) as usize);
-        let found = crc32(entries);
-        if found != footer.index_crc.get() {
-            return Err(FormatError::Checksum {
-                at: Location::file(Part::Index),
-                expected: footer.index_crc.get(),
-                found,
-            });
-        }
-        if entries != self.entries.as_bytes() {
+        let entries = check_footer_region(&region, footer_offset, count, "the stream had")?;
+        if entries.as_bytes() != self.entries.as_bytes() {
             return Err(FormatError::corrupt(
                 Location::file(Part::Index),
                 "the index does not describe the batches that precede it",
             ));
         }
-        super::layout::check_zero(padding, index_start + index_len, || {
-            Location::file(Part::Index)
-        })?;
-        let trailer_offset = index_start + padded;
-        let trailer: Trailer = read_struct(trailer, trailer_offset, Location::file(Part::Trailer))?;
-        if trailer.tag != TRAILER_TAG {
-            return Err(FormatError::corrupt(
-                Location::file(Part::Trailer),
-                "expected tag \"LODTTAIL\"",
-            ));
-        }
-        trailer.check_crc(Location::file(Part::Trailer))?;
-        if trailer.footer_offset.get() != footer_offset
-            || trailer.batch_count.get() != count
-            || trailer.footer_crc.get() != footer.crc.get()
-        {
-            return Err(FormatError::corrupt(
-                Location::file(Part::Trailer),
-                format!(
-                    "trailer points at a footer at {} with {} batches; found one at {footer_offset} with {count}",
-                    trailer.footer_offset.get(),
-                    trailer.batch_count.get()
-                ),
-            ));
-        }
+        let trailer_offset = footer_offset + STRUCT_LEN + padded;
         self.pos = trailer_offset + STRUCT_LEN;
         let mut extra = [0u8; 1];
         let got = read_full(&mut self.reader, &mut extra)
@@ -364,11 +302,11 @@ impl<R: Read> StreamReader<R> {
 
 /// Builds an owned batch whose tensors' offsets and bodies are windows of `buf`.
 fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
-    let storage: Arc<dyn ByteStorage> = buf;
+    let section = Buffer::from_storage(buf);
     let mut batch = Batch::new();
     *batch.metadata_mut() = meta.metadata.clone();
     for i in 0..meta.tensors.len() {
-        let (name, tensor) = section::tensor(&storage, 0, meta, i)?;
+        let (name, tensor) = section::tensor(&section, meta, i)?;
         batch.push(name, tensor)?;
     }
     Ok(batch)

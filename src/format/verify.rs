@@ -83,7 +83,7 @@ impl LodtFile {
             let (meta, bytes, offset) = self.checked_batch(k)?;
             let mut done = offset + meta.data_start as u64;
             progress(done, total);
-            section::check_buffers(bytes, meta, offset, &mut |n| {
+            section::check_buffers(bytes.as_slice(), meta, offset, &mut |n| {
                 done += n;
                 progress(done, total);
             })?;

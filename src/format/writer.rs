@@ -9,6 +9,7 @@ use super::layout::{
 use super::storage::MappedFile;
 use crate::Batch;
 use crate::atomic::{self, AtomicFile, WriterLock};
+use crate::batch::WriteStats;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -60,7 +61,7 @@ impl Default for WriteOptions {
 /// ```
 /// use lodt::format::{FileSink, Writer};
 /// let dir = tempfile::tempdir()?;
-/// let w: Writer<FileSink> = Writer::create(dir.path().join("x.lodt"), Default::default())?;
+/// let mut w: Writer<FileSink> = Writer::create(dir.path().join("x.lodt"), Default::default())?;
 /// let _sink: FileSink = w.finish()?; // committed: renamed into place
 /// assert!(dir.path().join("x.lodt").exists());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -261,7 +262,7 @@ impl FileSink {
 ///   writer is dropped without `finish`, the temporary file is deleted and the
 ///   destination is untouched.
 /// - [`Writer::append`] adds batches to an existing file in place.
-/// - [`Writer::new`] writes to any [`Write`] (a pipe, stdout, a `Vec<u8>`).
+/// - [`Writer::try_new`] writes to any [`Write`] (a pipe, stdout, a `Vec<u8>`).
 ///
 /// ```
 /// use lodt::{Batch, Lod, LodTensor, format::{LodtFile, Writer}};
@@ -272,7 +273,7 @@ impl FileSink {
 ///     let lod = Lod::try_from_lengths(&[vec![1, 2]])?;
 ///     let words = LodTensor::from_vec(vec![i, i + 1, i + 2], vec![3], lod)?;
 ///     let labels = LodTensor::from_vec(vec![i, -i], vec![2], Lod::empty())?;
-///     w.write_batch(&Batch::try_from_tensors([("words", words), ("labels", labels)])?)?;
+///     w.write(&Batch::try_from_tensors([("words", words), ("labels", labels)])?)?;
 /// }
 /// w.finish()?;
 /// let file = LodtFile::open(&path)?;
@@ -290,6 +291,8 @@ pub struct Writer<W: Write> {
     /// Appending in place.
     appending: bool,
     failed: bool,
+    /// What this writer wrote (not counting the batches an append found).
+    stats: WriteStats,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -331,7 +334,7 @@ impl Writer<FileSink> {
             out: Out::New(Some(BufWriter::with_capacity(1 << 16, file))),
             fsync: options.fsync,
         };
-        let mut w = Writer::new(sink, metadata)?;
+        let mut w = Writer::try_new(sink, metadata)?;
         w.commit = Some(FileSink::commit);
         Ok(w)
     }
@@ -366,13 +369,13 @@ impl Writer<FileSink> {
     /// let b = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?;
     /// format::save_batch(&path, &b)?;
     /// let mut w = format::Writer::append(&path)?;
-    /// w.write_batch(&b)?;
+    /// w.write(&b)?;
     /// assert!(format::Writer::append(&path).is_err()); // one writer at a time
     /// w.finish()?;
     /// assert_eq!(format::LodtFile::open(&path)?.num_batches(), 2);
     ///
     /// let mut w = format::Writer::append(&path)?;
-    /// w.write_batch(&b)?;
+    /// w.write(&b)?;
     /// drop(w); // no finish: rolled back
     /// assert_eq!(format::LodtFile::open(&path)?.num_batches(), 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -403,8 +406,7 @@ impl Writer<FileSink> {
         let end = existing.footer_offset();
         let old_footer = existing
             .storage()
-            .bytes()
-            .get(end as usize..)
+            .and_then(|s| s.bytes().get(end as usize..))
             .unwrap_or_default()
             .to_vec();
         drop(existing);
@@ -434,6 +436,7 @@ impl Writer<FileSink> {
             sync: Some(FileSink::sync),
             appending: true,
             failed: false,
+            stats: WriteStats::default(),
         })
     }
 }
@@ -445,14 +448,14 @@ impl<W: Write> Writer<W> {
     /// ```
     /// use lodt::format::{StreamReader, Writer};
     /// let t = lodt::LodTensor::from_vec(vec![1.0f64], vec![1], Default::default())?;
-    /// let mut w = Writer::new(Vec::new(), Default::default())?;
-    /// w.write_batch(&lodt::Batch::try_from_tensors([("t", t)])?)?;
+    /// let mut w = Writer::try_new(Vec::new(), Default::default())?;
+    /// w.write(&lodt::Batch::try_from_tensors([("t", t)])?)?;
     /// let bytes = w.finish()?;
-    /// let batches: Vec<_> = StreamReader::new(&bytes[..])?.collect::<Result<_, _>>()?;
+    /// let batches: Vec<_> = StreamReader::try_new(&bytes[..])?.collect::<Result<_, _>>()?;
     /// assert_eq!(batches.len(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(sink: W, metadata: BTreeMap<String, String>) -> Result<Self> {
+    pub fn try_new(sink: W, metadata: BTreeMap<String, String>) -> Result<Self> {
         let meta = serde_json::to_vec(&FileMetaJson { metadata })
             .map_err(|e| FormatError::Unwritable(format!("file metadata: {e}")))?;
         if meta.len() as u64 > MAX_METADATA_LEN {
@@ -470,6 +473,7 @@ impl<W: Write> Writer<W> {
             sync: None,
             appending: false,
             failed: false,
+            stats: WriteStats::default(),
         };
         w.put(header.as_bytes())?;
         w.put(&meta)?;
@@ -481,7 +485,7 @@ impl<W: Write> Writer<W> {
     /// the ones it had).
     ///
     /// ```
-    /// let w = lodt::format::Writer::new(Vec::new(), Default::default())?;
+    /// let w = lodt::format::Writer::try_new(Vec::new(), Default::default())?;
     /// assert_eq!(w.batches_written(), 0);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -492,7 +496,7 @@ impl<W: Write> Writer<W> {
     /// The number of bytes written so far.
     ///
     /// ```
-    /// let w = lodt::format::Writer::new(Vec::new(), Default::default())?;
+    /// let w = lodt::format::Writer::try_new(Vec::new(), Default::default())?;
     /// assert_eq!(w.bytes_written(), 128);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
@@ -546,17 +550,17 @@ impl<W: Write> Writer<W> {
         }
     }
 
-    /// Writes one batch.
+    /// Writes one batch ([`BatchWriter::write`](crate::batch::BatchWriter::write)).
     ///
     /// ```
     /// use lodt::{Batch, LodTensor};
-    /// let mut w = lodt::format::Writer::new(Vec::new(), Default::default())?;
+    /// let mut w = lodt::format::Writer::try_new(Vec::new(), Default::default())?;
     /// let t = LodTensor::from_vec(vec![true, false], vec![2], Default::default())?;
-    /// w.write_batch(&Batch::try_from_tensors([("mask", t)])?)?;
+    /// w.write(&Batch::try_from_tensors([("mask", t)])?)?;
     /// assert_eq!(w.batches_written(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+    pub fn write(&mut self, batch: &Batch) -> Result<()> {
         self.sink()?;
         let plan = plan_batch(batch, self.entries.len() as u64, self.pos)?;
         let start = self.pos;
@@ -584,7 +588,23 @@ impl<W: Write> Writer<W> {
             header_crc: plan.header.crc,
             table_crc: U32::new(table_crc),
         });
+        self.stats.add(batch);
         Ok(())
+    }
+
+    /// What this writer wrote so far ([`BatchWriter::stats`](crate::batch::BatchWriter::stats)); an append
+    /// counts only the batches it added (see [`Writer::batches_written`]).
+    ///
+    /// ```
+    /// use lodt::{Batch, LodTensor};
+    /// let mut w = lodt::format::Writer::try_new(Vec::new(), Default::default())?;
+    /// let t = LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?;
+    /// w.write(&Batch::try_from_tensors([("x", t)])?)?;
+    /// assert_eq!((w.stats().batches, w.stats().rows), (1, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> WriteStats {
+        self.stats
     }
 
     /// Writes the buffers at their planned offsets and returns their CRC32s.
@@ -610,14 +630,18 @@ impl<W: Write> Writer<W> {
     }
 
     /// Writes the footer, then flushes; for [`Writer::create`], syncs and
-    /// renames the temporary file to the destination. Returns the sink.
+    /// renames the temporary file to the destination. Returns the sink
+    /// ([`BatchWriter::finish`](crate::batch::BatchWriter::finish)); the writer is spent: another `write` or
+    /// `finish` is an error.
     ///
     /// ```
-    /// let bytes = lodt::format::Writer::new(Vec::new(), Default::default())?.finish()?;
+    /// let mut w = lodt::format::Writer::try_new(Vec::new(), Default::default())?;
+    /// let bytes = w.finish()?;
     /// assert_eq!(bytes.len(), 256); // header + metadata, footer header, trailer
+    /// assert!(w.finish().is_err());
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
-    pub fn finish(mut self) -> Result<W> {
+    pub fn finish(&mut self) -> Result<W> {
         self.write_footer()?;
         self.sink
             .take()

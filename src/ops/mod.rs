@@ -23,6 +23,7 @@ use crate::buffer::AlignedBytes;
 use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
 
+pub mod pad;
 pub mod seq_sort;
 pub mod sequence_expand;
 pub mod split_merge;

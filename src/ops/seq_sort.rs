@@ -37,7 +37,7 @@ use std::borrow::Borrow;
 /// use lodt::{ops::SortedSequences, Lod, LodTensor};
 /// let lod = Lod::try_from_lengths(&[vec![4, 2, 3]])?;
 /// let x = LodTensor::from_vec((0..9i32).collect(), vec![9, 1], lod)?;
-/// let sorted = SortedSequences::new(x.lod(), 0)?;
+/// let sorted = SortedSequences::try_new(x.lod(), 0)?;
 /// assert_eq!(sorted.order(), &[0, 2, 1]);
 /// assert_eq!(sorted.sorted_lengths(), &[4, 3, 2]);
 /// assert_eq!(sorted.batch_sizes().collect::<Vec<_>>(), vec![3, 3, 2, 1]);
@@ -66,12 +66,12 @@ impl SortedSequences {
     /// ```
     /// use lodt::{ops::SortedSequences, Lod};
     /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 3, 3]])?;
-    /// let s = SortedSequences::new(&lod, 1)?;
+    /// let s = SortedSequences::try_new(&lod, 1)?;
     /// assert_eq!(s.order(), &[1, 2, 0]);
-    /// assert!(SortedSequences::new(&lod, 2).is_err());
+    /// assert!(SortedSequences::try_new(&lod, 2).is_err());
     /// # Ok::<(), lodt::Error>(())
     /// ```
-    pub fn new(lod: &Lod, level: usize) -> Result<Self> {
+    pub fn try_new(lod: &Lod, level: usize) -> Result<Self> {
         let lengths: Vec<u64> = lod.lengths(level)?.collect();
         let mut order: Vec<usize> = (0..lengths.len()).collect();
         order.sort_by(|&a, &b| lengths[b].cmp(&lengths[a]));
@@ -90,7 +90,7 @@ impl SortedSequences {
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![2, 1], vec![1, 3, 3]]).unwrap();
-    /// assert_eq!(lodt::ops::SortedSequences::new(&lod, 1).unwrap().level(), 1);
+    /// assert_eq!(lodt::ops::SortedSequences::try_new(&lod, 1).unwrap().level(), 1);
     /// ```
     pub fn level(&self) -> usize {
         self.lod.num_levels().saturating_sub(1)
@@ -101,7 +101,7 @@ impl SortedSequences {
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![2, 1], vec![1, 3, 3]]).unwrap();
-    /// let s = lodt::ops::SortedSequences::new(&lod, 0).unwrap();
+    /// let s = lodt::ops::SortedSequences::try_new(&lod, 0).unwrap();
     /// assert_eq!(s.lod().levels(), &[vec![0, 2, 3]]);
     /// ```
     pub fn lod(&self) -> &Lod {
@@ -113,7 +113,7 @@ impl SortedSequences {
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![1, 3, 3]]).unwrap();
-    /// assert_eq!(lodt::ops::SortedSequences::new(&lod, 0).unwrap().order(), &[1, 2, 0]);
+    /// assert_eq!(lodt::ops::SortedSequences::try_new(&lod, 0).unwrap().order(), &[1, 2, 0]);
     /// ```
     pub fn order(&self) -> &[usize] {
         &self.order
@@ -123,7 +123,7 @@ impl SortedSequences {
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![1, 3, 0, 3]]).unwrap();
-    /// let s = lodt::ops::SortedSequences::new(&lod, 0).unwrap();
+    /// let s = lodt::ops::SortedSequences::try_new(&lod, 0).unwrap();
     /// assert_eq!(s.sorted_lengths(), &[3, 3, 1, 0]);
     /// ```
     pub fn sorted_lengths(&self) -> &[u64] {
@@ -134,7 +134,7 @@ impl SortedSequences {
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![1, 3, 0]]).unwrap();
-    /// assert_eq!(lodt::ops::SortedSequences::new(&lod, 0).unwrap().num_sequences(), 3);
+    /// assert_eq!(lodt::ops::SortedSequences::try_new(&lod, 0).unwrap().num_sequences(), 3);
     /// ```
     pub fn num_sequences(&self) -> usize {
         self.order.len()
@@ -144,7 +144,7 @@ impl SortedSequences {
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![4, 2, 3]]).unwrap();
-    /// assert_eq!(lodt::ops::SortedSequences::new(&lod, 0).unwrap().num_steps(), 4);
+    /// assert_eq!(lodt::ops::SortedSequences::try_new(&lod, 0).unwrap().num_steps(), 4);
     /// ```
     pub fn num_steps(&self) -> u64 {
         self.lengths.first().copied().unwrap_or(0)
@@ -154,7 +154,7 @@ impl SortedSequences {
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![4, 2, 3]]).unwrap();
-    /// let s = lodt::ops::SortedSequences::new(&lod, 0).unwrap();
+    /// let s = lodt::ops::SortedSequences::try_new(&lod, 0).unwrap();
     /// assert_eq!((s.batch_size(2), s.batch_size(4)), (2, 0));
     /// ```
     pub fn batch_size(&self, step: u64) -> usize {
@@ -165,7 +165,7 @@ impl SortedSequences {
     ///
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![4, 2, 3]]).unwrap();
-    /// let s = lodt::ops::SortedSequences::new(&lod, 0).unwrap();
+    /// let s = lodt::ops::SortedSequences::try_new(&lod, 0).unwrap();
     /// assert_eq!(s.batch_sizes().collect::<Vec<_>>(), vec![3, 3, 2, 1]);
     /// ```
     pub fn batch_sizes(&self) -> impl Iterator<Item = usize> + '_ {
@@ -195,7 +195,7 @@ impl SortedSequences {
     /// // Two articles of 1 and 2 sentences; sort the articles.
     /// let lod = Lod::try_from_lengths(&[vec![1, 2], vec![2, 1, 3]])?;
     /// let x = LodTensor::from_vec((0..6u8).collect(), vec![6], lod)?;
-    /// let sorted = SortedSequences::new(x.lod(), 0)?;
+    /// let sorted = SortedSequences::try_new(x.lod(), 0)?;
     /// let steps = sorted.segment_inputs(&x)?;
     /// assert_eq!(steps[0].lod().to_lengths(), vec![vec![1, 2]]); // sentence 0 of articles 1, 0
     /// assert_eq!(steps[0].as_slice::<u8>()?, &[2, 0, 1]);
@@ -257,7 +257,7 @@ impl SortedSequences {
     /// ```
     /// use lodt::{ops::SortedSequences, Lod, LodTensor};
     /// let lod = Lod::try_from_lengths(&[vec![1, 2]])?;
-    /// let sorted = SortedSequences::new(&lod, 0)?;
+    /// let sorted = SortedSequences::try_new(&lod, 0)?;
     /// // Step outputs of width 2 in sorted order (sequence 1 first).
     /// let s0 = LodTensor::from_vec(vec![10f32, 11., 20., 21.], vec![2, 2], Lod::empty())?;
     /// let s1 = LodTensor::from_vec(vec![12f32, 13.], vec![1, 2], Lod::empty())?;
@@ -331,7 +331,7 @@ mod tests {
     fn seed_004_values() {
         let lod = Lod::try_from_lengths(&[vec![4, 2, 3]]).unwrap();
         let x = LodTensor::from_vec((0..9i64).collect(), vec![9, 1], lod).unwrap();
-        let sorted = SortedSequences::new(x.lod(), 0).unwrap();
+        let sorted = SortedSequences::try_new(x.lod(), 0).unwrap();
         assert_eq!(sorted.sorted_lengths(), &[4, 3, 2]);
         let steps = sorted.segment_inputs(&x).unwrap();
         let got: Vec<Vec<i64>> = steps
@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn stable_with_empty_sequences() {
         let lod = Lod::try_from_lengths(&[vec![0, 2, 2, 0, 1]]).unwrap();
-        let s = SortedSequences::new(&lod, 0).unwrap();
+        let s = SortedSequences::try_new(&lod, 0).unwrap();
         assert_eq!(s.order(), &[1, 2, 4, 0, 3]);
         assert_eq!(s.batch_sizes().collect::<Vec<_>>(), vec![3, 2]);
     }
@@ -354,7 +354,7 @@ mod tests {
     fn wrong_steps_are_rejected() {
         let lod = Lod::try_from_lengths(&[vec![2, 1]]).unwrap();
         let x = LodTensor::from_vec(vec![1u8, 2, 3], vec![3], lod).unwrap();
-        let s = SortedSequences::new(x.lod(), 0).unwrap();
+        let s = SortedSequences::try_new(x.lod(), 0).unwrap();
         let steps = s.segment_inputs(&x).unwrap();
         assert!(matches!(
             s.concat_outputs(&steps[..1]),

@@ -186,6 +186,29 @@ pub enum PaddleError {
     /// be created, written or renamed into place.
     #[error(transparent)]
     Atomic(#[from] crate::atomic::AtomicError),
+    /// A second batch for a [`PaddleBatchWriter`](super::PaddleBatchWriter):
+    /// a Paddle file holds one set of tensors.
+    #[error(
+        "a Paddle file holds one set of tensors: batch {batch} cannot be written after the first"
+    )]
+    TooManyBatches {
+        /// The index of the refused batch (0 is the first).
+        batch: u64,
+    },
+    /// A single-tensor file ([`PaddleFile::Tensor`](super::PaddleFile::Tensor))
+    /// given a batch of some other number of tensors (or no batch at all).
+    #[error(
+        "a Paddle tensor file holds exactly one tensor, the batch has {found} ({names}); write a combined file instead"
+    )]
+    TensorCount {
+        /// The number of tensors given.
+        found: usize,
+        /// Their names, escaped, comma-separated (capped at 32).
+        names: String,
+    },
+    /// A write or `finish` after [`PaddleBatchWriter::finish`](super::PaddleBatchWriter::finish).
+    #[error("the Paddle writer is finished")]
+    Finished,
 }
 
 impl PaddleError {

@@ -42,12 +42,19 @@
 //!   variables by name and its loaders pair tensors with names by position, so
 //!   to write a file Paddle will load, give the tensors in that order.
 //! - An empty combined stream is zero tensors.
+//!
+//! As one batch of tensors, a file is read by [`PaddleBatchReader`] and
+//! written by [`PaddleBatchWriter`], lodt's
+//! [`BatchReader`](crate::batch::BatchReader) and
+//! [`BatchWriter`](crate::batch::BatchWriter) for Paddle files.
 
+mod batch_io;
 pub mod desc;
 pub mod error;
 mod reader;
 mod writer;
 
+pub use batch_io::{PaddleBatchReader, PaddleBatchWriter, PaddleFile};
 pub use desc::{DescError, PaddleDType, TensorDesc};
 pub use error::PaddleError;
 pub use reader::PaddleReader;

@@ -1,0 +1,375 @@
+//! Sharded datasets in the CLI: `lodt info DIR`, `lodt verify DIR`, and
+//! `lodt convert IN DIR/` (a dataset output) or `lodt convert DIR OUT` (a
+//! dataset input). The other subcommands call in here when a path is a
+//! directory.
+
+use crate::common::{self, CliError, escape_json, escape_text, human, list, pairs};
+use indicatif::ProgressBar;
+use lodt::convert::{self, ConvertError, ConvertOptions};
+use lodt::dataset::{Dataset, DatasetError, DatasetWriter, LocalStore, WriterOptions};
+use lodt::{Batch, BatchReader, BatchWriter};
+use serde_json::json;
+use std::io::Write;
+use std::path::Path;
+
+/// Shards listed in full in `info`'s text; beyond, the middle is elided.
+const SHOWN: usize = 12;
+
+fn failure(e: DatasetError) -> CliError {
+    match e {
+        DatasetError::InvalidArgument(_) | DatasetError::AlreadyExists { .. } => CliError::usage(e),
+        e => CliError::failure(e),
+    }
+}
+
+/// Parses a byte count: a number with an optional suffix `K`, `M`, `G`, `T`
+/// (powers of 1024; `KiB`, `MB` and the like too).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a byte count (like 268435456, 256M or 1GiB)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?} (use K, M, G or T)"
+            ));
+        }
+    };
+    n.checked_mul(1u64 << shift)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| format!("{text:?}: expected a size from 1 byte to 16 EiB"))
+}
+
+/// Whether a conversion involves a dataset: an input directory, an output
+/// that is a directory (existing, or written with a trailing `/`), or
+/// `--shard-bytes`.
+pub fn involved(input: &Path, output: &Path, shard_bytes: Option<u64>) -> bool {
+    input.is_dir() || wants_dataset(output) || shard_bytes.is_some()
+}
+
+fn wants_dataset(output: &Path) -> bool {
+    output.is_dir()
+        || output
+            .as_os_str()
+            .to_string_lossy()
+            .ends_with(std::path::MAIN_SEPARATOR)
+}
+
+/// `lodt info DIR [--json]`: the manifest's summary (no shard is read).
+pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
+    let dataset = Dataset::open(dir).map_err(failure)?;
+    let m = dataset.manifest();
+    let unlisted = dataset.unlisted().map_err(failure)?;
+    let totals = m.totals();
+    let mut out = common::stdout();
+    if as_json {
+        let v = json!({
+            "dataset": dir.display().to_string(),
+            "version": format!("{}.{}", m.version.major, m.version.minor),
+            "bytes": m.num_bytes(),
+            "num_shards": m.num_shards(),
+            "num_batches": m.num_batches(),
+            "num_sequences": m.num_sequences(),
+            "schema": m.schema,
+            "metadata": m.metadata,
+            "totals": totals,
+            "shards": m.shards,
+            "unlisted": unlisted,
+        });
+        writeln!(out, "{}", escape_json(&v.to_string()))?;
+        return common::finish(out);
+    }
+    writeln!(out, "dataset   {}", common::path(dir))?;
+    writeln!(
+        out,
+        "format    lodt-dataset {}.{}",
+        m.version.major, m.version.minor
+    )?;
+    writeln!(
+        out,
+        "size      {} in {} shards; {} batches; {} sequences",
+        human(m.num_bytes()),
+        m.num_shards(),
+        m.num_batches(),
+        m.num_sequences()
+    )?;
+    writeln!(out, "metadata  {}", pairs(&m.metadata))?;
+    if m.schema.is_empty() {
+        writeln!(out, "schema    - (no batch written yet)")?;
+    }
+    for (i, (t, total)) in m.schema.tensors.iter().zip(&totals).enumerate() {
+        let counts = if t.lod_levels == 0 {
+            format!("{} rows", total.rows)
+        } else {
+            format!(
+                "sequences per level {}, {} rows",
+                list(&total.levels),
+                total.rows
+            )
+        };
+        writeln!(
+            out,
+            "{} {:<12} {:<8} element {:<10} lod {} levels  {}",
+            if i == 0 { "schema   " } else { "         " },
+            escape_text(&t.name),
+            t.dtype.name(),
+            list(&t.element_shape),
+            t.lod_levels,
+            counts
+        )?;
+    }
+    let n = m.shards.len();
+    for (k, s) in m.shards.iter().enumerate() {
+        if n > SHOWN && k == SHOWN - 2 {
+            writeln!(
+                out,
+                "... {} more shards (lodt info --json lists every one)",
+                n - SHOWN + 1
+            )?;
+        }
+        if n > SHOWN && (SHOWN - 2..n - 1).contains(&k) {
+            continue;
+        }
+        writeln!(
+            out,
+            "shard {k}: {:<24} {:>10}  {} batches  {} sequences  footer CRC {:#010x}",
+            escape_text(&s.name),
+            human(s.bytes),
+            s.batches,
+            s.sequences,
+            s.footer_crc
+        )?;
+    }
+    if !unlisted.is_empty() {
+        writeln!(
+            out,
+            "unlisted  {} (not part of the dataset: left by interrupted writers, or parts to merge)",
+            common::names(unlisted.iter().map(String::as_str))
+        )?;
+    }
+    common::finish(out)
+}
+
+/// `lodt verify DIR`: every shard against the manifest, every checksum;
+/// one line per shard; exit 1 if any shard fails.
+pub fn verify(dir: &Path, mmap: bool) -> Result<(), CliError> {
+    let store = LocalStore::new(dir).with_mmap(mmap);
+    let dataset = Dataset::open_in(std::sync::Arc::new(store)).map_err(failure)?;
+    let m = dataset.manifest();
+    let bar = common::progress(m.num_bytes(), "verifying");
+    let mut out = common::stdout();
+    let mut done = 0u64;
+    let mut failed = Vec::new();
+    for (k, s) in m.shards.iter().enumerate() {
+        let report = dataset.verify_shard(k, &mut |bytes| bar.set_position(done + bytes));
+        done += s.bytes;
+        bar.set_position(done);
+        let line = match report {
+            Ok(r) => format!(
+                "ok      {}: {} batches, {} sequences, {}",
+                escape_text(&r.name),
+                r.batches,
+                r.sequences,
+                human(r.bytes)
+            ),
+            Err(e) => {
+                let line = format!("FAILED  {}", common::escape_message(&e.to_string()));
+                failed.push(s.name.clone());
+                line
+            }
+        };
+        bar.suspend(|| -> std::io::Result<()> {
+            writeln!(out, "{line}")?;
+            out.flush()
+        })?;
+    }
+    bar.finish_and_clear();
+    let unlisted = dataset.unlisted().map_err(failure)?;
+    if !unlisted.is_empty() {
+        writeln!(
+            out,
+            "note: {} unlisted (not part of the dataset): {}",
+            unlisted.len(),
+            common::names(unlisted.iter().map(String::as_str))
+        )?;
+    }
+    if !failed.is_empty() {
+        common::finish(out)?;
+        return Err(CliError::failure(format!(
+            "{} of {} shards failed: {}",
+            failed.len(),
+            m.num_shards(),
+            common::names(failed.iter().map(String::as_str))
+        )));
+    }
+    writeln!(
+        out,
+        "ok: {} shards, {} batches, {} sequences, {} checked (the manifest, every checksum, padding byte, LoD rule and schema)",
+        m.num_shards(),
+        m.num_batches(),
+        m.num_sequences(),
+        human(m.num_bytes())
+    )?;
+    common::finish(out)
+}
+
+/// A convert failure reading a dataset, as the converter's error.
+fn as_convert(dir: &Path, e: DatasetError) -> ConvertError {
+    ConvertError::Io {
+        path: dir.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// A dataset's batches, with errors as the converter's.
+struct DatasetBatches<'a> {
+    inner: Box<dyn Iterator<Item = lodt::dataset::Result<Batch>> + 'a>,
+    dir: &'a Path,
+}
+
+impl Iterator for DatasetBatches<'_> {
+    type Item = Result<Batch, ConvertError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.inner.next()? {
+            Ok(batch) => Some(Ok(batch)),
+            Err(e) => Some(Err(as_convert(self.dir, e))),
+        }
+    }
+}
+
+fn bar(total: Option<usize>) -> ProgressBar {
+    match total {
+        Some(n) => common::progress_count(n as u64, "converting"),
+        None => common::progress_count(0, "converting"),
+    }
+}
+
+/// `lodt convert IN DIR/ [--shard-bytes N]` and `lodt convert DIR OUT`.
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    options: &ConvertOptions,
+    shard_bytes: Option<u64>,
+) -> Result<(), CliError> {
+    let to_dataset = wants_dataset(output);
+    if shard_bytes.is_some() && !to_dataset {
+        return Err(CliError::usage(format!(
+            "--shard-bytes applies to a dataset output: a directory (end {} with /)",
+            common::path(output)
+        )));
+    }
+    let convert_failure = |e: ConvertError| match e {
+        ConvertError::UnknownExtension { .. } | ConvertError::Unsupported(_) => CliError::usage(e),
+        e => CliError::failure(e),
+    };
+    // The source: a dataset's batches in order, or a file read by extension.
+    let from_dataset = input.is_dir();
+    let mut metadata = std::collections::BTreeMap::new();
+    let dataset;
+    let (total, batches): (
+        Option<usize>,
+        Box<dyn Iterator<Item = Result<Batch, ConvertError>> + '_>,
+    ) = if from_dataset {
+        if options.names.is_some() {
+            return Err(CliError::usage(
+                "--names applies to Paddle inputs; a dataset has names of its own",
+            ));
+        }
+        dataset = Dataset::open(input).map_err(failure)?;
+        metadata = dataset.metadata().clone();
+        let n = dataset.manifest().num_batches() as usize;
+        let batches = DatasetBatches {
+            inner: Box::new(dataset.batches()),
+            dir: input,
+        };
+        match options.batch_rows {
+            Some(rows) => (
+                None,
+                Box::new(lodt::rebatch::rebatch(batches, rows).map_err(CliError::usage)?),
+            ),
+            None => (Some(n), Box::new(batches)),
+        }
+    } else {
+        let format = convert::Format::from_path(input).map_err(convert_failure)?;
+        let reader = format
+            .open_reader(input, options)
+            .map_err(convert_failure)?;
+        (reader.num_batches(), Box::new(reader))
+    };
+    let progress = bar(total);
+    let mut out = common::stdout();
+    if !to_dataset {
+        let format = convert::Format::from_path(output).map_err(convert_failure)?;
+        let mut writer = format
+            .create_writer(output, metadata, options)
+            .map_err(convert_failure)?;
+        for batch in batches {
+            let batch = batch.map_err(convert_failure)?;
+            writer.write(&batch).map_err(convert_failure)?;
+            progress.set_position(writer.stats().batches);
+        }
+        let stats = writer.stats();
+        writer.finish().map_err(convert_failure)?;
+        progress.finish_and_clear();
+        writeln!(
+            out,
+            "wrote {} ({} batches, {} tensors) from the dataset {}",
+            common::path(output),
+            stats.batches,
+            stats.tensors,
+            common::path(input)
+        )?;
+        return common::finish(out);
+    }
+    let writer_options = WriterOptions {
+        shard_bytes: shard_bytes.unwrap_or(lodt::dataset::DEFAULT_SHARD_BYTES),
+        ..Default::default()
+    };
+    let mut writer = DatasetWriter::create(output, writer_options).map_err(failure)?;
+    let mut count = 0u64;
+    for batch in batches {
+        let batch = batch.map_err(convert_failure)?;
+        writer.write_batch(&batch).map_err(failure)?;
+        count += 1;
+        progress.set_position(count);
+    }
+    let manifest = writer.finish().map_err(failure)?;
+    progress.finish_and_clear();
+    writeln!(
+        out,
+        "wrote the dataset {} ({} shards, {} batches, {} sequences, {}) from {}",
+        common::path(output),
+        manifest.num_shards(),
+        manifest.num_batches(),
+        manifest.num_sequences(),
+        human(manifest.num_bytes()),
+        common::path(input)
+    )?;
+    common::finish(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn byte_counts_parse_with_units() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("256M"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_bytes("64kb"), Ok(64 << 10));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("12X").is_err());
+        assert!(parse_bytes("M").is_err());
+        assert!(parse_bytes("99999999999T").is_err());
+    }
+}

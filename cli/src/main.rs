@@ -1,0 +1,63 @@
+//! `lodt`: inspect, check, repair and demo `.lodt` files.
+//!
+//! One module per subcommand; each has an `Args` (clap) and a `run`. To add
+//! a subcommand, add a module, a variant to [`Command`] and an arm in `main`.
+
+mod common;
+mod convert;
+mod dataset;
+mod demo;
+mod info;
+mod recover;
+mod show;
+mod verify;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Inspect, check and repair .lodt files (LoD tensor datasets).
+#[derive(Parser)]
+#[command(name = "lodt", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print a file's version, batches and tensors (name, dtype, shape, LoD levels, rows, sizes), or a dataset's shards.
+    Info(info::Args),
+    /// Print one tensor, or one slice of it, as text or JSON.
+    Show(show::Args),
+    /// Check every checksum, padding byte and LoD rule (of a file, or of every shard of a dataset); exit 1 on a failure.
+    Verify(verify::Args),
+    /// Rebuild the footer of a file whose writer was interrupted.
+    Recover(recover::Args),
+    /// Write a sample dataset, reopen it, slice it and verify it.
+    Demo(demo::Args),
+    /// Convert between .lodt, Parquet, Arrow IPC (file, stream) and Paddle files, by extension.
+    Convert(convert::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with code 0; usage errors to stderr with 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let result = match cli.command {
+        Command::Info(args) => info::run(args),
+        Command::Show(args) => show::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Recover(args) => recover::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::Convert(args) => convert::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.report(),
+    }
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""An independent check of the dataset test vector (dataset/), written from
+../DATASET.md alone (Python standard library only, plus check.py's .lodt
+reader): the manifest against every shard (size, footer CRC, batch and
+sequence counts, per-tensor counts, schema), then the epoch orders and the
+world-size resume recorded in dataset/orders.json, recomputed from the
+manifest with the PRNG, permutations and shuffle buffer of section 6 and the
+rules of section 7.
+
+Usage: python3 check_dataset.py [DIR]   (DIR defaults to ./dataset)
+Exit status 0 when everything agrees.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check import Bad, need, read_file, u32  # noqa: E402
+
+MASK = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+SHARDS, BATCHES, BUFFER = 1, 2, 3
+
+
+def mix64(x):
+    z = (x + GOLDEN) & MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def stream_seed(seed, epoch, purpose, index):
+    return mix64(mix64(mix64(mix64(seed) ^ epoch) ^ purpose) ^ index)
+
+
+class Rng:
+    """xoshiro256++ seeded with the first four SplitMix64 outputs."""
+
+    def __init__(self, seed):
+        self.s = [mix64((seed + i * GOLDEN) & MASK) for i in range(4)]
+
+    def next(self):
+        s = self.s
+        rotl = lambda x, k: ((x << k) | (x >> (64 - k))) & MASK  # noqa: E731
+        result = (rotl((s[0] + s[3]) & MASK, 23) + s[0]) & MASK
+        t = (s[1] << 17) & MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+    def below(self, n):
+        if n == 0:
+            return 0
+        m = self.next() * n
+        if (m & MASK) < n:
+            threshold = ((1 << 64) - n) % n
+            while (m & MASK) < threshold:
+                m = self.next() * n
+        return m >> 64
+
+    def shuffle(self, items):
+        for i in range(len(items) - 1, 0, -1):
+            j = self.below(i + 1)
+            items[i], items[j] = items[j], items[i]
+
+
+def epoch_order(counts, shuffle, epoch):
+    """Section 6: the global order of an epoch, as sequence ids."""
+    starts, total = [], 0
+    for shard in counts:
+        starts.append([])
+        for n in shard:
+            starts[-1].append(total)
+            total += n
+    shards = list(range(len(counts)))
+    if shuffle:
+        Rng(stream_seed(shuffle["seed"], epoch, SHARDS, 0)).shuffle(shards)
+    source = []
+    for s in shards:
+        batches = list(range(len(counts[s])))
+        if shuffle:
+            Rng(stream_seed(shuffle["seed"], epoch, BATCHES, s)).shuffle(batches)
+        for b in batches:
+            source.extend(starts[s][b] + i for i in range(counts[s][b]))
+    if not shuffle:
+        return source
+    rng, cap, buf, out = Rng(stream_seed(shuffle["seed"], epoch, BUFFER, 0)), shuffle["buffer"], [], []
+    for item in source:
+        if len(buf) < cap:
+            buf.append(item)
+        else:
+            j = rng.below(cap)
+            out.append(buf[j])
+            buf[j] = item
+    while buf:
+        j = rng.below(len(buf))
+        out.append(buf[j])
+        buf[j] = buf[-1]
+        buf.pop()
+    return out
+
+
+def advance(n, state):
+    """Section 7.3: the base after the consumers of a complete state."""
+    c_old, frontier, skip = state["consumers"], state["frontier"], state["skip"]
+    consumed = {int(k): v for k, v in state["consumed"].items()}
+    tail = [p for p in range(frontier, n) if p not in set(skip)]
+    taken = set(skip) | set(range(frontier))
+    for c in range(c_old):
+        for j in range(consumed[c]):
+            if c + j * c_old < len(tail):
+                taken.add(tail[c + j * c_old])
+    new_frontier = min([p for p in range(n) if p not in taken], default=n)
+    return new_frontier, sorted(p for p in taken if p >= new_frontier)
+
+
+def check(directory):
+    with open(os.path.join(directory, "lodt-dataset.json"), "rb") as f:
+        manifest = json.load(f)
+    need(manifest["format"] == "lodt-dataset", "format")
+    need(manifest["version"]["major"] == 1, "major version")
+    schema = manifest["schema"]["tensors"]
+    counts, total = [], 0
+    for entry in manifest["shards"]:
+        name = entry["name"]
+        with open(os.path.join(directory, name), "rb") as f:
+            b = f.read()
+        need(len(b) == entry["bytes"], name + ": byte size")
+        need(u32(b, len(b) - 64 + 24) == entry["footer_crc"], name + ": footer CRC")
+        _, batches = read_file(b)
+        need(len(batches) == entry["batches"], name + ": batch count")
+        per_batch = []
+        levels = [[0] * t["lod_levels"] for t in schema]
+        rows = [0] * len(schema)
+        for _, tensors in batches:
+            need(sorted(tensors) == sorted(t["name"] for t in schema), name + ": tensor names")
+            tops = set()
+            for i, t in enumerate(schema):
+                dtype, shape, lod, _ = tensors[t["name"]]
+                need(dtype == t["dtype"] and shape[1:] == t["element_shape"], name + ": schema")
+                need(len(lod) == t["lod_levels"] and len(shape) >= 1, name + ": schema levels")
+                tops.add(len(lod[0]) - 1 if lod else shape[0])
+                for level, offsets in enumerate(lod):
+                    levels[i][level] += len(offsets) - 1
+                rows[i] += shape[0]
+            need(len(tops) == 1, name + ": top-level sequences agree")
+            per_batch.append(tops.pop())
+        need(per_batch == entry["batch_sequences"], name + ": batch_sequences")
+        need(sum(per_batch) == entry["sequences"], name + ": sequences")
+        need([{"levels": l, "rows": r} for l, r in zip(levels, rows)] == entry["tensors"], name + ": counts")
+        counts.append(per_batch)
+        total += sum(per_batch)
+
+    with open(os.path.join(directory, "orders.json"), "rb") as f:
+        orders = json.load(f)
+    shuffle = orders["shuffle"]
+    need(orders["unshuffled"] == list(range(total)), "unshuffled order")
+    need(epoch_order(counts, shuffle, 0) == orders["epoch0"], "epoch 0 order")
+    need(epoch_order(counts, shuffle, 1) == orders["epoch1"], "epoch 1 order")
+    state = orders["resume_state"]
+    need(state["sequences"] == total and state["shuffle"] == shuffle, "resume state")
+    frontier, skip = advance(total, state)
+    need({"frontier": frontier, "skip": skip} == orders["resume_base"], "resumed base")
+    order = epoch_order(counts, shuffle, state["epoch"])
+    rest = [order[p] for p in range(frontier, total) if p not in set(skip)]
+    c_new = orders["resume_consumers"]
+    need([rest[c::c_new] for c in range(c_new)] == orders["resume_ids"], "resumed partitions")
+    # Exactly once: what the old consumers took plus what the new ones get.
+    c_old = state["consumers"]
+    old = [order[c + j * c_old] for c, n in state["consumed"].items() for c in [int(c)] for j in range(n)]
+    need(sorted(old + rest) == list(range(total)), "every sequence exactly once")
+    return len(manifest["shards"]), total
+
+
+def main():
+    directory = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "dataset")
+    try:
+        shards, total = check(directory)
+    except Bad as e:
+        print("FAILED: " + str(e))
+        return 1
+    print("ok: %d shards and the manifest agree; %d sequences; epoch orders and the world-size resume match" % (shards, total))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

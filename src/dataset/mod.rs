@@ -1,0 +1,85 @@
+//! Sharded datasets: many `.lodt` shards and one manifest in a directory,
+//! written by one or many writers, read by a shuffling, partitioned,
+//! resumable loader. `spec/DATASET.md` is the normative layout.
+//!
+//! ```text
+//!  train/
+//!    lodt-dataset.json        manifest: schema, metadata, per shard its name, size,
+//!                             footer CRC, batches, sequences per batch, counts
+//!    shard-000000.lodt        .lodt files of about 256 MiB each
+//!    shard-000001.lodt
+//!    w7-shard-000000.lodt     a shard of writer "w7" (parallel writers)
+//!    lodt-dataset.part.w7.json  its partial manifest, until Dataset::commit_parts
+//! ```
+//!
+//! - Write: [`DatasetWriter`] (create, append, or one part of a parallel
+//!   write; [`Dataset::commit_parts`] / [`merge_manifests`] join the parts).
+//!   Shards are written atomically, the manifest last: a crash leaves the
+//!   previous manifest valid and never lists a shard half-written.
+//! - Read: [`Dataset`] (opening reads the manifest only; shards are opened
+//!   and checked when touched; random access by sequence id).
+//! - Load: [`Loader`] (mini-batches by sequence count or row budget;
+//!   deterministic shuffle from `(seed, epoch)`; disjoint partitions per
+//!   rank and worker; prefetch thread; resumable, also on another world
+//!   size).
+//! - Storage: the [`DatasetStore`] seam; [`LocalStore`] is a directory.
+//!
+//! ```
+//! use lodt::dataset::{Batching, Dataset, DatasetWriter, Loader, LoaderOptions, ShuffleOptions, WriterOptions};
+//! use lodt::{Batch, Lod, LodTensor};
+//! use std::sync::Arc;
+//! let dir = tempfile::tempdir()?;
+//!
+//! // Write 8 batches of 4 sentences into shards of about 4 KiB.
+//! let mut writer = DatasetWriter::create(dir.path(), WriterOptions { shard_bytes: 4096, ..Default::default() })?;
+//! for k in 0..8i64 {
+//!     let lod = Lod::try_from_lengths(&[vec![2, 3, 1, 4]])?;
+//!     let words = LodTensor::from_vec((0..10).map(|i| k * 100 + i).collect(), vec![10], lod)?;
+//!     let labels = LodTensor::from_vec(vec![k; 4], vec![4], Lod::empty())?;
+//!     writer.write_batch(&Batch::try_from_tensors([("words", words), ("labels", labels)])?)?;
+//! }
+//! writer.finish()?;
+//!
+//! // Two ranks read a shuffled epoch, 5 sentences per step.
+//! let dataset = Arc::new(Dataset::open(dir.path())?);
+//! assert_eq!(dataset.num_sequences(), 32);
+//! let mut seen = Vec::new();
+//! for rank in 0..2 {
+//!     let options = LoaderOptions {
+//!         batching: Batching::Sequences(5),
+//!         shuffle: Some(ShuffleOptions { seed: 1, buffer: 64 }),
+//!         rank,
+//!         world_size: 2,
+//!         ..Default::default()
+//!     };
+//!     for batch in Loader::new(dataset.clone(), options)? {
+//!         let batch = batch?;
+//!         assert_eq!(batch.batch.get("labels").unwrap().rows(), batch.ids.len());
+//!         seen.extend(batch.ids);
+//!     }
+//! }
+//! seen.sort();
+//! assert_eq!(seen, (0..32).collect::<Vec<u64>>()); // every sentence exactly once
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod loader;
+mod manifest;
+mod reader;
+mod shuffle;
+mod store;
+mod writer;
+
+pub use error::{DatasetError, Result};
+pub use loader::{
+    Batching, Loader, LoaderOptions, LoaderState, MiniBatch, Remainder, ShuffleOptions,
+};
+pub use manifest::{
+    FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MANIFEST_NAME, Manifest, ManifestVersion, Schema,
+    ShardEntry, TensorCounts, TensorSchema, merge_manifests, part_manifest_name, valid_shard_name,
+    valid_writer_id,
+};
+pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
+pub use store::{DatasetStore, LocalStore, ShardSink, StoreLock};
+pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, WriterOptions};

@@ -1,0 +1,824 @@
+//! [`Dataset`]: an open sharded dataset. Opening reads the manifest only; a
+//! shard is opened (its footer checked against the manifest) when first
+//! touched, and a batch checked against the schema when first read.
+
+use super::error::{DatasetError, Result};
+use super::manifest::{
+    MANIFEST_NAME, Manifest, Schema, TensorCounts, footer_crc, merge_manifests, part_id,
+};
+use super::store::{DatasetStore, LocalStore};
+use crate::batch::Batch;
+use crate::format::LodtFile;
+use crate::tensor::LodTensor;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The dataset's manifest in `store`, or `None` if it has none.
+pub(crate) fn read_manifest(store: &dyn DatasetStore) -> Result<Option<Manifest>> {
+    match store.read(MANIFEST_NAME)? {
+        None => Ok(None),
+        Some(bytes) => {
+            Manifest::from_json_bytes(&bytes, &store.object_location(MANIFEST_NAME)).map(Some)
+        }
+    }
+}
+
+/// Top-level sequence `index` of `tensor`: a 1-sequence slice sharing its
+/// data (a 1-row slice for a tensor with no LoD).
+pub(crate) fn slice_sequence(tensor: &LodTensor, index: usize) -> crate::Result<LodTensor> {
+    if tensor.lod().num_levels() > 0 {
+        tensor.slice_level(0, index, index + 1)
+    } else {
+        tensor.slice_rows(index, index + 1)
+    }
+}
+
+/// Where a sequence is: shard, batch within the shard, top-level sequence
+/// within the batch.
+///
+/// ```
+/// let at = lodt::dataset::SequenceLocation { shard: 1, batch: 0, index: 4 };
+/// assert_eq!(at.shard, 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SequenceLocation {
+    /// The shard (its position in the manifest).
+    pub shard: usize,
+    /// The batch within the shard.
+    pub batch: usize,
+    /// The top-level sequence within the batch.
+    pub index: usize,
+}
+
+/// What [`Dataset::verify_shard`] checked in one shard.
+///
+/// ```
+/// let r = lodt::dataset::ShardReport::default();
+/// assert_eq!(r.sequences, 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShardReport {
+    /// The shard's name.
+    pub name: String,
+    /// Its size.
+    pub bytes: u64,
+    /// Its batches.
+    pub batches: u64,
+    /// Its top-level sequences.
+    pub sequences: u64,
+}
+
+/// What [`Dataset::verify`] checked.
+///
+/// ```
+/// let r = lodt::dataset::DatasetReport::default();
+/// assert_eq!(r.shards, 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DatasetReport {
+    /// Shards checked.
+    pub shards: usize,
+    /// Bytes checked.
+    pub bytes: u64,
+    /// Batches checked.
+    pub batches: u64,
+    /// Top-level sequences.
+    pub sequences: u64,
+}
+
+/// A shard opened and checked against the manifest.
+struct OpenedShard {
+    file: LodtFile,
+    /// Whether each batch was checked against the schema and the manifest.
+    checked: Vec<AtomicBool>,
+}
+
+/// An open sharded dataset (`spec/DATASET.md`).
+///
+/// [`Dataset::open`] reads the manifest and nothing else. A shard is opened
+/// when first touched, and its size, batch count and footer CRC are checked
+/// against the manifest then; each batch is checked against the schema and
+/// its manifest sequence count when first read. [`Dataset::verify`] checks
+/// everything, every body checksum included. A shard that disagrees with the
+/// manifest is a [`DatasetError::ShardMismatch`] naming it.
+///
+/// Sequences are numbered 0, 1, ... in dataset order (shards in manifest
+/// order, batches in order, sequences in order). `Dataset` is `Send +
+/// Sync`; share it with an `Arc` (the [`Loader`](super::Loader) does).
+///
+/// ```
+/// use lodt::dataset::{Dataset, DatasetWriter};
+/// use lodt::{Batch, Lod, LodTensor};
+/// let dir = tempfile::tempdir()?;
+/// let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+/// let lod = Lod::try_from_lengths(&[vec![2, 1, 3]])?;
+/// let x = LodTensor::from_vec((0..6i32).collect(), vec![6], lod)?;
+/// w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+/// w.finish()?;
+///
+/// let dataset = Dataset::open(dir.path())?;
+/// assert_eq!(dataset.num_sequences(), 3);
+/// let seq = dataset.sequence(2)?;                  // zero-copy slices of the map
+/// assert_eq!(seq.get("x").unwrap().as_slice::<i32>()?, &[3, 4, 5]);
+/// assert_eq!(dataset.verify()?.sequences, 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Dataset {
+    store: Arc<dyn DatasetStore>,
+    manifest: Manifest,
+    /// The first sequence of each shard, then the total.
+    shard_starts: Vec<u64>,
+    /// Per shard, the first sequence of each batch (within the shard), then
+    /// the shard's total.
+    batch_starts: Vec<Vec<u64>>,
+    shards: Vec<OnceLock<OpenedShard>>,
+}
+
+impl std::fmt::Debug for Dataset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dataset")
+            .field("store", &self.store)
+            .field("shards", &self.manifest.shards.len())
+            .field("sequences", &self.num_sequences())
+            .finish()
+    }
+}
+
+impl Dataset {
+    /// Opens the dataset in directory `dir` (reads its manifest only).
+    ///
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.num_shards(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::open_in(Arc::new(LocalStore::new(dir)))
+    }
+
+    /// Opens the dataset in `store`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let store = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path()));
+    /// assert_eq!(lodt::dataset::Dataset::open_in(store)?.num_shards(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_in(store: Arc<dyn DatasetStore>) -> Result<Self> {
+        let manifest = read_manifest(&*store)?.ok_or_else(|| DatasetError::NotADataset {
+            path: store.location(),
+        })?;
+        Ok(Self::from_manifest(store, manifest))
+    }
+
+    fn from_manifest(store: Arc<dyn DatasetStore>, manifest: Manifest) -> Self {
+        let mut shard_starts = Vec::with_capacity(manifest.shards.len() + 1);
+        let mut batch_starts = Vec::with_capacity(manifest.shards.len());
+        let mut total = 0u64;
+        for shard in &manifest.shards {
+            shard_starts.push(total);
+            let mut starts = Vec::with_capacity(shard.batch_sequences.len() + 1);
+            let mut local = 0u64;
+            for &n in &shard.batch_sequences {
+                starts.push(local);
+                local += n;
+            }
+            starts.push(local);
+            batch_starts.push(starts);
+            total += shard.sequences;
+        }
+        shard_starts.push(total);
+        let shards = manifest.shards.iter().map(|_| OnceLock::new()).collect();
+        Dataset {
+            store,
+            manifest,
+            shard_starts,
+            batch_starts,
+            shards,
+        }
+    }
+
+    /// The store the dataset is read from.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.store().location(), dir.path().display().to_string());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn store(&self) -> &Arc<dyn DatasetStore> {
+        &self.store
+    }
+
+    /// The manifest.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.manifest().format, "lodt-dataset");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The schema.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// assert!(lodt::dataset::Dataset::open(dir.path())?.schema().is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schema(&self) -> &Schema {
+        &self.manifest.schema
+    }
+
+    /// The dataset's metadata.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let options = lodt::dataset::WriterOptions { metadata: [("split".into(), "train".into())].into(), ..Default::default() };
+    /// lodt::dataset::DatasetWriter::create(dir.path(), options)?.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.metadata()["split"], "train");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.manifest.metadata
+    }
+
+    /// The number of shards.
+    ///
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_shards(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_shards(&self) -> usize {
+        self.manifest.shards.len()
+    }
+
+    /// The number of top-level sequences.
+    ///
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_sequences(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_sequences(&self) -> u64 {
+        self.shard_starts.last().copied().unwrap_or(0)
+    }
+
+    /// The first sequence of each shard, then the total (`num_shards() + 1`
+    /// values).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.shard_starts(), &[0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shard_starts(&self) -> &[u64] {
+        &self.shard_starts
+    }
+
+    /// The first sequence of each batch of shard `shard`, counted within the
+    /// shard, then the shard's total.
+    pub(crate) fn batch_starts(&self, shard: usize) -> &[u64] {
+        self.batch_starts.get(shard).map_or(&[], Vec::as_slice)
+    }
+
+    /// A fingerprint of the shard list (names, sizes, footer CRCs, sequence
+    /// counts): a loader state saved on one dataset is refused on another.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.fingerprint(), 0); // the CRC32 of nothing
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fingerprint(&self) -> u32 {
+        let mut h = crc32fast::Hasher::new();
+        for s in &self.manifest.shards {
+            h.update(&(s.name.len() as u64).to_le_bytes());
+            h.update(s.name.as_bytes());
+            h.update(&s.bytes.to_le_bytes());
+            h.update(&s.footer_crc.to_le_bytes());
+            h.update(&s.sequences.to_le_bytes());
+        }
+        h.finalize()
+    }
+
+    fn entry(&self, shard: usize) -> Result<&super::ShardEntry> {
+        self.manifest
+            .shards
+            .get(shard)
+            .ok_or(DatasetError::OutOfRange {
+                what: "shard",
+                index: shard as u64,
+                len: self.manifest.shards.len() as u64,
+            })
+    }
+
+    fn opened(&self, shard: usize) -> Result<&OpenedShard> {
+        let entry = self.entry(shard)?;
+        let cell = self.shards.get(shard).ok_or(DatasetError::OutOfRange {
+            what: "shard",
+            index: shard as u64,
+            len: self.shards.len() as u64,
+        })?;
+        if let Some(opened) = cell.get() {
+            return Ok(opened);
+        }
+        let location = self.store.object_location(&entry.name);
+        let file = match self.store.open_shard(&entry.name) {
+            Ok(file) => file,
+            Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+                return Err(DatasetError::mismatch(
+                    location,
+                    "file",
+                    format!("a .lodt file of {} bytes", entry.bytes),
+                    "no such file",
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        if file.file_size() != entry.bytes {
+            return Err(DatasetError::mismatch(
+                location,
+                "byte size",
+                entry.bytes,
+                file.file_size(),
+            ));
+        }
+        if file.num_batches() as u64 != entry.batches {
+            return Err(DatasetError::mismatch(
+                location,
+                "batch count",
+                entry.batches,
+                file.num_batches(),
+            ));
+        }
+        let crc = footer_crc(&file, &location)?;
+        if crc != entry.footer_crc {
+            return Err(DatasetError::mismatch(
+                location,
+                "footer CRC",
+                format!("{:#010x}", entry.footer_crc),
+                format!("{crc:#010x}"),
+            ));
+        }
+        let checked = (0..file.num_batches())
+            .map(|_| AtomicBool::new(false))
+            .collect();
+        Ok(cell.get_or_init(|| OpenedShard { file, checked }))
+    }
+
+    /// Shard `shard` (its position in the manifest), opened and checked
+    /// against the manifest on first use.
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.shard(0)?.num_batches(), 1);
+    /// assert!(dataset.shard(1).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shard(&self, shard: usize) -> Result<&LodtFile> {
+        Ok(&self.opened(shard)?.file)
+    }
+
+    /// Batch `batch` of shard `shard`, its tensors sharing the shard's map,
+    /// checked against the schema and the manifest on first read.
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.read_batch(0, 0)?.get("x").unwrap().rows(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_batch(&self, shard: usize, batch: usize) -> Result<Batch> {
+        let opened = self.opened(shard)?;
+        let entry = self.entry(shard)?;
+        let location = || self.store.object_location(&entry.name);
+        let read = opened
+            .file
+            .read_batch(batch)
+            .map_err(|source| DatasetError::shard(location(), source))?;
+        let checked = opened.checked.get(batch).ok_or(DatasetError::OutOfRange {
+            what: "batch",
+            index: batch as u64,
+            len: opened.checked.len() as u64,
+        })?;
+        if !checked.load(Ordering::Acquire) {
+            let context = format!("batch {batch} of shard {}", location());
+            let sequences = self.manifest.schema.check_batch(&read, &context)?;
+            let expected = entry.batch_sequences.get(batch).copied().unwrap_or(0);
+            if sequences != expected {
+                return Err(DatasetError::mismatch(
+                    location(),
+                    format!("top-level sequences of batch {batch}"),
+                    expected,
+                    sequences,
+                ));
+            }
+            checked.store(true, Ordering::Release);
+        }
+        Ok(read)
+    }
+
+    /// The tensors of a batch in schema order.
+    pub(crate) fn batch_columns(&self, shard: usize, batch: usize) -> Result<Vec<LodTensor>> {
+        let opened = self.opened(shard)?;
+        if opened
+            .checked
+            .get(batch)
+            .is_some_and(|c| c.load(Ordering::Acquire))
+        {
+            // Checked before: take the tensors straight from the file.
+            let location = || {
+                self.manifest
+                    .shards
+                    .get(shard)
+                    .map(|e| self.store.object_location(&e.name))
+                    .unwrap_or_default()
+            };
+            let view = opened
+                .file
+                .batch(batch)
+                .map_err(|source| DatasetError::shard(location(), source))?;
+            return self
+                .manifest
+                .schema
+                .tensors
+                .iter()
+                .map(|t| {
+                    view.tensor(&t.name)
+                        .map_err(|source| DatasetError::shard(location(), source))
+                })
+                .collect();
+        }
+        let read = self.read_batch(shard, batch)?;
+        self.manifest
+            .schema
+            .tensors
+            .iter()
+            .map(|t| {
+                read.get(&t.name).cloned().ok_or_else(|| {
+                    DatasetError::schema(
+                        format!("batch {batch} of shard {shard}"),
+                        format!("tensor {:?}", t.name),
+                        "present",
+                        "missing",
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Every batch, in dataset order.
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.batches().count(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn batches(&self) -> impl Iterator<Item = Result<Batch>> + '_ {
+        self.manifest
+            .shards
+            .iter()
+            .enumerate()
+            .flat_map(move |(s, entry)| (0..entry.batches as usize).map(move |k| (s, k)))
+            .map(move |(s, k)| self.read_batch(s, k))
+    }
+
+    /// Where sequence `id` is (from the manifest alone: no I/O).
+    ///
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # for _ in 0..2 { w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8; 3], vec![3], Lod::try_from_lengths(&[vec![1, 2]])?)?)])?)?; }
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// let at = dataset.locate(3)?;
+    /// assert_eq!((at.shard, at.batch, at.index), (0, 1, 1));
+    /// assert!(dataset.locate(4).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn locate(&self, id: u64) -> Result<SequenceLocation> {
+        let total = self.num_sequences();
+        if id >= total {
+            return Err(DatasetError::OutOfRange {
+                what: "sequence",
+                index: id,
+                len: total,
+            });
+        }
+        let shard = self
+            .shard_starts
+            .partition_point(|&s| s <= id)
+            .saturating_sub(1);
+        let local = id - self.shard_starts.get(shard).copied().unwrap_or(0);
+        let starts = self.batch_starts(shard);
+        let batch = starts.partition_point(|&s| s <= local).saturating_sub(1);
+        let index = local - starts.get(batch).copied().unwrap_or(0);
+        Ok(SequenceLocation {
+            shard,
+            batch,
+            index: index as usize,
+        })
+    }
+
+    /// The global id of the sequence at `at`.
+    pub(crate) fn id_of(&self, at: SequenceLocation) -> u64 {
+        self.shard_starts.get(at.shard).copied().unwrap_or(0)
+            + self
+                .batch_starts(at.shard)
+                .get(at.batch)
+                .copied()
+                .unwrap_or(0)
+            + at.index as u64
+    }
+
+    /// Sequence `id` as a batch of one top-level sequence per tensor, in
+    /// schema order: zero-copy slices sharing the shard's map.
+    ///
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// let seq = dataset.sequence(1)?;
+    /// assert_eq!(seq.get("x").unwrap().as_slice::<i32>()?, &[1, 2]);
+    /// assert!(dataset.sequence(3).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sequence(&self, id: u64) -> Result<Batch> {
+        let at = self.locate(id)?;
+        let columns = self.batch_columns(at.shard, at.batch)?;
+        let mut out = Batch::new();
+        for (t, column) in self.manifest.schema.tensors.iter().zip(&columns) {
+            let slice = slice_sequence(column, at.index)
+                .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
+            out.push(t.name.clone(), slice)
+                .map_err(|e| DatasetError::tensor(format!("sequence {id}"), e))?;
+        }
+        Ok(out)
+    }
+
+    /// Checks shard `shard` completely: the manifest's size, batch count and
+    /// footer CRC, every checksum, padding byte and LoD rule of the file
+    /// ([`LodtFile::verify`]), every batch against the schema, and the
+    /// manifest's sequence and row counts. `progress` is called with the
+    /// bytes checked so far.
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// let report = dataset.verify_shard(0, &mut |_| {})?;
+    /// assert_eq!((report.name.as_str(), report.sequences), ("shard-000000.lodt", 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn verify_shard(&self, shard: usize, progress: &mut dyn FnMut(u64)) -> Result<ShardReport> {
+        let entry = self.entry(shard)?;
+        let location = || self.store.object_location(&entry.name);
+        let file = self.shard(shard)?;
+        file.verify_with_progress(&mut |done, _| progress(done))
+            .map_err(|source| DatasetError::shard(location(), source))?;
+        let mut counts: Vec<TensorCounts> = self
+            .manifest
+            .schema
+            .tensors
+            .iter()
+            .map(|t| TensorCounts {
+                levels: vec![0; t.lod_levels],
+                rows: 0,
+            })
+            .collect();
+        for k in 0..file.num_batches() {
+            let batch = self.read_batch(shard, k)?;
+            for (c, t) in counts.iter_mut().zip(&self.manifest.schema.tensors) {
+                if let Some(tensor) = batch.get(&t.name) {
+                    c.add(tensor);
+                }
+            }
+        }
+        for ((found, expected), t) in counts
+            .iter()
+            .zip(&entry.tensors)
+            .zip(&self.manifest.schema.tensors)
+        {
+            for (l, (f, e)) in found.levels.iter().zip(&expected.levels).enumerate() {
+                if f != e {
+                    return Err(DatasetError::mismatch(
+                        location(),
+                        format!("sequences of LoD level {l} of tensor {:?}", t.name),
+                        e,
+                        f,
+                    ));
+                }
+            }
+            if found.rows != expected.rows {
+                return Err(DatasetError::mismatch(
+                    location(),
+                    format!("rows of tensor {:?}", t.name),
+                    expected.rows,
+                    found.rows,
+                ));
+            }
+        }
+        Ok(ShardReport {
+            name: entry.name.clone(),
+            bytes: entry.bytes,
+            batches: entry.batches,
+            sequences: entry.sequences,
+        })
+    }
+
+    /// Checks every shard ([`Dataset::verify_shard`]), stopping at the first
+    /// error.
+    ///
+    /// ```
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// let report = lodt::dataset::Dataset::open(dir.path())?.verify()?;
+    /// assert_eq!((report.shards, report.batches, report.sequences), (1, 1, 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn verify(&self) -> Result<DatasetReport> {
+        let mut report = DatasetReport::default();
+        for s in 0..self.num_shards() {
+            let r = self.verify_shard(s, &mut |_| {})?;
+            report.shards += 1;
+            report.bytes += r.bytes;
+            report.batches += r.batches;
+            report.sequences += r.sequences;
+        }
+        Ok(report)
+    }
+
+    /// Objects of the dataset's location that the manifest does not list:
+    /// `.lodt` files (shards of an interrupted writer, or of parts not yet
+    /// merged) and partial manifests waiting for
+    /// [`Dataset::commit_parts`]. Hidden files (temporary files of live
+    /// writers) are left out.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// std::fs::write(dir.path().join("stray.lodt"), b"")?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.unlisted()?, vec!["stray.lodt".to_string()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unlisted(&self) -> Result<Vec<String>> {
+        let listed: HashSet<&str> = self
+            .manifest
+            .shards
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        Ok(self
+            .store
+            .list()?
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .filter(|n| {
+                (n.ends_with(".lodt") && !listed.contains(n.as_str())) || part_id(n).is_some()
+            })
+            .collect())
+    }
+
+    /// Merges the partial manifests of the dataset in directory `dir` into
+    /// its manifest (creating it if there is none), then deletes them. See
+    /// [`Dataset::commit_parts_in`].
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut w = lodt::dataset::DatasetWriter::create_part(dir.path(), "host1", Default::default())?;
+    /// w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// w.finish()?;
+    /// let manifest = lodt::dataset::Dataset::commit_parts(dir.path())?;
+    /// assert_eq!(manifest.shards[0].name, "host1-shard-000000.lodt");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn commit_parts(dir: impl AsRef<Path>) -> Result<Manifest> {
+        Self::commit_parts_in(Arc::new(LocalStore::new(dir)))
+    }
+
+    /// Merges every partial manifest of `store` (`lodt-dataset.part.ID.json`,
+    /// in the order of their names) into the manifest with
+    /// [`merge_manifests`], refusing conflicts; checks that each new shard is
+    /// there with the size, batch count and footer CRC its part records;
+    /// writes the manifest atomically; then deletes the partial manifests.
+    ///
+    /// It holds the dataset's writer lock, and each partial manifest's lock
+    /// while it works, so a part writer finishing meanwhile fails (rather
+    /// than losing its shards) and can finish again. Merging is idempotent:
+    /// if it stops between writing the manifest and deleting the parts, the
+    /// next merge finds their shards already listed, identical, and keeps
+    /// them once.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path()));
+    /// let manifest = lodt::dataset::Dataset::commit_parts_in(store)?; // no parts: an empty dataset
+    /// assert_eq!(manifest.num_shards(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn commit_parts_in(store: Arc<dyn DatasetStore>) -> Result<Manifest> {
+        let _lock = store.lock()?;
+        let mut locks = Vec::new();
+        let mut names = Vec::new();
+        let mut parts = Vec::new();
+        for name in store.list()? {
+            if part_id(&name).is_none() {
+                continue;
+            }
+            let Some(lock) = store.lock_object(&name)? else {
+                continue;
+            };
+            let Some(bytes) = store.read(&name)? else {
+                continue;
+            };
+            parts.push(Manifest::from_json_bytes(
+                &bytes,
+                &store.object_location(&name),
+            )?);
+            locks.push(lock);
+            names.push(name);
+        }
+        let base = read_manifest(&*store)?;
+        if parts.is_empty()
+            && let Some(base) = base
+        {
+            return Ok(base);
+        }
+        let merged = merge_manifests(base.as_ref(), &parts)?;
+        let old: HashSet<&str> = base
+            .iter()
+            .flat_map(|m| m.shards.iter().map(|s| s.name.as_str()))
+            .collect();
+        let check = Dataset::from_manifest(store.clone(), merged);
+        for (s, entry) in check.manifest.shards.iter().enumerate() {
+            if !old.contains(entry.name.as_str()) {
+                check.opened(s)?;
+            }
+        }
+        let merged = check.manifest;
+        store.write_atomic(MANIFEST_NAME, &merged.to_json_bytes())?;
+        for name in &names {
+            store.remove(name)?;
+        }
+        drop(locks);
+        Ok(merged)
+    }
+}

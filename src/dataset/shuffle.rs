@@ -1,0 +1,293 @@
+//! The deterministic epoch order of `spec/DATASET.md` section 6: a seeded
+//! PRNG (SplitMix64 to seed xoshiro256++), bounded draws without bias,
+//! Fisher–Yates permutations, and the order itself (shard order, batch
+//! order, then a shuffle buffer over sequence locations).
+
+use super::reader::SequenceLocation;
+use std::sync::Arc;
+
+/// SplitMix64's increment (the golden ratio in 64-bit fixed point).
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The stream of the shard permutation.
+pub(crate) const PURPOSE_SHARDS: u64 = 1;
+/// The streams of the batch permutations (one per shard).
+pub(crate) const PURPOSE_BATCHES: u64 = 2;
+/// The stream of the shuffle buffer.
+pub(crate) const PURPOSE_BUFFER: u64 = 3;
+
+/// One SplitMix64 step from state `x`: the output for state `x + GOLDEN`.
+pub(crate) fn mix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(GOLDEN);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The seed of one random stream: `mix64(mix64(mix64(mix64(seed) ^ epoch)
+/// ^ purpose) ^ index)`.
+pub(crate) fn stream_seed(seed: u64, epoch: u64, purpose: u64, index: u64) -> u64 {
+    mix64(mix64(mix64(mix64(seed) ^ epoch) ^ purpose) ^ index)
+}
+
+/// xoshiro256++ (Blackman and Vigna), seeded with four SplitMix64 outputs.
+#[derive(Debug, Clone)]
+pub(crate) struct Rng {
+    s: [u64; 4],
+}
+
+impl Rng {
+    /// The generator seeded from `seed`: its state is the first four
+    /// outputs of SplitMix64 started at `seed`.
+    pub(crate) fn new(seed: u64) -> Self {
+        let mut x = seed;
+        let mut next = || {
+            let out = mix64(x);
+            x = x.wrapping_add(GOLDEN);
+            out
+        };
+        Rng {
+            s: [next(), next(), next(), next()],
+        }
+    }
+
+    /// The generator of stream `(seed, epoch, purpose, index)`.
+    pub(crate) fn stream(seed: u64, epoch: u64, purpose: u64, index: u64) -> Self {
+        Rng::new(stream_seed(seed, epoch, purpose, index))
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        let [s0, s1, s2, s3] = self.s;
+        let result = s0.wrapping_add(s3).rotate_left(23).wrapping_add(s0);
+        let t = s1 << 17;
+        let mut s = [s0, s1, s2 ^ s0, s3 ^ s1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        self.s = s;
+        result
+    }
+
+    /// A uniform draw from `0..n` (0 when `n` is 0), by Lemire's
+    /// multiply-and-reject method: no bias.
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let mut m = u128::from(self.next_u64()) * u128::from(n);
+        if (m as u64) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u64) < threshold {
+                m = u128::from(self.next_u64()) * u128::from(n);
+            }
+        }
+        (m >> 64) as u64
+    }
+
+    /// Shuffles `items` in place (Fisher–Yates, from the last position down:
+    /// for `i` from `len - 1` down to 1, swap `i` with `below(i + 1)`).
+    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
+}
+
+/// The shuffle of an epoch order: a seed, and the shuffle buffer's size in
+/// sequences.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Shuffle {
+    pub seed: u64,
+    pub buffer: usize,
+}
+
+/// The global order of one epoch (position 0, 1, ... of every sequence of
+/// the dataset): shards in a seeded random order, each shard's batches in a
+/// seeded random order, each batch's sequences in order, through a shuffle
+/// buffer. Without a shuffle, the dataset order. Independent of how the
+/// order is later split between consumers.
+#[derive(Debug)]
+pub(crate) struct EpochOrder {
+    /// Per shard, the top-level sequences of each batch.
+    counts: Arc<Vec<Vec<u64>>>,
+    shuffle: Option<Shuffle>,
+    epoch: u64,
+    shard_order: Vec<usize>,
+    next_shard: usize,
+    shard: Option<usize>,
+    batch_order: Vec<usize>,
+    next_batch: usize,
+    /// The batch being read: shard, batch, sequences.
+    batch: Option<(usize, usize, u64)>,
+    next_index: u64,
+    buffer: Vec<SequenceLocation>,
+    rng: Rng,
+    source_done: bool,
+}
+
+impl EpochOrder {
+    pub(crate) fn new(counts: Arc<Vec<Vec<u64>>>, shuffle: Option<Shuffle>, epoch: u64) -> Self {
+        let mut shard_order: Vec<usize> = (0..counts.len()).collect();
+        let seed = shuffle.map_or(0, |s| s.seed);
+        if shuffle.is_some() {
+            Rng::stream(seed, epoch, PURPOSE_SHARDS, 0).shuffle(&mut shard_order);
+        }
+        EpochOrder {
+            counts,
+            shuffle,
+            epoch,
+            shard_order,
+            next_shard: 0,
+            shard: None,
+            batch_order: Vec::new(),
+            next_batch: 0,
+            batch: None,
+            next_index: 0,
+            buffer: Vec::new(),
+            rng: Rng::stream(seed, epoch, PURPOSE_BUFFER, 0),
+            source_done: false,
+        }
+    }
+
+    /// The next sequence before the shuffle buffer.
+    fn next_natural(&mut self) -> Option<SequenceLocation> {
+        loop {
+            if let Some((shard, batch, count)) = self.batch {
+                if self.next_index < count {
+                    let index = self.next_index as usize;
+                    self.next_index += 1;
+                    return Some(SequenceLocation {
+                        shard,
+                        batch,
+                        index,
+                    });
+                }
+                self.batch = None;
+            }
+            if let Some(shard) = self.shard {
+                if let Some(&batch) = self.batch_order.get(self.next_batch) {
+                    self.next_batch += 1;
+                    let count = self
+                        .counts
+                        .get(shard)
+                        .and_then(|c| c.get(batch))
+                        .copied()
+                        .unwrap_or(0);
+                    self.batch = Some((shard, batch, count));
+                    self.next_index = 0;
+                    continue;
+                }
+                self.shard = None;
+            }
+            let shard = *self.shard_order.get(self.next_shard)?;
+            self.next_shard += 1;
+            let batches = self.counts.get(shard).map_or(0, Vec::len);
+            self.batch_order.clear();
+            self.batch_order.extend(0..batches);
+            if let Some(s) = self.shuffle {
+                Rng::stream(s.seed, self.epoch, PURPOSE_BATCHES, shard as u64)
+                    .shuffle(&mut self.batch_order);
+            }
+            self.next_batch = 0;
+            self.shard = Some(shard);
+        }
+    }
+}
+
+impl Iterator for EpochOrder {
+    type Item = SequenceLocation;
+
+    fn next(&mut self) -> Option<SequenceLocation> {
+        let Some(shuffle) = self.shuffle else {
+            return self.next_natural();
+        };
+        let cap = shuffle.buffer.max(1);
+        if !self.source_done {
+            while self.buffer.len() < cap {
+                match self.next_natural() {
+                    Some(x) => self.buffer.push(x),
+                    None => {
+                        self.source_done = true;
+                        break;
+                    }
+                }
+            }
+            if !self.source_done {
+                match self.next_natural() {
+                    Some(x) => {
+                        let j = self.rng.below(cap as u64) as usize;
+                        if let Some(slot) = self.buffer.get_mut(j) {
+                            return Some(std::mem::replace(slot, x));
+                        }
+                    }
+                    None => self.source_done = true,
+                }
+            }
+        }
+        if self.buffer.is_empty() {
+            return None;
+        }
+        let j = self.rng.below(self.buffer.len() as u64) as usize;
+        Some(self.buffer.swap_remove(j))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix_and_xoshiro_match_the_reference_outputs() {
+        // SplitMix64 from state 0: the first output of the reference C code.
+        assert_eq!(mix64(0), 0xE220_A839_7B1D_CDAF);
+        // xoshiro256++ with state [1, 2, 3, 4]: the reference's first outputs.
+        let mut rng = Rng { s: [1, 2, 3, 4] };
+        assert_eq!(rng.next_u64(), 41_943_041);
+        assert_eq!(rng.next_u64(), 58_720_359);
+        assert_eq!(rng.next_u64(), 3_588_806_011_781_223);
+    }
+
+    #[test]
+    fn below_is_in_range_and_roughly_uniform() {
+        let mut rng = Rng::new(7);
+        let mut hist = [0u32; 6];
+        for _ in 0..60_000 {
+            let x = rng.below(6) as usize;
+            hist[x] += 1;
+        }
+        for h in hist {
+            assert!((9_000..11_000).contains(&h), "{hist:?}");
+        }
+        assert_eq!(rng.below(0), 0);
+        assert_eq!(rng.below(1), 0);
+    }
+
+    #[test]
+    fn the_epoch_order_is_a_permutation_that_changes_with_the_epoch() {
+        let counts = Arc::new(vec![vec![3, 0, 4], vec![], vec![5, 1]]);
+        let ids = |epoch, shuffle| -> Vec<(usize, usize, usize)> {
+            EpochOrder::new(counts.clone(), shuffle, epoch)
+                .map(|l| (l.shard, l.batch, l.index))
+                .collect()
+        };
+        let natural = ids(0, None);
+        assert_eq!(natural.len(), 13);
+        assert_eq!(natural[0], (0, 0, 0));
+        assert_eq!(natural[12], (2, 1, 0));
+        let s = Some(Shuffle {
+            seed: 42,
+            buffer: 4,
+        });
+        let (e0, e1) = (ids(0, s), ids(1, s));
+        let sorted = |mut v: Vec<_>| {
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(e0.clone()), natural);
+        assert_eq!(sorted(e1.clone()), natural);
+        assert_ne!(e0, e1);
+        assert_eq!(e0, ids(0, s)); // deterministic
+    }
+}

@@ -1,0 +1,597 @@
+//! [`DatasetWriter`]: writes batches into shards of a target size and the
+//! manifest last, atomically.
+
+use super::error::{DatasetError, Result};
+use super::manifest::{
+    MANIFEST_NAME, Manifest, Schema, ShardEntry, TensorCounts, footer_crc, part_manifest_name,
+    valid_writer_id,
+};
+use super::reader::read_manifest;
+use super::store::{DatasetStore, LocalStore, ShardSink, StoreLock};
+use crate::batch::Batch;
+use crate::format;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The default target size of a shard: 256 MiB.
+///
+/// ```
+/// assert_eq!(lodt::dataset::DEFAULT_SHARD_BYTES, 256 << 20);
+/// ```
+pub const DEFAULT_SHARD_BYTES: u64 = 256 << 20;
+
+/// How a [`DatasetWriter`] writes.
+///
+/// ```
+/// let options = lodt::dataset::WriterOptions { shard_bytes: 64 << 20, ..Default::default() };
+/// assert!(options.schema.is_none());
+/// ```
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// The target size of a shard in bytes: a shard is closed before a batch
+    /// that would take it past this size (a batch is never split, so a shard
+    /// of one large batch may be larger). Default [`DEFAULT_SHARD_BYTES`].
+    pub shard_bytes: u64,
+    /// Metadata to set on the dataset (added to, or replacing keys of, an
+    /// existing dataset's metadata).
+    pub metadata: BTreeMap<String, String>,
+    /// The schema. `None`: the existing dataset's, or the first batch's.
+    pub schema: Option<Schema>,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            shard_bytes: DEFAULT_SHARD_BYTES,
+            metadata: BTreeMap::new(),
+            schema: None,
+        }
+    }
+}
+
+/// A shard being written.
+struct OpenShard {
+    name: String,
+    writer: format::Writer<Box<dyn ShardSink>>,
+    batch_sequences: Vec<u64>,
+    tensors: Vec<TensorCounts>,
+}
+
+/// Writes a sharded dataset: batches go into `.lodt` shards of about
+/// [`WriterOptions::shard_bytes`] each; [`DatasetWriter::finish`] writes the
+/// manifest, last and atomically, so readers see the dataset as it was
+/// before or with every new shard, never a shard half-listed.
+///
+/// - [`DatasetWriter::create`]: a new dataset (refused if one exists).
+/// - [`DatasetWriter::append`]: more shards for an existing dataset.
+/// - [`DatasetWriter::create_part`]: one of several writers (processes,
+///   machines), each with its own id, writing shards `ID-shard-NNNNNN.lodt`
+///   and a partial manifest; [`Dataset::commit_parts`](super::Dataset::commit_parts)
+///   merges them.
+///
+/// Every batch must match the dataset's schema (the first batch sets it for
+/// a new dataset); a batch that does not is refused with
+/// [`DatasetError::SchemaMismatch`] and nothing of it is written. `create`
+/// and `append` hold the dataset's writer lock until `finish` (or drop).
+/// Dropped without `finish`, the shard being written is deleted and the
+/// manifest is unchanged; shards closed before are left unlisted
+/// ([`Dataset::unlisted`](super::Dataset::unlisted) finds them).
+///
+/// ```
+/// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+/// use lodt::{Batch, Lod, LodTensor};
+/// let dir = tempfile::tempdir()?;
+/// let options = WriterOptions { shard_bytes: 4096, ..Default::default() };
+/// let mut writer = DatasetWriter::create(dir.path(), options)?;
+/// for k in 0..10i64 {
+///     let lod = Lod::try_from_lengths(&[vec![3, 2]])?;
+///     let words = LodTensor::from_vec((0..5).map(|i| k * 10 + i).collect(), vec![5], lod)?;
+///     writer.write_batch(&Batch::try_from_tensors([("words", words)])?)?;
+/// }
+/// let manifest = writer.finish()?;
+/// assert!(manifest.num_shards() > 1);
+/// let dataset = Dataset::open(dir.path())?;
+/// assert_eq!(dataset.num_sequences(), 20);
+/// assert_eq!(dataset.sequence(3)?.get("words").unwrap().as_slice::<i64>()?, &[13, 14]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct DatasetWriter {
+    store: Arc<dyn DatasetStore>,
+    /// The manifest object this writer replaces (the main or a partial one).
+    target: String,
+    /// Shard names are `{prefix}{index:06}.lodt`.
+    prefix: String,
+    next_index: u64,
+    manifest: Manifest,
+    batches: u64,
+    current: Option<OpenShard>,
+    shard_bytes: u64,
+    _lock: Option<StoreLock>,
+}
+
+impl std::fmt::Debug for DatasetWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatasetWriter")
+            .field("store", &self.store)
+            .field("target", &self.target)
+            .field("shards", &self.manifest.shards.len())
+            .field("batches", &self.batches)
+            .finish()
+    }
+}
+
+impl DatasetWriter {
+    /// Starts a new dataset in directory `dir` (created if missing). Refused
+    /// with [`DatasetError::AlreadyExists`] if `dir` holds a manifest.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let train = dir.path().join("train");
+    /// lodt::dataset::DatasetWriter::create(&train, Default::default())?.finish()?;
+    /// assert!(train.join("lodt-dataset.json").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(dir: impl AsRef<Path>, options: WriterOptions) -> Result<Self> {
+        Self::create_in(Arc::new(LocalStore::new(dir)), options)
+    }
+
+    /// [`DatasetWriter::create`] in any store.
+    ///
+    /// ```
+    /// use lodt::dataset::{DatasetWriter, LocalStore, WriterOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = std::sync::Arc::new(LocalStore::new(dir.path()).with_fsync(false));
+    /// DatasetWriter::create_in(store.clone(), WriterOptions::default())?.finish()?;
+    /// assert!(DatasetWriter::create_in(store, WriterOptions::default()).is_err()); // exists
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
+        store.prepare()?;
+        let lock = store.lock()?;
+        if read_manifest(&*store)?.is_some() {
+            return Err(DatasetError::AlreadyExists {
+                path: store.location(),
+            });
+        }
+        let schema = options.schema.unwrap_or_default();
+        if !schema.is_empty() {
+            schema.check_self("the schema given")?;
+        }
+        let manifest = Manifest::new(schema, options.metadata);
+        Self::start(
+            store,
+            MANIFEST_NAME.to_owned(),
+            "shard-".to_owned(),
+            manifest,
+            options.shard_bytes,
+            Some(lock),
+        )
+    }
+
+    /// Adds shards to the dataset in directory `dir`. Its schema applies
+    /// (an [`WriterOptions::schema`] given must equal it);
+    /// [`WriterOptions::metadata`] is added to its metadata.
+    ///
+    /// ```
+    /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+    /// use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let batch = |v: Vec<f32>| Batch::try_from_tensors([("x", LodTensor::from_vec(v.clone(), vec![v.len()], Default::default())?)]);
+    /// let mut w = DatasetWriter::create(dir.path(), WriterOptions::default())?;
+    /// w.write_batch(&batch(vec![1.0, 2.0])?)?;
+    /// w.finish()?;
+    /// let mut w = DatasetWriter::append(dir.path(), WriterOptions::default())?;
+    /// w.write_batch(&batch(vec![3.0])?)?;
+    /// w.finish()?;
+    /// let dataset = Dataset::open(dir.path())?;
+    /// assert_eq!((dataset.num_shards(), dataset.num_sequences()), (2, 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append(dir: impl AsRef<Path>, options: WriterOptions) -> Result<Self> {
+        Self::append_in(Arc::new(LocalStore::new(dir)), options)
+    }
+
+    /// [`DatasetWriter::append`] in any store.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path()));
+    /// let err = lodt::dataset::DatasetWriter::append_in(store, Default::default()).unwrap_err();
+    /// assert!(matches!(err, lodt::dataset::DatasetError::NotADataset { .. }));
+    /// let missing = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path().join("none")));
+    /// let err = lodt::dataset::DatasetWriter::append_in(missing, Default::default()).unwrap_err();
+    /// assert!(matches!(err, lodt::dataset::DatasetError::NotADataset { .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
+        let lock = match store.lock() {
+            Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+                return Err(DatasetError::NotADataset {
+                    path: store.location(),
+                });
+            }
+            r => r?,
+        };
+        let mut manifest = read_manifest(&*store)?.ok_or_else(|| DatasetError::NotADataset {
+            path: store.location(),
+        })?;
+        adopt_schema(&mut manifest, options.schema)?;
+        manifest.metadata.extend(options.metadata);
+        Self::start(
+            store,
+            MANIFEST_NAME.to_owned(),
+            "shard-".to_owned(),
+            manifest,
+            options.shard_bytes,
+            Some(lock),
+        )
+    }
+
+    /// Starts (or continues) the part of writer `writer_id` in directory
+    /// `dir`: shards named `ID-shard-NNNNNN.lodt`, listed in the partial
+    /// manifest `lodt-dataset.part.ID.json` (see
+    /// [`part_manifest_name`](super::part_manifest_name)), which `finish`
+    /// writes. Many writers, with distinct ids, may write parts of one
+    /// dataset at once (on one machine or on several sharing the
+    /// directory); [`Dataset::commit_parts`](super::Dataset::commit_parts)
+    /// then merges the parts into the manifest. If the dataset already has a
+    /// manifest, its schema applies (so a mismatch is refused at once);
+    /// otherwise the parts' schemas are compared when merged.
+    ///
+    /// Two writers must not share an id (their shards would collide).
+    ///
+    /// ```
+    /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+    /// use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let batch = |v: i32| Batch::try_from_tensors([("x", LodTensor::from_vec(vec![v], vec![1], Default::default())?)]);
+    /// let mut a = DatasetWriter::create_part(dir.path(), "a", WriterOptions::default())?;
+    /// let mut b = DatasetWriter::create_part(dir.path(), "b", WriterOptions::default())?;
+    /// a.write_batch(&batch(1)?)?;
+    /// b.write_batch(&batch(2)?)?;
+    /// a.finish()?;
+    /// b.finish()?;
+    /// let manifest = Dataset::commit_parts(dir.path())?;
+    /// assert_eq!(manifest.shards[1].name, "b-shard-000000.lodt");
+    /// assert_eq!(Dataset::open(dir.path())?.num_sequences(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_part(
+        dir: impl AsRef<Path>,
+        writer_id: &str,
+        options: WriterOptions,
+    ) -> Result<Self> {
+        Self::create_part_in(Arc::new(LocalStore::new(dir)), writer_id, options)
+    }
+
+    /// [`DatasetWriter::create_part`] in any store.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path()));
+    /// assert!(lodt::dataset::DatasetWriter::create_part_in(store, "../x", Default::default()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_part_in(
+        store: Arc<dyn DatasetStore>,
+        writer_id: &str,
+        options: WriterOptions,
+    ) -> Result<Self> {
+        if !valid_writer_id(writer_id) {
+            return Err(DatasetError::InvalidArgument(format!(
+                "writer id {writer_id:?}: expected 1 to 64 ASCII letters, digits, '_' or '-'"
+            )));
+        }
+        store.prepare()?;
+        let name = part_manifest_name(writer_id);
+        let mut manifest = match store.read(&name)? {
+            Some(bytes) => Manifest::from_json_bytes(&bytes, &store.object_location(&name))?,
+            None => {
+                let schema = read_manifest(&*store)?
+                    .map(|m| m.schema)
+                    .unwrap_or_default();
+                Manifest::new(schema, BTreeMap::new())
+            }
+        };
+        adopt_schema(&mut manifest, options.schema)?;
+        manifest.metadata.extend(options.metadata);
+        Self::start(
+            store,
+            name,
+            format!("{writer_id}-shard-"),
+            manifest,
+            options.shard_bytes,
+            None,
+        )
+    }
+
+    fn start(
+        store: Arc<dyn DatasetStore>,
+        target: String,
+        prefix: String,
+        manifest: Manifest,
+        shard_bytes: u64,
+        lock: Option<StoreLock>,
+    ) -> Result<Self> {
+        if shard_bytes == 0 {
+            return Err(DatasetError::InvalidArgument(
+                "shard_bytes must be at least 1".into(),
+            ));
+        }
+        // Never reuse the name of an existing object, listed or not (a shard
+        // of a merged part, or one left by an interrupted writer).
+        let index_of = |name: &str| -> Option<u64> {
+            let digits = name.strip_prefix(prefix.as_str())?.strip_suffix(".lodt")?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse::<u64>().ok()
+        };
+        let existing = store.list()?;
+        let next_index = existing
+            .iter()
+            .map(String::as_str)
+            .chain(manifest.shards.iter().map(|s| s.name.as_str()))
+            .filter_map(index_of)
+            .max()
+            .map_or(0, |i| i.saturating_add(1));
+        Ok(DatasetWriter {
+            store,
+            target,
+            prefix,
+            next_index,
+            manifest,
+            batches: 0,
+            current: None,
+            shard_bytes,
+            _lock: lock,
+        })
+    }
+
+    /// The manifest as [`DatasetWriter::finish`] would write it now (the
+    /// shards closed so far; not the one being written).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// assert_eq!(w.manifest().num_shards(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The number of batches written by this writer.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// assert_eq!(w.batches_written(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn batches_written(&self) -> u64 {
+        self.batches
+    }
+
+    /// Writes one batch (to the current shard, or to a new one if it would
+    /// take the current one past the target size). A batch that does not
+    /// match the schema is refused, and nothing of it is written.
+    ///
+    /// ```
+    /// use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// let x = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1f32], vec![1], Default::default())?)])?;
+    /// let y = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1f64], vec![1], Default::default())?)])?;
+    /// w.write_batch(&x)?;
+    /// let err = w.write_batch(&y).unwrap_err();
+    /// assert!(err.to_string().contains("float32"), "{err}");
+    /// assert_eq!(w.batches_written(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+        let context = || {
+            format!(
+                "batch {} written to {}",
+                self.batches,
+                self.store.location()
+            )
+        };
+        if self.manifest.schema.is_empty() {
+            self.manifest.schema = Schema::of_batch(batch).map_err(|e| match e {
+                DatasetError::SchemaMismatch {
+                    what,
+                    expected,
+                    found,
+                    ..
+                } => DatasetError::SchemaMismatch {
+                    context: context(),
+                    what,
+                    expected,
+                    found,
+                },
+                e => e,
+            })?;
+        }
+        let sequences = self.manifest.schema.check_batch(batch, &context())?;
+        let estimate = estimate_bytes(batch);
+        if let Some(current) = &self.current {
+            let footer = 192 + 24 * (current.batch_sequences.len() as u64 + 1);
+            let after = current
+                .writer
+                .bytes_written()
+                .saturating_add(estimate)
+                .saturating_add(footer);
+            if !current.batch_sequences.is_empty() && after > self.shard_bytes {
+                self.close_shard()?;
+            }
+        }
+        let current = match self.current.take() {
+            Some(c) => c,
+            None => self.open_shard()?,
+        };
+        let current = self.current.insert(current);
+        let shard = &current.name;
+        let location = || self.store.object_location(shard);
+        current
+            .writer
+            .write(batch)
+            .map_err(|source| DatasetError::shard(location(), source))?;
+        current.batch_sequences.push(sequences);
+        for (counts, t) in current
+            .tensors
+            .iter_mut()
+            .zip(&self.manifest.schema.tensors)
+        {
+            if let Some(tensor) = batch.get(&t.name) {
+                counts.add(tensor);
+            }
+        }
+        self.batches += 1;
+        Ok(())
+    }
+
+    fn open_shard(&mut self) -> Result<OpenShard> {
+        let name = format!("{}{:06}.lodt", self.prefix, self.next_index);
+        self.next_index += 1;
+        let sink = self.store.create_shard(&name)?;
+        let writer = format::Writer::try_new(sink, BTreeMap::new())
+            .map_err(|source| DatasetError::shard(self.store.object_location(&name), source))?;
+        let tensors = self
+            .manifest
+            .schema
+            .tensors
+            .iter()
+            .map(|t| TensorCounts {
+                levels: vec![0; t.lod_levels],
+                rows: 0,
+            })
+            .collect();
+        Ok(OpenShard {
+            name,
+            writer,
+            batch_sequences: Vec::new(),
+            tensors,
+        })
+    }
+
+    /// Finishes the current shard: commits it and records it in the
+    /// manifest (in memory).
+    fn close_shard(&mut self) -> Result<()> {
+        let Some(mut shard) = self.current.take() else {
+            return Ok(());
+        };
+        let location = self.store.object_location(&shard.name);
+        let sink = shard
+            .writer
+            .finish()
+            .map_err(|source| DatasetError::shard(location.clone(), source))?;
+        sink.commit()?;
+        let file = self.store.open_shard(&shard.name)?;
+        let batches = shard.batch_sequences.len() as u64;
+        if file.num_batches() as u64 != batches {
+            return Err(DatasetError::mismatch(
+                location,
+                "batch count",
+                batches,
+                file.num_batches(),
+            ));
+        }
+        self.manifest.shards.push(ShardEntry {
+            name: shard.name,
+            bytes: file.file_size(),
+            footer_crc: footer_crc(&file, &location)?,
+            batches,
+            sequences: shard.batch_sequences.iter().sum(),
+            batch_sequences: shard.batch_sequences,
+            tensors: shard.tensors,
+        });
+        Ok(())
+    }
+
+    /// Closes the current shard and writes the manifest: everything written
+    /// so far becomes visible to readers (a checkpoint of a long write). The
+    /// writer goes on with a new shard.
+    ///
+    /// ```
+    /// use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// w.flush()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_sequences(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn flush(&mut self) -> Result<()> {
+        self.close_shard()?;
+        self.store
+            .write_atomic(&self.target, &self.manifest.to_json_bytes())
+    }
+
+    /// Closes the current shard and writes the manifest (atomically, last),
+    /// then returns it.
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
+    /// let manifest = w.finish()?;
+    /// assert_eq!((manifest.num_shards(), manifest.num_sequences()), (1, 2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn finish(mut self) -> Result<Manifest> {
+        self.flush()?;
+        Ok(std::mem::replace(
+            &mut self.manifest,
+            Manifest::new(Schema::default(), BTreeMap::new()),
+        ))
+    }
+}
+
+/// Sets the schema of `manifest` from `given` if it has none, or checks that
+/// `given` equals it.
+fn adopt_schema(manifest: &mut Manifest, given: Option<Schema>) -> Result<()> {
+    let Some(given) = given else {
+        return Ok(());
+    };
+    given.check_self("the schema given")?;
+    if manifest.schema.is_empty() {
+        manifest.schema = given;
+        return Ok(());
+    }
+    if manifest.schema != given {
+        return Err(DatasetError::schema(
+            "the schema given",
+            "schema",
+            super::manifest::describe_schema(&manifest.schema),
+            super::manifest::describe_schema(&given),
+        ));
+    }
+    Ok(())
+}
+
+/// About the bytes `batch` takes in a `.lodt` file (header, metadata,
+/// 64-aligned buffers, checksum table).
+fn estimate_bytes(batch: &Batch) -> u64 {
+    let pad = |n: u64| n.div_ceil(64) * 64;
+    let mut buffers = 0u64;
+    // The metadata JSON: about 100 bytes per tensor, its name (escaped),
+    // its dimensions and 48 per buffer, rounded up.
+    let mut meta = 64u64;
+    let mut data = 0u64;
+    for (name, t) in batch.iter() {
+        for level in t.lod().levels() {
+            data += pad(8 * level.len() as u64);
+            buffers += 1;
+        }
+        data += pad(t.as_bytes().len() as u64);
+        buffers += 1;
+        meta += 100
+            + 2 * name.len() as u64
+            + 24 * t.shape().len() as u64
+            + 48 * (t.lod().num_levels() as u64 + 1);
+    }
+    64 + pad(meta) + data + pad(4 * (buffers + 1))
+}

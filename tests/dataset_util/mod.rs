@@ -1,0 +1,125 @@
+//! Helpers shared by the dataset tests: batches whose every sequence says
+//! which it is, small datasets of them, and a check of delivered data.
+
+#![allow(dead_code)]
+
+use lodt::dataset::{
+    Dataset, DatasetStore, DatasetWriter, Loader, LoaderOptions, LocalStore, MiniBatch,
+    WriterOptions,
+};
+use lodt::{Batch, Lod, LodTensor};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The sentences of sequence `id` (1 to 3) and the words of each (1 to 4).
+pub fn shape_of(id: u64) -> Vec<u64> {
+    (0..id % 3 + 1).map(|s| (id + s) % 4 + 1).collect()
+}
+
+/// Sequence `id`'s words: `id * 1000 + j` for its j-th word.
+pub fn words_of(id: u64) -> Vec<i64> {
+    let n: u64 = shape_of(id).iter().sum();
+    (0..n as i64).map(|j| id as i64 * 1000 + j).collect()
+}
+
+/// A batch of sequences `first..first + n`: `words` (int64 [rows, 1], two
+/// LoD levels: sequences > sentences > words) and `label` (int64, no LoD,
+/// the sequence's id).
+pub fn make_batch(first: u64, n: u64) -> Batch {
+    let ids: Vec<u64> = (first..first + n).collect();
+    let level0: Vec<u64> = ids.iter().map(|&i| shape_of(i).len() as u64).collect();
+    let level1: Vec<u64> = ids.iter().flat_map(|&i| shape_of(i)).collect();
+    let values: Vec<i64> = ids.iter().flat_map(|&i| words_of(i)).collect();
+    let rows = values.len();
+    let lod = if n == 0 {
+        Lod::try_from_stored(vec![vec![0], vec![0]]).unwrap() // no sequence
+    } else {
+        Lod::try_from_lengths(&[level0, level1]).unwrap()
+    };
+    let words = LodTensor::from_vec(values, vec![rows, 1], lod).unwrap();
+    let label = LodTensor::from_vec(
+        ids.iter().map(|&i| i as i64).collect(),
+        vec![ids.len()],
+        Lod::empty(),
+    )
+    .unwrap();
+    Batch::try_from_tensors([("words", words), ("label", label)]).unwrap()
+}
+
+/// A local store with fsync off (tests survive process kills, not power cuts).
+pub fn store(dir: &Path) -> Arc<dyn DatasetStore> {
+    Arc::new(LocalStore::new(dir).with_fsync(false))
+}
+
+/// Writes a new dataset of batches of `sizes` sequences into shards of
+/// about `shard_bytes`; returns the number of sequences.
+pub fn write_dataset(dir: &Path, sizes: &[u64], shard_bytes: u64) -> u64 {
+    let options = WriterOptions {
+        shard_bytes,
+        ..Default::default()
+    };
+    let mut w = DatasetWriter::create_in(store(dir), options).unwrap();
+    let mut next = 0;
+    for &n in sizes {
+        w.write_batch(&make_batch(next, n)).unwrap();
+        next += n;
+    }
+    w.finish().unwrap();
+    next
+}
+
+/// Opens the dataset in `dir`.
+pub fn open(dir: &Path) -> Arc<Dataset> {
+    Arc::new(Dataset::open_in(store(dir)).unwrap())
+}
+
+/// Checks that a mini-batch holds exactly the sequences its ids name.
+pub fn check(batch: &MiniBatch) {
+    let label = batch.batch.get("label").unwrap();
+    let labels: Vec<u64> = label
+        .as_slice::<i64>()
+        .unwrap()
+        .iter()
+        .map(|&x| x as u64)
+        .collect();
+    assert_eq!(labels, batch.ids);
+    let words = batch.batch.get("words").unwrap();
+    assert_eq!(words.top_level_rows(), batch.ids.len());
+    for (i, &id) in batch.ids.iter().enumerate() {
+        let seq = words.sequence(0, i).unwrap();
+        assert_eq!(seq.lod().to_lengths(), vec![shape_of(id)], "sequence {id}");
+        assert_eq!(
+            seq.as_slice::<i64>().unwrap(),
+            &words_of(id)[..],
+            "sequence {id}"
+        );
+    }
+}
+
+/// The ids of every mini-batch a loader delivers (each checked).
+pub fn run(loader: Loader) -> Vec<Vec<u64>> {
+    loader
+        .map(|b| {
+            let b = b.unwrap();
+            check(&b);
+            b.ids
+        })
+        .collect()
+}
+
+/// The ids of every mini-batch of a new loader with `options`.
+pub fn collect(dataset: &Arc<Dataset>, options: LoaderOptions) -> Vec<Vec<u64>> {
+    run(Loader::new(dataset.clone(), options).unwrap())
+}
+
+/// A small deterministic generator (xorshift64*) for test choices.
+pub struct TestRng(pub u64);
+
+impl TestRng {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
