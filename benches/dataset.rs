@@ -76,7 +76,7 @@ fn generate() -> Data {
     while written < total {
         let b = batch(next, SEQUENCES_PER_BATCH);
         written += b.get("tokens").unwrap().as_bytes().len() as u64;
-        w.write_batch(&b).unwrap();
+        w.write(&b).unwrap();
         next += SEQUENCES_PER_BATCH;
     }
     let manifest = w.finish().unwrap();

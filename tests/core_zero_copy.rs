@@ -101,3 +101,51 @@ fn slice_level_allocates_o_levels() {
     assert!(big_bytes <= 256, "slice_level allocated {big_bytes} bytes");
     assert!(b.buffer().shares_storage(big.buffer()));
 }
+
+#[test]
+fn tensors_batches_files_readers_and_writers_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<LodTensor>();
+    send_sync::<Lod>();
+    send_sync::<Batch>();
+    send_sync::<LodtFile>();
+    send_sync::<lodt::buffer::Buffer>();
+    send_sync::<lodt::dataset::Dataset>();
+    send::<lodt::format::LodtFileReader>();
+    send::<lodt::format::StreamReader<std::fs::File>>();
+    send::<lodt::format::Writer<lodt::format::FileSink>>();
+    send::<lodt::paddle::PaddleBatchReader>();
+    send::<lodt::arrow::ipc::IpcFileReader<std::fs::File>>();
+    send::<lodt::arrow::ipc::IpcStreamReader<std::fs::File>>();
+    send::<lodt::arrow::parquet::ParquetReader>();
+    send::<lodt::batch::BoxBatchReader<'static, lodt::ConvertError>>();
+    send::<lodt::batch::BoxBatchWriter<'static, lodt::ConvertError>>();
+    send::<lodt::dataset::Loader>();
+    send::<lodt::dataset::DatasetWriter>();
+    // And a file read on one thread is sliced on others, sharing its map.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("threads.lodt");
+    save_batch(
+        &path,
+        &Batch::try_from_tensors([("words", seed_tensor())]).unwrap(),
+    )
+    .unwrap();
+    let file = std::sync::Arc::new(LodtFile::open(&path).unwrap());
+    let sums: Vec<i64> = (0..3)
+        .map(|a| {
+            let file = file.clone();
+            std::thread::spawn(move || {
+                let t = file.batch(0).unwrap().tensor("words").unwrap();
+                t.branch(&[a])
+                    .unwrap()
+                    .as_slice::<i64>()
+                    .unwrap()
+                    .iter()
+                    .sum()
+            })
+        })
+        .map(|h| h.join().unwrap())
+        .collect();
+    assert_eq!(sums, vec![36, 9, 60]);
+}

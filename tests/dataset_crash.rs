@@ -50,7 +50,7 @@ fn child() {
     let mut next = env_u64("LODT_FIRST");
     for k in 0..env_u64("LODT_COUNT") {
         let n = 3 + k % 9;
-        w.write_batch(&make_batch(next, n)).unwrap();
+        w.write(&make_batch(next, n)).unwrap();
         next += n;
         if flush > 0 && (k + 1) % flush == 0 {
             w.flush().unwrap();
@@ -162,7 +162,7 @@ fn kill_9_while_appending_leaves_a_valid_manifest_and_no_half_listed_shard() {
         // The next writer carries on: the lock died with the child, and no
         // name of an unlisted shard is reused.
         let mut w = DatasetWriter::append_in(store(&dir), WriterOptions::default()).unwrap();
-        w.write_batch(&make_batch(n, 5)).unwrap();
+        w.write(&make_batch(n, 5)).unwrap();
         w.finish().unwrap();
         assert_eq!(
             check_prefix(&dir),

@@ -65,7 +65,7 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
     let mut w = DatasetWriter::create_in(store.clone(), options).unwrap();
     let mut next = 0;
     for n in SIZES {
-        w.write_batch(&batch(next, n)).unwrap();
+        w.write(&batch(next, n)).unwrap();
         next += n;
     }
     w.finish().unwrap();

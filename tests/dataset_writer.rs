@@ -113,7 +113,7 @@ fn opening_reads_the_manifest_only() {
 fn a_batch_that_does_not_match_the_schema_is_refused_when_written() {
     let dir = tempfile::tempdir().unwrap();
     let mut w = DatasetWriter::create_in(store(dir.path()), WriterOptions::default()).unwrap();
-    w.write_batch(&make_batch(0, 4)).unwrap();
+    w.write(&make_batch(0, 4)).unwrap();
     let words = make_batch(0, 2).get("words").unwrap().clone();
     let label = make_batch(0, 2).get("label").unwrap().clone();
     let f32_label = LodTensor::from_vec(vec![0f32, 1.0], vec![2], Lod::empty()).unwrap();
@@ -162,14 +162,14 @@ fn a_batch_that_does_not_match_the_schema_is_refused_when_written() {
         ),
     ];
     for (batch, says) in cases {
-        let err = w.write_batch(&batch).unwrap_err();
+        let err = w.write(&batch).unwrap_err();
         assert!(matches!(err, DatasetError::SchemaMismatch { .. }), "{err}");
         let text = err.to_string();
         assert!(text.contains("batch 1 written to"), "{text}");
         assert!(text.contains(says), "{says}: {text}");
     }
     // The writer goes on; nothing of the refused batches was written.
-    w.write_batch(&make_batch(4, 3)).unwrap();
+    w.write(&make_batch(4, 3)).unwrap();
     let m = w.finish().unwrap();
     assert_eq!((m.num_batches(), m.num_sequences()), (2, 7));
     open(dir.path()).verify().unwrap();
@@ -384,7 +384,7 @@ fn appends_add_shards_under_new_names_and_one_writer_at_a_time() {
     assert_eq!(open(dir.path()).num_sequences(), n);
     let mut next = n;
     for k in 0..10 {
-        w.write_batch(&make_batch(next, 3 + k)).unwrap();
+        w.write(&make_batch(next, 3 + k)).unwrap();
         next += 3 + k;
     }
     assert_eq!(open(dir.path()).num_sequences(), n);
@@ -426,7 +426,7 @@ fn a_dropped_writer_leaves_the_manifest_and_no_temporary_file() {
     )
     .unwrap();
     for k in 0..6 {
-        w.write_batch(&make_batch(n + 10 * k, 10)).unwrap();
+        w.write(&make_batch(n + 10 * k, 10)).unwrap();
     }
     drop(w);
     let dataset = open(dir.path());
@@ -465,7 +465,7 @@ fn two_parallel_writers_and_a_merge() {
                 let mut w = DatasetWriter::create_part_in(store(&root), id, options).unwrap();
                 let mut next = first;
                 for k in 0..12 {
-                    w.write_batch(&make_batch(next, 2 + k % 5)).unwrap();
+                    w.write(&make_batch(next, 2 + k % 5)).unwrap();
                     next += 2 + k % 5;
                 }
                 let m = w.finish().unwrap();
@@ -510,7 +510,7 @@ fn two_parallel_writers_and_a_merge() {
 
     // Writer "a" writes more later: new names, after its merged shards.
     let mut w = DatasetWriter::create_part_in(store(&root), "a", WriterOptions::default()).unwrap();
-    w.write_batch(&make_batch(5000, 3)).unwrap();
+    w.write(&make_batch(5000, 3)).unwrap();
     let part = w.finish().unwrap();
     assert_eq!(part.shards[0].name, format!("a-shard-{a:06}.lodt"));
     // A merge stopped after writing the manifest, before deleting the part,
@@ -527,12 +527,12 @@ fn conflicting_parts_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let mut a = DatasetWriter::create_part_in(store(root), "a", WriterOptions::default()).unwrap();
-    a.write_batch(&make_batch(0, 2)).unwrap();
+    a.write(&make_batch(0, 2)).unwrap();
     a.finish().unwrap();
     // Another schema.
     let mut b = DatasetWriter::create_part_in(store(root), "b", WriterOptions::default()).unwrap();
     let x = LodTensor::from_vec(vec![1u8], vec![1], Lod::empty()).unwrap();
-    b.write_batch(&Batch::try_from_tensors([("x", x)]).unwrap())
+    b.write(&Batch::try_from_tensors([("x", x)]).unwrap())
         .unwrap();
     b.finish().unwrap();
     let err = Dataset::commit_parts_in(store(root)).unwrap_err();

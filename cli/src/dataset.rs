@@ -338,7 +338,7 @@ pub fn convert(
     let mut count = 0u64;
     for batch in batches {
         let batch = batch.map_err(convert_failure)?;
-        writer.write_batch(&batch).map_err(failure)?;
+        writer.write(&batch).map_err(failure)?;
         count += 1;
         progress.set_position(count);
     }

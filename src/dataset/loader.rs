@@ -693,7 +693,7 @@ enum Source {
 /// for k in 0..4i64 {
 ///     let lod = Lod::try_from_lengths(&[vec![1; 5]])?;
 ///     let x = LodTensor::from_vec((0..5).map(|i| k * 5 + i).collect(), vec![5], lod)?;
-///     w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+///     w.write(&Batch::try_from_tensors([("x", x)])?)?;
 /// }
 /// w.finish()?;
 /// let dataset = Arc::new(Dataset::open(dir.path())?);
@@ -751,7 +751,7 @@ impl Loader {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// let dataset = std::sync::Arc::new(lodt::dataset::Dataset::open(dir.path())?);
     /// let loader = lodt::dataset::Loader::new(dataset, Default::default())?;
@@ -774,7 +774,7 @@ impl Loader {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..10i32).collect(), vec![10], Lod::try_from_lengths(&[vec![1; 10]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// let dataset = Arc::new(Dataset::open(dir.path())?);
     /// let opts = |rank, world_size| LoaderOptions { rank, world_size, batching: lodt::dataset::Batching::Sequences(2), ..Default::default() };
@@ -966,7 +966,7 @@ impl Loader {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// use lodt::dataset::{Dataset, Loader, LoaderOptions, ShuffleOptions};
     /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
@@ -1012,7 +1012,7 @@ impl Loader {
     /// # use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![0u8; 5], vec![5], Default::default())?)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![0u8; 5], vec![5], Default::default())?)])?)?;
     /// # w.finish()?;
     /// # let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
     /// let loader = Loader::new(dataset, LoaderOptions { rank: 0, world_size: 2, ..Default::default() })?;
@@ -1041,7 +1041,7 @@ impl Loader {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// use lodt::dataset::{Batching, Dataset, Loader, LoaderOptions};
     /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);

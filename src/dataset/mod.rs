@@ -36,7 +36,7 @@
 //!     let lod = Lod::try_from_lengths(&[vec![2, 3, 1, 4]])?;
 //!     let words = LodTensor::from_vec((0..10).map(|i| k * 100 + i).collect(), vec![10], lod)?;
 //!     let labels = LodTensor::from_vec(vec![k; 4], vec![4], Lod::empty())?;
-//!     writer.write_batch(&Batch::try_from_tensors([("words", words), ("labels", labels)])?)?;
+//!     writer.write(&Batch::try_from_tensors([("words", words), ("labels", labels)])?)?;
 //! }
 //! writer.finish()?;
 //!

@@ -115,7 +115,7 @@ struct OpenedShard {
 /// let mut w = DatasetWriter::create(dir.path(), Default::default())?;
 /// let lod = Lod::try_from_lengths(&[vec![2, 1, 3]])?;
 /// let x = LodTensor::from_vec((0..6i32).collect(), vec![6], lod)?;
-/// w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+/// w.write(&Batch::try_from_tensors([("x", x)])?)?;
 /// w.finish()?;
 ///
 /// let dataset = Dataset::open(dir.path())?;
@@ -154,7 +154,7 @@ impl Dataset {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
     /// assert_eq!(dataset.num_shards(), 1);
@@ -265,7 +265,7 @@ impl Dataset {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_shards(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -281,7 +281,7 @@ impl Dataset {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_sequences(), 3);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -403,7 +403,7 @@ impl Dataset {
     /// # use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
     /// # w.finish()?;
     /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
     /// assert_eq!(dataset.shard(0)?.num_batches(), 1);
@@ -421,7 +421,7 @@ impl Dataset {
     /// # use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
     /// # w.finish()?;
     /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
     /// assert_eq!(dataset.read_batch(0, 0)?.get("x").unwrap().rows(), 2);
@@ -512,7 +512,7 @@ impl Dataset {
     /// # use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
     /// # w.finish()?;
     /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
     /// assert_eq!(dataset.batches().count(), 1);
@@ -533,7 +533,7 @@ impl Dataset {
     /// # use lodt::{Batch, Lod, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
-    /// # for _ in 0..2 { w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8; 3], vec![3], Lod::try_from_lengths(&[vec![1, 2]])?)?)])?)?; }
+    /// # for _ in 0..2 { w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8; 3], vec![3], Lod::try_from_lengths(&[vec![1, 2]])?)?)])?)?; }
     /// # w.finish()?;
     /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
     /// let at = dataset.locate(3)?;
@@ -584,7 +584,7 @@ impl Dataset {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
     /// let seq = dataset.sequence(1)?;
@@ -615,7 +615,7 @@ impl Dataset {
     /// # use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
     /// # w.finish()?;
     /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
     /// let report = dataset.verify_shard(0, &mut |_| {})?;
@@ -686,7 +686,7 @@ impl Dataset {
     /// # let dir = tempfile::tempdir()?;
     /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// # let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
-    /// # w.write_batch(&Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.write(&Batch::try_from_tensors([("x", x)])?)?;
     /// # w.finish()?;
     /// let report = lodt::dataset::Dataset::open(dir.path())?.verify()?;
     /// assert_eq!((report.shards, report.batches, report.sequences), (1, 1, 3));
@@ -744,7 +744,7 @@ impl Dataset {
     /// # use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let mut w = lodt::dataset::DatasetWriter::create_part(dir.path(), "host1", Default::default())?;
-    /// w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
     /// w.finish()?;
     /// let manifest = lodt::dataset::Dataset::commit_parts(dir.path())?;
     /// assert_eq!(manifest.shards[0].name, "host1-shard-000000.lodt");

@@ -87,7 +87,7 @@ struct OpenShard {
 /// for k in 0..10i64 {
 ///     let lod = Lod::try_from_lengths(&[vec![3, 2]])?;
 ///     let words = LodTensor::from_vec((0..5).map(|i| k * 10 + i).collect(), vec![5], lod)?;
-///     writer.write_batch(&Batch::try_from_tensors([("words", words)])?)?;
+///     writer.write(&Batch::try_from_tensors([("words", words)])?)?;
 /// }
 /// let manifest = writer.finish()?;
 /// assert!(manifest.num_shards() > 1);
@@ -179,10 +179,10 @@ impl DatasetWriter {
     /// # let dir = tempfile::tempdir()?;
     /// let batch = |v: Vec<f32>| Batch::try_from_tensors([("x", LodTensor::from_vec(v.clone(), vec![v.len()], Default::default())?)]);
     /// let mut w = DatasetWriter::create(dir.path(), WriterOptions::default())?;
-    /// w.write_batch(&batch(vec![1.0, 2.0])?)?;
+    /// w.write(&batch(vec![1.0, 2.0])?)?;
     /// w.finish()?;
     /// let mut w = DatasetWriter::append(dir.path(), WriterOptions::default())?;
-    /// w.write_batch(&batch(vec![3.0])?)?;
+    /// w.write(&batch(vec![3.0])?)?;
     /// w.finish()?;
     /// let dataset = Dataset::open(dir.path())?;
     /// assert_eq!((dataset.num_shards(), dataset.num_sequences()), (2, 3));
@@ -248,8 +248,8 @@ impl DatasetWriter {
     /// let batch = |v: i32| Batch::try_from_tensors([("x", LodTensor::from_vec(vec![v], vec![1], Default::default())?)]);
     /// let mut a = DatasetWriter::create_part(dir.path(), "a", WriterOptions::default())?;
     /// let mut b = DatasetWriter::create_part(dir.path(), "b", WriterOptions::default())?;
-    /// a.write_batch(&batch(1)?)?;
-    /// b.write_batch(&batch(2)?)?;
+    /// a.write(&batch(1)?)?;
+    /// b.write(&batch(2)?)?;
     /// a.finish()?;
     /// b.finish()?;
     /// let manifest = Dataset::commit_parts(dir.path())?;
@@ -384,13 +384,13 @@ impl DatasetWriter {
     /// let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
     /// let x = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1f32], vec![1], Default::default())?)])?;
     /// let y = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1f64], vec![1], Default::default())?)])?;
-    /// w.write_batch(&x)?;
-    /// let err = w.write_batch(&y).unwrap_err();
+    /// w.write(&x)?;
+    /// let err = w.write(&y).unwrap_err();
     /// assert!(err.to_string().contains("float32"), "{err}");
     /// assert_eq!(w.batches_written(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn write_batch(&mut self, batch: &Batch) -> Result<()> {
+    pub fn write(&mut self, batch: &Batch) -> Result<()> {
         let context = || {
             format!(
                 "batch {} written to {}",
@@ -518,7 +518,7 @@ impl DatasetWriter {
     /// use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
-    /// w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
     /// w.flush()?;
     /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_sequences(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -536,7 +536,7 @@ impl DatasetWriter {
     /// # use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
-    /// w.write_batch(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
+    /// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
     /// let manifest = w.finish()?;
     /// assert_eq!((manifest.num_shards(), manifest.num_sequences()), (1, 2));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -61,7 +61,7 @@ pub fn write_dataset(dir: &Path, sizes: &[u64], shard_bytes: u64) -> u64 {
     let mut w = DatasetWriter::create_in(store(dir), options).unwrap();
     let mut next = 0;
     for &n in sizes {
-        w.write_batch(&make_batch(next, n)).unwrap();
+        w.write(&make_batch(next, n)).unwrap();
         next += n;
     }
     w.finish().unwrap();
