@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use std::fmt;
 use std::ops::Range;
 use std::panic::RefUnwindSafe;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -218,7 +219,18 @@ unsafe impl ByteStorage for AlignedBytes {
 pub struct Buffer {
     storage: Arc<dyn ByteStorage>,
     range: Range<usize>,
+    /// `storage.bytes()[range].as_ptr()`, kept so that reading the bytes is
+    /// a pointer and a length, not a call through the storage's vtable.
+    ptr: NonNull<u8>,
 }
+
+// SAFETY: `ptr` points into `storage`, which the buffer keeps alive and which
+// is `Send + Sync`; the buffer only reads through it (`&self`), as reading
+// `storage.bytes()` would. Writing (`make_mut`) needs `&mut self` and a
+// uniquely owned storage.
+unsafe impl Send for Buffer {}
+// SAFETY: as for `Send`: shared access only reads the storage's bytes.
+unsafe impl Sync for Buffer {}
 
 impl Buffer {
     /// The whole of `storage`.
@@ -230,10 +242,12 @@ impl Buffer {
     /// assert_eq!(Buffer::from_storage(storage).len(), 2);
     /// ```
     pub fn from_storage(storage: Arc<dyn ByteStorage>) -> Self {
-        let len = storage.bytes().len();
+        let bytes = storage.bytes();
+        let (len, ptr) = (bytes.len(), NonNull::from(bytes).cast::<u8>());
         Buffer {
             storage,
             range: 0..len,
+            ptr,
         }
     }
 
@@ -261,9 +275,14 @@ impl Buffer {
     /// # Ok::<(), lodt::Error>(())
     /// ```
     pub fn try_new(storage: Arc<dyn ByteStorage>, range: Range<usize>) -> Result<Self> {
-        let len = storage.bytes().len();
-        check_range(&range, len)?;
-        Ok(Buffer { storage, range })
+        let bytes = storage.bytes();
+        check_range(&range, bytes.len())?;
+        let ptr = NonNull::from(&bytes[range.clone()]).cast::<u8>();
+        Ok(Buffer {
+            storage,
+            range,
+            ptr,
+        })
     }
 
     /// The bytes `range` of this buffer (relative to its start), sharing the
@@ -277,9 +296,11 @@ impl Buffer {
     /// ```
     pub fn slice(&self, range: Range<usize>) -> Result<Self> {
         check_range(&range, self.len())?;
+        let ptr = NonNull::from(&self.as_slice()[range.clone()]).cast::<u8>();
         Ok(Buffer {
             storage: self.storage.clone(),
             range: self.range.start + range.start..self.range.start + range.end,
+            ptr,
         })
     }
 
@@ -289,9 +310,13 @@ impl Buffer {
     /// assert_eq!(lodt::buffer::Buffer::from_vec(vec![7u8]).as_slice(), &[7]);
     /// ```
     pub fn as_slice(&self) -> &[u8] {
-        // In range: checked when the buffer was made, and storages keep their
-        // bytes (the `ByteStorage` contract).
-        self.storage.bytes().get(self.range.clone()).unwrap_or(&[])
+        // SAFETY: `ptr` and the range's length were taken from
+        // `storage.bytes()[range]` when the buffer was made (in range,
+        // checked). The storage lives as long as `self` (its `Arc`), and the
+        // `ByteStorage` contract keeps its bytes at the same address, with the
+        // same length and unchanged, while it is shared; when it is not,
+        // only `make_mut` (`&mut self`) writes them, in place.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.range.end - self.range.start) }
     }
 
     /// The number of bytes.

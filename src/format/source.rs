@@ -46,6 +46,13 @@ pub trait RangeSource: Send + Sync {
     /// returned buffers are aligned to 8 bytes or more.
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>>;
 
+    /// Reads one range completely ([`RangeSource::read_ranges`] of one).
+    fn read_range(&self, range: Range<u64>) -> std::io::Result<Buffer> {
+        self.read_ranges(std::slice::from_ref(&range))?
+            .pop()
+            .ok_or_else(short_answer)
+    }
+
     /// How many bytes a first read at open should take from the start and from
     /// the end of the file. Local sources read exactly what they need (64
     /// bytes each, then more); a remote source asks for more at once, to save
@@ -83,6 +90,16 @@ fn eof(range: &Range<u64>, len: u64) -> std::io::Error {
             range.start, range.end
         ),
     )
+}
+
+/// A window of one storage holding the whole file.
+fn window(storage: &Arc<dyn ByteStorage>, r: Range<u64>) -> std::io::Result<Buffer> {
+    let len = storage.bytes().len() as u64;
+    if r.start > r.end || r.end > len {
+        return Err(eof(&r, len));
+    }
+    Buffer::try_new(storage.clone(), r.start as usize..r.end as usize)
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// Windows of one storage holding the whole file.
@@ -139,6 +156,9 @@ impl RangeSource for MmapSource {
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
         windows(&self.storage, ranges)
     }
+    fn read_range(&self, range: Range<u64>) -> std::io::Result<Buffer> {
+        window(&self.storage, range)
+    }
     fn whole(&self) -> Option<&Arc<dyn ByteStorage>> {
         Some(&self.storage)
     }
@@ -189,7 +209,7 @@ impl PreadSource {
         })
     }
 
-    fn read_range(&self, r: &Range<u64>) -> std::io::Result<Buffer> {
+    fn pread_range(&self, r: &Range<u64>) -> std::io::Result<Buffer> {
         if r.start > r.end || r.end > self.len {
             return Err(eof(r, self.len));
         }
@@ -226,7 +246,7 @@ impl RangeSource for PreadSource {
         self.len
     }
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
-        ranges.iter().map(|r| self.read_range(r)).collect()
+        ranges.iter().map(|r| self.pread_range(r)).collect()
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
@@ -275,6 +295,9 @@ impl RangeSource for MemorySource {
     }
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
         windows(&self.storage, ranges)
+    }
+    fn read_range(&self, range: Range<u64>) -> std::io::Result<Buffer> {
+        window(&self.storage, range)
     }
     fn whole(&self) -> Option<&Arc<dyn ByteStorage>> {
         Some(&self.storage)
@@ -366,9 +389,5 @@ pub(crate) fn read_one(
     r: Range<u64>,
     ctx: impl Fn() -> String,
 ) -> Result<Buffer> {
-    source
-        .read_ranges(std::slice::from_ref(&r))
-        .map_err(|e| FormatError::io(ctx(), e))?
-        .pop()
-        .ok_or_else(|| FormatError::io(ctx(), short_answer()))
+    source.read_range(r).map_err(|e| FormatError::io(ctx(), e))
 }

@@ -853,37 +853,38 @@ impl Lod {
     /// assert_eq!(lod.branch(&[0, 2]).unwrap().1, 5..9);
     /// ```
     pub fn branch(&self, path: &[usize]) -> Result<(Lod, Range<u64>)> {
-        if path.len() > self.levels.len() {
-            return Err(out_of_range(
-                "branch depth",
-                path.len(),
-                self.levels.len() + 1,
-            ));
+        let levels = self.levels.len();
+        if path.len() > levels {
+            return Err(out_of_range("branch depth", path.len(), levels + 1));
         }
         if path.is_empty() {
             let rows = 0..self.num_rows().unwrap_or(0);
             return Ok((self.clone(), rows));
         }
-        let mut levels: Vec<Offsets> = Vec::with_capacity(self.levels.len());
+        // Walk positions in each level's raw window (no buffer touched but
+        // to read): `lo..=hi` is the window at the current level.
+        let (mut lo, mut hi) = (0usize, self.levels[0].len().saturating_sub(1));
         for (l, &index) in path.iter().enumerate() {
-            let current = match levels.last() {
-                None => self.levels[0].clone(),
-                Some(parent) => {
-                    let parent_base = self.levels[l - 1].base();
-                    let raw = parent.raw();
-                    let (start, end) = (raw[0] - parent_base, raw[1] - parent_base);
-                    self.levels[l].window(start as usize, end as usize)
-                }
-            };
-            if index + 1 >= current.len() {
-                return Err(out_of_range("branch index", index, current.num_sequences()));
+            let raw = self.levels[l].raw();
+            if index >= hi - lo {
+                return Err(out_of_range("branch index", index, hi - lo));
             }
-            levels.push(current.window(index, index + 1));
+            let a = lo + index;
+            let base = raw[0];
+            (lo, hi) = ((raw[a] - base) as usize, (raw[a + 1] - base) as usize);
         }
-        self.narrow_below(path.len() - 1, &mut levels);
-        let rows = self.rows_of(&levels);
-        levels.drain(..path.len());
-        Ok((Lod { levels }, rows))
+        // `lo..=hi` now indexes level `path.len()` (or, past the last
+        // level, the rows of this LoD). Windows only for the levels kept.
+        let mut kept = Vec::with_capacity(levels - path.len());
+        for l in path.len()..levels {
+            let level = &self.levels[l];
+            let raw = level.raw();
+            let base = raw[0];
+            let (first, last) = (raw[lo], raw[hi]);
+            kept.push(level.window(lo, hi));
+            (lo, hi) = ((first - base) as usize, (last - base) as usize);
+        }
+        Ok((Lod { levels: kept }, lo as u64..hi as u64))
     }
 
     /// The LoD of sequences `begin..end` of level `level`, rebased, with the
