@@ -363,28 +363,33 @@ mod arrow_side {
     pub(super) fn read(kind: FileKind, path: &Path) -> Result<BatchSource, ConvertError> {
         let options = ArrowOptions::default();
         let file = open(path)?;
+        let name = path.display().to_string();
         Ok(match kind {
             FileKind::ArrowFile => {
-                let reader = IpcFileReader::try_new(file, &options)?;
+                let reader = IpcFileReader::try_new_named(file, name, &options)?;
                 BatchSource {
                     total: Some(reader.num_batches()),
                     batches: Box::new(reader.map(|b| b.map_err(ConvertError::from))),
                 }
             }
             FileKind::ArrowStream => {
-                let reader = IpcStreamReader::try_new(file, &options)?;
+                let reader = IpcStreamReader::try_new_named(file, name, &options)?;
                 BatchSource {
                     total: None,
                     batches: Box::new(reader.map(|b| b.map_err(ConvertError::from))),
                 }
             }
-            _ => read_parquet(file)?,
+            _ => read_parquet(file, name)?,
         })
     }
 
     #[cfg(feature = "parquet")]
-    fn read_parquet(file: std::fs::File) -> Result<BatchSource, ConvertError> {
-        let reader = crate::arrow::parquet::ParquetReader::try_new(file, &ArrowOptions::default())?;
+    fn read_parquet(file: std::fs::File, name: String) -> Result<BatchSource, ConvertError> {
+        let reader = crate::arrow::parquet::ParquetReader::try_new_named(
+            file,
+            name,
+            &ArrowOptions::default(),
+        )?;
         Ok(BatchSource {
             total: Some(reader.num_row_groups()),
             batches: Box::new(reader.map(|b| b.map_err(ConvertError::from))),
@@ -392,7 +397,7 @@ mod arrow_side {
     }
 
     #[cfg(not(feature = "parquet"))]
-    fn read_parquet(_: std::fs::File) -> Result<BatchSource, ConvertError> {
+    fn read_parquet(_: std::fs::File, _: String) -> Result<BatchSource, ConvertError> {
         Err(ConvertError::FeatureMissing {
             format: "Parquet",
             feature: "parquet",

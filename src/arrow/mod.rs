@@ -43,6 +43,7 @@
 mod batch;
 mod error;
 mod file;
+mod foreign;
 pub mod ipc;
 #[cfg(feature = "parquet")]
 pub mod parquet;
