@@ -286,3 +286,159 @@ fn the_cli_reports_the_repro_files_as_errors_without_panic_messages() {
         assert!(!err.contains("panicked at"), "{path}: {err}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// LoD depth: what cannot be read back is not written
+// ---------------------------------------------------------------------------
+
+/// A one-row int64 tensor (element shape `[2]` when `shaped`) with `levels`
+/// LoD levels, each holding one sequence of one entry.
+fn deep_tensor(levels: usize, shaped: bool) -> LodTensor {
+    let lod = Lod::try_from_lengths(&vec![vec![1]; levels]).unwrap();
+    if shaped {
+        LodTensor::from_vec(vec![7i64, 8], vec![1, 2], lod).unwrap()
+    } else {
+        LodTensor::from_vec(vec![7i64], vec![1], lod).unwrap()
+    }
+}
+
+#[test]
+fn the_deepest_tensors_written_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = Batch::try_from_tensors([
+        ("deep", deep_tensor(lodt::arrow::MAX_LOD_LEVELS, false)),
+        (
+            "deep_shaped",
+            deep_tensor(lodt::arrow::MAX_LOD_LEVELS, true),
+        ),
+    ])
+    .unwrap();
+    let input = dir.path().join("deep.lodt");
+    lodt::format::save_batch(&input, &batch).unwrap();
+    for ext in ["arrow", "arrows", "parquet"] {
+        let out = dir.path().join(format!("deep.{ext}"));
+        lodt::convert::convert(&input, &out, &Default::default(), |_| {}).unwrap();
+        let back: Vec<Batch> = lodt::convert::read_batches(&out, &Default::default())
+            .unwrap()
+            .batches
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(back, vec![batch.clone()], "{ext}");
+    }
+}
+
+#[test]
+fn lodt_files_of_61_to_64_levels_are_not_converted_to_arrow_or_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    for levels in [lodt::arrow::MAX_LOD_LEVELS + 1, 61, 62, 63, 64] {
+        let input = dir.path().join(format!("deep{levels}.lodt"));
+        lodt::format::save_tensor(&input, "deep", &deep_tensor(levels, levels % 2 == 0)).unwrap();
+        lodt::format::verify(&input).unwrap(); // a valid .lodt file
+        for ext in ["arrow", "arrows", "parquet"] {
+            let out = dir.path().join(format!("deep{levels}.{ext}"));
+            let err =
+                lodt::convert::convert(&input, &out, &Default::default(), |_| {}).unwrap_err();
+            match &err {
+                lodt::convert::ConvertError::Arrow(Error::TooManyLevels {
+                    column,
+                    levels: found,
+                    limit,
+                }) => {
+                    assert_eq!((column.as_str(), *found, *limit), ("deep", levels, 32));
+                }
+                other => panic!("{levels} levels to .{ext}: {other:?}"),
+            }
+            assert!(
+                err.to_string().contains(&format!(
+                    "{levels} LoD levels exceed the limit of 32 for Arrow IPC and Parquet files"
+                )),
+                "{err}"
+            );
+        }
+        let out = dir.path().join(format!("deep{levels}.parquet"));
+        let (code, _, err) = lodt(&["convert", input.to_str().unwrap(), out.to_str().unwrap()]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("exceed the limit of 32"), "{err}");
+    }
+}
+
+/// A Paddle single-tensor file: one int64 row under `levels` LoD levels.
+fn paddle_bytes(levels: usize) -> Vec<u8> {
+    let mut out = 0u32.to_le_bytes().to_vec();
+    out.extend((levels as u64).to_le_bytes());
+    for _ in 0..levels {
+        out.extend(16u64.to_le_bytes());
+        out.extend(0u64.to_le_bytes());
+        out.extend(1u64.to_le_bytes());
+    }
+    out.extend(0u32.to_le_bytes());
+    // TensorDesc { data_type: INT64 (3), dims: [1] }
+    let desc = [0x08, 0x03, 0x10, 0x01];
+    out.extend((desc.len() as i32).to_le_bytes());
+    out.extend(desc);
+    out.extend(7i64.to_le_bytes());
+    out
+}
+
+#[test]
+fn paddle_files_of_100_levels_are_refused_and_64_levels_stay_out_of_arrow() {
+    use lodt::paddle::{self, PaddleError};
+    let dir = tempfile::tempdir().unwrap();
+
+    let path = dir.path().join("deep100.pdtensor");
+    std::fs::write(&path, paddle_bytes(100)).unwrap();
+    let err = paddle::read_tensor_file(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PaddleError::TooManyLevels {
+                offset: 4,
+                found: 100,
+                max: 64
+            }
+        ),
+        "{err}"
+    );
+    let out = dir.path().join("deep100.arrow");
+    let (code, _, err) = lodt(&["convert", path.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("100 levels exceed lodt's limit of 64"),
+        "{err}"
+    );
+
+    // 64 levels read (and convert to .lodt); Arrow and Parquet refuse them.
+    let path = dir.path().join("deep64.pdtensor");
+    std::fs::write(&path, paddle_bytes(64)).unwrap();
+    assert_eq!(
+        paddle::read_tensor_file(&path).unwrap().lod().num_levels(),
+        64
+    );
+    let out = dir.path().join("deep64.lodt");
+    lodt::convert::convert(&path, &out, &Default::default(), |_| {}).unwrap();
+    for ext in ["arrow", "arrows", "parquet"] {
+        let out = dir.path().join(format!("deep64.{ext}"));
+        let err = lodt::convert::convert(&path, &out, &Default::default(), |_| {}).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                lodt::convert::ConvertError::Arrow(Error::TooManyLevels { levels: 64, .. })
+            ),
+            "{err}"
+        );
+    }
+    // And lodt writes no Paddle file it would refuse to read.
+    let tensor = deep_tensor(65, false);
+    let err = paddle::to_bytes(&tensor).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PaddleError::TooLarge {
+                found: 65,
+                max: 64,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

@@ -171,6 +171,20 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A tensor with more LoD levels than lodt writes to Arrow IPC and
+    /// Parquet files ([`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS)): deeper
+    /// nesting cannot be read back by arrow-rs or pyarrow.
+    #[error(
+        "column {column:?}: {levels} LoD levels exceed the limit of {limit} for Arrow IPC and Parquet files (deeper nesting cannot be read back by arrow-rs or pyarrow; spec/ARROW.md, section 6)"
+    )]
+    TooManyLevels {
+        /// The column.
+        column: String,
+        /// The tensor's number of LoD levels.
+        levels: usize,
+        /// The limit, [`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS).
+        limit: usize,
+    },
     /// An argument that is not valid for the operation.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
