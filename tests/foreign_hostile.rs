@@ -287,6 +287,62 @@ fn the_cli_reports_the_repro_files_as_errors_without_panic_messages() {
     }
 }
 
+/// A Parquet file with no rows whose schema nests `groups` groups (the root
+/// included) over one int32 column, its footer written by hand in Thrift's
+/// compact protocol.
+fn nested_schema_parquet(groups: usize) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8 & 0x7F) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let mut footer = vec![0x15, 0x02]; // 1: version = 1
+    footer.extend([0x19, 0xFC]); // 2: schema, a list of structs
+    varint(&mut footer, groups as u64 + 1);
+    footer.extend([0x48, 0x01, b'r', 0x15, 0x02, 0x00]); // the root: name "r", 1 child
+    for _ in 1..groups {
+        // REQUIRED, name "g", num_children 1
+        footer.extend([0x35, 0x00, 0x18, 0x01, b'g', 0x15, 0x02, 0x00]);
+    }
+    footer.extend([0x15, 0x02, 0x25, 0x00, 0x18, 0x01, b'x', 0x00]); // INT32, REQUIRED, "x"
+    footer.extend([0x16, 0x00, 0x19, 0x0C, 0x00]); // 3: num_rows 0, 4: no row groups
+    let mut file = b"PAR1".to_vec();
+    file.extend(&footer);
+    file.extend((footer.len() as u32).to_le_bytes());
+    file.extend(b"PAR1");
+    file
+}
+
+#[test]
+fn parquet_schemas_nested_too_deep_for_the_stack_are_refused() {
+    // parquet 60 builds the schema tree by recursion: 5,000 nested groups
+    // (a 30 KiB footer) overflow the stack, an abort nothing can catch.
+    let err = match read_parquet_file(&nested_schema_parquet(5000)) {
+        Err(e) => e,
+        Ok(_) => panic!("a 5000-deep schema opened"),
+    };
+    expect_decode(
+        err,
+        "x.parquet",
+        "Parquet footer",
+        "the schema nests groups more than 128 deep (lodt's limit; pyarrow reads at most 100 levels)",
+    );
+    assert!(read_parquet_file(&nested_schema_parquet(129)).is_err());
+    // Up to the limit, parquet decodes the schema (lodt then refuses the
+    // struct column it finds, before decoding any data).
+    let reader = read_parquet_file(&nested_schema_parquet(128)).unwrap();
+    assert_eq!(reader.num_row_groups(), 0);
+    assert_eq!(reader.count(), 0);
+}
+
+fn read_parquet_file(bytes: &[u8]) -> Result<ParquetReader, Error> {
+    let mut file = tempfile::tempfile().unwrap();
+    std::io::Write::write_all(&mut file, bytes).unwrap();
+    ParquetReader::try_new_named(file, "x.parquet", &ArrowOptions::default())
+}
+
 // ---------------------------------------------------------------------------
 // LoD depth: what cannot be read back is not written
 // ---------------------------------------------------------------------------

@@ -347,6 +347,231 @@ pub(crate) fn check_parquet_metadata(
     Ok(())
 }
 
+/// The deepest nesting of groups lodt lets parquet decode in a file's schema.
+///
+/// parquet builds the schema tree by recursion, once per level: a footer of
+/// about 20 KiB nesting 2,000 groups overflows the stack, an abort that no
+/// boundary catches. pyarrow reads at most 100 schema levels; the deepest
+/// file lodt writes nests 67 groups (32 LoD levels and an element shape, two
+/// groups each, under the root).
+#[cfg(feature = "parquet")]
+pub(crate) const MAX_PARQUET_SCHEMA_DEPTH: usize = 128;
+
+/// Checks, before parquet decodes the footer, that the schema it holds does
+/// not nest groups deeper than [`MAX_PARQUET_SCHEMA_DEPTH`]. Reads the footer
+/// (the file's last 8 bytes give its length) and skims its Thrift encoding
+/// for the schema elements' child counts. A footer that does not parse is
+/// left to parquet, which reports it (before building any tree).
+#[cfg(feature = "parquet")]
+pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut reader = reader;
+    let len = reader.seek(SeekFrom::End(0))?;
+    if len < 12 {
+        return Ok(());
+    }
+    reader.seek(SeekFrom::End(-8))?;
+    let mut tail = [0u8; 8];
+    reader.read_exact(&mut tail)?;
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if &tail[4..] != b"PAR1" || footer_len + 8 > len {
+        return Ok(());
+    }
+    reader.seek(SeekFrom::Start(len - 8 - footer_len))?;
+    let mut footer = vec![0u8; footer_len as usize];
+    reader.read_exact(&mut footer)?;
+    reader.seek(SeekFrom::Start(0))?;
+    match thrift::schema_depth(&footer, MAX_PARQUET_SCHEMA_DEPTH) {
+        Some(depth) if depth > MAX_PARQUET_SCHEMA_DEPTH => Err(decode_error(
+            file,
+            "Parquet footer",
+            format!(
+                "the schema nests groups more than {MAX_PARQUET_SCHEMA_DEPTH} deep (lodt's limit; pyarrow reads at most 100 levels)"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Just enough of Thrift's compact protocol to find the nesting depth of a
+/// Parquet schema (`FileMetaData` field 2, a list of `SchemaElement`s whose
+/// field 5 is `num_children`), without recursion deeper than 32.
+#[cfg(feature = "parquet")]
+mod thrift {
+    struct Input<'a> {
+        bytes: &'a [u8],
+        at: usize,
+    }
+
+    impl Input<'_> {
+        fn byte(&mut self) -> Option<u8> {
+            let b = *self.bytes.get(self.at)?;
+            self.at += 1;
+            Some(b)
+        }
+
+        fn skip(&mut self, n: u64) -> Option<()> {
+            let n = usize::try_from(n).ok()?;
+            self.at = self
+                .at
+                .checked_add(n)
+                .filter(|&end| end <= self.bytes.len())?;
+            Some(())
+        }
+
+        fn varint(&mut self) -> Option<u64> {
+            let mut value = 0u64;
+            for shift in (0..70).step_by(7) {
+                let b = self.byte()?;
+                value |= u64::from(b & 0x7F).checked_shl(shift).unwrap_or(0);
+                if b & 0x80 == 0 {
+                    return Some(value);
+                }
+            }
+            None
+        }
+
+        fn zigzag(&mut self) -> Option<i64> {
+            let v = self.varint()?;
+            Some((v >> 1) as i64 ^ -((v & 1) as i64))
+        }
+
+        /// A field header: `(type, id)`, type 0 for the end of the struct.
+        fn field(&mut self, last: i16) -> Option<(u8, i16)> {
+            let b = self.byte()?;
+            if b == 0 {
+                return Some((0, 0));
+            }
+            let delta = i16::from(b >> 4);
+            let id = if delta == 0 {
+                i16::try_from(self.zigzag()?).ok()?
+            } else {
+                last.checked_add(delta)?
+            };
+            Some((b & 0x0F, id))
+        }
+
+        /// A list or set header: `(element type, count)`.
+        fn list(&mut self) -> Option<(u8, u64)> {
+            let b = self.byte()?;
+            let count = match b >> 4 {
+                15 => self.varint()?,
+                n => u64::from(n),
+            };
+            Some((b & 0x0F, count))
+        }
+
+        /// Skips a value of compact type `ty` (in a list, booleans take a byte).
+        fn skip_value(&mut self, ty: u8, in_list: bool, depth: usize) -> Option<()> {
+            if depth == 0 {
+                return None;
+            }
+            match ty {
+                1 | 2 if in_list => self.skip(1),
+                1 | 2 => Some(()),
+                3 => self.skip(1),
+                4..=6 => self.varint().map(|_| ()),
+                7 => self.skip(8),
+                8 => {
+                    let n = self.varint()?;
+                    self.skip(n)
+                }
+                9 | 10 => {
+                    let (element, count) = self.list()?;
+                    for _ in 0..count {
+                        self.skip_value(element, true, depth - 1)?;
+                    }
+                    Some(())
+                }
+                11 => {
+                    let count = self.varint()?;
+                    if count > 0 {
+                        let types = self.byte()?;
+                        for _ in 0..count {
+                            self.skip_value(types >> 4, true, depth - 1)?;
+                            self.skip_value(types & 0x0F, true, depth - 1)?;
+                        }
+                    }
+                    Some(())
+                }
+                12 => self.skip_struct(depth - 1),
+                13 => self.skip(16),
+                _ => None,
+            }
+        }
+
+        fn skip_struct(&mut self, depth: usize) -> Option<()> {
+            let mut last = 0;
+            loop {
+                let (ty, id) = self.field(last)?;
+                if ty == 0 {
+                    return Some(());
+                }
+                self.skip_value(ty, false, depth)?;
+                last = id;
+            }
+        }
+
+        /// A `SchemaElement`'s `num_children` (field 5, an i32).
+        fn num_children(&mut self) -> Option<i64> {
+            let mut last = 0;
+            let mut children = 0;
+            loop {
+                let (ty, id) = self.field(last)?;
+                match (ty, id) {
+                    (0, _) => return Some(children),
+                    (5, 5) => children = self.zigzag()?,
+                    _ => self.skip_value(ty, false, 32)?,
+                }
+                last = id;
+            }
+        }
+    }
+
+    /// How deep the schema in a `FileMetaData` encoding nests groups (the
+    /// root is 1), counting no further than just past `limit`; `None` when
+    /// the encoding does not parse that far.
+    pub(super) fn schema_depth(footer: &[u8], limit: usize) -> Option<usize> {
+        let mut input = Input {
+            bytes: footer,
+            at: 0,
+        };
+        let mut last = 0;
+        loop {
+            let (ty, id) = input.field(last)?;
+            if ty == 0 {
+                return Some(0);
+            }
+            if id == 2 && ty == 9 {
+                break;
+            }
+            input.skip_value(ty, false, 32)?;
+            last = id;
+        }
+        let (_, count) = input.list()?;
+        let mut open: Vec<i64> = Vec::new();
+        let mut depth = 0;
+        for _ in 0..count {
+            let children = input.num_children()?;
+            if let Some(parent) = open.last_mut() {
+                *parent -= 1;
+            }
+            if children > 0 {
+                open.push(children);
+                depth = depth.max(open.len());
+                if depth > limit {
+                    return Some(depth);
+                }
+            } else {
+                while open.last().is_some_and(|&left| left <= 0) {
+                    open.pop();
+                }
+            }
+        }
+        Some(depth)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +601,39 @@ mod tests {
         }
         let ok = contain("parquet", "f", String::new, || Ok(5)).unwrap();
         assert_eq!(ok, 5);
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn the_schema_depth_of_lodt_files_is_two_groups_per_level_and_the_root() {
+        use crate::{Batch, Lod, LodTensor};
+        for (levels, shape, depth) in [(0, vec![3], 1), (1, vec![3], 3), (32, vec![3, 2], 67)] {
+            let lod = if levels == 0 {
+                Lod::empty()
+            } else {
+                let mut lengths = vec![vec![1u64]; levels];
+                lengths[levels - 1] = vec![3];
+                Lod::try_from_lengths(&lengths).unwrap()
+            };
+            let n: usize = shape.iter().product();
+            let tensor = LodTensor::from_vec(vec![1i32; n], shape, lod).unwrap();
+            let batch = Batch::try_from_tensors([("x", tensor)]).unwrap();
+            let (bytes, _) = crate::arrow::parquet::write_parquet(
+                Vec::new(),
+                [Ok::<_, crate::Error>(batch)],
+                &Default::default(),
+            )
+            .unwrap();
+            let footer_len =
+                u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap());
+            let footer = &bytes[bytes.len() - 8 - footer_len as usize..bytes.len() - 8];
+            assert_eq!(
+                thrift::schema_depth(footer, 1000),
+                Some(depth),
+                "{levels} levels"
+            );
+        }
+        assert_eq!(thrift::schema_depth(&[0x19, 0x1C], 10), None); // cut short
     }
 
     #[test]

@@ -25,7 +25,9 @@
 //! ```
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
-use super::foreign::{check_parquet_metadata, check_schema, contain, decode_error};
+use super::foreign::{
+    check_parquet_metadata, check_parquet_schema_depth, check_schema, contain, decode_error,
+};
 use super::{
     ArrowOptions, BatchWriter, Error, LazyWriter, Result, WriteOptions, WriteStats, write_all,
 };
@@ -184,8 +186,9 @@ pub const MAX_BATCH_ROWS: usize = 1 << 20;
 /// is read as several batches). Each batch's metadata is the file's (Arrow
 /// schema metadata and key/value metadata).
 ///
-/// The file is untrusted: the footer's row counts and column chunk ranges
-/// are checked before parquet uses them, the arrays parquet decodes are
+/// The file is untrusted: the nesting depth of the footer's schema (at most
+/// 128 groups) is checked before parquet decodes the footer, its row counts
+/// and column chunk ranges before parquet uses them, the arrays parquet decodes are
 /// validated (`ArrayData::validate_full`), and a panic inside parquet is
 /// contained. Every such failure is an [`Error::Decode`] naming the file and
 /// section (`Parquet footer`, `row group 2`, `row group 2 column "x"`), and
@@ -206,7 +209,7 @@ pub struct ParquetReader {
 
 impl ParquetReader {
     /// Opens a file (reads its footer and Arrow schema, and checks the
-    /// footer's row counts and column chunk ranges). Errors name the input
+    /// footer's schema depth, row counts and column chunk ranges). Errors name the input
     /// `Parquet file`; see [`ParquetReader::try_new_named`].
     ///
     /// See the [module docs](self).
@@ -233,6 +236,7 @@ impl ParquetReader {
         const SECTION: &str = "Parquet footer";
         let name = name.into();
         let file_len = file.metadata()?.len();
+        check_parquet_schema_depth(&name, &file)?;
         let metadata = contain(
             "parquet",
             &name,
