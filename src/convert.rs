@@ -340,7 +340,7 @@ impl Format {
                 Box::new(PaddleBatchReader::open(path, PaddleFile::Combined, names)?.err_into())
             }
             Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
-                arrow_side::open_reader(self, open(path)?)?
+                arrow_side::open_reader(self, open(path)?, path.display().to_string())?
             }
         };
         Ok(match options.batch_rows {
@@ -691,15 +691,21 @@ mod arrow_side {
     use std::fs::File;
     use std::path::Path;
 
+    /// The reader of `file`, whose errors name it `name` (with the section).
     pub(super) fn open_reader(
         format: Format,
         file: File,
+        name: String,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
         let options = ArrowOptions::default();
         Ok(match format {
-            Format::ArrowFile => Box::new(IpcFileReader::try_new(file, &options)?.err_into()),
-            Format::ArrowStream => Box::new(IpcStreamReader::try_new(file, &options)?.err_into()),
-            _ => parquet_reader(file, &options)?,
+            Format::ArrowFile => {
+                Box::new(IpcFileReader::try_new_named(file, name, &options)?.err_into())
+            }
+            Format::ArrowStream => {
+                Box::new(IpcStreamReader::try_new_named(file, name, &options)?.err_into())
+            }
+            _ => parquet_reader(file, name, &options)?,
         })
     }
 
@@ -725,9 +731,10 @@ mod arrow_side {
     #[cfg(feature = "parquet")]
     fn parquet_reader(
         file: File,
+        name: String,
         options: &ArrowOptions,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
-        let reader = crate::arrow::parquet::ParquetReader::try_new(file, options)?;
+        let reader = crate::arrow::parquet::ParquetReader::try_new_named(file, name, options)?;
         Ok(Box::new(reader.err_into()))
     }
 
@@ -744,6 +751,7 @@ mod arrow_side {
     #[cfg(not(feature = "parquet"))]
     fn parquet_reader(
         _: File,
+        _: String,
         _: &ArrowOptions,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
         Err(super::missing(Format::Parquet))

@@ -200,6 +200,46 @@ fn scalar_batches() -> Vec<Batch> {
     vec![batch]
 }
 
+/// Tensors at the writers' depth limit (`MAX_LOD_LEVELS` levels), with and
+/// without an element shape: the deepest files lodt writes, which pyarrow
+/// must read (its Parquet reader allows 49 nested lists, its IPC reader 63).
+fn deep_batches() -> Vec<Batch> {
+    let mut rng = Lcg(7);
+    let levels = lodt::arrow::MAX_LOD_LEVELS;
+    let mut batch = Batch::new();
+    for (name, element_shape) in [("deep", &[][..]), ("deep_shaped", &[2, 3][..])] {
+        // Level 0: [2, 1]; below, one entry per sequence, the last two
+        // long, and at odd levels the first empty: a few rows, every case.
+        let mut lengths = vec![vec![2u64, 1]];
+        for l in 1..levels {
+            let count = lengths[l - 1].iter().sum::<u64>() as usize;
+            let mut level = vec![1u64; count];
+            level[count - 1] = 2;
+            if l % 2 == 1 {
+                level[0] = 0;
+            }
+            lengths.push(level);
+        }
+        let rows = lengths.last().map_or(0, |l| l.iter().sum()) as usize;
+        let n = rows * element_shape.iter().product::<usize>();
+        let mut shape = vec![rows];
+        shape.extend_from_slice(element_shape);
+        let lod = Lod::try_from_lengths(&lengths).unwrap();
+        let t = LodTensor::from_bytes(
+            DType::Float32,
+            shape,
+            &values(&mut rng, DType::Float32, n),
+            lod,
+        )
+        .unwrap();
+        batch.push(name, t).unwrap();
+    }
+    batch
+        .metadata_mut()
+        .insert("source".into(), "lodt-pyarrow-test".into());
+    vec![batch]
+}
+
 fn manifest_entry(path: &str, format: &str, list_type: ListType, batches: &[Batch]) -> Value {
     let list_type = match list_type {
         ListType::List => "list",
@@ -244,7 +284,11 @@ fn write_files(dir: &Path) {
     for (list_type, suffix) in [(ListType::LargeList, ""), (ListType::List, "_list")] {
         let options = ArrowWriteOptions::default()
             .with_arrow(ArrowOptions::default().with_list_type(list_type));
-        for (set, batches) in [("data", batches(42)), ("scalar", scalar_batches())] {
+        for (set, batches) in [
+            ("data", batches(42)),
+            ("scalar", scalar_batches()),
+            ("deep", deep_batches()),
+        ] {
             let items = || batches.iter().cloned().map(Ok::<_, lodt::Error>);
             let name = format!("{set}{suffix}.parquet");
             write_parquet(
@@ -309,7 +353,7 @@ fn pyarrow_reads_what_lodt_writes() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "check.py failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("12 files"), "{stdout}");
+    assert!(stdout.contains("18 files"), "{stdout}");
     eprintln!("{stdout}");
 }
 
@@ -332,4 +376,12 @@ fn the_written_files_read_back_in_lodt_too() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(back, scalar_batches());
+    let back: Vec<Batch> = lodt::arrow::parquet::ParquetReader::open(
+        dir.path().join("deep.parquet"),
+        &ArrowOptions::default(),
+    )
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    assert_eq!(back, deep_batches());
 }

@@ -96,20 +96,47 @@ fn level_count_of_2_pow_60() {
     assert!(
         matches!(
             err,
-            PaddleError::Truncated {
-                field: "LoD levels",
-                offset: 12,
-                needed: 0x8000_0000_0000_0000,
-                available: 64
+            PaddleError::TooManyLevels {
+                offset: 4,
+                found: 0x1000_0000_0000_0000,
+                max: 64
             }
         ),
         "{err}"
     );
     assert!(largest < BOUND, "largest allocation {largest}");
 
-    // A stream of unknown length: levels are read one by one; the first
-    // (all-zero) level is too short and ends the read.
+    // A stream of unknown length: refused at the count as well.
     let stream = std::io::Cursor::new(header_with_level_count(1 << 60)).chain(std::io::repeat(0));
+    let (result, largest) = largest_allocation(|| paddle::read_tensor_from(stream));
+    assert!(matches!(
+        result.unwrap_err(),
+        PaddleError::TooManyLevels {
+            found: 0x1000_0000_0000_0000,
+            ..
+        }
+    ));
+    assert!(largest < BOUND, "largest allocation {largest}");
+
+    // A count within the limit is checked against the input's size.
+    let mut bytes = header_with_level_count(64);
+    bytes.extend([0u8; 64]);
+    let err = paddle::read_tensor(&bytes).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PaddleError::Truncated {
+                field: "LoD levels",
+                offset: 12,
+                needed: 512,
+                available: 64
+            }
+        ),
+        "{err}"
+    );
+    // And on a stream, levels are read one by one; the first (all-zero)
+    // level is too short and ends the read.
+    let stream = std::io::Cursor::new(header_with_level_count(64)).chain(std::io::repeat(0));
     let (result, largest) = largest_allocation(|| paddle::read_tensor_from(stream));
     assert!(matches!(result.unwrap_err(), PaddleError::Lod { .. }));
     assert!(largest < BOUND, "largest allocation {largest}");

@@ -39,7 +39,44 @@ enum Command {
     Convert(convert::Args),
 }
 
+/// The last panic's report (message, location and, with `RUST_BACKTRACE`,
+/// backtrace), kept by the quiet hook.
+static LAST_PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Replaces the default panic hook, which prints every panic, with one that
+/// only records it. The library catches panics of the Arrow and Parquet
+/// decoders and reports them as errors (exit code 1), so those must not
+/// print; a panic that reaches `main` is printed there.
+fn install_quiet_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let backtrace = std::backtrace::Backtrace::capture();
+        let report = match backtrace.status() {
+            std::backtrace::BacktraceStatus::Captured => format!("{info}\n{backtrace}"),
+            _ => info.to_string(),
+        };
+        if let Ok(mut last) = LAST_PANIC.lock() {
+            *last = Some(report);
+        }
+    }));
+}
+
 fn main() -> ExitCode {
+    install_quiet_panic_hook();
+    match std::panic::catch_unwind(run) {
+        Ok(code) => code,
+        Err(_) => {
+            let report = LAST_PANIC
+                .lock()
+                .ok()
+                .and_then(|mut last| last.take())
+                .unwrap_or_else(|| "panicked".into());
+            eprintln!("internal error (a bug in lodt, please report it): {report}");
+            ExitCode::from(101)
+        }
+    }
+}
+
+fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -134,8 +134,20 @@ impl BatchEncoder {
         self.stats
     }
 
-    /// Converts `batch`; its record batch carries the file's schema.
+    /// Converts `batch`; its record batch carries the file's schema. Refuses
+    /// tensors deeper than [`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS), which
+    /// no reader could read back from the file.
     pub(crate) fn encode(&mut self, batch: &Batch) -> Result<RecordBatch> {
+        for (name, tensor) in batch.iter() {
+            let levels = tensor.lod().num_levels();
+            if levels > super::MAX_LOD_LEVELS {
+                return Err(ArrowError::TooManyLevels {
+                    column: name.to_owned(),
+                    levels,
+                    limit: super::MAX_LOD_LEVELS,
+                });
+            }
+        }
         let record_batch = batch_to_record_batch(batch, &self.options.arrow)?;
         let record_batch = match &self.schema {
             None => {

@@ -140,10 +140,51 @@ pub enum ArrowError {
         /// The first key whose value differs.
         key: String,
     },
-    /// A file whose structure is broken (for example an Arrow IPC footer
-    /// pointing outside the file).
+    /// A file whose structure is broken. The readers report such damage as
+    /// [`ArrowError::Decode`](crate::arrow::ArrowError::Decode), which names the file and section; this variant is
+    /// kept for compatibility.
     #[error("corrupt file: {0}")]
     Corrupt(String),
+    /// Arrow IPC or Parquet input that cannot be decoded: a check lodt runs
+    /// before handing the bytes to arrow-rs or parquet failed (a buffer
+    /// outside the message body, a negative length, a column chunk outside
+    /// the file, ...), the decoder returned an error, or the decoder
+    /// panicked. A panic of arrow-rs or parquet never reaches the caller: it
+    /// is caught at the reader's boundary and reported here, with a
+    /// `message` that starts with `arrow-ipc panicked:` or `parquet panicked:`
+    /// (`spec/ARROW.md`, section 6).
+    ///
+    /// ```
+    /// use lodt::arrow::{ipc::IpcFileReader, ArrowError};
+    /// let err = IpcFileReader::try_new_named(std::io::Cursor::new(b"not arrow".to_vec()), "x.arrow", &Default::default())
+    ///     .err().unwrap();
+    /// assert!(matches!(&err, ArrowError::Decode { file, section, .. } if file == "x.arrow" && section == "IPC footer"));
+    /// ```
+    #[error("{file}: {section}: {message}")]
+    Decode {
+        /// The file: its path, or what the reader was named
+        /// (`Arrow IPC file`, `Arrow IPC stream`, `Parquet file` by default).
+        file: String,
+        /// The part of the file: `IPC footer`, `IPC schema`, `record batch
+        /// 3`, `Parquet footer`, `row group 2`, `row group 2 column "x"`, ...
+        section: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A tensor with more LoD levels than lodt writes to Arrow IPC and
+    /// Parquet files ([`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS)): deeper
+    /// nesting cannot be read back by arrow-rs or pyarrow.
+    #[error(
+        "column {column:?}: {levels} LoD levels exceed the limit of {limit} for Arrow IPC and Parquet files (deeper nesting cannot be read back by arrow-rs or pyarrow; spec/ARROW.md, section 6)"
+    )]
+    TooManyLevels {
+        /// The column.
+        column: String,
+        /// The tensor's number of LoD levels.
+        levels: usize,
+        /// The limit, [`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS).
+        limit: usize,
+    },
     /// An argument that is not valid for the operation.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -24,13 +24,19 @@
 //! ```
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
+use super::foreign::{
+    check_record_batch, check_schema, contain, decode_error, message_flatbuffer, parse_message,
+};
 use super::{ArrowOptions, ArrowWriteOptions, Error, LazyWriter, Result};
 use crate::batch::{Batch, WriteStats, write_all};
-use arrow_ipc::reader::{FileReader, StreamReader};
+use arrow_array::RecordBatch;
+use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_ipc::Block;
 use arrow_ipc::writer::{FileWriter, StreamWriter};
 use arrow_schema::{Schema, SchemaRef};
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::sync::Arc;
 
 fn unwrap_buffer<W: Write>(writer: BufWriter<W>) -> Result<W> {
     writer.into_inner().map_err(|e| Error::Io(e.into_error()))
@@ -231,8 +237,19 @@ fn with_file_metadata(mut batch: Batch, file: &HashMap<String, String>) -> Batch
     batch
 }
 
+/// The name a reader built with `try_new` gives its input in errors.
+const DEFAULT_FILE_NAME: &str = "Arrow IPC file";
+const DEFAULT_STREAM_NAME: &str = "Arrow IPC stream";
+
 /// Reads the batches of an Arrow IPC file, one at a time. Each batch's
 /// metadata is the schema's metadata plus the footer's custom metadata.
+///
+/// The file is untrusted: the footer, the schema and every record batch
+/// message are checked before arrow-ipc decodes them, arrow-ipc validates the
+/// arrays it builds, and a panic inside it is contained. Every such failure is
+/// an [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and section (`IPC footer`,
+/// `IPC schema`, `record batch 3`); a column of a type lodt does not read is
+/// an [`Error::Unsupported`] for each batch, found before decoding it.
 ///
 /// ```
 /// use lodt::{arrow::{ipc::{write_ipc_file, IpcFileReader}, ArrowWriteOptions}, Batch, LodTensor};
@@ -244,66 +261,187 @@ fn with_file_metadata(mut batch: Batch, file: &HashMap<String, String>) -> Batch
 /// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub struct IpcFileReader<R: Read + Seek> {
-    inner: FileReader<BufReader<R>>,
+    reader: R,
+    name: String,
+    schema: SchemaRef,
+    blocks: Vec<Block>,
+    next: usize,
     options: ArrowOptions,
     metadata: HashMap<String, String>,
 }
 
-/// Checks that every block of an IPC file's footer lies inside the file, so
-/// that reading a block allocates no more than the file holds (and arrow-ipc,
-/// which trusts these lengths, never sees a negative one).
-fn check_footer<R: Read + Seek>(reader: &mut R) -> Result<()> {
+/// What an IPC file's footer gives, checked.
+struct Footer {
+    schema: SchemaRef,
+    blocks: Vec<Block>,
+    metadata: HashMap<String, String>,
+}
+
+/// Reads an IPC file's footer and checks it: the trailer, the flatbuffer, the
+/// schema, and that every block it lists lies inside the file, so that
+/// reading a block allocates no more than the file holds.
+fn read_footer<R: Read + Seek>(reader: &mut R, name: &str) -> Result<Footer> {
+    const SECTION: &str = "IPC footer";
+    let corrupt = |message: String| decode_error(name, SECTION, message);
     let len = reader.seek(SeekFrom::End(0))?;
     if len < 10 {
-        return Err(Error::Corrupt(format!(
-            "an Arrow IPC file of {len} bytes is too short for its trailer"
+        return Err(corrupt(format!(
+            "{len} bytes are too short for the trailer (a footer length and ARROW1)"
         )));
     }
     reader.seek(SeekFrom::End(-10))?;
     let mut trailer = [0u8; 10];
     reader.read_exact(&mut trailer)?;
-    let footer_len = arrow_ipc::reader::read_footer_length(trailer)? as u64;
-    if footer_len + 10 > len {
-        return Err(Error::Corrupt(format!(
-            "the Arrow IPC footer of {footer_len} bytes does not fit in the {len}-byte file"
+    let (footer_len, magic) = trailer.split_at(4);
+    if magic != b"ARROW1" {
+        return Err(corrupt(format!(
+            "expected the file to end with ARROW1, found {magic:?}"
         )));
     }
-    reader.seek(SeekFrom::End(-10 - footer_len as i64))?;
-    let mut footer = vec![0u8; footer_len as usize];
-    reader.read_exact(&mut footer)?;
-    let footer = arrow_ipc::root_as_footer(&footer)
-        .map_err(|e| Error::Corrupt(format!("unreadable Arrow IPC footer: {e}")))?;
-    let blocks = footer
+    let footer_len =
+        i32::from_le_bytes([footer_len[0], footer_len[1], footer_len[2], footer_len[3]]);
+    let footer_len = u64::try_from(footer_len)
+        .ok()
+        .filter(|n| n + 10 <= len)
+        .ok_or_else(|| {
+            corrupt(format!(
+                "the footer of {footer_len} bytes does not fit in the {len}-byte file"
+            ))
+        })?;
+    reader.seek(SeekFrom::Start(len - 10 - footer_len))?;
+    let mut bytes = vec![0u8; footer_len as usize];
+    reader.read_exact(&mut bytes)?;
+    let footer = arrow_ipc::root_as_footer(&bytes)
+        .map_err(|e| corrupt(format!("unreadable footer: {e}")))?;
+    let ipc_schema = footer
+        .schema()
+        .ok_or_else(|| corrupt("the footer has no schema".into()))?;
+    let schema = decode_schema(name, ipc_schema)?;
+    let blocks: Vec<Block> = footer
         .recordBatches()
-        .into_iter()
-        .flatten()
-        .chain(footer.dictionaries().into_iter().flatten());
-    for (i, block) in blocks.enumerate() {
+        .ok_or_else(|| corrupt("the footer has no record batch list".into()))?
+        .iter()
+        .copied()
+        .collect();
+    let dictionaries = footer.dictionaries().into_iter().flatten();
+    for (i, block) in blocks.iter().chain(dictionaries).enumerate() {
         let (offset, meta, body) = (block.offset(), block.metaDataLength(), block.bodyLength());
         let end = i128::from(offset) + i128::from(meta) + i128::from(body);
         if offset < 0 || meta < 0 || body < 0 || end > i128::from(len) {
-            return Err(Error::Corrupt(format!(
-                "Arrow IPC block {i} (offset {offset}, {meta} metadata bytes, {body} body bytes) lies outside the {len}-byte file"
+            return Err(corrupt(format!(
+                "block {i} (offset {offset}, {meta} metadata bytes, {body} body bytes) lies outside the {len}-byte file"
             )));
         }
     }
-    reader.seek(SeekFrom::Start(0))?;
-    Ok(())
+    let mut metadata = HashMap::new();
+    for kv in footer.custom_metadata().into_iter().flatten() {
+        let (Some(key), Some(value)) = (kv.key(), kv.value()) else {
+            return Err(corrupt(
+                "a custom metadata entry lacks its key or value".into(),
+            ));
+        };
+        metadata.insert(key.to_owned(), value.to_owned());
+    }
+    Ok(Footer {
+        schema,
+        blocks,
+        metadata,
+    })
+}
+
+/// Converts an IPC schema (of a file footer or a stream's first message).
+fn decode_schema(name: &str, ipc_schema: arrow_ipc::Schema<'_>) -> Result<SchemaRef> {
+    const SECTION: &str = "IPC schema";
+    if !ipc_schema.endianness().equals_to_target_endianness() {
+        return Err(decode_error(
+            name,
+            SECTION,
+            "the data is big-endian; lodt reads little-endian Arrow data",
+        ));
+    }
+    let schema = contain(
+        "arrow-ipc",
+        name,
+        || SECTION.into(),
+        || {
+            arrow_ipc::convert::try_fb_to_schema(ipc_schema)
+                .map_err(|e| decode_error(name, SECTION, format!("arrow-ipc: {e}")))
+        },
+    )?;
+    Ok(Arc::new(schema))
+}
+
+/// Decodes one record batch message (its encapsulated metadata and its body):
+/// checks it against the schema and the body, then lets arrow-ipc build the
+/// (validated) arrays, inside the boundary.
+fn decode_record_batch(
+    name: &str,
+    section: &str,
+    metadata: &[u8],
+    body: &Buffer,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
+    let corrupt = |message: String| decode_error(name, section, message);
+    let message = parse_message(message_flatbuffer(metadata).map_err(corrupt)?).map_err(corrupt)?;
+    let batch = message.header_as_record_batch().ok_or_else(|| {
+        corrupt(format!(
+            "expected a record batch message, found {:?}",
+            message.header_type()
+        ))
+    })?;
+    check_record_batch(&batch, body.len(), schema).map_err(corrupt)?;
+    contain(
+        "arrow-ipc",
+        name,
+        || section.to_owned(),
+        || {
+            arrow_ipc::reader::read_record_batch(
+                body,
+                batch,
+                schema.clone(),
+                &HashMap::new(),
+                None,
+                &message.version(),
+            )
+            .map_err(|e| decode_error(name, section, format!("arrow-ipc: {e}")))
+        },
+    )
 }
 
 impl<R: Read + Seek> IpcFileReader<R> {
-    /// Opens a file (reads its footer, and checks that every block it lists
-    /// lies inside the file).
+    /// Opens a file (reads its footer and schema, and checks that every block
+    /// the footer lists lies inside the file). Errors name the input
+    /// `Arrow IPC file`; see [`IpcFileReader::try_new_named`].
     ///
     /// See the [type-level example](IpcFileReader).
-    pub fn try_new(mut reader: R, options: &ArrowOptions) -> Result<Self> {
-        check_footer(&mut reader)?;
-        let inner = FileReader::try_new_buffered(reader, None)?;
-        let metadata = inner.custom_metadata().clone();
+    pub fn try_new(reader: R, options: &ArrowOptions) -> Result<Self> {
+        Self::try_new_named(reader, DEFAULT_FILE_NAME, options)
+    }
+
+    /// Like [`IpcFileReader::try_new`], with the name errors give the file
+    /// (its path, usually).
+    ///
+    /// ```
+    /// use lodt::arrow::{ipc::IpcFileReader, ArrowError};
+    /// let bytes = b"ARROW1\0\0not an Arrow file".to_vec();
+    /// let err = IpcFileReader::try_new_named(std::io::Cursor::new(bytes), "in.arrow", &Default::default()).err().unwrap();
+    /// assert!(err.to_string().starts_with("in.arrow: IPC footer: "), "{err}");
+    /// ```
+    pub fn try_new_named(
+        mut reader: R,
+        name: impl Into<String>,
+        options: &ArrowOptions,
+    ) -> Result<Self> {
+        let name = name.into();
+        let footer = read_footer(&mut reader, &name)?;
         Ok(IpcFileReader {
-            inner,
+            reader,
+            name,
+            schema: footer.schema,
+            blocks: footer.blocks,
+            next: 0,
             options: *options,
-            metadata,
+            metadata: footer.metadata,
         })
     }
 
@@ -311,7 +449,7 @@ impl<R: Read + Seek> IpcFileReader<R> {
     ///
     /// See the [type-level example](IpcFileReader).
     pub fn num_batches(&self) -> usize {
-        self.inner.num_batches()
+        self.blocks.len()
     }
 
     /// The file's Arrow schema.
@@ -324,7 +462,36 @@ impl<R: Read + Seek> IpcFileReader<R> {
     /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn schema(&self) -> SchemaRef {
-        self.inner.schema()
+        self.schema.clone()
+    }
+
+    /// Reads record batch `index` (its block was checked to lie inside the file).
+    fn read_batch(&mut self, index: usize, block: Block) -> Result<Batch> {
+        check_schema(&self.schema)?;
+        let section = format!("record batch {index}");
+        let corrupt = |message: String| decode_error(&self.name, &section, message);
+        let meta_len =
+            usize::try_from(block.metaDataLength()).map_err(|e| corrupt(e.to_string()))?;
+        let body_len = usize::try_from(block.bodyLength()).map_err(|e| corrupt(e.to_string()))?;
+        let offset = u64::try_from(block.offset()).map_err(|e| corrupt(e.to_string()))?;
+        let total = meta_len
+            .checked_add(body_len)
+            .ok_or_else(|| corrupt("the block's size overflows".into()))?;
+        let mut bytes = MutableBuffer::try_from_len_zeroed(total)
+            .map_err(|e| corrupt(format!("cannot allocate the {total}-byte block: {e}")))?;
+        self.reader.seek(SeekFrom::Start(offset))?;
+        self.reader.read_exact(bytes.as_slice_mut())?;
+        let bytes = Buffer::from(bytes);
+        let body = bytes.slice(meta_len);
+        let record_batch = decode_record_batch(
+            &self.name,
+            &section,
+            &bytes.as_slice()[..meta_len],
+            &body,
+            &self.schema,
+        )?;
+        let batch = record_batch_to_batch(&record_batch, &self.options)?;
+        Ok(with_file_metadata(batch, &self.metadata))
     }
 }
 
@@ -332,18 +499,20 @@ impl<R: Read + Seek> Iterator for IpcFileReader<R> {
     type Item = Result<Batch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let record_batch = self.inner.next()?;
-        Some(
-            record_batch
-                .map_err(Error::from)
-                .and_then(|rb| record_batch_to_batch(&rb, &self.options))
-                .map(|b| with_file_metadata(b, &self.metadata)),
-        )
+        let index = self.next;
+        let block = *self.blocks.get(index)?;
+        self.next += 1;
+        Some(self.read_batch(index, block))
     }
 }
 
 /// Reads the batches of an Arrow IPC stream, one at a time. Each batch's
 /// metadata is the schema's metadata.
+///
+/// The stream is untrusted, and checked as [`IpcFileReader`] checks a file;
+/// in addition, no allocation is sized by a length the stream gives before
+/// that many bytes have arrived. After an error that breaks the framing (a
+/// message cut short or unreadable, an I/O error) the iterator ends.
 ///
 /// ```
 /// use lodt::{arrow::{ipc::{write_ipc_stream, IpcStreamReader}, ArrowWriteOptions}, Batch, LodTensor};
@@ -354,18 +523,143 @@ impl<R: Read + Seek> Iterator for IpcFileReader<R> {
 /// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub struct IpcStreamReader<R: Read> {
-    inner: StreamReader<BufReader<R>>,
+    reader: BufReader<R>,
+    name: String,
+    schema: SchemaRef,
     options: ArrowOptions,
+    messages: usize,
+    done: bool,
+}
+
+/// Reads into `buf` until it is full or the input ends; returns the bytes read.
+fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Reads `len` bytes into a buffer that grows as they arrive (at most 1 MiB
+/// ahead of them), so a hostile length allocates nothing it does not get.
+/// `None` when the input ends first.
+fn read_growing<R: Read>(reader: &mut R, len: u64) -> std::io::Result<Option<MutableBuffer>> {
+    const CHUNK: u64 = 1 << 20;
+    let mut buf = MutableBuffer::new(0);
+    let mut remaining = len;
+    while remaining > 0 {
+        let chunk = remaining.min(CHUNK) as usize;
+        let start = buf.len();
+        buf.resize(start + chunk, 0);
+        if read_full(reader, &mut buf.as_slice_mut()[start..])? < chunk {
+            return Ok(None);
+        }
+        remaining -= chunk as u64;
+    }
+    Ok(Some(buf))
+}
+
+/// Reads one encapsulated message of a stream: its metadata (with the
+/// length prefix, as [`message_flatbuffer`] expects) and its body. `None` at
+/// the end of the stream (an end marker, or the end of the input).
+fn read_stream_message<R: Read>(
+    reader: &mut R,
+    name: &str,
+    section: &str,
+) -> Result<Option<(Vec<u8>, Buffer)>> {
+    let corrupt = |message: String| decode_error(name, section, message);
+    let mut word = [0u8; 4];
+    match read_full(reader, &mut word)? {
+        0 => return Ok(None),
+        4 => {}
+        n => {
+            return Err(corrupt(format!(
+                "the stream ends {n} bytes into a message length"
+            )));
+        }
+    }
+    let mut prefix = word.to_vec();
+    if word == [0xFF; 4] {
+        if read_full(reader, &mut word)? < 4 {
+            return Err(corrupt("the stream ends inside a message length".into()));
+        }
+        prefix.extend_from_slice(&word);
+    }
+    let len = i32::from_le_bytes(word);
+    if len == 0 {
+        return Ok(None);
+    }
+    let len = u64::try_from(len).map_err(|_| corrupt(format!("negative message length {len}")))?;
+    let flatbuffer = read_growing(reader, len)?.ok_or_else(|| {
+        corrupt(format!(
+            "the stream ends inside a message of {len} metadata bytes"
+        ))
+    })?;
+    let body_len = parse_message(flatbuffer.as_slice())
+        .map_err(corrupt)?
+        .bodyLength();
+    let body_len =
+        u64::try_from(body_len).map_err(|_| corrupt(format!("negative body length {body_len}")))?;
+    let body = read_growing(reader, body_len)?
+        .ok_or_else(|| corrupt(format!("the stream ends inside a body of {body_len} bytes")))?;
+    prefix.extend_from_slice(flatbuffer.as_slice());
+    Ok(Some((prefix, body.into())))
 }
 
 impl<R: Read> IpcStreamReader<R> {
-    /// Opens a stream (reads its schema message).
+    /// Opens a stream (reads its schema message). Errors name the input
+    /// `Arrow IPC stream`; see [`IpcStreamReader::try_new_named`].
     ///
     /// See the [type-level example](IpcStreamReader).
     pub fn try_new(reader: R, options: &ArrowOptions) -> Result<Self> {
+        Self::try_new_named(reader, DEFAULT_STREAM_NAME, options)
+    }
+
+    /// Like [`IpcStreamReader::try_new`], with the name errors give the
+    /// stream (its path, usually).
+    ///
+    /// ```
+    /// use lodt::arrow::ipc::IpcStreamReader;
+    /// let err = IpcStreamReader::try_new_named(&[0xFFu8, 0xFF, 0xFF, 0xFF, 9][..], "in.arrows", &Default::default()).err().unwrap();
+    /// assert!(err.to_string().starts_with("in.arrows: IPC schema: "), "{err}");
+    /// ```
+    pub fn try_new_named(
+        reader: R,
+        name: impl Into<String>,
+        options: &ArrowOptions,
+    ) -> Result<Self> {
+        const SECTION: &str = "IPC schema";
+        let name = name.into();
+        let mut reader = BufReader::new(reader);
+        let (metadata, _) = read_stream_message(&mut reader, &name, SECTION)?.ok_or_else(|| {
+            decode_error(
+                &name,
+                SECTION,
+                "the stream is empty: expected a schema message",
+            )
+        })?;
+        let corrupt = |message: String| decode_error(&name, SECTION, message);
+        let message =
+            parse_message(message_flatbuffer(&metadata).map_err(corrupt)?).map_err(corrupt)?;
+        let ipc_schema = message.header_as_schema().ok_or_else(|| {
+            corrupt(format!(
+                "expected a schema message first, found {:?}",
+                message.header_type()
+            ))
+        })?;
+        let schema = decode_schema(&name, ipc_schema)?;
         Ok(IpcStreamReader {
-            inner: StreamReader::try_new_buffered(reader, None)?,
+            reader,
+            name,
+            schema,
             options: *options,
+            messages: 0,
+            done: false,
         })
     }
 
@@ -379,7 +673,13 @@ impl<R: Read> IpcStreamReader<R> {
     /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn schema(&self) -> SchemaRef {
-        self.inner.schema()
+        self.schema.clone()
+    }
+
+    fn decode(&self, section: &str, metadata: &[u8], body: &Buffer) -> Result<Batch> {
+        check_schema(&self.schema)?;
+        let record_batch = decode_record_batch(&self.name, section, metadata, body, &self.schema)?;
+        record_batch_to_batch(&record_batch, &self.options)
     }
 }
 
@@ -387,11 +687,21 @@ impl<R: Read> Iterator for IpcStreamReader<R> {
     type Item = Result<Batch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let record_batch = self.inner.next()?;
-        Some(
-            record_batch
-                .map_err(Error::from)
-                .and_then(|rb| record_batch_to_batch(&rb, &self.options)),
-        )
+        if self.done {
+            return None;
+        }
+        let section = format!("record batch {}", self.messages);
+        self.messages += 1;
+        match read_stream_message(&mut self.reader, &self.name, &section) {
+            Ok(Some((metadata, body))) => Some(self.decode(&section, &metadata, &body)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
     }
 }

@@ -48,6 +48,7 @@ mod batch;
 mod batch_io;
 mod error;
 mod file;
+mod foreign;
 pub mod ipc;
 #[cfg(feature = "parquet")]
 pub mod parquet;
@@ -85,6 +86,30 @@ pub const SCALAR_KEY: &str = "lodt.scalar";
 /// assert_eq!(lodt::arrow::FIXED_SHAPE_TENSOR, "arrow.fixed_shape_tensor");
 /// ```
 pub const FIXED_SHAPE_TENSOR: &str = "arrow.fixed_shape_tensor";
+
+/// The most LoD levels a tensor may have to be written to an Arrow IPC file
+/// or stream or a Parquet file: 32.
+///
+/// Each level is one nested list, and readers limit nesting: arrow-rs 60
+/// reads at most 60 nested lists (with an element shape, whose
+/// `FixedSizeList` is one more, 59 levels) in IPC and in Parquet's
+/// `ARROW:schema`, pyarrow 26 at most 63 in IPC and 49 in Parquet. Deeper
+/// files would be written without complaint and could not be read back, so
+/// the writers refuse them ([`ArrowError::TooManyLevels`]). The limit leaves room
+/// for readers with smaller limits and for tools that wrap a column (measured
+/// figures: `spec/ARROW.md`, section 6). Conversions in memory ([`to_arrow`])
+/// have no limit.
+///
+/// ```
+/// use lodt::{arrow::{ipc::IpcStreamWriter, ArrowError, MAX_LOD_LEVELS}, Batch, BatchWriter, Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&vec![vec![1]; MAX_LOD_LEVELS + 1])?;
+/// let deep = LodTensor::from_vec(vec![1i64], vec![1], lod)?;
+/// let mut writer = IpcStreamWriter::new(Vec::new(), &Default::default());
+/// let err = writer.write(&Batch::try_from_tensors([("deep", deep)])?).unwrap_err();
+/// assert!(matches!(err, ArrowError::TooManyLevels { levels: 33, limit: 32, .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub const MAX_LOD_LEVELS: usize = 32;
 
 /// Which Arrow list type LoD levels become.
 ///

@@ -25,6 +25,9 @@
 //! ```
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
+use super::foreign::{
+    check_parquet_metadata, check_parquet_schema_depth, check_schema, contain, decode_error,
+};
 use super::{ArrowOptions, ArrowWriteOptions, Error, LazyWriter, Result};
 use crate::batch::{Batch, WriteStats, write_all};
 use ::parquet::arrow::ArrowWriter;
@@ -182,24 +185,70 @@ pub const MAX_BATCH_ROWS: usize = 1 << 20;
 /// is read as several batches). Each batch's metadata is the file's (Arrow
 /// schema metadata and key/value metadata).
 ///
+/// The file is untrusted: the nesting depth of the footer's schema (at most
+/// 128 groups) is checked before parquet decodes the footer, its row counts
+/// and column chunk ranges before parquet uses them, the arrays parquet decodes are
+/// validated (`ArrayData::validate_full`), and a panic inside parquet is
+/// contained. Every such failure is an [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and
+/// section (`Parquet footer`, `row group 2`, `row group 2 column "x"`), and
+/// an error inside a row group ends that row group (the next one is read
+/// next). A column of a type lodt does not read is an [`Error::Unsupported`]
+/// for each row group, found before decoding it.
+///
 /// See the [module docs](self) for an example.
 pub struct ParquetReader {
     file: File,
+    name: String,
     metadata: ArrowReaderMetadata,
     options: ArrowOptions,
     max_batch_rows: usize,
     next_row_group: usize,
-    current: Option<ParquetRecordBatchReader>,
+    current: Option<(usize, ParquetRecordBatchReader)>,
 }
 
 impl ParquetReader {
-    /// Opens a file (reads its footer and Arrow schema).
+    /// Opens a file (reads its footer and Arrow schema, and checks the
+    /// footer's schema depth, row counts and column chunk ranges). Errors name the input
+    /// `Parquet file`; see [`ParquetReader::try_new_named`].
     ///
     /// See the [module docs](self).
     pub fn try_new(file: File, options: &ArrowOptions) -> Result<Self> {
-        let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())?;
+        Self::try_new_named(file, "Parquet file", options)
+    }
+
+    /// Like [`ParquetReader::try_new`], with the name errors give the file
+    /// (its path, usually).
+    ///
+    /// ```
+    /// use lodt::arrow::parquet::ParquetReader;
+    /// let mut file = tempfile::tempfile()?;
+    /// std::io::Write::write_all(&mut file, b"PAR1 not Parquet PAR1")?;
+    /// let err = ParquetReader::try_new_named(file, "in.parquet", &Default::default()).err().unwrap();
+    /// assert!(err.to_string().starts_with("in.parquet: Parquet footer: "), "{err}");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_new_named(
+        file: File,
+        name: impl Into<String>,
+        options: &ArrowOptions,
+    ) -> Result<Self> {
+        const SECTION: &str = "Parquet footer";
+        let name = name.into();
+        let file_len = file.metadata()?.len();
+        check_parquet_schema_depth(&name, &file)?;
+        let metadata = contain(
+            "parquet",
+            &name,
+            || SECTION.into(),
+            || {
+                ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+                    .map_err(|e| decode_error(&name, SECTION, format!("parquet: {e}")))
+            },
+        )?;
+        check_parquet_metadata(&name, metadata.metadata(), file_len)?;
         Ok(ParquetReader {
             file,
+            name,
             metadata,
             options: *options,
             max_batch_rows: MAX_BATCH_ROWS,
@@ -208,14 +257,15 @@ impl ParquetReader {
         })
     }
 
-    /// Opens the file at `path`.
+    /// Opens the file at `path` (errors name the file by its path).
     ///
     /// ```no_run
     /// let reader = lodt::arrow::parquet::ParquetReader::open("batches.parquet", &Default::default())?;
     /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     pub fn open(path: impl AsRef<std::path::Path>, options: &ArrowOptions) -> Result<Self> {
-        Self::try_new(File::open(path)?, options)
+        let path = path.as_ref();
+        Self::try_new_named(File::open(path)?, path.display().to_string(), options)
     }
 
     /// Reads at most `rows` top-level rows into one batch (at least 1).
@@ -256,7 +306,7 @@ impl ParquetReader {
     }
 
     /// Starts reading the next row group with rows; `None` after the last.
-    fn open_next_row_group(&mut self) -> Option<Result<ParquetRecordBatchReader>> {
+    fn open_next_row_group(&mut self) -> Option<Result<(usize, ParquetRecordBatchReader)>> {
         loop {
             let index = self.next_row_group;
             let row_group = self.metadata.metadata().row_groups().get(index)?;
@@ -271,16 +321,47 @@ impl ParquetReader {
                     ))));
                 }
             };
+            if let Err(e) = check_schema(self.metadata.schema()) {
+                return Some(Err(e));
+            }
+            let name = self.name.as_str();
+            let section = || format!("row group {index}");
             let reader = self.file.try_clone().map_err(Error::from).and_then(|file| {
-                Ok(
+                contain("parquet", name, section, || {
                     ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
                         .with_row_groups(vec![index])
                         .with_batch_size(rows.min(self.max_batch_rows))
-                        .build()?,
-                )
+                        .build()
+                        .map_err(|e| decode_error(name, &section(), format!("parquet: {e}")))
+                })
             });
-            return Some(reader);
+            return Some(reader.map(|reader| (index, reader)));
         }
+    }
+
+    /// Reads the next record batch of row group `index` with `reader`, and
+    /// validates its arrays (parquet builds some without validation), inside
+    /// the boundary.
+    fn read_next(
+        name: &str,
+        index: usize,
+        reader: &mut ParquetRecordBatchReader,
+    ) -> Result<Option<RecordBatch>> {
+        let section = || format!("row group {index}");
+        contain("parquet", name, section, || {
+            let Some(record_batch) = reader.next() else {
+                return Ok(None);
+            };
+            let record_batch = record_batch
+                .map_err(|e| decode_error(name, &section(), format!("parquet: {e}")))?;
+            for column in record_batch.columns() {
+                column
+                    .to_data()
+                    .validate_full()
+                    .map_err(|e| decode_error(name, &section(), format!("invalid array: {e}")))?;
+            }
+            Ok(Some(record_batch))
+        })
     }
 
     fn convert(&self, record_batch: RecordBatch) -> Result<Batch> {
@@ -300,16 +381,16 @@ impl Iterator for ParquetReader {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(reader) = &mut self.current {
-                match reader.next() {
-                    Some(record_batch) => {
-                        return Some(
-                            record_batch
-                                .map_err(Error::from)
-                                .and_then(|rb| self.convert(rb)),
-                        );
+            if let Some((index, reader)) = &mut self.current {
+                match Self::read_next(&self.name, *index, reader) {
+                    Ok(Some(record_batch)) => return Some(self.convert(record_batch)),
+                    Ok(None) => self.current = None,
+                    Err(e) => {
+                        // The row group reader may be midway through a page
+                        // (or have panicked): drop it, go on with the next.
+                        self.current = None;
+                        return Some(Err(e));
                     }
-                    None => self.current = None,
                 }
             }
             match self.open_next_row_group()? {

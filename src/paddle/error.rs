@@ -58,6 +58,32 @@ pub enum PaddleError {
         /// The byte size found.
         found: u64,
     },
+    /// A LoD level count above lodt's limit,
+    /// [`MAX_LOD_LEVELS`](crate::format::MAX_LOD_LEVELS) (64, as in `.lodt`
+    /// files; Arrow IPC and Parquet files hold at most
+    /// 32, `lodt::arrow::MAX_LOD_LEVELS`). Paddle sets no limit, but no
+    /// Paddle program uses more than a few levels, and no other format lodt
+    /// writes could hold such a tensor.
+    ///
+    /// ```
+    /// use lodt::paddle::{read_tensor, PaddleError};
+    /// let mut bytes = vec![0u8; 4];
+    /// bytes.extend(100u64.to_le_bytes());
+    /// bytes.extend(vec![0u8; 4096]);
+    /// let err = read_tensor(&bytes).unwrap_err();
+    /// assert!(matches!(err, PaddleError::TooManyLevels { offset: 4, found: 100, max: 64 }));
+    /// ```
+    #[error(
+        "LoD level count at offset {offset}: {found} levels exceed lodt's limit of {max} (spec/PADDLE.md, section 3)"
+    )]
+    TooManyLevels {
+        /// Where the level count starts.
+        offset: u64,
+        /// The level count found.
+        found: u64,
+        /// The limit.
+        max: u64,
+    },
     /// LoD offsets that break a `CheckLoD` rule (the core error says which).
     #[error("invalid LoD in the levels starting at offset {offset}: {source}")]
     Lod {

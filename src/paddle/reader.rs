@@ -237,6 +237,13 @@ pub(crate) fn read_record<R: BufRead>(input: &mut Input<R>) -> Result<LodTensor,
 
     let lod_offset = input.offset();
     let count = input.u64("LoD level count")?;
+    if count > crate::format::MAX_LOD_LEVELS as u64 {
+        return Err(PaddleError::TooManyLevels {
+            offset: lod_offset,
+            found: count,
+            max: crate::format::MAX_LOD_LEVELS as u64,
+        });
+    }
     // Each level needs at least its 8-byte size field.
     input.check_len("LoD levels", input.offset(), count.saturating_mul(8))?;
     let mut levels = Vec::new();

@@ -1,0 +1,650 @@
+//! The boundary between lodt and the decoders of foreign formats (arrow-ipc
+//! and parquet): what the readers check before handing bytes to them, and
+//! [`contain`], the one place where a panic of theirs is caught.
+//!
+//! arrow-rs and parquet trust parts of their input: arrow-ipc slices a
+//! message body at whatever offsets the message claims, parquet asserts that
+//! column chunk offsets are not negative, and both have panicking paths that
+//! a corrupt file can reach. The readers therefore
+//!
+//! 1. refuse columns lodt cannot read before decoding them ([`check_schema`]),
+//!    so only the primitive, list and fixed-size list decoders ever run;
+//! 2. check every length, offset and count a message or footer gives against
+//!    the schema and the bytes really present ([`check_record_batch`],
+//!    [`check_parquet_metadata`]), so no buffer is sliced out of range and no
+//!    allocation is sized by an unchecked field;
+//! 3. run each remaining decoder call inside [`contain`], which turns a panic
+//!    into [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and section (arrow-rs validates
+//!    every array it decodes from IPC; Parquet output is validated with
+//!    `ArrayData::validate_full` inside the boundary too).
+//!
+//! A caught panic still runs the process's panic hook (which prints it, by
+//! default); the library installs no hook. The `lodt` binary installs a quiet
+//! one. Containment needs `panic = "unwind"` (Rust's default).
+
+use super::{Error, Result};
+use arrow_schema::{DataType, Schema};
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// Runs `decode`, a call into arrow-rs or parquet (named by `decoder`) on
+/// input from `file`, and turns a panic into [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) for the
+/// `section` being read. Errors that `decode` returns pass through.
+///
+/// The callers hand in closures whose state is discarded after a panic:
+/// the IPC readers decode a message from a buffer they own, and the Parquet
+/// reader drops the row group reader that panicked. That is why asserting
+/// unwind safety is sound here.
+pub(crate) fn contain<T>(
+    decoder: &'static str,
+    file: &str,
+    section: impl FnOnce() -> String,
+    decode: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(decode)) {
+        Ok(result) => result,
+        Err(payload) => Err(Error::Decode {
+            file: file.to_owned(),
+            section: section(),
+            message: format!("{decoder} panicked: {}", panic_message(payload.as_ref())),
+        }),
+    }
+}
+
+/// The message of a panic payload (`panic!` gives a `&str` or a `String`).
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_owned()
+    }
+}
+
+/// An [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) for `section` of `file`.
+pub(crate) fn decode_error(file: &str, section: &str, message: impl Into<String>) -> Error {
+    Error::Decode {
+        file: file.to_owned(),
+        section: section.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// Checks that every column of `schema` has a type lodt reads (lists, large
+/// lists and fixed-size lists of booleans, integers and floats), so that no
+/// other decoder of arrow-rs or parquet runs on untrusted input. The error is
+/// the one [`from_arrow`](super::from_arrow) gives for such a column.
+pub(crate) fn check_schema(schema: &Schema) -> Result<()> {
+    for field in schema.fields() {
+        let mut data_type = field.data_type();
+        loop {
+            match data_type {
+                DataType::List(child) | DataType::LargeList(child) => {
+                    data_type = child.data_type();
+                }
+                DataType::FixedSizeList(child, size) if *size >= 0 => {
+                    data_type = child.data_type();
+                }
+                DataType::Boolean
+                | DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt8
+                | DataType::UInt16
+                | DataType::UInt32
+                | DataType::UInt64
+                | DataType::Float16
+                | DataType::Float32
+                | DataType::Float64 => break,
+                other => {
+                    return Err(Error::Unsupported {
+                        column: field.name().clone(),
+                        data_type: other.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The flatbuffer of an encapsulated IPC message: `0xFFFFFFFF`, an `i32`
+/// length and the flatbuffer, or (before Arrow 0.15) the length and the
+/// flatbuffer. An error when `bytes` is too short for what it claims.
+pub(crate) fn message_flatbuffer(bytes: &[u8]) -> std::result::Result<&[u8], String> {
+    let word = |at: usize| -> Option<[u8; 4]> { bytes.get(at..at + 4)?.try_into().ok() };
+    let Some(first) = word(0) else {
+        return Err(format!(
+            "{} bytes are too short for a message length",
+            bytes.len()
+        ));
+    };
+    let (len, start) = if first == [0xFF; 4] {
+        let Some(len) = word(4) else {
+            return Err("the message ends after its continuation marker".into());
+        };
+        (i32::from_le_bytes(len), 8)
+    } else {
+        (i32::from_le_bytes(first), 4)
+    };
+    let len = usize::try_from(len).map_err(|_| format!("negative message length {len}"))?;
+    bytes.get(start..start + len).ok_or_else(|| {
+        format!(
+            "the message claims {len} bytes of metadata, {} are there",
+            bytes.len() - start
+        )
+    })
+}
+
+/// Parses (and verifies) an IPC message flatbuffer.
+pub(crate) fn parse_message(
+    flatbuffer: &[u8],
+) -> std::result::Result<arrow_ipc::Message<'_>, String> {
+    arrow_ipc::root_as_message(flatbuffer).map_err(|e| format!("unreadable message: {e}"))
+}
+
+/// Checks an IPC record batch message against the schema (whose types
+/// [`check_schema`] accepted) and the `body_len` bytes of its body: every
+/// buffer inside the body, every node length and null count in range, every
+/// buffer long enough for its node, every fixed-size list child long enough.
+/// arrow-ipc checks none of the first and slices the body where the message
+/// says, which panics when a buffer lies outside it; arrow's array validation,
+/// which runs after that, checks the rest (offsets, values).
+pub(crate) fn check_record_batch(
+    batch: &arrow_ipc::RecordBatch<'_>,
+    body_len: usize,
+    schema: &Schema,
+) -> std::result::Result<(), String> {
+    if let Some(compression) = batch.compression() {
+        return Err(format!(
+            "compressed bodies ({:?}) are not supported",
+            compression.codec()
+        ));
+    }
+    let rows = batch.length();
+    if rows < 0 {
+        return Err(format!("negative row count {rows}"));
+    }
+    let nodes = batch.nodes().ok_or("the message has no field nodes")?;
+    let buffers = batch.buffers().ok_or("the message has no buffer list")?;
+    for (i, b) in buffers.iter().enumerate() {
+        let (offset, length) = (b.offset(), b.length());
+        let end = i128::from(offset) + i128::from(length);
+        if offset < 0 || length < 0 || end > body_len as i128 {
+            return Err(format!(
+                "buffer {i} (offset {offset}, {length} bytes) lies outside the {body_len}-byte body"
+            ));
+        }
+    }
+    let mut walk = Walk {
+        nodes: nodes.iter().map(|n| (n.length(), n.null_count())).collect(),
+        buffers: buffers.iter().map(|b| b.length() as u64).collect(),
+        node: 0,
+        buffer: 0,
+    };
+    for field in schema.fields() {
+        let length = walk.array(field.name(), field.data_type())?;
+        if length != rows as u64 {
+            return Err(format!(
+                "column {:?} has {length} rows, the batch {rows}",
+                field.name()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Walks the field nodes and buffers of a record batch message in schema order.
+struct Walk {
+    nodes: Vec<(i64, i64)>,
+    buffers: Vec<u64>,
+    node: usize,
+    buffer: usize,
+}
+
+impl Walk {
+    fn next_buffer(&mut self, column: &str) -> std::result::Result<u64, String> {
+        let len = self.buffers.get(self.buffer).copied().ok_or_else(|| {
+            format!(
+                "column {column:?}: the message has {} buffers, the schema needs more",
+                self.buffers.len()
+            )
+        })?;
+        self.buffer += 1;
+        Ok(len)
+    }
+
+    /// Checks the node (and buffers, and children) of one array of type
+    /// `data_type` and returns its length.
+    fn array(&mut self, column: &str, data_type: &DataType) -> std::result::Result<u64, String> {
+        let index = self.node;
+        let (length, null_count) = self.nodes.get(index).copied().ok_or_else(|| {
+            format!(
+                "column {column:?}: the message has {} field nodes, the schema needs more",
+                self.nodes.len()
+            )
+        })?;
+        self.node += 1;
+        if length < 0 || null_count < 0 || null_count > length {
+            return Err(format!(
+                "column {column:?}: field node {index} has length {length} and null count {null_count}"
+            ));
+        }
+        let length = length as u64;
+        let short = |what: &str, needed: Option<u64>, found: u64| {
+            format!(
+                "column {column:?}: field node {index} of length {length} needs {} bytes of {what}, its buffer has {found}",
+                needed.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string())
+            )
+        };
+        let bitmap = length.div_ceil(8);
+        let validity = self.next_buffer(column)?;
+        if null_count > 0 && validity < bitmap {
+            return Err(short("validity bitmap", Some(bitmap), validity));
+        }
+        match data_type {
+            DataType::List(child) | DataType::LargeList(child) => {
+                let width = if matches!(data_type, DataType::List(_)) {
+                    4
+                } else {
+                    8
+                };
+                let offsets = self.next_buffer(column)?;
+                let needed = length.checked_add(1).and_then(|n| n.checked_mul(width));
+                if length > 0 && needed.is_none_or(|n| offsets < n) {
+                    return Err(short("offsets", needed, offsets));
+                }
+                // arrow's offset validation views the whole buffer as
+                // offsets, and panics on a partial one.
+                if offsets % width != 0 {
+                    return Err(format!(
+                        "column {column:?}: field node {index} has an offsets buffer of {offsets} bytes, not a multiple of {width}"
+                    ));
+                }
+                self.array(column, child.data_type())?;
+            }
+            DataType::FixedSizeList(child, size) => {
+                let child_length = self.array(column, child.data_type())?;
+                let needed = length.checked_mul(u64::try_from(*size).unwrap_or(u64::MAX));
+                if needed.is_none_or(|n| child_length < n) {
+                    return Err(format!(
+                        "column {column:?}: field node {index} holds {length} lists of {size}, its child has {child_length} values"
+                    ));
+                }
+            }
+            DataType::Boolean => {
+                let values = self.next_buffer(column)?;
+                if values < bitmap {
+                    return Err(short("values", Some(bitmap), values));
+                }
+            }
+            other => {
+                let width = other
+                    .primitive_width()
+                    .ok_or_else(|| format!("column {column:?}: unsupported type {other}"))?
+                    as u64;
+                let values = self.next_buffer(column)?;
+                let needed = length.checked_mul(width);
+                if needed.is_none_or(|n| values < n) {
+                    return Err(short("values", needed, values));
+                }
+            }
+        }
+        Ok(length)
+    }
+}
+
+/// Checks what parquet trusts in a file's metadata: row counts, value counts
+/// and column chunk byte ranges (non-negative, inside the `file_len`-byte
+/// file). parquet asserts some of them (`ColumnChunkMetaData::byte_range`
+/// panics on a negative offset) and sizes reads by others.
+#[cfg(feature = "parquet")]
+pub(crate) fn check_parquet_metadata(
+    file: &str,
+    metadata: &::parquet::file::metadata::ParquetMetaData,
+    file_len: u64,
+) -> Result<()> {
+    for (i, row_group) in metadata.row_groups().iter().enumerate() {
+        let rows = row_group.num_rows();
+        if rows < 0 {
+            return Err(decode_error(
+                file,
+                &format!("row group {i}"),
+                format!("negative row count {rows}"),
+            ));
+        }
+        for column in row_group.columns() {
+            let section = || format!("row group {i} column {:?}", column.column_path().string());
+            let start = column
+                .dictionary_page_offset()
+                .unwrap_or_else(|| column.data_page_offset());
+            let (data, size, values) = (
+                column.data_page_offset(),
+                column.compressed_size(),
+                column.num_values(),
+            );
+            let end = i128::from(start) + i128::from(size);
+            if start < 0 || data < 0 || size < 0 || end > i128::from(file_len) {
+                return Err(decode_error(
+                    file,
+                    &section(),
+                    format!(
+                        "the column chunk (offset {start}, data pages at {data}, {size} bytes) lies outside the {file_len}-byte file"
+                    ),
+                ));
+            }
+            if values < 0 {
+                return Err(decode_error(
+                    file,
+                    &section(),
+                    format!("negative value count {values}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The deepest nesting of groups lodt lets parquet decode in a file's schema.
+///
+/// parquet builds the schema tree by recursion, once per level: a footer of
+/// about 20 KiB nesting 2,000 groups overflows the stack, an abort that no
+/// boundary catches. pyarrow reads at most 100 schema levels; the deepest
+/// file lodt writes nests 67 groups (32 LoD levels and an element shape, two
+/// groups each, under the root).
+#[cfg(feature = "parquet")]
+pub(crate) const MAX_PARQUET_SCHEMA_DEPTH: usize = 128;
+
+/// Checks, before parquet decodes the footer, that the schema it holds does
+/// not nest groups deeper than [`MAX_PARQUET_SCHEMA_DEPTH`]. Reads the footer
+/// (the file's last 8 bytes give its length) and skims its Thrift encoding
+/// for the schema elements' child counts. A footer that does not parse is
+/// left to parquet, which reports it (before building any tree).
+#[cfg(feature = "parquet")]
+pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut reader = reader;
+    let len = reader.seek(SeekFrom::End(0))?;
+    if len < 12 {
+        return Ok(());
+    }
+    reader.seek(SeekFrom::End(-8))?;
+    let mut tail = [0u8; 8];
+    reader.read_exact(&mut tail)?;
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if &tail[4..] != b"PAR1" || footer_len + 8 > len {
+        return Ok(());
+    }
+    reader.seek(SeekFrom::Start(len - 8 - footer_len))?;
+    let mut footer = vec![0u8; footer_len as usize];
+    reader.read_exact(&mut footer)?;
+    reader.seek(SeekFrom::Start(0))?;
+    match thrift::schema_depth(&footer, MAX_PARQUET_SCHEMA_DEPTH) {
+        Some(depth) if depth > MAX_PARQUET_SCHEMA_DEPTH => Err(decode_error(
+            file,
+            "Parquet footer",
+            format!(
+                "the schema nests groups more than {MAX_PARQUET_SCHEMA_DEPTH} deep (lodt's limit; pyarrow reads at most 100 levels)"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Just enough of Thrift's compact protocol to find the nesting depth of a
+/// Parquet schema (`FileMetaData` field 2, a list of `SchemaElement`s whose
+/// field 5 is `num_children`), without recursion deeper than 32.
+#[cfg(feature = "parquet")]
+mod thrift {
+    struct Input<'a> {
+        bytes: &'a [u8],
+        at: usize,
+    }
+
+    impl Input<'_> {
+        fn byte(&mut self) -> Option<u8> {
+            let b = *self.bytes.get(self.at)?;
+            self.at += 1;
+            Some(b)
+        }
+
+        fn skip(&mut self, n: u64) -> Option<()> {
+            let n = usize::try_from(n).ok()?;
+            self.at = self
+                .at
+                .checked_add(n)
+                .filter(|&end| end <= self.bytes.len())?;
+            Some(())
+        }
+
+        fn varint(&mut self) -> Option<u64> {
+            let mut value = 0u64;
+            for shift in (0..70).step_by(7) {
+                let b = self.byte()?;
+                value |= u64::from(b & 0x7F).checked_shl(shift).unwrap_or(0);
+                if b & 0x80 == 0 {
+                    return Some(value);
+                }
+            }
+            None
+        }
+
+        fn zigzag(&mut self) -> Option<i64> {
+            let v = self.varint()?;
+            Some((v >> 1) as i64 ^ -((v & 1) as i64))
+        }
+
+        /// A field header: `(type, id)`, type 0 for the end of the struct.
+        fn field(&mut self, last: i16) -> Option<(u8, i16)> {
+            let b = self.byte()?;
+            if b == 0 {
+                return Some((0, 0));
+            }
+            let delta = i16::from(b >> 4);
+            let id = if delta == 0 {
+                i16::try_from(self.zigzag()?).ok()?
+            } else {
+                last.checked_add(delta)?
+            };
+            Some((b & 0x0F, id))
+        }
+
+        /// A list or set header: `(element type, count)`.
+        fn list(&mut self) -> Option<(u8, u64)> {
+            let b = self.byte()?;
+            let count = match b >> 4 {
+                15 => self.varint()?,
+                n => u64::from(n),
+            };
+            Some((b & 0x0F, count))
+        }
+
+        /// Skips a value of compact type `ty` (in a list, booleans take a byte).
+        fn skip_value(&mut self, ty: u8, in_list: bool, depth: usize) -> Option<()> {
+            if depth == 0 {
+                return None;
+            }
+            match ty {
+                1 | 2 if in_list => self.skip(1),
+                1 | 2 => Some(()),
+                3 => self.skip(1),
+                4..=6 => self.varint().map(|_| ()),
+                7 => self.skip(8),
+                8 => {
+                    let n = self.varint()?;
+                    self.skip(n)
+                }
+                9 | 10 => {
+                    let (element, count) = self.list()?;
+                    for _ in 0..count {
+                        self.skip_value(element, true, depth - 1)?;
+                    }
+                    Some(())
+                }
+                11 => {
+                    let count = self.varint()?;
+                    if count > 0 {
+                        let types = self.byte()?;
+                        for _ in 0..count {
+                            self.skip_value(types >> 4, true, depth - 1)?;
+                            self.skip_value(types & 0x0F, true, depth - 1)?;
+                        }
+                    }
+                    Some(())
+                }
+                12 => self.skip_struct(depth - 1),
+                13 => self.skip(16),
+                _ => None,
+            }
+        }
+
+        fn skip_struct(&mut self, depth: usize) -> Option<()> {
+            let mut last = 0;
+            loop {
+                let (ty, id) = self.field(last)?;
+                if ty == 0 {
+                    return Some(());
+                }
+                self.skip_value(ty, false, depth)?;
+                last = id;
+            }
+        }
+
+        /// A `SchemaElement`'s `num_children` (field 5, an i32).
+        fn num_children(&mut self) -> Option<i64> {
+            let mut last = 0;
+            let mut children = 0;
+            loop {
+                let (ty, id) = self.field(last)?;
+                match (ty, id) {
+                    (0, _) => return Some(children),
+                    (5, 5) => children = self.zigzag()?,
+                    _ => self.skip_value(ty, false, 32)?,
+                }
+                last = id;
+            }
+        }
+    }
+
+    /// How deep the schema in a `FileMetaData` encoding nests groups (the
+    /// root is 1), counting no further than just past `limit`; `None` when
+    /// the encoding does not parse that far.
+    pub(super) fn schema_depth(footer: &[u8], limit: usize) -> Option<usize> {
+        let mut input = Input {
+            bytes: footer,
+            at: 0,
+        };
+        let mut last = 0;
+        loop {
+            let (ty, id) = input.field(last)?;
+            if ty == 0 {
+                return Some(0);
+            }
+            if id == 2 && ty == 9 {
+                break;
+            }
+            input.skip_value(ty, false, 32)?;
+            last = id;
+        }
+        let (_, count) = input.list()?;
+        let mut open: Vec<i64> = Vec::new();
+        let mut depth = 0;
+        for _ in 0..count {
+            let children = input.num_children()?;
+            if let Some(parent) = open.last_mut() {
+                *parent -= 1;
+            }
+            if children > 0 {
+                open.push(children);
+                depth = depth.max(open.len());
+                if depth > limit {
+                    return Some(depth);
+                }
+            } else {
+                while open.last().is_some_and(|&left| left <= 0) {
+                    open.pop();
+                }
+            }
+        }
+        Some(depth)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_a_decode_error_naming_file_and_section() {
+        let err = contain::<()>(
+            "arrow-ipc",
+            "x.arrow",
+            || "record batch 3".into(),
+            || panic!("boom {}", 7),
+        )
+        .unwrap_err();
+        match err {
+            Error::Decode {
+                file,
+                section,
+                message,
+            } => {
+                assert_eq!(
+                    (file.as_str(), section.as_str()),
+                    ("x.arrow", "record batch 3")
+                );
+                assert_eq!(message, "arrow-ipc panicked: boom 7");
+            }
+            other => panic!("expected Decode, got {other:?}"),
+        }
+        let ok = contain("parquet", "f", String::new, || Ok(5)).unwrap();
+        assert_eq!(ok, 5);
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn the_schema_depth_of_lodt_files_is_two_groups_per_level_and_the_root() {
+        use crate::{Batch, Lod, LodTensor};
+        for (levels, shape, depth) in [(0, vec![3], 1), (1, vec![3], 3), (32, vec![3, 2], 67)] {
+            let lod = if levels == 0 {
+                Lod::empty()
+            } else {
+                let mut lengths = vec![vec![1u64]; levels];
+                lengths[levels - 1] = vec![3];
+                Lod::try_from_lengths(&lengths).unwrap()
+            };
+            let n: usize = shape.iter().product();
+            let tensor = LodTensor::from_vec(vec![1i32; n], shape, lod).unwrap();
+            let batch = Batch::try_from_tensors([("x", tensor)]).unwrap();
+            let (bytes, _) = crate::arrow::parquet::write_parquet(
+                Vec::new(),
+                [Ok::<_, crate::Error>(batch)],
+                &Default::default(),
+            )
+            .unwrap();
+            let footer_len =
+                u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap());
+            let footer = &bytes[bytes.len() - 8 - footer_len as usize..bytes.len() - 8];
+            assert_eq!(
+                thrift::schema_depth(footer, 1000),
+                Some(depth),
+                "{levels} levels"
+            );
+        }
+        assert_eq!(thrift::schema_depth(&[0x19, 0x1C], 10), None); // cut short
+    }
+
+    #[test]
+    fn message_framing_is_checked() {
+        assert!(message_flatbuffer(&[0xFF; 6]).is_err());
+        assert!(message_flatbuffer(&[0xFF, 0xFF, 0xFF, 0xFF, 9, 0, 0, 0, 1]).is_err());
+        assert_eq!(message_flatbuffer(&[2, 0, 0, 0, 7, 8, 9]).unwrap(), &[7, 8]);
+        assert_eq!(
+            message_flatbuffer(&[0xFF, 0xFF, 0xFF, 0xFF, 1, 0, 0, 0, 5]).unwrap(),
+            &[5]
+        );
+        assert!(message_flatbuffer(&[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]).is_err());
+    }
+}

@@ -1,0 +1,468 @@
+//! Corrupt Arrow IPC and Parquet input: every reader returns batches or
+//! errors, and no panic of arrow-rs or parquet reaches the caller (issue 9).
+//!
+//! The sweeps flip bytes of small files and read each result through lodt's
+//! readers inside `catch_unwind`: a panic that escapes lodt's API fails the
+//! test. A panic that lodt contains (an `Error::Decode` whose message says the
+//! decoder panicked) is counted too, and must not happen on these files: the
+//! checks lodt runs before decoding should stop every flip first.
+#![cfg(feature = "parquet")]
+
+use lodt::arrow::ipc::{IpcFileReader, IpcStreamReader, write_ipc_stream};
+use lodt::arrow::parquet::{ParquetReader, write_parquet};
+use lodt::arrow::{ArrowError as Error, ArrowOptions, ArrowWriteOptions as WriteOptions};
+use lodt::{Batch, Lod, LodTensor};
+use std::io::Cursor;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+
+fn data(path: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// What reading one input gave.
+#[derive(Debug, Default)]
+struct Outcome {
+    batches: usize,
+    errors: usize,
+    /// Errors reporting a panic that lodt's boundary caught.
+    contained: Vec<String>,
+}
+
+impl Outcome {
+    fn add(&mut self, result: Result<Batch, Error>) {
+        match result {
+            Ok(batch) => {
+                // Whatever decodes is a valid batch: every tensor's LoD and
+                // storage agree (LodTensor's invariants), so slicing works.
+                for (_, tensor) in batch.iter() {
+                    let _ = tensor.as_bytes().len();
+                    if tensor.lod().num_levels() > 0 {
+                        assert!(tensor.branch(&[0]).is_ok() || tensor.top_level_rows() == 0);
+                    }
+                }
+                self.batches += 1;
+            }
+            Err(e) => {
+                if let Error::Decode { message, .. } = &e
+                    && message.contains("panicked")
+                {
+                    self.contained.push(e.to_string());
+                }
+                self.errors += 1;
+            }
+        }
+    }
+
+    fn open_failed(e: Error) -> Self {
+        let mut outcome = Outcome::default();
+        outcome.add(Err(e));
+        outcome
+    }
+}
+
+fn read_ipc_file(bytes: &[u8]) -> Outcome {
+    match IpcFileReader::try_new_named(Cursor::new(bytes), "x.arrow", &ArrowOptions::default()) {
+        Ok(reader) => {
+            let mut outcome = Outcome::default();
+            reader.for_each(|b| outcome.add(b));
+            outcome
+        }
+        Err(e) => Outcome::open_failed(e),
+    }
+}
+
+fn read_ipc_stream(bytes: &[u8]) -> Outcome {
+    match IpcStreamReader::try_new_named(bytes, "x.arrows", &ArrowOptions::default()) {
+        Ok(reader) => {
+            let mut outcome = Outcome::default();
+            reader.for_each(|b| outcome.add(b));
+            outcome
+        }
+        Err(e) => Outcome::open_failed(e),
+    }
+}
+
+fn read_parquet(bytes: &[u8]) -> Outcome {
+    let mut file = tempfile::tempfile().unwrap();
+    std::io::Write::write_all(&mut file, bytes).unwrap();
+    match ParquetReader::try_new_named(file, "x.parquet", &ArrowOptions::default()) {
+        Ok(reader) => {
+            let mut outcome = Outcome::default();
+            reader.for_each(|b| outcome.add(b));
+            outcome
+        }
+        Err(e) => Outcome::open_failed(e),
+    }
+}
+
+/// Flips bytes of `good` (every `stride`-th byte, each with every mask) and
+/// reads each result with `read` inside `catch_unwind`. Returns the outcomes
+/// summed, and fails on the first panic that escapes.
+fn sweep(what: &str, good: &[u8], stride: usize, read: fn(&[u8]) -> Outcome) -> Outcome {
+    let clean = read(good);
+    assert!(clean.batches > 0 && clean.errors == 0, "{what}: {clean:?}");
+    let mut total = Outcome::default();
+    for at in (0..good.len()).step_by(stride) {
+        for mask in [0x01u8, 0x80, 0xFF] {
+            let mut bad = good.to_vec();
+            bad[at] ^= mask;
+            let outcome = catch_unwind(AssertUnwindSafe(|| read(&bad)))
+                .unwrap_or_else(|_| panic!("{what}: flipping byte {at} with {mask:#04x} panics"));
+            total.batches += outcome.batches;
+            total.errors += outcome.errors;
+            total.contained.extend(
+                outcome
+                    .contained
+                    .into_iter()
+                    .map(|m| format!("byte {at} ^ {mask:#04x}: {m}")),
+            );
+        }
+    }
+    total
+}
+
+/// A batch of the shapes lodt writes: a 2-level int64 tensor, a 1-level
+/// float32 tensor with an element shape, and a 0-level bool tensor.
+fn sample_batch() -> Batch {
+    let words = LodTensor::from_vec(
+        (0..15i64).collect(),
+        vec![15],
+        Lod::try_from_lengths(&[vec![2, 1], vec![3, 2, 10]]).unwrap(),
+    )
+    .unwrap();
+    let frames = LodTensor::from_vec(
+        (0..12).map(|i| i as f32).collect(),
+        vec![6, 2],
+        Lod::try_from_lengths(&[vec![4, 2]]).unwrap(),
+    )
+    .unwrap();
+    let labels = LodTensor::from_vec(vec![true, false], vec![2], Lod::empty()).unwrap();
+    Batch::try_from_tensors([("words", words), ("frames", frames), ("labels", labels)]).unwrap()
+}
+
+#[test]
+fn byte_flips_of_an_ipc_file_never_panic() {
+    let good = std::fs::read(data("tests/data/arrow/batch0.arrow")).unwrap();
+    let total = sweep("batch0.arrow", &good, 1, read_ipc_file);
+    assert!(total.errors > 0 && total.batches > 0, "{total:?}");
+    assert!(total.contained.is_empty(), "{:#?}", total.contained);
+}
+
+#[test]
+fn byte_flips_of_an_ipc_stream_never_panic() {
+    let (good, _) = write_ipc_stream(
+        Vec::new(),
+        [Ok::<_, lodt::Error>(sample_batch())],
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    let total = sweep("sample.arrows", &good, 1, read_ipc_stream);
+    assert!(total.errors > 0 && total.batches > 0, "{total:?}");
+    assert!(total.contained.is_empty(), "{:#?}", total.contained);
+}
+
+#[test]
+fn byte_flips_of_parquet_files_never_panic() {
+    let pyarrow = std::fs::read(data("tests/data/arrow/batch0.parquet")).unwrap();
+    let (ours, _) = write_parquet(
+        Vec::new(),
+        [Ok::<_, lodt::Error>(sample_batch())],
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    // In each file, three flips turn a data page's encoding into
+    // RLE_DICTIONARY in a column chunk with no dictionary page, which parquet
+    // 60 meets with a panic (`Decoder for dict should have been set`) that
+    // only reading the page headers could foresee: lodt contains it.
+    for (what, good) in [("batch0.parquet", pyarrow), ("sample.parquet", ours)] {
+        let total = sweep(what, &good, 1, read_parquet);
+        assert!(total.errors > 0 && total.batches > 0, "{what}: {total:?}");
+        assert_eq!(total.contained.len(), 3, "{what}: {:#?}", total.contained);
+        for message in &total.contained {
+            assert!(
+                message.ends_with(
+                    "x.parquet: row group 0: parquet panicked: Decoder for dict should have been set"
+                ),
+                "{what}: {message}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The files of the issue, through the library and the CLI
+// ---------------------------------------------------------------------------
+
+fn expect_decode(err: Error, file: &str, section: &str, message: &str) {
+    match &err {
+        Error::Decode {
+            file: f,
+            section: s,
+            message: m,
+        } => {
+            assert_eq!((f.as_str(), s.as_str()), (file, section), "{err}");
+            assert_eq!(m, message, "{err}");
+        }
+        other => panic!("expected Error::Decode, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_repro_files_give_errors_naming_file_and_section() {
+    // A flipped byte moves a buffer of the record batch out of its body:
+    // arrow-ipc 60 slices it anyway and panics; lodt checks it first.
+    let path = "tests/data/repro/panic_ipc.arrow";
+    let file = std::fs::File::open(data(path)).unwrap();
+    let mut reader = IpcFileReader::try_new_named(file, path, &ArrowOptions::default()).unwrap();
+    let err = reader.next().unwrap().unwrap_err();
+    expect_decode(
+        err,
+        path,
+        "record batch 0",
+        "buffer 0 (offset 65536, 0 bytes) lies outside the 320-byte body",
+    );
+    assert!(reader.next().is_none());
+
+    // A flipped byte makes a column chunk's size negative: parquet 60 asserts
+    // it is not; lodt checks the footer first.
+    let path = "tests/data/repro/panic_pq.parquet";
+    let err = ParquetReader::open(data(path), &ArrowOptions::default())
+        .err()
+        .unwrap();
+    expect_decode(
+        err,
+        &data(path).display().to_string(),
+        "row group 0 column \"words.list.element.list.element\"",
+        "the column chunk (offset 4, data pages at 93, -180 bytes) lies outside the 1818-byte file",
+    );
+
+    // A panic lodt cannot foresee is contained and reported the same way.
+    let path = "tests/data/repro/dict_page_missing.parquet";
+    let reader = ParquetReader::open(data(path), &ArrowOptions::default()).unwrap();
+    let results: Vec<_> = reader.collect();
+    assert_eq!(results.len(), 1);
+    let err = results.into_iter().next().unwrap().unwrap_err();
+    expect_decode(
+        err,
+        &data(path).display().to_string(),
+        "row group 0",
+        "parquet panicked: Decoder for dict should have been set",
+    );
+}
+
+/// A Parquet file with no rows whose schema nests `groups` groups (the root
+/// included) over one int32 column, its footer written by hand in Thrift's
+/// compact protocol.
+fn nested_schema_parquet(groups: usize) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8 & 0x7F) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let mut footer = vec![0x15, 0x02]; // 1: version = 1
+    footer.extend([0x19, 0xFC]); // 2: schema, a list of structs
+    varint(&mut footer, groups as u64 + 1);
+    footer.extend([0x48, 0x01, b'r', 0x15, 0x02, 0x00]); // the root: name "r", 1 child
+    for _ in 1..groups {
+        // REQUIRED, name "g", num_children 1
+        footer.extend([0x35, 0x00, 0x18, 0x01, b'g', 0x15, 0x02, 0x00]);
+    }
+    footer.extend([0x15, 0x02, 0x25, 0x00, 0x18, 0x01, b'x', 0x00]); // INT32, REQUIRED, "x"
+    footer.extend([0x16, 0x00, 0x19, 0x0C, 0x00]); // 3: num_rows 0, 4: no row groups
+    let mut file = b"PAR1".to_vec();
+    file.extend(&footer);
+    file.extend((footer.len() as u32).to_le_bytes());
+    file.extend(b"PAR1");
+    file
+}
+
+#[test]
+fn parquet_schemas_nested_too_deep_for_the_stack_are_refused() {
+    // parquet 60 builds the schema tree by recursion: 5,000 nested groups
+    // (a 30 KiB footer) overflow the stack, an abort nothing can catch.
+    let err = match read_parquet_file(&nested_schema_parquet(5000)) {
+        Err(e) => e,
+        Ok(_) => panic!("a 5000-deep schema opened"),
+    };
+    expect_decode(
+        err,
+        "x.parquet",
+        "Parquet footer",
+        "the schema nests groups more than 128 deep (lodt's limit; pyarrow reads at most 100 levels)",
+    );
+    assert!(read_parquet_file(&nested_schema_parquet(129)).is_err());
+    // Up to the limit, parquet decodes the schema (lodt then refuses the
+    // struct column it finds, before decoding any data).
+    let reader = read_parquet_file(&nested_schema_parquet(128)).unwrap();
+    assert_eq!(reader.num_row_groups(), 0);
+    assert_eq!(reader.count(), 0);
+}
+
+fn read_parquet_file(bytes: &[u8]) -> Result<ParquetReader, Error> {
+    let mut file = tempfile::tempfile().unwrap();
+    std::io::Write::write_all(&mut file, bytes).unwrap();
+    ParquetReader::try_new_named(file, "x.parquet", &ArrowOptions::default())
+}
+
+// ---------------------------------------------------------------------------
+// LoD depth: what cannot be read back is not written
+// ---------------------------------------------------------------------------
+
+/// A one-row int64 tensor (element shape `[2]` when `shaped`) with `levels`
+/// LoD levels, each holding one sequence of one entry.
+fn deep_tensor(levels: usize, shaped: bool) -> LodTensor {
+    let lod = Lod::try_from_lengths(&vec![vec![1]; levels]).unwrap();
+    if shaped {
+        LodTensor::from_vec(vec![7i64, 8], vec![1, 2], lod).unwrap()
+    } else {
+        LodTensor::from_vec(vec![7i64], vec![1], lod).unwrap()
+    }
+}
+
+#[test]
+fn the_deepest_tensors_written_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = Batch::try_from_tensors([
+        ("deep", deep_tensor(lodt::arrow::MAX_LOD_LEVELS, false)),
+        (
+            "deep_shaped",
+            deep_tensor(lodt::arrow::MAX_LOD_LEVELS, true),
+        ),
+    ])
+    .unwrap();
+    let input = dir.path().join("deep.lodt");
+    lodt::format::save_batch(&input, &batch).unwrap();
+    for ext in ["arrow", "arrows", "parquet"] {
+        let out = dir.path().join(format!("deep.{ext}"));
+        lodt::convert::convert(&input, &out, &Default::default(), |_| {}).unwrap();
+        let back: Vec<Batch> = lodt::convert::Format::from_path(&out)
+            .unwrap()
+            .open_reader(&out, &Default::default())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(back, vec![batch.clone()], "{ext}");
+    }
+}
+
+#[test]
+fn lodt_files_of_61_to_64_levels_are_not_converted_to_arrow_or_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    for levels in [lodt::arrow::MAX_LOD_LEVELS + 1, 61, 62, 63, 64] {
+        let input = dir.path().join(format!("deep{levels}.lodt"));
+        lodt::format::save_tensor(&input, "deep", &deep_tensor(levels, levels % 2 == 0)).unwrap();
+        lodt::format::verify(&input).unwrap(); // a valid .lodt file
+        for ext in ["arrow", "arrows", "parquet"] {
+            let out = dir.path().join(format!("deep{levels}.{ext}"));
+            let err =
+                lodt::convert::convert(&input, &out, &Default::default(), |_| {}).unwrap_err();
+            match &err {
+                lodt::convert::ConvertError::Arrow(Error::TooManyLevels {
+                    column,
+                    levels: found,
+                    limit,
+                }) => {
+                    assert_eq!((column.as_str(), *found, *limit), ("deep", levels, 32));
+                }
+                other => panic!("{levels} levels to .{ext}: {other:?}"),
+            }
+            assert!(
+                err.to_string().contains(&format!(
+                    "{levels} LoD levels exceed the limit of 32 for Arrow IPC and Parquet files"
+                )),
+                "{err}"
+            );
+        }
+        let out = dir.path().join(format!("deep{levels}.parquet"));
+        let err = lodt::convert::convert(&input, &out, &Default::default(), |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exceed the limit of 32"), "{err}");
+        assert!(!out.exists());
+    }
+}
+
+/// A Paddle single-tensor file: one int64 row under `levels` LoD levels.
+fn paddle_bytes(levels: usize) -> Vec<u8> {
+    let mut out = 0u32.to_le_bytes().to_vec();
+    out.extend((levels as u64).to_le_bytes());
+    for _ in 0..levels {
+        out.extend(16u64.to_le_bytes());
+        out.extend(0u64.to_le_bytes());
+        out.extend(1u64.to_le_bytes());
+    }
+    out.extend(0u32.to_le_bytes());
+    // TensorDesc { data_type: INT64 (3), dims: [1] }
+    let desc = [0x08, 0x03, 0x10, 0x01];
+    out.extend((desc.len() as i32).to_le_bytes());
+    out.extend(desc);
+    out.extend(7i64.to_le_bytes());
+    out
+}
+
+#[test]
+fn paddle_files_of_100_levels_are_refused_and_64_levels_stay_out_of_arrow() {
+    use lodt::paddle::{self, PaddleError};
+    let dir = tempfile::tempdir().unwrap();
+
+    let path = dir.path().join("deep100.pdtensor");
+    std::fs::write(&path, paddle_bytes(100)).unwrap();
+    let err = paddle::read_tensor_file(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PaddleError::TooManyLevels {
+                offset: 4,
+                found: 100,
+                max: 64
+            }
+        ),
+        "{err}"
+    );
+    let out = dir.path().join("deep100.arrow");
+    let err = lodt::convert::convert(&path, &out, &Default::default(), |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("100 levels exceed lodt's limit of 64"),
+        "{err}"
+    );
+
+    // 64 levels read (and convert to .lodt); Arrow and Parquet refuse them.
+    let path = dir.path().join("deep64.pdtensor");
+    std::fs::write(&path, paddle_bytes(64)).unwrap();
+    assert_eq!(
+        paddle::read_tensor_file(&path).unwrap().lod().num_levels(),
+        64
+    );
+    let out = dir.path().join("deep64.lodt");
+    lodt::convert::convert(&path, &out, &Default::default(), |_| {}).unwrap();
+    for ext in ["arrow", "arrows", "parquet"] {
+        let out = dir.path().join(format!("deep64.{ext}"));
+        let err = lodt::convert::convert(&path, &out, &Default::default(), |_| {}).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                lodt::convert::ConvertError::Arrow(Error::TooManyLevels { levels: 64, .. })
+            ),
+            "{err}"
+        );
+    }
+    // And lodt writes no Paddle file it would refuse to read.
+    let tensor = deep_tensor(65, false);
+    let err = paddle::to_bytes(&tensor).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PaddleError::TooLarge {
+                found: 65,
+                max: 64,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
