@@ -21,6 +21,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// A random-access source of a file's bytes.
 ///
@@ -47,11 +48,44 @@ pub trait RangeSource: Send + Sync {
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>>;
 
     /// How many bytes a first read at open should take from the start and from
-    /// the end of the file. Local sources read exactly what they need (64
-    /// bytes each, then more); a remote source asks for more at once, to save
-    /// round trips.
+    /// the end of the file. By default 64 bytes each, then what they point
+    /// to. The local sources take a page from the start and 64 KiB from the
+    /// end, which holds the footer of up to 2,700 batches: a read costs about
+    /// as much whatever its size, so opening costs one read at each end; a
+    /// remote source asks for more at once too, to save round trips.
     fn open_hint(&self) -> OpenHint {
         OpenHint { head: 64, tail: 64 }
+    }
+
+    /// Reads ranges that the reader parses while opening the file and does
+    /// not keep (the header and file metadata, the footer and index, the
+    /// trailer). By default, [`RangeSource::read_ranges`]. [`MmapSource`]
+    /// reads them with positional reads, so that opening a mapped file faults
+    /// no page of the map (on Linux a page fault with no advice reads up to
+    /// the device's read-ahead, often megabytes, around the page).
+    fn read_open_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
+        self.read_ranges(ranges)
+    }
+
+    /// A hint: `ranges` are about to be read, as part of an access `pattern`.
+    /// A source may pass it on to the OS (`madvise`, `posix_fadvise`) or start
+    /// fetching the ranges; errors are ignored. The default does nothing.
+    ///
+    /// The reader calls it when a batch is first touched: with
+    /// [`Pattern::Random`] and that batch's section for
+    /// [`LodtFile::batch`](super::LodtFile::batch), with
+    /// [`Pattern::Sequential`] and the next few MiB of batches for
+    /// [`LodtFile::verify`](super::LodtFile::verify),
+    /// [`LodtFile::batches`](super::LodtFile::batches) and batches touched in
+    /// order (see [`ReadOptions::advice`](super::ReadOptions::advice)).
+    ///
+    /// ```
+    /// use lodt::format::{MemorySource, Pattern, RangeSource};
+    /// let src = MemorySource::new(std::sync::Arc::new(vec![0u8; 128]), "x");
+    /// src.will_read(&[0..64], Pattern::Random); // bytes in memory: nothing to do
+    /// ```
+    fn will_read(&self, ranges: &[Range<u64>], pattern: Pattern) {
+        let _ = (ranges, pattern);
     }
 
     /// The whole file as one storage, when the source has it (a map or bytes
@@ -63,6 +97,52 @@ pub trait RangeSource: Send + Sync {
     /// What the source reads, for messages (a path or a URI).
     fn describe(&self) -> String;
 }
+
+/// How a range is about to be read ([`RangeSource::will_read`]).
+///
+/// ```
+/// assert_ne!(lodt::format::Pattern::Random, lodt::format::Pattern::Sequential);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pattern {
+    /// Batches in no particular order: read what is asked, nothing around it
+    /// (`MADV_RANDOM` / `POSIX_FADV_RANDOM`, then `WILLNEED` on the batch).
+    Random,
+    /// Batches in file order: read ahead (`MADV_SEQUENTIAL` /
+    /// `POSIX_FADV_SEQUENTIAL`, then `WILLNEED` on the batches ahead).
+    Sequential,
+}
+
+impl Pattern {
+    fn code(self) -> u8 {
+        match self {
+            Pattern::Random => 1,
+            Pattern::Sequential => 2,
+        }
+    }
+}
+
+/// The pattern last set on a source (0: none yet), so that it is set once
+/// per change rather than once per batch.
+#[derive(Default)]
+struct CurrentPattern(AtomicU8);
+
+impl CurrentPattern {
+    /// Whether `pattern` differs from the current one (and records it).
+    fn change_to(&self, pattern: Pattern) -> bool {
+        self.0.swap(pattern.code(), Ordering::Relaxed) != pattern.code()
+    }
+}
+
+/// The bytes a local source reads first when a file is opened, from each end:
+/// a page holds the header and the file metadata; 64 KiB of the end holds the
+/// footer, index and trailer of a file of up to 2,700 batches, so opening one
+/// costs a read at each end (a smaller read costs as much: the OS reads whole
+/// pages, and more around them).
+const LOCAL_OPEN_HINT: OpenHint = OpenHint {
+    head: 4096,
+    tail: 64 << 10,
+};
 
 /// How much of the start and of the end of a file the first read at open
 /// takes ([`RangeSource::open_hint`]).
@@ -113,8 +193,12 @@ fn windows(storage: &Arc<dyn ByteStorage>, ranges: &[Range<u64>]) -> std::io::Re
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct MmapSource {
+    map: Arc<MappedFile>,
     storage: Arc<dyn ByteStorage>,
+    /// The mapped file, for the positional reads of [`RangeSource::read_open_ranges`].
+    file: File,
     path: PathBuf,
+    pattern: CurrentPattern,
 }
 
 impl MmapSource {
@@ -125,9 +209,15 @@ impl MmapSource {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
+        let file = File::open(path)
+            .map_err(|e| FormatError::io(format!("opening {}", path.display()), e))?;
+        let map = Arc::new(MappedFile::from_file(&file, path)?);
         Ok(MmapSource {
-            storage: Arc::new(MappedFile::open(path)?),
+            storage: map.clone(),
+            map,
+            file,
             path: path.to_path_buf(),
+            pattern: CurrentPattern::default(),
         })
     }
 }
@@ -138,6 +228,28 @@ impl RangeSource for MmapSource {
     }
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
         windows(&self.storage, ranges)
+    }
+    fn read_open_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
+        let len = self.len();
+        ranges
+            .iter()
+            .map(|r| pread_range(&self.file, len, r))
+            .collect()
+    }
+    fn will_read(&self, ranges: &[Range<u64>], pattern: Pattern) {
+        if self.pattern.change_to(pattern) {
+            self.map.advise_pattern(pattern);
+        }
+        for r in ranges {
+            // In range of the map (usize): `will_need` clamps the end.
+            if let Ok(start) = usize::try_from(r.start) {
+                let end = usize::try_from(r.end).unwrap_or(usize::MAX);
+                self.map.will_need(start..end);
+            }
+        }
+    }
+    fn open_hint(&self) -> OpenHint {
+        LOCAL_OPEN_HINT
     }
     fn whole(&self) -> Option<&Arc<dyn ByteStorage>> {
         Some(&self.storage)
@@ -166,6 +278,7 @@ pub struct PreadSource {
     file: File,
     len: u64,
     path: PathBuf,
+    pattern: CurrentPattern,
 }
 
 impl PreadSource {
@@ -186,20 +299,37 @@ impl PreadSource {
             file,
             len,
             path: path.to_path_buf(),
+            pattern: CurrentPattern::default(),
         })
     }
+}
 
-    fn read_range(&self, r: &Range<u64>) -> std::io::Result<Buffer> {
-        if r.start > r.end || r.end > self.len {
-            return Err(eof(r, self.len));
-        }
-        let n = usize::try_from(r.end - r.start)
-            .map_err(|_| std::io::Error::other("range larger than memory"))?;
-        let mut bytes = AlignedBytes::try_zeroed(n)
-            .map_err(|_| std::io::Error::other(format!("cannot allocate {n} bytes")))?;
-        read_exact_at(&self.file, bytes.as_mut_slice(), r.start)?;
-        Ok(Buffer::from_storage(Arc::new(bytes)))
+/// Range `r` of `file` (of `len` bytes), read into a 64-aligned buffer.
+fn pread_range(file: &File, len: u64, r: &Range<u64>) -> std::io::Result<Buffer> {
+    if r.start > r.end || r.end > len {
+        return Err(eof(r, len));
     }
+    let n = usize::try_from(r.end - r.start)
+        .map_err(|_| std::io::Error::other("range larger than memory"))?;
+    let mut bytes = AlignedBytes::try_zeroed(n)
+        .map_err(|_| std::io::Error::other(format!("cannot allocate {n} bytes")))?;
+    read_exact_at(file, bytes.as_mut_slice(), r.start)?;
+    Ok(Buffer::from_storage(Arc::new(bytes)))
+}
+
+/// `posix_fadvise` (a hint: errors are ignored; nothing where it does not exist).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn fadvise(file: &File, range: Range<u64>, advice: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (
+        libc::off_t::try_from(range.start),
+        libc::off_t::try_from(range.end.saturating_sub(range.start)),
+    ) else {
+        return;
+    };
+    // SAFETY: posix_fadvise reads no memory of ours; the descriptor is open
+    // for as long as `file` is borrowed.
+    let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), offset, len, advice) };
 }
 
 #[cfg(unix)]
@@ -226,7 +356,34 @@ impl RangeSource for PreadSource {
         self.len
     }
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
-        ranges.iter().map(|r| self.read_range(r)).collect()
+        ranges
+            .iter()
+            .map(|r| pread_range(&self.file, self.len, r))
+            .collect()
+    }
+    fn will_read(&self, ranges: &[Range<u64>], pattern: Pattern) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            if self.pattern.change_to(pattern) {
+                let advice = match pattern {
+                    Pattern::Random => libc::POSIX_FADV_RANDOM,
+                    Pattern::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+                };
+                fadvise(&self.file, 0..0, advice);
+            }
+            // A random read reads exactly its range anyway; ranges ahead of a
+            // sequential one are fetched now, while the caller works.
+            if pattern == Pattern::Sequential {
+                for r in ranges {
+                    fadvise(&self.file, r.clone(), libc::POSIX_FADV_WILLNEED);
+                }
+            }
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = (ranges, pattern, &self.pattern);
+    }
+    fn open_hint(&self) -> OpenHint {
+        LOCAL_OPEN_HINT
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
@@ -304,11 +461,11 @@ impl<'a> OpenReads<'a> {
         let tail_start = len - tail_len;
         let ctx = || format!("reading the start and end of {}", source.describe());
         let (head, tail) = if head_len >= tail_start {
-            let whole = read_one(source, 0..len, ctx)?;
+            let whole = read_open_one(source, 0..len, ctx)?;
             (whole.clone(), whole)
         } else {
             let mut got = source
-                .read_ranges(&[0..head_len, tail_start..len])
+                .read_open_ranges(&[0..head_len, tail_start..len])
                 .map_err(|e| FormatError::io(ctx(), e))?;
             let tail = got.pop();
             let head = got.pop();
@@ -345,7 +502,7 @@ impl<'a> OpenReads<'a> {
                 .map_err(FormatError::Core);
         }
         let source = self.source;
-        read_one(source, r.clone(), || {
+        read_open_one(source, r.clone(), || {
             format!(
                 "reading bytes {}..{} of {}",
                 r.start,
@@ -368,6 +525,19 @@ pub(crate) fn read_one(
 ) -> Result<Buffer> {
     source
         .read_ranges(std::slice::from_ref(&r))
+        .map_err(|e| FormatError::io(ctx(), e))?
+        .pop()
+        .ok_or_else(|| FormatError::io(ctx(), short_answer()))
+}
+
+/// One range of `source`, read as [`RangeSource::read_open_ranges`] does.
+fn read_open_one(
+    source: &dyn RangeSource,
+    r: Range<u64>,
+    ctx: impl Fn() -> String,
+) -> Result<Buffer> {
+    source
+        .read_open_ranges(std::slice::from_ref(&r))
         .map_err(|e| FormatError::io(ctx(), e))?
         .pop()
         .ok_or_else(|| FormatError::io(ctx(), short_answer()))
