@@ -2,11 +2,11 @@
 //! core.
 //!
 //! The parallel check splits the file into pieces (each batch, and each
-//! [`PIECE`] bytes of a larger batch) that worker threads check in file
-//! order, while the calling thread takes their results in file order: it
-//! combines the checksums of buffers split across pieces, reports progress,
-//! and stops at the first failure in file order, the one a serial check
-//! finds.
+//! [`PIECE`] bytes of a larger batch) that the calling thread and helper
+//! threads claim in file order. The calling thread also takes the results
+//! in file order (between pieces of its own): it combines the checksums of
+//! buffers split across pieces, reports progress, and stops at the first
+//! failure in file order, the one a serial check finds.
 
 use super::LodtFile;
 use super::error::{FormatError, Location, Part, Result};
@@ -64,10 +64,10 @@ const PIECE: usize = 4 << 20;
 /// threads would cost more than it saves).
 const PARALLEL_MIN: u64 = 8 << 20;
 
-/// How many pieces the workers may finish ahead of the piece the calling
-/// thread waits for, per worker (bounds the batches held in memory, which
-/// for positional reads are copies).
-const AHEAD_PER_WORKER: usize = 8;
+/// How many pieces may be claimed ahead of the first one whose result the
+/// calling thread has not taken, per thread (bounds the batches held in
+/// memory, which for positional reads are copies).
+const AHEAD_PER_THREAD: usize = 8;
 
 impl LodtFile {
     /// Checks every byte of the file: the header, footer and index (already
@@ -175,21 +175,37 @@ impl LodtFile {
             pieces: &pieces,
             slots: &slots,
             next: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             done: Mutex::new(Done {
                 results: (0..pieces.len()).map(|_| None).collect(),
-                taken: 0,
+                caller_waits: false,
+                helpers_waiting: 0,
+                helpers: 0,
             }),
             ready: Condvar::new(),
-            window: AHEAD_PER_WORKER * threads,
+            room: Condvar::new(),
+            window: AHEAD_PER_THREAD * threads,
         };
-        let workers = threads.min(pieces.len());
+        // The calling thread is one of the `threads`.
+        let helpers = (threads - 1).min(pieces.len());
+        lock(&shared.done).helpers = helpers;
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers).map(|_| s.spawn(|| shared.work())).collect();
-            let result = shared.consume(report, progress);
-            // Stop the workers (after an error), wake any waiting for room.
+            let mut handles = Vec::with_capacity(helpers);
+            for _ in 0..helpers {
+                match std::thread::Builder::new().spawn_scoped(s, || shared.help()) {
+                    Ok(h) => handles.push(h),
+                    // No thread: the calling thread does its share.
+                    Err(_) => lock(&shared.done).helpers -= 1,
+                }
+            }
+            let result = shared.drive(report, progress);
+            // Stop the helpers (after an error), waking any waiting for room.
             shared.stop.store(true, Ordering::Relaxed);
-            shared.ready.notify_all();
+            {
+                let _done = lock(&shared.done);
+                shared.room.notify_all();
+            }
             let mut joined = Ok(());
             for h in handles {
                 if h.join().is_err() {
@@ -266,8 +282,24 @@ enum Outcome {
 struct Done {
     /// The result of each piece, until the calling thread takes it.
     results: Vec<Option<Outcome>>,
-    /// How many pieces the calling thread has taken.
-    taken: usize,
+    /// The calling thread sleeps until a result arrives.
+    caller_waits: bool,
+    /// How many helpers sleep until there is room to claim a piece.
+    helpers_waiting: usize,
+    /// How many helpers are running.
+    helpers: usize,
+}
+
+/// Held by a helper thread: counts it out when it ends, even by a panic, so
+/// that the calling thread never waits for a result that cannot come.
+struct HelperAlive<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for HelperAlive<'_, '_> {
+    fn drop(&mut self) {
+        let mut done = lock(&self.0.done);
+        done.helpers -= 1;
+        self.0.ready.notify_one();
+    }
 }
 
 struct Shared<'a> {
@@ -276,48 +308,123 @@ struct Shared<'a> {
     slots: &'a [Mutex<Slot<'a>>],
     /// The next piece to claim.
     next: AtomicUsize,
+    /// How many results the calling thread has taken (changed under `done`).
+    taken: AtomicUsize,
     stop: AtomicBool,
     done: Mutex<Done>,
-    /// Signals a finished piece (to the calling thread) and a taken one (to
-    /// workers waiting for room).
+    /// Signals a result to the calling thread.
     ready: Condvar,
-    /// How far ahead of the calling thread the workers may go, in pieces.
+    /// Signals room to claim pieces to the helpers.
+    room: Condvar,
+    /// How far ahead of `taken` pieces may be claimed.
     window: usize,
 }
 
-/// Locks `m`, ignoring poisoning (a worker that panicked is reported by `join`).
+/// Locks `m`, ignoring poisoning (a helper that panicked is reported by `join`).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What claiming a piece gave.
+enum Claim {
+    Piece(usize),
+    /// Every piece is claimed.
+    NoneLeft,
+    /// The next piece is too far ahead of the results taken.
+    NoRoom,
+}
+
 impl<'a> Shared<'a> {
-    /// A worker: claims pieces in order and checks them.
-    fn work(&self) {
+    /// Claims the next piece, if there is room for it.
+    fn claim(&self) -> Claim {
+        let mut n = self.next.load(Ordering::Relaxed);
         loop {
-            if self.stop.load(Ordering::Relaxed) {
-                return;
+            if n >= self.pieces.len() {
+                return Claim::NoneLeft;
             }
-            let j = self.next.fetch_add(1, Ordering::Relaxed);
-            let Some(piece) = self.pieces.get(j) else {
-                return;
-            };
-            // Wait for room: at most `window` pieces ahead of the consumer.
+            if n >= self.taken.load(Ordering::Acquire) + self.window {
+                return Claim::NoRoom;
+            }
+            match self
+                .next
+                .compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
             {
-                let mut done = lock(&self.done);
-                while j >= done.taken + self.window && !self.stop.load(Ordering::Relaxed) {
-                    done = self.ready.wait(done).unwrap_or_else(|e| e.into_inner());
+                Ok(_) => return Claim::Piece(n),
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// Checks piece `j` and stores its result, waking the calling thread if
+    /// it waits.
+    fn run(&self, j: usize) {
+        let Some(piece) = self.pieces.get(j) else {
+            return;
+        };
+        let outcome = self.check(piece);
+        let mut done = lock(&self.done);
+        if let Some(r) = done.results.get_mut(j) {
+            *r = Some(outcome);
+        }
+        if done.caller_waits {
+            self.ready.notify_one();
+        }
+    }
+
+    /// A helper thread: claims pieces in order and checks them.
+    fn help(&self) {
+        let _alive = HelperAlive(self);
+        while !self.stop.load(Ordering::Relaxed) {
+            match self.claim() {
+                Claim::Piece(j) => self.run(j),
+                Claim::NoneLeft => return,
+                Claim::NoRoom => {
+                    let mut done = lock(&self.done);
+                    // `taken` only changes under the lock: no wake-up is missed.
+                    let room = self.next.load(Ordering::Relaxed)
+                        < self.taken.load(Ordering::Acquire) + self.window;
+                    if !room && !self.stop.load(Ordering::Relaxed) {
+                        done.helpers_waiting += 1;
+                        done = self.room.wait(done).unwrap_or_else(|e| e.into_inner());
+                        done.helpers_waiting -= 1;
+                    }
                 }
             }
-            if self.stop.load(Ordering::Relaxed) {
-                return;
+        }
+    }
+
+    /// The result of piece `j`, checking pieces on this thread while it is
+    /// not ready.
+    fn result(&self, j: usize) -> Option<Outcome> {
+        loop {
+            {
+                let mut done = lock(&self.done);
+                if let Some(outcome) = done.results.get_mut(j).and_then(Option::take) {
+                    self.taken.store(j + 1, Ordering::Release);
+                    if done.helpers_waiting > 0 {
+                        self.room.notify_all();
+                    }
+                    return Some(outcome);
+                }
             }
-            let outcome = self.check(piece);
-            let mut done = lock(&self.done);
-            if let Some(r) = done.results.get_mut(j) {
-                *r = Some(outcome);
+            match self.claim() {
+                Claim::Piece(c) => self.run(c),
+                Claim::NoneLeft | Claim::NoRoom => {
+                    // Piece `j` is claimed: a helper is checking it.
+                    let mut done = lock(&self.done);
+                    while done.results.get(j)?.is_none() && done.helpers > 0 {
+                        done.caller_waits = true;
+                        done = self.ready.wait(done).unwrap_or_else(|e| e.into_inner());
+                    }
+                    done.caller_waits = false;
+                    if done.results.get(j)?.is_none() {
+                        // Its helper died (it cannot panic, but if it did):
+                        // check it here.
+                        drop(done);
+                        self.run(j);
+                    }
+                }
             }
-            drop(done);
-            self.ready.notify_all();
         }
     }
 
@@ -348,25 +455,18 @@ impl<'a> Shared<'a> {
         ))
     }
 
-    /// The calling thread: takes the pieces' results in file order, combines
-    /// the checksums of split buffers, reports progress, and returns the
-    /// first failure.
-    fn consume(&self, report: &mut VerifyReport, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+    /// The calling thread: takes the pieces' results in file order (checking
+    /// pieces itself while the next result is not ready), combines the
+    /// checksums of split buffers, reports progress, and returns the first
+    /// failure.
+    fn drive(&self, report: &mut VerifyReport, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
         let total = self.file.file_size();
         // The buffer whose parts are being combined.
         let mut open: Option<(usize, crc32fast::Hasher)> = None;
         for (j, piece) in self.pieces.iter().enumerate() {
-            let outcome = {
-                let mut done = lock(&self.done);
-                loop {
-                    if let Some(outcome) = done.results.get_mut(j).and_then(Option::take) {
-                        done.taken = j + 1;
-                        break outcome;
-                    }
-                    done = self.ready.wait(done).unwrap_or_else(|e| e.into_inner());
-                }
+            let Some(outcome) = self.result(j) else {
+                continue;
             };
-            self.ready.notify_all();
             let Some(slot) = self.slots.get(piece.k) else {
                 continue;
             };
