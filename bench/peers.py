@@ -30,8 +30,9 @@ Each run returns a checksum (the sum of the token ids and of the first
 embedding value of every row read; exact in float64), which must be the same
 for every system. "cold": before every run, every file of every system is
 dropped from the page cache (posix_fadvise DONTNEED; the data was synced
-after it was written). "warm": every file of every system was read (read(),
-not map touches) before the runs. Runs are interleaved across systems; the
+after it was written). "warm": every file of every system was dropped, then
+read (read(), not map touches) before the runs, so that every system's pages
+came into the cache the same way. Runs are interleaved across systems; the
 figure is the median of --reps runs. `write` and `verify` are lodt against
 raw write_all / a one-core CRC32 of the same bytes (examples/peers.rs).
 
@@ -421,6 +422,10 @@ def main():
     for mode in [m for m in a.modes.split(",") if m]:
         for task in [t for t in tasks if t in ("open-doc", "random", "scan")]:
             if mode == "warm":
+                # Dropped first, so that every system's pages come from read()
+                # alike (how a page got into the cache decides its size, and
+                # so what a mapped read of it costs).
+                evict(every_file)
                 warm(every_file)
             runs = {s: [] for s in systems}
             sums = {}
@@ -446,6 +451,7 @@ def main():
         w = results["write"]
         print("write: " + ", ".join(f"{k} {fmt(v['median'])}" for k, v in w.items() if k != "bytes"), flush=True)
     if "verify" in tasks:
+        evict(files_of(data, "lodt"))
         warm(files_of(data, "lodt"))
         results["verify"] = json.loads(run([a.lodt_bin, "verify", a.dir, str(a.reps)]))
         try:

@@ -161,6 +161,22 @@ fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) -> Res<()> {
     Ok(())
 }
 
+/// `PEERS_ADVICE=off|random|sequential` overrides the API's choice of
+/// access hints (to show what they do); `PEERS_PREAD=1` reads with
+/// positional reads.
+fn read_options() -> ReadOptions {
+    let advice = match std::env::var("PEERS_ADVICE").as_deref() {
+        Ok("off") => Advice::Off,
+        Ok("random") => Advice::Random,
+        Ok("sequential") => Advice::Sequential,
+        _ => Advice::Auto,
+    };
+    ReadOptions {
+        advice,
+        mmap: std::env::var("PEERS_PREAD").is_err(),
+    }
+}
+
 /// The sum of the token ids and of the first embedding value of each row.
 fn consume(tokens: &LodTensor, emb: &LodTensor) -> Res<f64> {
     let t: i64 = tokens.as_slice::<i64>()?.iter().sum();
@@ -192,18 +208,7 @@ fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
     } else {
         Vec::new()
     };
-    // `PEERS_ADVICE=off|random|sequential` overrides the API's choice (to
-    // show what the hints do).
-    let advice = match std::env::var("PEERS_ADVICE").as_deref() {
-        Ok("off") => Advice::Off,
-        Ok("random") => Advice::Random,
-        Ok("sequential") => Advice::Sequential,
-        _ => Advice::Auto,
-    };
-    let options = ReadOptions {
-        advice,
-        ..Default::default()
-    };
+    let options = read_options();
     let t = Instant::now();
     let file = LodtFile::open_with(&path, &options)?;
     let mut sum = 0.0;
@@ -334,7 +339,7 @@ fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
             &mut log[0],
             || {},
             || {
-                LodtFile::open(&path)?.verify()?;
+                LodtFile::open_with(&path, &read_options())?.verify()?;
                 Ok(())
             },
         )?;

@@ -77,7 +77,10 @@ pub enum Advice {
     ///   except that a batch touched first right after the batch before it
     ///   (`batch(k)` for `k` in order) counts as a scan;
     /// - [`LodtFile::batches`], [`LodtFile::verify`] and scans:
-    ///   [`Pattern::Sequential`], with the next 16 MiB of batches fetched ahead.
+    ///   [`Pattern::Sequential`] on the next 16 MiB of batches (read ahead).
+    ///
+    /// What a source does with the hint is its own: see
+    /// [`MmapSource`](super::MmapSource) and [`PreadSource`](super::PreadSource).
     #[default]
     Auto,
     /// [`Pattern::Random`] whatever the API.
