@@ -482,7 +482,8 @@ def print_table(results, systems):
         print(f"| {key} | {fmt(med['lodt'])} | {cells} | {med['lodt'] / med[best]:.2f}× ({best}) |")
     if "write" in results:
         w = results["write"]
-        for lodt_key, raw_key in (("lodt_writer", "raw_write_all"), ("lodt_writer_fsync", "raw_write_all_fsync")):
+        for lodt_key, raw_key in (("lodt_writer", "raw_write_all"), ("lodt_writer", "raw_write_all_1MiB"),
+                                  ("lodt_writer_fsync", "raw_write_all_fsync")):
             l, r = w[lodt_key]["median"], w[raw_key]["median"]
             print(f"| write {w['bytes'] / 2**20:.0f} MiB: {lodt_key} vs {raw_key} | {fmt(l)} | {fmt(r)} (raw) | "
                   f"throughput {r / l:.2f}× |")

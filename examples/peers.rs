@@ -272,14 +272,24 @@ fn bench_write(dir: &Path, reps: usize) -> Res<()> {
         let _ = std::fs::remove_file(p);
         let _ = std::process::Command::new("sync").status();
     };
+    // The same bytes written in 1 MiB calls, as a stream writer would.
+    let chunked = |p: &Path| -> Res<()> {
+        let mut f = std::fs::File::create(p)?;
+        for c in bytes.chunks(1 << 20) {
+            std::io::Write::write_all(&mut f, c)?;
+        }
+        Ok(())
+    };
     let names = [
         "raw_write_all",
         "lodt_writer",
         "raw_write_all_fsync",
         "lodt_writer_fsync",
+        "raw_write_all_1MiB",
     ];
-    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 4];
+    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 5];
     for _ in 0..reps {
+        time(&mut log[4], || fresh(&raw), || chunked(&raw))?;
         time(
             &mut log[0],
             || fresh(&raw),
@@ -432,6 +442,21 @@ fn main() -> Res<()> {
         Some("write") => bench_write(&dir(1)?, reps(2)),
         Some("verify") => bench_verify(&dir(1)?, reps(2)),
         Some("overhead") => overhead(),
+        Some("write-only") => {
+            // Profiling aid: the writer alone, `reps` times.
+            let dir = dir(1)?;
+            let batches = Offsets::read(&dir)?.batches(&dir)?;
+            let path = dir.join("write-test.lodt");
+            for _ in 0..reps(2) {
+                let _ = std::fs::remove_file(&path);
+                let _ = std::process::Command::new("sync").status();
+                let t = Instant::now();
+                write_lodt(&path, &batches, false)?;
+                println!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+            }
+            let _ = std::fs::remove_file(&path);
+            Ok(())
+        }
         _ => Err("usage: peers write-lodt|run|write|verify|overhead ... (see the source)".into()),
     }
 }
