@@ -291,13 +291,13 @@ impl RangeSource for MmapSource {
     }
     /// [`Pattern::Random`]: fetches each range (`MADV_WILLNEED`: read in
     /// large requests, and nothing around it), while random access is sparse
-    /// (see [`DENSE`]). [`Pattern::Sequential`]: advises the map sequential
-    /// and leaves the rest to the OS's read-ahead, which on a map advised
-    /// `MADV_HUGEPAGE` (done at open) reads 2 MiB folios ahead. Asking for
-    /// the ranges ahead (`MADV_WILLNEED`) was measured no faster cold, and
-    /// it fills the page cache with 4 KiB pages, which made every later
-    /// mapped read of them 3 to 5 times slower (one page-table entry per
-    /// page instead of per 2 MiB).
+    /// (it has asked for less than an eighth of the file).
+    /// [`Pattern::Sequential`]: advises the map sequential and leaves the
+    /// rest to the OS's read-ahead, which on a map advised `MADV_HUGEPAGE`
+    /// (done at open) reads 2 MiB folios ahead. Asking for the ranges ahead
+    /// (`MADV_WILLNEED`) was measured no faster cold, and it fills the page
+    /// cache with 4 KiB pages, which made every later mapped read of them 3
+    /// to 5 times slower (one page-table entry per page instead of per 2 MiB).
     fn will_read(&self, ranges: &[Range<u64>], pattern: Pattern) {
         match pattern {
             Pattern::Random => {
