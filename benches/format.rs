@@ -6,8 +6,9 @@
 //!   tensor and read an element, against `safetensors` (map +
 //!   `SafeTensors::deserialize` + `tensor`) on a file with the same tensors;
 //! - `branch_slice`: a `<i, j>` slice of a mapped file's 2-level tensor;
-//! - `read_verify_256MiB`: open and verify every byte (and a sequential
-//!   read of every batch), against `std::fs::read`.
+//! - `read_verify_256MiB`: open and verify every byte (on every core), and
+//!   a sequential read of every batch, against `std::fs::read` and against
+//!   a one-core CRC32 of the same bytes in memory.
 //!
 //! Run: `cargo bench --bench format` (about a minute). Files go to a
 //! temporary directory (about 2.3 GB at peak), removed at the end.
@@ -195,6 +196,12 @@ fn read_verify(c: &mut Criterion, f: &Files) {
     });
     g.bench_function("std_fs_read", |b| {
         b.iter(|| black_box(std::fs::read(&lodt).unwrap().len()))
+    });
+    // The peer of verify's CPU cost: one core checksumming the same bytes,
+    // in memory (verify runs on every core).
+    let bytes = std::fs::read(&lodt).unwrap();
+    g.bench_function("crc32_one_core", |b| {
+        b.iter(|| black_box(crc32fast::hash(black_box(&bytes))))
     });
     g.finish();
 }

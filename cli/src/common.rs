@@ -323,6 +323,7 @@ impl ReadArgs {
     pub fn open(&self, path: &Path) -> Result<lodt::LodtFile, CliError> {
         let options = lodt::format::ReadOptions {
             mmap: !self.no_mmap,
+            ..Default::default()
         };
         lodt::LodtFile::open_with(path, &options).map_err(|e| {
             let text = e.to_string();

@@ -4,16 +4,34 @@
 //! underneath into an error, not a signal.
 
 use lodt::buffer::Buffer;
-use lodt::format::{self, LodtFile, MemorySource, RangeSource, ReadOptions, Writer};
+use lodt::format::{
+    self, Advice, LodtFile, MemorySource, Pattern, RangeSource, ReadOptions, Writer,
+};
 use lodt::{Batch, Lod, LodTensor};
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-/// A source that records every range asked of it.
+/// A source that records every range asked of it, and every hint.
 struct Counting {
     inner: MemorySource,
     reads: Mutex<Vec<Range<u64>>>,
     calls: Mutex<usize>,
+    hints: Mutex<Vec<(Range<u64>, Pattern)>>,
+}
+
+impl Counting {
+    fn new(bytes: &[u8]) -> Arc<Self> {
+        Arc::new(Counting {
+            inner: MemorySource::new(Arc::new(bytes.to_vec()), "x"),
+            reads: Mutex::new(Vec::new()),
+            calls: Mutex::new(0),
+            hints: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn take_hints(&self) -> Vec<(Range<u64>, Pattern)> {
+        std::mem::take(&mut *self.hints.lock().unwrap())
+    }
 }
 
 impl RangeSource for Counting {
@@ -24,6 +42,10 @@ impl RangeSource for Counting {
         self.reads.lock().unwrap().extend(ranges.iter().cloned());
         *self.calls.lock().unwrap() += 1;
         self.inner.read_ranges(ranges)
+    }
+    fn will_read(&self, ranges: &[Range<u64>], pattern: Pattern) {
+        let mut hints = self.hints.lock().unwrap();
+        hints.extend(ranges.iter().map(|r| (r.clone(), pattern)));
     }
     fn describe(&self) -> String {
         "counting".into()
@@ -67,11 +89,7 @@ fn reading_batch_k_reads_the_header_the_footer_and_batch_k_only() {
     let k = 617;
     let section = reference.batch_range(k).unwrap();
 
-    let source = Arc::new(Counting {
-        inner: MemorySource::new(Arc::new(bytes.clone()), "x"),
-        reads: Mutex::new(Vec::new()),
-        calls: Mutex::new(0),
-    });
+    let source = Counting::new(&bytes);
     let file = LodtFile::from_source(source.clone()).unwrap();
     let opened = union(source.reads.lock().unwrap().clone());
     assert_eq!(
@@ -102,7 +120,14 @@ fn positional_reads_match_the_map_and_copy_each_batch() {
     let path = dir.path().join("p.lodt");
     std::fs::write(&path, thousand_batches()).unwrap();
     let mapped = LodtFile::open(&path).unwrap();
-    let pread = LodtFile::open_with(&path, &ReadOptions { mmap: false }).unwrap();
+    let pread = LodtFile::open_with(
+        &path,
+        &ReadOptions {
+            mmap: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert!(pread.storage().is_none());
     assert_eq!(pread.num_batches(), 1000);
     for k in [0, 1, 500, 999] {
@@ -123,7 +148,14 @@ fn a_file_truncated_underneath_positional_reads_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.lodt");
     std::fs::write(&path, thousand_batches()).unwrap();
-    let file = LodtFile::open_with(&path, &ReadOptions { mmap: false }).unwrap();
+    let file = LodtFile::open_with(
+        &path,
+        &ReadOptions {
+            mmap: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let keep = file.batch_range(10).unwrap().end;
     std::fs::OpenOptions::new()
         .write(true)
@@ -181,7 +213,14 @@ fn lodt_verify_no_mmap_on_a_file_truncated_while_verifying_is_an_error_not_a_sig
         }
     }
     // And the library: a positional reader whose file shrank reports it.
-    let file = LodtFile::open_with(&path, &ReadOptions { mmap: false }).unwrap();
+    let file = LodtFile::open_with(
+        &path,
+        &ReadOptions {
+            mmap: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     std::fs::OpenOptions::new()
         .write(true)
         .open(&path)
@@ -192,4 +231,144 @@ fn lodt_verify_no_mmap_on_a_file_truncated_while_verifying_is_an_error_not_a_sig
         file.verify().unwrap_err(),
         format::FormatError::Io { .. }
     ));
+}
+
+#[test]
+fn the_access_hint_follows_the_api_used() {
+    let bytes = thousand_batches();
+    let reference = LodtFile::from_bytes(&bytes).unwrap();
+    let range = |k: usize| reference.batch_range(k).unwrap();
+    let footer = range(999).end;
+    let source = Counting::new(&bytes);
+    let file = LodtFile::from_source(source.clone()).unwrap();
+    assert_eq!(file.advice(), Advice::Auto);
+    assert!(source.take_hints().is_empty(), "opening gives no hint");
+
+    // Random access: that batch's section only, on its first touch only.
+    for k in [617, 3, 0, 998, 5] {
+        file.batch(k).unwrap();
+        assert_eq!(
+            source.take_hints(),
+            vec![(range(k), Pattern::Random)],
+            "batch {k}"
+        );
+        file.read_batch(k).unwrap();
+        assert!(source.take_hints().is_empty(), "batch {k} again");
+    }
+    // Batches touched in order are a scan: read ahead (16 MiB, here the
+    // rest of the file from batch 7 on).
+    file.batch(9).unwrap();
+    assert_eq!(source.take_hints(), vec![(range(9), Pattern::Random)]);
+    file.batch(10).unwrap();
+    assert_eq!(
+        source.take_hints(),
+        vec![(range(10).start..footer, Pattern::Sequential)]
+    );
+    file.batch(11).unwrap();
+    assert!(source.take_hints().is_empty(), "already asked for");
+
+    // Iterating and verifying are scans.
+    let file = LodtFile::from_source(source.clone()).unwrap();
+    assert_eq!(file.batches().count(), 1000);
+    assert_eq!(
+        source.take_hints(),
+        vec![(range(0).start..footer, Pattern::Sequential)]
+    );
+    let file = LodtFile::from_source(source.clone()).unwrap();
+    file.verify().unwrap();
+    assert_eq!(
+        source.take_hints(),
+        vec![(range(0).start..footer, Pattern::Sequential)]
+    );
+
+    // An explicit advice wins over the API's.
+    let file = LodtFile::from_source(source.clone())
+        .unwrap()
+        .with_advice(Advice::Sequential);
+    file.batch(500).unwrap();
+    assert_eq!(
+        source.take_hints(),
+        vec![(range(500).start..footer, Pattern::Sequential)]
+    );
+    let file = LodtFile::from_source(source.clone())
+        .unwrap()
+        .with_advice(Advice::Random);
+    for b in file.batches().take(3) {
+        b.unwrap();
+    }
+    assert_eq!(
+        source.take_hints(),
+        (0..3)
+            .map(|k| (range(k), Pattern::Random))
+            .collect::<Vec<_>>()
+    );
+    let file = LodtFile::from_source(source.clone())
+        .unwrap()
+        .with_advice(Advice::Off);
+    file.verify().unwrap();
+    file.batch(1).unwrap();
+    assert!(source.take_hints().is_empty());
+}
+
+#[test]
+fn a_scan_reads_16_mib_ahead_and_asks_again_when_half_is_left() {
+    // 40 batches of 1 MiB.
+    let mut w = Writer::try_new(Vec::new(), Default::default()).unwrap();
+    for k in 0..40u8 {
+        let t = LodTensor::from_vec(vec![k; 1 << 20], vec![1 << 20], Lod::empty()).unwrap();
+        w.write(&Batch::try_from_tensors([("x", t)]).unwrap())
+            .unwrap();
+    }
+    let bytes = w.finish().unwrap();
+    let source = Counting::new(&bytes);
+    let file = LodtFile::from_source(source.clone()).unwrap();
+    let mut hints = Vec::new();
+    for (k, b) in file.batches().enumerate() {
+        b.unwrap();
+        for (r, p) in source.take_hints() {
+            assert_eq!(p, Pattern::Sequential);
+            hints.push((k, r));
+        }
+    }
+    // Contiguous, in order, covering every batch, each asked before its batch.
+    let start = file.batch_range(0).unwrap().start;
+    assert_eq!(hints[0], (0, start..start + (16 << 20)));
+    for w in hints.windows(2) {
+        assert_eq!(w[0].1.end, w[1].1.start);
+    }
+    assert_eq!(
+        hints.last().unwrap().1.end,
+        file.batch_range(39).unwrap().end
+    );
+    for j in 0..40 {
+        let at = file.batch_range(j).unwrap().start;
+        assert!(
+            hints.iter().any(|(k, r)| *k <= j && r.contains(&at)),
+            "batch {j} asked for before it is touched"
+        );
+    }
+    assert!(hints.len() >= 4 && hints.len() <= 8, "{hints:?}");
+}
+
+#[test]
+fn every_advice_reads_the_same_through_a_map_and_positional_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.lodt");
+    std::fs::write(&path, thousand_batches()).unwrap();
+    for mmap in [true, false] {
+        for advice in [
+            Advice::Auto,
+            Advice::Random,
+            Advice::Sequential,
+            Advice::Off,
+        ] {
+            let file = LodtFile::open_with(&path, &ReadOptions { mmap, advice }).unwrap();
+            assert_eq!(file.advice(), advice);
+            for k in [999, 0, 1, 2, 500] {
+                assert_eq!(file.read_batch(k).unwrap(), batch(k as u64));
+            }
+            assert_eq!(file.batches().count(), 1000);
+            assert_eq!(file.verify().unwrap().batches, 1000);
+        }
+    }
 }

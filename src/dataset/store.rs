@@ -307,7 +307,10 @@ impl DatasetStore for LocalStore {
 
     fn open_shard(&self, name: &str) -> Result<LodtFile> {
         let path = self.path(name)?;
-        let options = crate::format::ReadOptions { mmap: self.mmap };
+        let options = crate::format::ReadOptions {
+            mmap: self.mmap,
+            ..Default::default()
+        };
         LodtFile::open_with(&path, &options)
             .map_err(|source| DatasetError::shard(path.display().to_string(), source))
     }

@@ -298,19 +298,20 @@ pub(crate) fn check_zero(
     }
 }
 
-/// The file metadata JSON.
+/// The file metadata JSON. An empty `metadata` (the default) is not written.
 #[derive(Serialize, Deserialize, Default)]
 pub(crate) struct FileMetaJson {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
 }
 
-/// The batch metadata JSON.
+/// The batch metadata JSON. An empty `metadata` (the default) is not
+/// written: every byte of it counts in a file of many small batches.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct BatchMetaJson {
     pub tensors: Vec<TensorJson>,
     pub buffers: Vec<BufferJson>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
 }
 

@@ -58,9 +58,9 @@ pub use error::{FormatError, Location, Part, Result};
 pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
 };
-pub use reader::{BatchView, LodtFile, ReadOptions};
+pub use reader::{Advice, BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
-pub use source::{MemorySource, MmapSource, OpenHint, PreadSource, RangeSource};
+pub use source::{MemorySource, MmapSource, OpenHint, Pattern, PreadSource, RangeSource};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
 pub use verify::{VerifyReport, verify};

@@ -9,19 +9,26 @@ use super::layout::{
     file_start_len, pad64, parse_file_start, read_struct, same_crc,
 };
 use super::section::{self, BatchMeta};
-use super::source::{MemorySource, MmapSource, OpenReads, PreadSource, RangeSource, read_one};
+use super::source::{
+    MemorySource, MmapSource, OpenReads, Pattern, PreadSource, RangeSource, read_one,
+};
 use crate::buffer::{AlignedBytes, Buffer, ByteStorage};
 use crate::{Batch, LodTensor};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// How [`LodtFile::open_with`] reads a file.
 ///
 /// ```
-/// assert!(lodt::format::ReadOptions::default().mmap);
+/// use lodt::format::{Advice, ReadOptions};
+/// assert!(ReadOptions::default().mmap);
+/// assert_eq!(ReadOptions::default().advice, Advice::Auto);
+/// let pread = ReadOptions { mmap: false, ..Default::default() };
+/// # let _ = pread;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
@@ -30,13 +37,65 @@ pub struct ReadOptions {
     /// into memory when touched, and a file truncated by another process gives
     /// an error instead of `SIGBUS`.
     pub mmap: bool,
+    /// The access hints given to the OS (they matter when the file is not in
+    /// the page cache): [`Advice::Auto`] by default.
+    pub advice: Advice,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { mmap: true }
+        ReadOptions {
+            mmap: true,
+            advice: Advice::Auto,
+        }
     }
 }
+
+/// The access pattern a [`LodtFile`] announces to its source
+/// ([`RangeSource::will_read`]) when a batch is first touched. On a file that
+/// is not in the page cache, it decides how much is read from disk: with no
+/// advice, the first touch of a mapped page reads up to the device's
+/// read-ahead (often megabytes) around it.
+///
+/// ```
+/// use lodt::format::{Advice, LodtFile, ReadOptions};
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("x.lodt");
+/// # lodt::format::save_batch(&path, &lodt::Batch::new())?;
+/// // A scan that touches batches in an order of its own, all of them:
+/// let file = LodtFile::open_with(&path, &ReadOptions { advice: Advice::Sequential, ..Default::default() })?;
+/// # let _ = file;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Advice {
+    /// Chosen by the API used (the default):
+    /// - [`LodtFile::batch`] (and what calls it: [`LodtFile::read_batch`],
+    ///   [`LodtFile::tensor_buffers`]): [`Pattern::Random`] on that batch's
+    ///   section, which is read in large requests and nothing around it;
+    ///   except that a batch touched first right after the batch before it
+    ///   (`batch(k)` for `k` in order) counts as a scan;
+    /// - [`LodtFile::batches`], [`LodtFile::verify`] and scans:
+    ///   [`Pattern::Sequential`] on the next 16 MiB of batches (read ahead).
+    ///
+    /// What a source does with the hint is its own: see
+    /// [`MmapSource`](super::MmapSource) and [`PreadSource`](super::PreadSource).
+    #[default]
+    Auto,
+    /// [`Pattern::Random`] whatever the API.
+    Random,
+    /// [`Pattern::Sequential`] whatever the API.
+    Sequential,
+    /// No hint: the OS's defaults.
+    Off,
+}
+
+/// How far ahead a scan asks the source to fetch.
+const READ_AHEAD: u64 = 16 << 20;
+
+/// No batch has this number, nor the one after it (so batch 0, touched
+/// first, is not taken for the start of a scan).
+const NOT_A_BATCH: usize = usize::MAX - 1;
 
 /// An open `.lodt` file: random access to every batch, with views that borrow
 /// the file's bytes (no copy).
@@ -76,6 +135,11 @@ pub struct LodtFile {
     entries: Vec<IndexEntry>,
     batches: Vec<OnceLock<Box<BatchMeta>>>,
     footer_offset: u64,
+    advice: Advice,
+    /// The last batch touched for the first time ([`NOT_A_BATCH`]: none yet).
+    last_touched: AtomicUsize,
+    /// How far a scan has asked the source to fetch ahead (a file offset).
+    ahead: AtomicU64,
 }
 
 impl std::fmt::Debug for LodtFile {
@@ -124,7 +188,7 @@ impl LodtFile {
     /// let path = dir.path().join("x.lodt");
     /// let t = lodt::LodTensor::from_vec(vec![1.5f32, 2.5], vec![2], Default::default())?;
     /// lodt::format::save_tensor(&path, "x", &t)?;
-    /// let file = LodtFile::open_with(&path, &ReadOptions { mmap: false })?;
+    /// let file = LodtFile::open_with(&path, &ReadOptions { mmap: false, ..Default::default() })?;
     /// assert_eq!(file.batch(0)?.tensor("x")?.as_slice::<f32>()?, &[1.5, 2.5]);
     /// assert!(file.storage().is_none()); // no map, no whole-file storage
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -136,7 +200,36 @@ impl LodtFile {
         } else {
             Arc::new(PreadSource::open(path)?)
         };
-        Self::from_source(source).map_err(|e| unfinished(path, e))
+        Ok(Self::from_source(source)
+            .map_err(|e| unfinished(path, e))?
+            .with_advice(options.advice))
+    }
+
+    /// The same file, giving the source the access hints `advice` says (see
+    /// [`Advice`]; [`LodtFile::open_with`] takes them from its options).
+    ///
+    /// ```
+    /// use lodt::format::{Advice, LodtFile};
+    /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
+    /// let file = LodtFile::from_bytes(&bytes)?.with_advice(Advice::Off);
+    /// assert_eq!(file.advice(), Advice::Off);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn with_advice(mut self, advice: Advice) -> Self {
+        self.advice = advice;
+        self
+    }
+
+    /// The access hints this reader gives its source.
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.advice(), lodt::format::Advice::Auto);
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn advice(&self) -> Advice {
+        self.advice
     }
 
     /// Reads the whole file at `path` into memory (no map), then checks it like
@@ -229,6 +322,9 @@ impl LodtFile {
             entries,
             batches,
             footer_offset,
+            advice: Advice::Auto,
+            last_touched: AtomicUsize::new(NOT_A_BATCH),
+            ahead: AtomicU64::new(0),
         })
     }
 
@@ -352,22 +448,67 @@ impl LodtFile {
         Ok((section, r.start))
     }
 
-    /// Batch `k`, checked on first access.
-    fn meta(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
-        let (section, offset) = self.section(k)?;
+    /// Batch `k`, checked on first access, when the API used reads batches
+    /// in pattern `api` (for the hints given to the source on first access).
+    fn meta(&self, k: usize, api: Pattern) -> Result<(&BatchMeta, Buffer, u64)> {
         let cell = self.batches.get(k).ok_or(FormatError::NoSuchBatch {
             index: k,
             count: self.entries.len(),
         })?;
         if let Some(meta) = cell.get() {
+            let (section, offset) = self.section(k)?;
             return Ok((meta, section, offset));
         }
+        self.hint(k, api);
+        let (section, offset) = self.section(k)?;
         let meta = section::parse_batch(section.as_slice(), offset, k as u64)?;
         let e = self.entry(k)?;
         let at = || Location::batch(k as u64, Part::Index);
         same_crc(at(), e.header_crc.get(), meta.header_crc)?;
         same_crc(at(), e.table_crc.get(), meta.table_crc)?;
         Ok((cell.get_or_init(|| Box::new(meta)), section, offset))
+    }
+
+    /// Tells the source how batch `k`, touched for the first time, is about
+    /// to be read (see [`Advice`]): its section alone for random access; for
+    /// a scan, the next [`READ_AHEAD`] bytes of batches, asked again once
+    /// less than half of that is left ahead.
+    fn hint(&self, k: usize, api: Pattern) {
+        let previous = self.last_touched.swap(k, Ordering::Relaxed);
+        let pattern = match self.advice {
+            Advice::Off => return,
+            Advice::Random => Pattern::Random,
+            Advice::Sequential => Pattern::Sequential,
+            Advice::Auto if previous.wrapping_add(1) == k => Pattern::Sequential,
+            Advice::Auto => api,
+        };
+        let Ok(r) = self.batch_range(k) else {
+            return;
+        };
+        match pattern {
+            Pattern::Random => self.source.will_read(&[r], Pattern::Random),
+            Pattern::Sequential => {
+                let ahead = self.ahead.load(Ordering::Relaxed);
+                if ahead >= r.end && ahead - r.start >= READ_AHEAD / 2 {
+                    return;
+                }
+                // From what is not asked yet to READ_AHEAD past the batch's
+                // start, or the first READ_AHEAD bytes of a larger batch (the
+                // OS's own read-ahead follows a sequential read).
+                let from = ahead.max(r.start);
+                let to = r
+                    .start
+                    .saturating_add(READ_AHEAD)
+                    .min(self.footer_offset)
+                    .max(from.saturating_add(READ_AHEAD).min(r.end));
+                if from < to {
+                    self.ahead.fetch_max(to, Ordering::Relaxed);
+                    let ahead = from..to;
+                    self.source
+                        .will_read(std::slice::from_ref(&ahead), Pattern::Sequential);
+                }
+            }
+        }
     }
 
     /// Batch `k`, as a view borrowing the file. Its metadata and LoD are
@@ -381,8 +522,16 @@ impl LodtFile {
     /// assert!(file.batch(1).is_err());
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
+    ///
+    /// The first touch of a batch tells the source to read its section (see
+    /// [`Advice`]).
     pub fn batch(&self, k: usize) -> Result<BatchView<'_>> {
-        let (meta, section, offset) = self.meta(k)?;
+        self.batch_as(k, Pattern::Random)
+    }
+
+    /// Batch `k`, touched by an API that reads batches in pattern `api`.
+    fn batch_as(&self, k: usize, api: Pattern) -> Result<BatchView<'_>> {
+        let (meta, section, offset) = self.meta(k, api)?;
         Ok(BatchView {
             k,
             meta,
@@ -401,8 +550,10 @@ impl LodtFile {
     /// assert_eq!(file.batches().filter(|b| b.is_ok()).count(), 2);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
+    ///
+    /// The source is told to read ahead ([`Pattern::Sequential`]).
     pub fn batches(&self) -> impl ExactSizeIterator<Item = Result<BatchView<'_>>> + '_ {
-        (0..self.num_batches()).map(|k| self.batch(k))
+        (0..self.num_batches()).map(|k| self.batch_as(k, Pattern::Sequential))
     }
 
     /// The buffers of tensor `name` of batch `batch`: byte ranges inside a
@@ -469,14 +620,14 @@ impl LodtFile {
     /// ```
     pub fn check_batches(&self) -> Result<()> {
         for k in 0..self.num_batches() {
-            self.meta(k)?;
+            self.meta(k, Pattern::Sequential)?;
         }
         Ok(())
     }
 
-    /// Batch `k`'s metadata and section, for `verify`.
+    /// Batch `k`'s metadata and section, for `verify` (a scan).
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
-        self.meta(k)
+        self.meta(k, Pattern::Sequential)
     }
 }
 

@@ -422,23 +422,9 @@ pub(crate) fn check_buffers(
     file_offset: u64,
     progress: &mut dyn FnMut(u64),
 ) -> Result<()> {
-    let mut users: Vec<Option<(usize, Part)>> = vec![None; meta.buffers.len()];
-    for (t, tm) in meta.tensors.iter().enumerate() {
-        for (l, &b) in tm.lod.iter().enumerate() {
-            if let Some(u) = users.get_mut(b) {
-                *u = Some((t, Part::Lod(l)));
-            }
-        }
-        if let Some(u) = users.get_mut(tm.body) {
-            *u = Some((t, Part::Body));
-        }
-    }
     let mut prev_end = meta.data_start;
     for (i, b) in meta.buffers.iter().enumerate() {
-        let at = || match users.get(i).copied().flatten() {
-            Some((t, part)) => Location::tensor(meta.index, &meta.tensors[t].name, part),
-            None => Location::batch(meta.index, Part::Buffer(i)),
-        };
+        let at = || buffer_location(meta, i);
         let gap = section.get(prev_end..b.range.start).unwrap_or(&[]);
         check_zero(gap, file_offset + prev_end as u64, || {
             Location::batch(meta.index, Part::Padding)
@@ -453,6 +439,20 @@ pub(crate) fn check_buffers(
         Location::batch(meta.index, Part::Padding)
     })?;
     Ok(())
+}
+
+/// Where buffer `i` of a checked batch is: the tensor part that uses it, or
+/// the buffer itself when no tensor does (O(tensors): for error messages).
+pub(crate) fn buffer_location(meta: &BatchMeta, i: usize) -> Location {
+    for tm in &meta.tensors {
+        if let Some(l) = tm.lod.iter().position(|&b| b == i) {
+            return Location::tensor(meta.index, &tm.name, Part::Lod(l));
+        }
+        if tm.body == i {
+            return Location::tensor(meta.index, &tm.name, Part::Body);
+        }
+    }
+    Location::batch(meta.index, Part::Buffer(i))
 }
 
 /// CRC32 of a large buffer, using two threads above a threshold.

@@ -21,6 +21,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// A random-access source of a file's bytes.
 ///
@@ -54,11 +55,44 @@ pub trait RangeSource: Send + Sync {
     }
 
     /// How many bytes a first read at open should take from the start and from
-    /// the end of the file. Local sources read exactly what they need (64
-    /// bytes each, then more); a remote source asks for more at once, to save
-    /// round trips.
+    /// the end of the file. By default 64 bytes each, then what they point
+    /// to. The local sources take a page from the start and 64 KiB from the
+    /// end, which holds the footer of up to 2,700 batches: a read costs about
+    /// as much whatever its size, so opening costs one read at each end; a
+    /// remote source asks for more at once too, to save round trips.
     fn open_hint(&self) -> OpenHint {
         OpenHint { head: 64, tail: 64 }
+    }
+
+    /// Reads ranges that the reader parses while opening the file and does
+    /// not keep (the header and file metadata, the footer and index, the
+    /// trailer). By default, [`RangeSource::read_ranges`]. [`MmapSource`]
+    /// reads them with positional reads, so that opening a mapped file faults
+    /// no page of the map (on Linux a page fault with no advice reads up to
+    /// the device's read-ahead, often megabytes, around the page).
+    fn read_open_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
+        self.read_ranges(ranges)
+    }
+
+    /// A hint: `ranges` are about to be read, as part of an access `pattern`.
+    /// A source may pass it on to the OS (`madvise`, `posix_fadvise`) or start
+    /// fetching the ranges; errors are ignored. The default does nothing.
+    ///
+    /// The reader calls it when a batch is first touched: with
+    /// [`Pattern::Random`] and that batch's section for
+    /// [`LodtFile::batch`](super::LodtFile::batch), with
+    /// [`Pattern::Sequential`] and the next few MiB of batches for
+    /// [`LodtFile::verify`](super::LodtFile::verify),
+    /// [`LodtFile::batches`](super::LodtFile::batches) and batches touched in
+    /// order (see [`ReadOptions::advice`](super::ReadOptions::advice)).
+    ///
+    /// ```
+    /// use lodt::format::{MemorySource, Pattern, RangeSource};
+    /// let src = MemorySource::new(std::sync::Arc::new(vec![0u8; 128]), "x");
+    /// src.will_read(&[0..64], Pattern::Random); // bytes in memory: nothing to do
+    /// ```
+    fn will_read(&self, ranges: &[Range<u64>], pattern: Pattern) {
+        let _ = (ranges, pattern);
     }
 
     /// The whole file as one storage, when the source has it (a map or bytes
@@ -70,6 +104,54 @@ pub trait RangeSource: Send + Sync {
     /// What the source reads, for messages (a path or a URI).
     fn describe(&self) -> String;
 }
+
+/// How a range is about to be read ([`RangeSource::will_read`]).
+///
+/// ```
+/// assert_ne!(lodt::format::Pattern::Random, lodt::format::Pattern::Sequential);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pattern {
+    /// Batches in no particular order: read what is asked, nothing around it
+    /// (a map: `MADV_WILLNEED` on the batch while random access is sparse;
+    /// positional reads: `POSIX_FADV_RANDOM`).
+    Random,
+    /// Batches in file order: read ahead (a map: `MADV_SEQUENTIAL`, and the
+    /// OS reads ahead; positional reads: `POSIX_FADV_SEQUENTIAL`, then
+    /// `POSIX_FADV_WILLNEED` on the batches ahead).
+    Sequential,
+}
+
+impl Pattern {
+    fn code(self) -> u8 {
+        match self {
+            Pattern::Random => 1,
+            Pattern::Sequential => 2,
+        }
+    }
+}
+
+/// The pattern last set on a source (0: none yet), so that it is set once
+/// per change rather than once per batch.
+#[derive(Default)]
+struct CurrentPattern(AtomicU8);
+
+impl CurrentPattern {
+    /// Whether `pattern` differs from the current one (and records it).
+    fn change_to(&self, pattern: Pattern) -> bool {
+        self.0.swap(pattern.code(), Ordering::Relaxed) != pattern.code()
+    }
+}
+
+/// The bytes a local source reads first when a file is opened, from each end:
+/// a page holds the header and the file metadata; 64 KiB of the end holds the
+/// footer, index and trailer of a file of up to 2,700 batches, so opening one
+/// costs a read at each end (a smaller read costs as much: the OS reads whole
+/// pages, and more around them).
+const LOCAL_OPEN_HINT: OpenHint = OpenHint {
+    head: 4096,
+    tail: 64 << 10,
+};
 
 /// How much of the start and of the end of a file the first read at open
 /// takes ([`RangeSource::open_hint`]).
@@ -92,16 +174,6 @@ fn eof(range: &Range<u64>, len: u64) -> std::io::Error {
     )
 }
 
-/// A window of one storage holding the whole file.
-fn window(storage: &Arc<dyn ByteStorage>, r: Range<u64>) -> std::io::Result<Buffer> {
-    let len = storage.bytes().len() as u64;
-    if r.start > r.end || r.end > len {
-        return Err(eof(&r, len));
-    }
-    Buffer::try_new(storage.clone(), r.start as usize..r.end as usize)
-        .map_err(|e| std::io::Error::other(e.to_string()))
-}
-
 /// Windows of one storage holding the whole file.
 fn windows(storage: &Arc<dyn ByteStorage>, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
     let len = storage.bytes().len() as u64;
@@ -117,8 +189,29 @@ fn windows(storage: &Arc<dyn ByteStorage>, ranges: &[Range<u64>]) -> std::io::Re
         .collect()
 }
 
+/// A window of one storage holding the whole file.
+fn window(storage: &Arc<dyn ByteStorage>, r: Range<u64>) -> std::io::Result<Buffer> {
+    let len = storage.bytes().len() as u64;
+    if r.start > r.end || r.end > len {
+        return Err(eof(&r, len));
+    }
+    Buffer::try_new(storage.clone(), r.start as usize..r.end as usize)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
 /// A file read through a read-only memory map (see [`MappedFile`] for the
 /// caveat about files changed underneath). Ranges are windows of the map.
+///
+/// Opening reads the header and footer with positional reads (no page of
+/// the map is faulted) and advises the map `MADV_HUGEPAGE`. Access hints
+/// ([`RangeSource::will_read`]): a batch touched at random is fetched with
+/// `MADV_WILLNEED` (just its section, in large requests), until random
+/// access has asked for an eighth of the file; then, and for scans
+/// (`MADV_SEQUENTIAL`), the OS's own read-ahead reads large aligned blocks
+/// (2 to 4 MiB folios on Linux 5.18 and later). Pages fetched with
+/// `MADV_WILLNEED` are 4 KiB pages, each mapped on its own; read-ahead into
+/// 2 MiB folios makes a warm mapped read of the same bytes several times
+/// cheaper, so scans leave it to the OS.
 ///
 /// ```
 /// use lodt::format::{MmapSource, RangeSource};
@@ -130,9 +223,28 @@ fn windows(storage: &Arc<dyn ByteStorage>, ranges: &[Range<u64>]) -> std::io::Re
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct MmapSource {
+    map: Arc<MappedFile>,
     storage: Arc<dyn ByteStorage>,
+    /// The mapped file, for the positional reads of [`RangeSource::read_open_ranges`].
+    file: File,
     path: PathBuf,
+    pattern: CurrentPattern,
+    /// The bytes asked for with [`Pattern::Random`] so far.
+    random_bytes: AtomicU64,
 }
+
+/// A section of a batch touched at random is fetched whole up to this size;
+/// of a larger one, the first and the last [`WILLNEED_EDGE`] bytes (its
+/// header, metadata, LoD and checksum table: a caller may want little of
+/// its bodies).
+const WILLNEED_WHOLE: u64 = 8 << 20;
+const WILLNEED_EDGE: u64 = 2 << 20;
+
+/// Once random access has asked for more than this fraction of a mapped file
+/// (1 / `DENSE`), the source stops fetching each section: the access covers
+/// the file, and the map's own faults read large aligned blocks around each
+/// page (2-4 MiB with `MADV_HUGEPAGE`), which costs fewer, larger reads.
+const DENSE: u64 = 8;
 
 impl MmapSource {
     /// Maps the file at `path`.
@@ -142,10 +254,41 @@ impl MmapSource {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
+        let file = File::open(path)
+            .map_err(|e| FormatError::io(format!("opening {}", path.display()), e))?;
+        let map = Arc::new(MappedFile::from_file(&file, path)?);
+        map.advise_huge_pages();
         Ok(MmapSource {
-            storage: Arc::new(MappedFile::open(path)?),
+            storage: map.clone(),
+            map,
+            file,
             path: path.to_path_buf(),
+            pattern: CurrentPattern::default(),
+            random_bytes: AtomicU64::new(0),
         })
+    }
+
+    /// `MADV_WILLNEED` on bytes `r` of the map, in requests of at most
+    /// [`WILLNEED_EDGE`] (the OS reads at most its read-ahead size, or the
+    /// device's largest request, per call).
+    fn will_need(&self, r: Range<u64>) {
+        let (Ok(start), Ok(end)) = (usize::try_from(r.start), usize::try_from(r.end)) else {
+            return;
+        };
+        let step = WILLNEED_EDGE as usize;
+        let mut at = start;
+        while at < end {
+            let to = end.min(at.saturating_add(step));
+            self.map.will_need(at..to);
+            at = to;
+        }
+    }
+
+    /// Whether random access, asking for `n` more bytes, is still sparse
+    /// (less than 1 / [`DENSE`] of the file asked for so far).
+    fn sparse(&self, n: u64) -> bool {
+        let before = self.random_bytes.fetch_add(n, Ordering::Relaxed);
+        before.saturating_add(n) <= self.len() / DENSE
     }
 }
 
@@ -158,6 +301,45 @@ impl RangeSource for MmapSource {
     }
     fn read_range(&self, range: Range<u64>) -> std::io::Result<Buffer> {
         window(&self.storage, range)
+    }
+    fn read_open_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
+        pread_ranges(&self.file, self.len(), ranges)
+    }
+    /// [`Pattern::Random`]: fetches each range (`MADV_WILLNEED`: read in
+    /// large requests, and nothing around it), while random access is sparse
+    /// (it has asked for less than an eighth of the file).
+    /// [`Pattern::Sequential`]: advises the map sequential and leaves the
+    /// rest to the OS's read-ahead, which on a map advised `MADV_HUGEPAGE`
+    /// (done at open) reads 2 MiB folios ahead. Asking for the ranges ahead
+    /// (`MADV_WILLNEED`) was measured no faster cold, and it fills the page
+    /// cache with 4 KiB pages, which made every later mapped read of them 3
+    /// to 5 times slower (one page-table entry per page instead of per 2 MiB).
+    fn will_read(&self, ranges: &[Range<u64>], pattern: Pattern) {
+        match pattern {
+            Pattern::Random => {
+                let asked: u64 = ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum();
+                if !self.sparse(asked) {
+                    return;
+                }
+                for r in ranges {
+                    let len = r.end.saturating_sub(r.start);
+                    if len <= WILLNEED_WHOLE {
+                        self.will_need(r.clone());
+                    } else {
+                        self.will_need(r.start..r.start + WILLNEED_EDGE);
+                        self.will_need(r.end - WILLNEED_EDGE..r.end);
+                    }
+                }
+            }
+            Pattern::Sequential => {
+                if self.pattern.change_to(pattern) {
+                    self.map.advise_pattern(pattern);
+                }
+            }
+        }
+    }
+    fn open_hint(&self) -> OpenHint {
+        LOCAL_OPEN_HINT
     }
     fn whole(&self) -> Option<&Arc<dyn ByteStorage>> {
         Some(&self.storage)
@@ -186,6 +368,7 @@ pub struct PreadSource {
     file: File,
     len: u64,
     path: PathBuf,
+    pattern: CurrentPattern,
 }
 
 impl PreadSource {
@@ -206,20 +389,53 @@ impl PreadSource {
             file,
             len,
             path: path.to_path_buf(),
+            pattern: CurrentPattern::default(),
         })
     }
+}
 
-    fn pread_range(&self, r: &Range<u64>) -> std::io::Result<Buffer> {
-        if r.start > r.end || r.end > self.len {
-            return Err(eof(r, self.len));
+/// Ranges of `file` (of `len` bytes), each read into a 64-aligned buffer.
+/// Several ranges are all asked of the OS first (`POSIX_FADV_WILLNEED`), so
+/// that their reads from disk overlap (opening a cold file reads both of its
+/// ends in about the time of one read).
+fn pread_ranges(file: &File, len: u64, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if ranges.len() > 1 {
+        for r in ranges {
+            if r.start < r.end && r.end <= len {
+                fadvise(file, r.clone(), libc::POSIX_FADV_WILLNEED);
+            }
         }
-        let n = usize::try_from(r.end - r.start)
-            .map_err(|_| std::io::Error::other("range larger than memory"))?;
-        let mut bytes = AlignedBytes::try_zeroed(n)
-            .map_err(|_| std::io::Error::other(format!("cannot allocate {n} bytes")))?;
-        read_exact_at(&self.file, bytes.as_mut_slice(), r.start)?;
-        Ok(Buffer::from_storage(Arc::new(bytes)))
     }
+    ranges.iter().map(|r| pread_range(file, len, r)).collect()
+}
+
+/// Range `r` of `file` (of `len` bytes), read into a 64-aligned buffer.
+fn pread_range(file: &File, len: u64, r: &Range<u64>) -> std::io::Result<Buffer> {
+    if r.start > r.end || r.end > len {
+        return Err(eof(r, len));
+    }
+    let n = usize::try_from(r.end - r.start)
+        .map_err(|_| std::io::Error::other("range larger than memory"))?;
+    let mut bytes = AlignedBytes::try_zeroed(n)
+        .map_err(|_| std::io::Error::other(format!("cannot allocate {n} bytes")))?;
+    read_exact_at(file, bytes.as_mut_slice(), r.start)?;
+    Ok(Buffer::from_storage(Arc::new(bytes)))
+}
+
+/// `posix_fadvise` (a hint: errors are ignored; nothing where it does not exist).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn fadvise(file: &File, range: Range<u64>, advice: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (
+        libc::off_t::try_from(range.start),
+        libc::off_t::try_from(range.end.saturating_sub(range.start)),
+    ) else {
+        return;
+    };
+    // SAFETY: posix_fadvise reads no memory of ours; the descriptor is open
+    // for as long as `file` is borrowed.
+    let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), offset, len, advice) };
 }
 
 #[cfg(unix)]
@@ -246,7 +462,31 @@ impl RangeSource for PreadSource {
         self.len
     }
     fn read_ranges(&self, ranges: &[Range<u64>]) -> std::io::Result<Vec<Buffer>> {
-        ranges.iter().map(|r| self.pread_range(r)).collect()
+        pread_ranges(&self.file, self.len, ranges)
+    }
+    fn will_read(&self, ranges: &[Range<u64>], pattern: Pattern) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            if self.pattern.change_to(pattern) {
+                let advice = match pattern {
+                    Pattern::Random => libc::POSIX_FADV_RANDOM,
+                    Pattern::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+                };
+                fadvise(&self.file, 0..0, advice);
+            }
+            // A random read reads exactly its range anyway; ranges ahead of a
+            // sequential one are fetched now, while the caller works.
+            if pattern == Pattern::Sequential {
+                for r in ranges {
+                    fadvise(&self.file, r.clone(), libc::POSIX_FADV_WILLNEED);
+                }
+            }
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = (ranges, pattern, &self.pattern);
+    }
+    fn open_hint(&self) -> OpenHint {
+        LOCAL_OPEN_HINT
     }
     fn describe(&self) -> String {
         self.path.display().to_string()
@@ -327,11 +567,11 @@ impl<'a> OpenReads<'a> {
         let tail_start = len - tail_len;
         let ctx = || format!("reading the start and end of {}", source.describe());
         let (head, tail) = if head_len >= tail_start {
-            let whole = read_one(source, 0..len, ctx)?;
+            let whole = read_open_one(source, 0..len, ctx)?;
             (whole.clone(), whole)
         } else {
             let mut got = source
-                .read_ranges(&[0..head_len, tail_start..len])
+                .read_open_ranges(&[0..head_len, tail_start..len])
                 .map_err(|e| FormatError::io(ctx(), e))?;
             let tail = got.pop();
             let head = got.pop();
@@ -368,7 +608,7 @@ impl<'a> OpenReads<'a> {
                 .map_err(FormatError::Core);
         }
         let source = self.source;
-        read_one(source, r.clone(), || {
+        read_open_one(source, r.clone(), || {
             format!(
                 "reading bytes {}..{} of {}",
                 r.start,
@@ -390,4 +630,53 @@ pub(crate) fn read_one(
     ctx: impl Fn() -> String,
 ) -> Result<Buffer> {
     source.read_range(r).map_err(|e| FormatError::io(ctx(), e))
+}
+
+/// One range of `source`, read as [`RangeSource::read_open_ranges`] does.
+fn read_open_one(
+    source: &dyn RangeSource,
+    r: Range<u64>,
+    ctx: impl Fn() -> String,
+) -> Result<Buffer> {
+    source
+        .read_open_ranges(std::slice::from_ref(&r))
+        .map_err(|e| FormatError::io(ctx(), e))?
+        .pop()
+        .ok_or_else(|| FormatError::io(ctx(), short_answer()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_access_to_a_map_is_sparse_until_an_eighth_is_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.bin");
+        std::fs::write(&path, vec![0u8; 64 << 10]).unwrap();
+        let src = MmapSource::open(&path).unwrap();
+        assert!(src.sparse(4096));
+        assert!(src.sparse(4096)); // 8 KiB of 64 KiB: an eighth
+        assert!(!src.sparse(1));
+        // The hints themselves are only hints: reading is unchanged.
+        src.will_read(&[0..100, 1000..70_000], Pattern::Random);
+        src.will_read(&[0..100, 200..300], Pattern::Sequential);
+        let got = src.read_ranges(&[10..20, 30..31]).unwrap();
+        assert_eq!(got[0].as_slice(), &[0; 10]);
+    }
+
+    #[test]
+    fn opening_a_mapped_file_reads_with_positional_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.bin");
+        std::fs::write(&path, (0..=255u8).collect::<Vec<_>>()).unwrap();
+        let src = MmapSource::open(&path).unwrap();
+        let got = src.read_open_ranges(&[0..4, 250..256]).unwrap();
+        assert_eq!(got[0].as_slice(), &[0, 1, 2, 3]);
+        assert_eq!(got[1].as_slice(), &[250, 251, 252, 253, 254, 255]);
+        // A copy, not a window of the map.
+        let map = src.whole().unwrap().bytes().as_ptr_range();
+        assert!(!map.contains(&got[0].as_slice().as_ptr()));
+        assert!(src.read_open_ranges(&[0..1, 250..257]).is_err());
+    }
 }

@@ -2,6 +2,7 @@
 //! a growable 64-aligned buffer for the sequential reader.
 
 use super::error::{FormatError, Result};
+use super::source::Pattern;
 use crate::buffer::ByteStorage;
 use std::fs::File;
 use std::io::Read;
@@ -79,6 +80,53 @@ impl MappedFile {
             let _ = self.map.advise(memmap2::Advice::Sequential);
             let _ = self.map.advise(memmap2::Advice::WillNeed);
         }
+    }
+
+    /// Sets the access pattern of the whole map (`madvise` `MADV_RANDOM` or
+    /// `MADV_SEQUENTIAL`; a hint, errors are ignored). The pattern is the
+    /// map's, not a range's: advising ranges would split the mapping into
+    /// one kernel mapping per range.
+    pub(crate) fn advise_pattern(&self, pattern: Pattern) {
+        #[cfg(unix)]
+        {
+            let advice = match pattern {
+                Pattern::Random => memmap2::Advice::Random,
+                Pattern::Sequential => memmap2::Advice::Sequential,
+            };
+            let _ = self.map.advise(advice);
+        }
+        #[cfg(not(unix))]
+        let _ = pattern;
+    }
+
+    /// Asks the OS to back the map with huge pages where it can
+    /// (`MADV_HUGEPAGE`; a hint, errors are ignored). On Linux 5.18 and later
+    /// a page fault on a file map with this advice reads the 2 MiB-aligned
+    /// block around the page (twice that unless the map is advised random)
+    /// into 2 MiB page-cache folios, mapped with one page-table entry each:
+    /// large reads when cold, and cheap faults when warm.
+    pub(crate) fn advise_huge_pages(&self) {
+        #[cfg(target_os = "linux")]
+        let _ = self.map.advise(memmap2::Advice::HugePage);
+    }
+
+    /// Asks the OS to start reading `range` of the map now (`MADV_WILLNEED`:
+    /// the pages are read in large requests, and the faults that follow wait
+    /// for them instead of each reading its own; a hint, errors are ignored).
+    pub(crate) fn will_need(&self, range: std::ops::Range<usize>) {
+        #[cfg(unix)]
+        {
+            let end = range.end.min(self.map.len());
+            if range.start < end {
+                let _ = self.map.advise_range(
+                    memmap2::Advice::WillNeed,
+                    range.start,
+                    end - range.start,
+                );
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = range;
     }
 }
 

@@ -1,9 +1,22 @@
-//! [`verify`]: checks every checksum and rule of a `.lodt` file.
+//! [`verify`]: checks every checksum and rule of a `.lodt` file, on every
+//! core.
+//!
+//! The parallel check splits the file into pieces (each batch, and each
+//! [`PIECE`] bytes of a larger batch) that the calling thread and helper
+//! threads claim in file order. The calling thread also takes the results
+//! in file order (between pieces of its own): it combines the checksums of
+//! buffers split across pieces, reports progress, and stops at the first
+//! failure in file order, the one a serial check finds.
 
 use super::LodtFile;
-use super::error::Result;
-use super::section;
+use super::error::{FormatError, Location, Part, Result};
+use super::layout::check_zero;
+use super::section::{self, BatchMeta};
+use crate::buffer::Buffer;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// What [`verify`] checked.
 ///
@@ -43,12 +56,31 @@ pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport> {
     LodtFile::open(path)?.verify()
 }
 
+/// The largest piece of a batch one thread checks: larger batches are split,
+/// so that one large batch (or buffer) is checked on every core too.
+const PIECE: usize = 4 << 20;
+
+/// Files smaller than this are checked on the calling thread alone (starting
+/// threads would cost more than it saves).
+const PARALLEL_MIN: u64 = 8 << 20;
+
+/// How many pieces may be claimed ahead of the first one whose result the
+/// calling thread has not taken, per thread (bounds the batches held in
+/// memory, which for positional reads are copies).
+const AHEAD_PER_THREAD: usize = 8;
+
 impl LodtFile {
     /// Checks every byte of the file: the header, footer and index (already
     /// checked by opening), and for every batch its header, metadata, checksum
     /// table, LoD, the checksum of every buffer (bodies included), that every
     /// padding byte is zero and that each tensor follows the LoD tensor rules.
-    /// Stops at the first failure, whose error names the part, batch and tensor.
+    /// Stops at the first failure in file order, whose error names the part,
+    /// batch and tensor.
+    ///
+    /// The batches, and the pieces of large batches, are checked on every core
+    /// ([`std::thread::available_parallelism`]); the first failure reported
+    /// is the one a check on one thread finds. The source is told that the
+    /// file is read in order ([`Pattern::Sequential`](super::Pattern)).
     ///
     /// ```
     /// let t = lodt::LodTensor::from_vec(vec![1.0f32; 4], vec![4], Default::default())?;
@@ -61,8 +93,9 @@ impl LodtFile {
         self.verify_with_progress(&mut |_, _| {})
     }
 
-    /// [`LodtFile::verify`], calling `progress(bytes_done, bytes_total)` after
-    /// each buffer.
+    /// [`LodtFile::verify`], calling `progress(bytes_done, bytes_total)` as
+    /// the check advances (from the calling thread, with `bytes_done` never
+    /// decreasing).
     ///
     /// ```
     /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
@@ -73,12 +106,43 @@ impl LodtFile {
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn verify_with_progress(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport> {
-        let total = self.file_size();
+        let threads = if self.file_size() < PARALLEL_MIN {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        };
+        self.verify_on(threads, PIECE, progress)
+    }
+
+    /// [`LodtFile::verify_with_progress`] on `threads` worker threads (1: on
+    /// the calling thread alone), in pieces of at most `piece` bytes.
+    pub(crate) fn verify_on(
+        &self,
+        threads: usize,
+        piece: usize,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<VerifyReport> {
         let mut report = VerifyReport {
             batches: self.num_batches(),
-            file_bytes: total,
+            file_bytes: self.file_size(),
             ..VerifyReport::default()
         };
+        if threads <= 1 {
+            self.verify_serial(&mut report, progress)?;
+        } else {
+            self.verify_parallel(threads, piece.max(1), &mut report, progress)?;
+        }
+        progress(report.file_bytes, report.file_bytes);
+        Ok(report)
+    }
+
+    /// The check on the calling thread: batch after batch, buffer after buffer.
+    fn verify_serial(
+        &self,
+        report: &mut VerifyReport,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<()> {
+        let total = self.file_size();
         for k in 0..self.num_batches() {
             let (meta, bytes, offset) = self.checked_batch(k)?;
             let mut done = offset + meta.data_start as u64;
@@ -90,7 +154,567 @@ impl LodtFile {
             report.tensors += meta.tensors.len();
             report.body_bytes += meta.body_bytes();
         }
-        progress(total, total);
-        Ok(report)
+        Ok(())
+    }
+
+    /// The check on `threads` workers, whose results the calling thread takes
+    /// in file order.
+    fn verify_parallel(
+        &self,
+        threads: usize,
+        piece: usize,
+        report: &mut VerifyReport,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<()> {
+        let pieces = self.pieces(piece);
+        let slots: Vec<Mutex<Slot<'_>>> = (0..self.num_batches())
+            .map(|_| Mutex::new(Slot::Empty))
+            .collect();
+        let shared = Shared {
+            file: self,
+            pieces: &pieces,
+            slots: &slots,
+            next: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            done: Mutex::new(Done {
+                results: (0..pieces.len()).map(|_| None).collect(),
+                caller_waits: false,
+                helpers_waiting: 0,
+                helpers: 0,
+            }),
+            ready: Condvar::new(),
+            room: Condvar::new(),
+            window: AHEAD_PER_THREAD * threads,
+        };
+        // The calling thread is one of the `threads`.
+        let helpers = (threads - 1).min(pieces.len());
+        lock(&shared.done).helpers = helpers;
+        std::thread::scope(|s| {
+            let mut handles = Vec::with_capacity(helpers);
+            for _ in 0..helpers {
+                match std::thread::Builder::new().spawn_scoped(s, || shared.help()) {
+                    Ok(h) => handles.push(h),
+                    // No thread: the calling thread does its share.
+                    Err(_) => lock(&shared.done).helpers -= 1,
+                }
+            }
+            let result = shared.drive(report, progress);
+            // Stop the helpers (after an error), waking any waiting for room.
+            shared.stop.store(true, Ordering::Relaxed);
+            {
+                let _done = lock(&shared.done);
+                shared.room.notify_all();
+            }
+            let mut joined = Ok(());
+            for h in handles {
+                if h.join().is_err() {
+                    joined = Err(FormatError::io(
+                        format!("verifying {}", self.source().describe()),
+                        std::io::Error::other("a checking thread panicked"),
+                    ));
+                }
+            }
+            result.and(joined)
+        })
+    }
+
+    /// The pieces of every batch, in file order (section-relative ranges of
+    /// at most `piece` bytes).
+    fn pieces(&self, piece: usize) -> Vec<PieceJob> {
+        let mut out = Vec::new();
+        for (k, e) in self.entries().iter().enumerate() {
+            let len = usize::try_from(e.length.get()).unwrap_or(usize::MAX);
+            let count = len.div_ceil(piece).max(1);
+            for p in 0..count {
+                let start = p * piece;
+                out.push(PieceJob {
+                    k,
+                    range: start..len.min(start.saturating_add(piece)),
+                    first: p == 0,
+                    last: p + 1 == count,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// One piece of the check: bytes `range` of batch `k`'s section.
+struct PieceJob {
+    k: usize,
+    range: Range<usize>,
+    /// The batch's first piece (where a batch that does not parse fails).
+    first: bool,
+    /// The batch's last piece (after it, the batch is done).
+    last: bool,
+}
+
+/// A batch as the workers share it: parsed once, by the first worker that
+/// needs it, and released by the calling thread once checked.
+enum Slot<'a> {
+    Empty,
+    Ready(&'a BatchMeta, Buffer, u64),
+    /// The batch does not parse: the error, taken by the calling thread.
+    Failed(Option<FormatError>),
+    Released,
+}
+
+/// What a worker found in one piece, in file order.
+enum Event {
+    /// Part of the zero padding before a buffer or before the table.
+    Gap(Result<()>),
+    /// Part of buffer `i` (all of it when `ends` and the part starts the
+    /// buffer), with its checksum.
+    Buffer {
+        i: usize,
+        crc: crc32fast::Hasher,
+        ends: bool,
+    },
+}
+
+enum Outcome {
+    Events(Vec<Event>),
+    /// The batch does not parse (its slot holds the error).
+    Failed,
+}
+
+struct Done {
+    /// The result of each piece, until the calling thread takes it.
+    results: Vec<Option<Outcome>>,
+    /// The calling thread sleeps until a result arrives.
+    caller_waits: bool,
+    /// How many helpers sleep until there is room to claim a piece.
+    helpers_waiting: usize,
+    /// How many helpers are running.
+    helpers: usize,
+}
+
+/// Held by a helper thread: counts it out when it ends, even by a panic, so
+/// that the calling thread never waits for a result that cannot come.
+struct HelperAlive<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for HelperAlive<'_, '_> {
+    fn drop(&mut self) {
+        let mut done = lock(&self.0.done);
+        done.helpers -= 1;
+        self.0.ready.notify_one();
+    }
+}
+
+struct Shared<'a> {
+    file: &'a LodtFile,
+    pieces: &'a [PieceJob],
+    slots: &'a [Mutex<Slot<'a>>],
+    /// The next piece to claim.
+    next: AtomicUsize,
+    /// How many results the calling thread has taken (changed under `done`).
+    taken: AtomicUsize,
+    stop: AtomicBool,
+    done: Mutex<Done>,
+    /// Signals a result to the calling thread.
+    ready: Condvar,
+    /// Signals room to claim pieces to the helpers.
+    room: Condvar,
+    /// How far ahead of `taken` pieces may be claimed.
+    window: usize,
+}
+
+/// Locks `m`, ignoring poisoning (a helper that panicked is reported by `join`).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What claiming a piece gave.
+enum Claim {
+    Piece(usize),
+    /// Every piece is claimed.
+    NoneLeft,
+    /// The next piece is too far ahead of the results taken.
+    NoRoom,
+}
+
+impl<'a> Shared<'a> {
+    /// Claims the next piece, if there is room for it.
+    fn claim(&self) -> Claim {
+        let mut n = self.next.load(Ordering::Relaxed);
+        loop {
+            if n >= self.pieces.len() {
+                return Claim::NoneLeft;
+            }
+            if n >= self.taken.load(Ordering::Acquire) + self.window {
+                return Claim::NoRoom;
+            }
+            match self
+                .next
+                .compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Claim::Piece(n),
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// Checks piece `j` and stores its result, waking the calling thread if
+    /// it waits.
+    fn run(&self, j: usize) {
+        let Some(piece) = self.pieces.get(j) else {
+            return;
+        };
+        let outcome = self.check(piece);
+        let mut done = lock(&self.done);
+        if let Some(r) = done.results.get_mut(j) {
+            *r = Some(outcome);
+        }
+        if done.caller_waits {
+            self.ready.notify_one();
+        }
+    }
+
+    /// A helper thread: claims pieces in order and checks them.
+    fn help(&self) {
+        let _alive = HelperAlive(self);
+        while !self.stop.load(Ordering::Relaxed) {
+            match self.claim() {
+                Claim::Piece(j) => self.run(j),
+                Claim::NoneLeft => return,
+                Claim::NoRoom => {
+                    let mut done = lock(&self.done);
+                    // `taken` only changes under the lock: no wake-up is missed.
+                    let room = self.next.load(Ordering::Relaxed)
+                        < self.taken.load(Ordering::Acquire) + self.window;
+                    if !room && !self.stop.load(Ordering::Relaxed) {
+                        done.helpers_waiting += 1;
+                        done = self.room.wait(done).unwrap_or_else(|e| e.into_inner());
+                        done.helpers_waiting -= 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The result of piece `j`, checking pieces on this thread while it is
+    /// not ready.
+    fn result(&self, j: usize) -> Option<Outcome> {
+        loop {
+            {
+                let mut done = lock(&self.done);
+                if let Some(outcome) = done.results.get_mut(j).and_then(Option::take) {
+                    self.taken.store(j + 1, Ordering::Release);
+                    if done.helpers_waiting > 0 {
+                        self.room.notify_all();
+                    }
+                    return Some(outcome);
+                }
+            }
+            match self.claim() {
+                Claim::Piece(c) => self.run(c),
+                Claim::NoneLeft | Claim::NoRoom => {
+                    // Piece `j` is claimed: a helper is checking it.
+                    let mut done = lock(&self.done);
+                    while done.results.get(j)?.is_none() && done.helpers > 0 {
+                        done.caller_waits = true;
+                        done = self.ready.wait(done).unwrap_or_else(|e| e.into_inner());
+                    }
+                    done.caller_waits = false;
+                    if done.results.get(j)?.is_none() {
+                        // Its helper died (it cannot panic, but if it did):
+                        // check it here.
+                        drop(done);
+                        self.run(j);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks one piece: parses its batch if no worker has yet, then checks
+    /// the padding and computes the checksums of the buffer parts in it.
+    fn check(&self, piece: &PieceJob) -> Outcome {
+        let Some(slot) = self.slots.get(piece.k) else {
+            return Outcome::Failed;
+        };
+        let (meta, section, offset) = {
+            let mut slot = lock(slot);
+            if let Slot::Empty = *slot {
+                *slot = match self.file.checked_batch(piece.k) {
+                    Ok((meta, section, offset)) => Slot::Ready(meta, section, offset),
+                    Err(e) => Slot::Failed(Some(e)),
+                };
+            }
+            match &*slot {
+                Slot::Ready(meta, section, offset) => (*meta, section.clone(), *offset),
+                _ => return Outcome::Failed,
+            }
+        };
+        Outcome::Events(piece_events(
+            section.as_slice(),
+            meta,
+            offset,
+            piece.range.clone(),
+        ))
+    }
+
+    /// The calling thread: takes the pieces' results in file order (checking
+    /// pieces itself while the next result is not ready), combines the
+    /// checksums of split buffers, reports progress, and returns the first
+    /// failure.
+    fn drive(&self, report: &mut VerifyReport, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+        let total = self.file.file_size();
+        // The buffer whose parts are being combined.
+        let mut open: Option<(usize, crc32fast::Hasher)> = None;
+        for (j, piece) in self.pieces.iter().enumerate() {
+            let Some(outcome) = self.result(j) else {
+                continue;
+            };
+            let Some(slot) = self.slots.get(piece.k) else {
+                continue;
+            };
+            let events = match outcome {
+                Outcome::Events(events) => events,
+                Outcome::Failed => {
+                    return Err(match &mut *lock(slot) {
+                        Slot::Failed(e) => e.take(),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| {
+                        FormatError::corrupt(
+                            Location::batch(piece.k as u64, Part::BatchHeader),
+                            "the batch does not parse",
+                        )
+                    }));
+                }
+            };
+            let (meta, offset) = match &*lock(slot) {
+                Slot::Ready(meta, _, offset) => (*meta, *offset),
+                _ => continue,
+            };
+            if piece.first {
+                open = None;
+            }
+            for event in events {
+                match event {
+                    Event::Gap(r) => r?,
+                    Event::Buffer { i, crc, ends } => {
+                        let crc = match open.take() {
+                            Some((o, mut sofar)) if o == i => {
+                                sofar.combine(&crc);
+                                sofar
+                            }
+                            _ => crc,
+                        };
+                        if !ends {
+                            open = Some((i, crc));
+                            continue;
+                        }
+                        let (found, expected) =
+                            (crc.finalize(), meta.buffers.get(i).map_or(0, |b| b.crc));
+                        if found != expected {
+                            return Err(FormatError::Checksum {
+                                at: section::buffer_location(meta, i),
+                                expected,
+                                found,
+                            });
+                        }
+                    }
+                }
+            }
+            progress(offset + piece.range.end as u64, total);
+            if piece.last {
+                report.tensors += meta.tensors.len();
+                report.body_bytes += meta.body_bytes();
+                // Checked: drop the batch's bytes (a copy, for positional reads).
+                *lock(slot) = Slot::Released;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The events of bytes `piece` of a checked batch's section, in order: the
+/// padding before each buffer and before the checksum table, and the part
+/// of each buffer in the piece. An empty buffer belongs to the piece its
+/// offset falls in.
+fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usize>) -> Vec<Event> {
+    let mut events = Vec::new();
+    let within = |r: &Range<usize>| r.start.max(piece.start)..r.end.min(piece.end);
+    let gap = |r: Range<usize>, events: &mut Vec<Event>| {
+        let part = within(&r);
+        if part.start < part.end {
+            let bytes = section.get(part.clone()).unwrap_or(&[]);
+            events.push(Event::Gap(check_zero(
+                bytes,
+                offset + part.start as u64,
+                || Location::batch(meta.index, Part::Padding),
+            )));
+        }
+    };
+    // Skip the buffers wholly before the piece (buffers are in order and do
+    // not overlap, so this is a prefix).
+    let first = meta.buffers.partition_point(|b| {
+        if b.range.is_empty() {
+            b.range.start < piece.start
+        } else {
+            b.range.end <= piece.start
+        }
+    });
+    let mut prev_end = match first.checked_sub(1).and_then(|i| meta.buffers.get(i)) {
+        Some(b) => b.range.end,
+        None => meta.data_start,
+    };
+    for (i, b) in meta.buffers.iter().enumerate().skip(first) {
+        gap(prev_end..b.range.start, &mut events);
+        if b.range.start >= piece.end {
+            return events;
+        }
+        let part = within(&b.range);
+        if part.start < part.end || b.range.is_empty() {
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(section.get(part.clone()).unwrap_or(&[]));
+            events.push(Event::Buffer {
+                i,
+                crc,
+                ends: part.end == b.range.end,
+            });
+        }
+        prev_end = b.range.end;
+    }
+    gap(prev_end..meta.table_start, &mut events);
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Batch, Lod, LodTensor};
+
+    /// The piece size of the tests: small, so that small files have buffers
+    /// and padding split across pieces.
+    const TEST_PIECE: usize = 1000;
+
+    /// A file of `n` batches of varied sizes: some of many pieces, with
+    /// buffers split across pieces, empty tensors and buffers.
+    fn file(n: usize) -> Vec<u8> {
+        let mut w = crate::format::Writer::try_new(Vec::new(), Default::default()).unwrap();
+        for k in 0..n {
+            let rows = match k % 4 {
+                0 => 3,
+                1 => 1500,
+                2 => 0,
+                _ => 700,
+            };
+            let values: Vec<f32> = (0..rows).map(|i| (i * 7 + k) as f32).collect();
+            let lod = if rows == 0 {
+                Lod::empty()
+            } else {
+                Lod::try_from_lengths(&[vec![1, rows as u64 - 1]]).unwrap()
+            };
+            let x = LodTensor::from_vec(values, vec![rows], lod).unwrap();
+            let y = LodTensor::from_vec(vec![k as u8; k % 5], vec![k % 5], Lod::empty()).unwrap();
+            w.write(&Batch::try_from_tensors([("x", x), ("y", y)]).unwrap())
+                .unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    /// The first error (as text) of the serial and of the parallel check.
+    fn both(bytes: &[u8]) -> (String, String) {
+        let f = LodtFile::from_bytes(bytes);
+        let Ok(f) = f else {
+            let e = f.unwrap_err().to_string();
+            return (e.clone(), e);
+        };
+        let serial = f.verify_on(1, TEST_PIECE, &mut |_, _| {});
+        // A fresh reader: the serial check cached the parsed batches.
+        let g = LodtFile::from_bytes(bytes).unwrap();
+        let mut last = 0;
+        let parallel = g.verify_on(3, TEST_PIECE, &mut |done, _| {
+            assert!(done >= last, "progress went back");
+            last = done;
+        });
+        let text = |r: Result<VerifyReport>| match r {
+            Ok(r) => format!("ok {r:?}"),
+            Err(e) => e.to_string(),
+        };
+        (text(serial), text(parallel))
+    }
+
+    #[test]
+    fn parallel_verify_matches_serial_on_a_good_file() {
+        let bytes = file(9);
+        let (s, p) = both(&bytes);
+        assert!(s.starts_with("ok"), "{s}");
+        assert_eq!(s, p);
+        // With buffers split over several pieces.
+        assert!(
+            LodtFile::from_bytes(&bytes)
+                .unwrap()
+                .pieces(TEST_PIECE)
+                .len()
+                > 18
+        );
+        // And the default pieces, on real threads.
+        let f = LodtFile::from_bytes(&bytes).unwrap();
+        assert_eq!(
+            f.verify_on(2, PIECE, &mut |_, _| {}).unwrap(),
+            f.verify().unwrap()
+        );
+    }
+
+    #[test]
+    fn parallel_verify_finds_the_same_first_error_as_serial() {
+        let bytes = file(9);
+        let reference = LodtFile::from_bytes(&bytes).unwrap();
+        let ranges: Vec<_> = (0..9).map(|k| reference.batch_range(k).unwrap()).collect();
+        // Every 7th byte of the batches (header, metadata, buffers, padding,
+        // table), and every byte around the piece boundaries.
+        let mut positions: Vec<usize> = (ranges[0].start as usize..ranges[8].end as usize)
+            .step_by(11)
+            .collect();
+        for r in &ranges {
+            for p in (r.start as usize..r.end as usize)
+                .step_by(TEST_PIECE)
+                .skip(1)
+            {
+                positions.extend(p - 2..p + 2);
+            }
+        }
+        positions.sort_unstable();
+        positions.dedup();
+        let mut checked = 0;
+        for (n, &p) in positions.iter().enumerate() {
+            // One corruption, then two (the later must not win).
+            let mut one = bytes.clone();
+            one[p] ^= 0x5a;
+            let (s, q) = both(&one);
+            assert_eq!(s, q, "corruption at {p}");
+            if let Some(&later) = positions.get(n + 97) {
+                let mut two = one.clone();
+                two[later] ^= 0x21;
+                let (s2, q2) = both(&two);
+                assert_eq!(s2, q2, "corruptions at {p} and {later}");
+                let batch = |at: usize| ranges.iter().position(|r| r.contains(&(at as u64)));
+                if batch(later) > batch(p) {
+                    assert_eq!(s2, s, "the failure in the earlier batch is reported");
+                }
+            }
+            checked += 1;
+        }
+        assert!(checked > 1000, "{checked}");
+    }
+
+    #[test]
+    fn a_zero_padding_byte_set_in_a_gap_is_found_in_parallel() {
+        let bytes = file(5);
+        let f = LodtFile::from_bytes(&bytes).unwrap();
+        let r = f.batch_range(1).unwrap();
+        // The gap after buffer 0 (a 16-byte LoD level).
+        let meta = f.checked_batch(1).unwrap().0;
+        let gap = r.start as usize + meta.buffers[0].range.end + 3;
+        let mut bad = bytes.clone();
+        bad[gap] = 1;
+        let (s, p) = both(&bad);
+        assert!(s.contains("padding"), "{s}");
+        assert_eq!(s, p);
     }
 }

@@ -10,21 +10,46 @@ use super::storage::MappedFile;
 use crate::Batch;
 use crate::atomic::{self, AtomicFile, WriterLock};
 use crate::batch::WriteStats;
+use crate::buffer::Buffer;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use zerocopy::IntoBytes;
 use zerocopy::little_endian::{U32, U64};
 
 /// Zero bytes for padding.
 const ZEROS: [u8; 64] = [0; 64];
 
-/// Buffers are checksummed and written in chunks of this size (cache-sized;
-/// measured: 2 MiB beat 256 KiB, 1 MiB and 4 MiB).
+/// Buffers checksummed on the writing thread are checksummed and written in
+/// chunks of this size, so that the write copies each chunk from cache
+/// (measured: 2 MiB beat 256 KiB, 1 MiB and 4 MiB).
 const CHUNK: usize = 2 << 20;
+
+/// How the writer computes checksums: buffers of at least `offload_min`
+/// bytes (that live in a shared [`Buffer`]) are checksummed on a helper
+/// thread, in parts of `part` bytes, while the writing thread writes them.
+#[derive(Debug, Clone, Copy)]
+struct CrcPlan {
+    offload_min: usize,
+    part: usize,
+}
+
+impl CrcPlan {
+    /// Off the writing thread from 128 KiB (below, sending the work costs
+    /// about what computing it does), in 1 MiB parts; on the writing thread
+    /// alone on a machine of one core.
+    fn default_for_machine() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        CrcPlan {
+            offload_min: if cores > 1 { 128 << 10 } else { usize::MAX },
+            part: 1 << 20,
+        }
+    }
+}
 
 /// Options of a file [`Writer`].
 ///
@@ -293,6 +318,9 @@ pub struct Writer<W: Write> {
     failed: bool,
     /// What this writer wrote (not counting the batches an append found).
     stats: WriteStats,
+    crc_plan: CrcPlan,
+    /// The checksum thread, started on the first buffer large enough.
+    crc_thread: Option<CrcThread>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -437,6 +465,8 @@ impl Writer<FileSink> {
             appending: true,
             failed: false,
             stats: WriteStats::default(),
+            crc_plan: CrcPlan::default_for_machine(),
+            crc_thread: None,
         })
     }
 }
@@ -474,6 +504,8 @@ impl<W: Write> Writer<W> {
             appending: false,
             failed: false,
             stats: WriteStats::default(),
+            crc_plan: CrcPlan::default_for_machine(),
+            crc_thread: None,
         };
         w.put(header.as_bytes())?;
         w.put(&meta)?;
@@ -563,11 +595,14 @@ impl<W: Write> Writer<W> {
     pub fn write(&mut self, batch: &Batch) -> Result<()> {
         self.sink()?;
         let plan = plan_batch(batch, self.entries.len() as u64, self.pos)?;
+        // Large buffers go to the checksum thread first, to be checksummed
+        // while this thread writes the header and the buffers.
+        let offloaded = self.offload(&plan);
         let start = self.pos;
         self.put(plan.header.as_bytes())?;
         self.put(&plan.meta)?;
         self.pad()?;
-        let crcs = self.write_buffers(&plan)?;
+        let crcs = self.write_buffers(&plan, offloaded)?;
         let mut table: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
         let table_crc = crc32(&table);
         table.extend_from_slice(&table_crc.to_le_bytes());
@@ -607,24 +642,68 @@ impl<W: Write> Writer<W> {
         self.stats
     }
 
+    /// Sends the parts of each large, shared buffer of `plan` to the checksum
+    /// thread (started if need be); returns their jobs, per buffer (`None`:
+    /// checksummed on this thread).
+    fn offload(&mut self, plan: &Plan<'_>) -> Vec<Option<Vec<Arc<CrcJob>>>> {
+        let crc_plan = self.crc_plan;
+        let mut out = Vec::with_capacity(plan.buffers.len());
+        for shared in &plan.shared {
+            let jobs = match shared {
+                Some(b) if b.len() >= crc_plan.offload_min => {
+                    if self.crc_thread.is_none() {
+                        self.crc_thread = CrcThread::start();
+                    }
+                    self.crc_thread
+                        .as_ref()
+                        .map(|t| t.submit(b, crc_plan.part.max(1)))
+                }
+                _ => None,
+            };
+            out.push(jobs);
+        }
+        out
+    }
+
     /// Writes the buffers at their planned offsets and returns their CRC32s.
     ///
-    /// Buffers go out in cache-sized chunks, each checksummed just before it
+    /// A buffer sent to the checksum thread ([`Writer::offload`]) is written
+    /// whole while that thread checksums it, then its parts' checksums are
+    /// combined (a part the thread has not started is computed here). Other
+    /// buffers go out in cache-sized chunks, each checksummed just before it
     /// is written, so the data is read from memory once: the write copies it
-    /// from cache. (Checksumming on a second thread was measured slower: the
-    /// copy into the page cache is memory-bound, and a second reader of the
-    /// same data competes with it. Page-aligning large buffers in the file
-    /// was measured to make no difference.)
-    fn write_buffers(&mut self, plan: &Plan<'_>) -> Result<Vec<u32>> {
+    /// from cache.
+    fn write_buffers(
+        &mut self,
+        plan: &Plan<'_>,
+        offloaded: Vec<Option<Vec<Arc<CrcJob>>>>,
+    ) -> Result<Vec<u32>> {
         let mut crcs = Vec::with_capacity(plan.buffers.len());
-        for (b, &at) in plan.buffers.iter().zip(&plan.offsets) {
+        let mut pending = Vec::new();
+        for ((b, &at), jobs) in plan.buffers.iter().zip(&plan.offsets).zip(offloaded) {
             self.pad_to(at)?;
-            let mut h = crc32fast::Hasher::new();
-            for chunk in b.chunks(CHUNK) {
-                h.update(chunk);
-                self.put(chunk)?;
+            match jobs {
+                Some(jobs) => {
+                    self.put(b)?;
+                    pending.push((crcs.len(), jobs));
+                    crcs.push(0);
+                }
+                None => {
+                    let mut h = crc32fast::Hasher::new();
+                    for chunk in b.chunks(CHUNK) {
+                        h.update(chunk);
+                        self.put(chunk)?;
+                    }
+                    crcs.push(h.finalize());
+                }
             }
-            crcs.push(h.finalize());
+        }
+        if let Some(thread) = &self.crc_thread {
+            for (i, jobs) in pending {
+                if let Some(c) = crcs.get_mut(i) {
+                    *c = thread.collect(&jobs);
+                }
+            }
         }
         Ok(crcs)
     }
@@ -691,23 +770,161 @@ struct Plan<'b> {
     meta: Vec<u8>,
     /// LoD buffers are borrowed, or rebased copies of sliced levels.
     buffers: Vec<Cow<'b, [u8]>>,
+    /// Each buffer's bytes as a shared [`Buffer`], when they are one (a body,
+    /// a level that starts at 0), which the checksum thread can hold.
+    shared: Vec<Option<Buffer>>,
     /// The file offset of each buffer.
     offsets: Vec<u64>,
+}
+
+/// The state of a [`CrcJob`].
+const PENDING: u8 = 0;
+const TAKEN: u8 = 1;
+const DONE: u8 = 2;
+
+/// The checksum of one part of a buffer, computed by whichever of the
+/// checksum thread and the writing thread takes it first.
+struct CrcJob {
+    bytes: Buffer,
+    state: AtomicU8,
+    crc: AtomicU32,
+}
+
+impl CrcJob {
+    /// Takes the job if nobody has; then computes and stores its checksum.
+    fn run(&self, done: &(Mutex<()>, Condvar)) -> bool {
+        if self
+            .state
+            .compare_exchange(PENDING, TAKEN, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        self.crc
+            .store(crc32(self.bytes.as_slice()), Ordering::Relaxed);
+        // Under the lock, so that a waiter cannot miss the notification.
+        let _guard = done.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.state.store(DONE, Ordering::Release);
+        done.1.notify_all();
+        true
+    }
+}
+
+/// A thread that checksums large buffers while the writer writes them.
+///
+/// Two threads reading the same bytes compete for memory bandwidth, but a
+/// buffer is checksummed about four times faster than it is copied into the
+/// page cache, so the checksum hides behind the write. The writing thread
+/// never waits for a part the thread has not started: it takes it.
+struct CrcThread {
+    jobs: Option<mpsc::Sender<Arc<CrcJob>>>,
+    done: Arc<(Mutex<()>, Condvar)>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CrcThread {
+    /// Starts the thread (`None` if the OS refuses: checksums are then
+    /// computed on the writing thread).
+    fn start() -> Option<Self> {
+        let (tx, rx) = mpsc::channel::<Arc<CrcJob>>();
+        let done = Arc::new((Mutex::new(()), Condvar::new()));
+        let theirs = done.clone();
+        let handle = std::thread::Builder::new()
+            .name("lodt-crc".into())
+            .spawn(move || {
+                for job in rx {
+                    job.run(&theirs);
+                }
+            })
+            .ok()?;
+        Some(CrcThread {
+            jobs: Some(tx),
+            done,
+            handle: Some(handle),
+        })
+    }
+
+    /// Sends `bytes` in parts of `part` bytes; returns the jobs, in order.
+    fn submit(&self, bytes: &Buffer, part: usize) -> Vec<Arc<CrcJob>> {
+        let len = bytes.len();
+        let mut jobs = Vec::with_capacity(len.div_ceil(part).max(1));
+        let mut start = 0;
+        loop {
+            let end = len.min(start + part);
+            // In range: start <= end <= len.
+            let window = bytes.slice(start..end).unwrap_or_else(|_| bytes.clone());
+            let job = Arc::new(CrcJob {
+                bytes: window,
+                state: AtomicU8::new(PENDING),
+                crc: AtomicU32::new(0),
+            });
+            if let Some(tx) = &self.jobs {
+                // A thread that is gone leaves its jobs pending: collect
+                // computes them.
+                let _ = tx.send(job.clone());
+            }
+            jobs.push(job);
+            start = end;
+            if start >= len {
+                return jobs;
+            }
+        }
+    }
+
+    /// The checksum of the buffer whose parts are `jobs`: the parts' checksums
+    /// combined, computing here any part not taken yet, waiting for those
+    /// being computed.
+    fn collect(&self, jobs: &[Arc<CrcJob>]) -> u32 {
+        for job in jobs.iter().rev() {
+            job.run(&self.done);
+        }
+        let mut h = crc32fast::Hasher::new();
+        for job in jobs {
+            let mut guard = self.done.0.lock().unwrap_or_else(|e| e.into_inner());
+            while job.state.load(Ordering::Acquire) != DONE {
+                guard = self.done.1.wait(guard).unwrap_or_else(|e| e.into_inner());
+            }
+            drop(guard);
+            let part = crc32fast::Hasher::new_with_initial_len(
+                job.crc.load(Ordering::Relaxed),
+                job.bytes.len() as u64,
+            );
+            h.combine(&part);
+        }
+        h.finalize()
+    }
+}
+
+impl Drop for CrcThread {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread's loop.
+        self.jobs = None;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 /// Lays out `batch`, whose section starts at file offset `start`: the
 /// metadata JSON, every buffer's offset, the header.
 fn plan_batch(batch: &Batch, index: u64, start: u64) -> Result<Plan<'_>> {
     let mut buffers: Vec<Cow<'_, [u8]>> = Vec::new();
+    let mut shared = Vec::new();
     let mut tensors = Vec::with_capacity(batch.len());
     for (name, t) in batch.iter() {
         let mut lod = Vec::new();
         for level in t.lod().levels() {
             lod.push(buffers.len() as u64);
-            buffers.push(level.rebased_bytes());
+            let bytes = level.rebased_bytes();
+            shared.push(match bytes {
+                Cow::Borrowed(_) => Some(level.buffer().clone()),
+                Cow::Owned(_) => None,
+            });
+            buffers.push(bytes);
         }
         let body = buffers.len() as u64;
         buffers.push(Cow::Borrowed(t.as_bytes()));
+        shared.push(Some(t.buffer().clone()));
         tensors.push(TensorJson {
             name: name.to_owned(),
             dtype: t.dtype().name().to_owned(),
@@ -781,10 +998,102 @@ fn plan_batch(batch: &Batch, index: u64, start: u64) -> Result<Plan<'_>> {
             header,
             meta,
             buffers,
+            shared,
             offsets,
         });
     }
     Err(FormatError::Unwritable(
         "the batch metadata layout did not settle".into(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Lod, LodTensor};
+
+    /// Batches with buffers of many sizes: empty, tiny, not a multiple of a
+    /// part, large; slices (windows of a larger buffer, LoD levels that do
+    /// not start at 0 and so are rebased copies).
+    fn batches() -> Vec<Batch> {
+        let mut out = Vec::new();
+        for (k, rows) in [0usize, 1, 3, 1000, 4099, 20_000].into_iter().enumerate() {
+            let values: Vec<f32> = (0..rows).map(|i| (i * 31 + k) as f32).collect();
+            let lod = if rows < 2 {
+                Lod::empty()
+            } else {
+                Lod::try_from_lengths(&[vec![1, rows as u64 - 1]]).unwrap()
+            };
+            let x = LodTensor::from_vec(values, vec![rows], lod).unwrap();
+            let ids: Vec<i64> = (0..rows as i64 * 3).collect();
+            let lod = if rows == 0 {
+                Lod::empty()
+            } else {
+                Lod::try_from_lengths(&[vec![3u64; rows]]).unwrap()
+            };
+            let words = LodTensor::from_vec(ids, vec![rows * 3], lod).unwrap();
+            let mut b = Batch::try_from_tensors([("x", x), ("words", words.clone())]).unwrap();
+            if rows > 4 {
+                // A slice: its body is a window of `words`' buffer, its LoD a
+                // rebased copy.
+                let part = words.slice_level(0, 1, rows - 1).unwrap();
+                b.push("part", part).unwrap();
+            }
+            out.push(b);
+        }
+        out
+    }
+
+    fn write_with(plan: CrcPlan) -> (Vec<u8>, bool) {
+        let mut w = Writer::try_new(Vec::new(), Default::default()).unwrap();
+        w.crc_plan = plan;
+        for b in batches() {
+            w.write(&b).unwrap();
+        }
+        let threaded = w.crc_thread.is_some();
+        (w.finish().unwrap(), threaded)
+    }
+
+    #[test]
+    fn checksums_off_the_writing_thread_equal_the_serial_ones() {
+        let serial = CrcPlan {
+            offload_min: usize::MAX,
+            part: 1,
+        };
+        let (expected, threaded) = write_with(serial);
+        assert!(!threaded);
+        crate::format::LodtFile::from_bytes(&expected)
+            .unwrap()
+            .verify()
+            .unwrap();
+        for (offload_min, part) in [(0, 1 << 20), (1, 1000), (100, 4099), (4096, 65_536)] {
+            let (got, threaded) = write_with(CrcPlan { offload_min, part });
+            assert!(threaded);
+            assert!(
+                got == expected,
+                "offload from {offload_min} B in parts of {part} B"
+            );
+        }
+        // And the machine's default.
+        assert!(write_with(CrcPlan::default_for_machine()).0 == expected);
+    }
+
+    #[test]
+    fn a_part_the_thread_has_not_taken_is_computed_by_the_writer() {
+        // No thread: `collect` computes every part itself.
+        let thread = CrcThread {
+            jobs: None,
+            done: Arc::new((Mutex::new(()), Condvar::new())),
+            handle: None,
+        };
+        let bytes = Buffer::from_storage(Arc::new(
+            (0..10_000u32).map(|i| i as u8).collect::<Vec<_>>(),
+        ));
+        let jobs = thread.submit(&bytes, 333);
+        assert_eq!(jobs.len(), 31);
+        assert_eq!(thread.collect(&jobs), crc32(bytes.as_slice()));
+        let empty = Buffer::from_storage(Arc::new(Vec::<u8>::new()));
+        let jobs = thread.submit(&empty, 333);
+        assert_eq!(thread.collect(&jobs), crc32(&[]));
+    }
 }

@@ -1,0 +1,464 @@
+//! The lodt side of `bench/peers.py`, the side-by-side benchmark against
+//! Arrow IPC, Parquet, Lance, safetensors, numpy `.npy` and HDF5 (see
+//! `bench/README.md`). It reads the `.npy` arrays the script generates and
+//! times lodt on the same data and the same work; it is not meant to be run
+//! by hand except for `overhead`.
+//!
+//! ```text
+//! peers write-lodt DIR               DIR/*.npy -> DIR/data.lodt
+//! peers run open-doc DIR K J         open, then document J of batch K
+//! peers run random DIR               open, then the sentences of DIR/queries.npy
+//! peers run scan DIR                 open, then every batch
+//! peers write DIR REPS               the writer vs write_all of the same bytes
+//! peers verify DIR REPS              verify vs a one-core CRC32 of the same bytes
+//! peers overhead                     per-batch overhead of 70-word batches
+//! ```
+//!
+//! `run` prints `{"seconds": S, "checksum": C}`: the checksum (the sum of the
+//! token ids and of the first embedding value of every row read) must equal
+//! the peers'. Build: `cargo build --release --example peers`.
+
+use lodt::format::{Advice, LodtFile, MappedFile, ReadOptions, WriteOptions, Writer};
+use lodt::{Batch, Lod, LodTensor};
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+/// The embedding width.
+const DIM: usize = 64;
+
+/// A `.npy` file, mapped: its shape and its (64-aligned, little-endian) data.
+struct Npy {
+    map: MappedFile,
+    start: usize,
+    shape: Vec<usize>,
+}
+
+impl Npy {
+    fn open(path: &Path, descr: &str) -> Res<Self> {
+        use lodt::buffer::ByteStorage;
+        let map = MappedFile::open(path)?;
+        let b = map.bytes();
+        if b.len() < 10 || &b[..6] != b"\x93NUMPY" {
+            return Err(format!("{}: not a .npy file", path.display()).into());
+        }
+        let (hlen, at) = match b[6] {
+            1 => (u16::from_le_bytes([b[8], b[9]]) as usize, 10),
+            _ => (u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize, 12),
+        };
+        let header = std::str::from_utf8(&b[at..at + hlen])?;
+        if !header.contains(&format!("'descr': '{descr}'"))
+            || header.contains("'fortran_order': True")
+        {
+            return Err(format!("{}: expected {descr}, C order: {header}", path.display()).into());
+        }
+        let shape = header
+            .split("'shape': (")
+            .nth(1)
+            .and_then(|s| s.split(')').next())
+            .ok_or("no shape")?
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| s.trim().parse::<usize>())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Npy {
+            map,
+            start: at + hlen,
+            shape,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        use lodt::buffer::ByteStorage;
+        &self.map.bytes()[self.start..]
+    }
+
+    fn i64s(&self) -> Vec<i64> {
+        self.bytes()
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect()
+    }
+
+    fn f32s(&self, rows: std::ops::Range<usize>) -> Vec<f32> {
+        let row = DIM * 4;
+        self.bytes()[rows.start * row..rows.end * row]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect()
+    }
+}
+
+/// The dataset's offsets: documents per batch, sentences per document,
+/// tokens per sentence.
+struct Offsets {
+    batch_docs: Vec<i64>,
+    doc_sents: Vec<i64>,
+    sent_tokens: Vec<i64>,
+}
+
+impl Offsets {
+    fn read(dir: &Path) -> Res<Self> {
+        Ok(Offsets {
+            batch_docs: Npy::open(&dir.join("batch_docs.npy"), "<i8")?.i64s(),
+            doc_sents: Npy::open(&dir.join("doc_sents.npy"), "<i8")?.i64s(),
+            sent_tokens: Npy::open(&dir.join("sent_tokens.npy"), "<i8")?.i64s(),
+        })
+    }
+
+    /// The first sentence of each batch (and the end).
+    fn batch_sents(&self) -> Vec<i64> {
+        self.batch_docs
+            .iter()
+            .map(|&d| self.doc_sents[d as usize])
+            .collect()
+    }
+
+    /// Batch `k`: `tokens` int64 [rows] and `emb` float32 [rows, 64], both
+    /// with the LoD documents -> sentences -> tokens.
+    fn batch(&self, k: usize, emb: &Npy, all_tokens: &[i64]) -> Res<Batch> {
+        let (d0, d1) = (self.batch_docs[k] as usize, self.batch_docs[k + 1] as usize);
+        let (s0, s1) = (self.doc_sents[d0] as usize, self.doc_sents[d1] as usize);
+        let (t0, t1) = (self.sent_tokens[s0] as usize, self.sent_tokens[s1] as usize);
+        let level0: Vec<u64> = self.doc_sents[d0..=d1]
+            .iter()
+            .map(|&s| (s as usize - s0) as u64)
+            .collect();
+        let level1: Vec<u64> = self.sent_tokens[s0..=s1]
+            .iter()
+            .map(|&t| (t as usize - t0) as u64)
+            .collect();
+        let lod = Lod::try_from_offsets(vec![level0, level1])?;
+        let ids = LodTensor::from_vec(all_tokens[t0..t1].to_vec(), vec![t1 - t0], lod.clone())?;
+        let e = LodTensor::from_vec(emb.f32s(t0..t1), vec![t1 - t0, DIM], lod)?;
+        let mut b = Batch::try_from_tensors([("tokens", ids), ("emb", e)])?;
+        b.metadata_mut().insert("first_doc".into(), d0.to_string());
+        Ok(b)
+    }
+
+    fn batches(&self, dir: &Path) -> Res<Vec<Batch>> {
+        let tokens = Npy::open(&dir.join("tokens.npy"), "<i8")?;
+        let emb = Npy::open(&dir.join("emb.npy"), "<f4")?;
+        if emb.shape.get(1) != Some(&DIM) {
+            return Err("emb.npy is not [rows, 64]".into());
+        }
+        let all_tokens = tokens.i64s();
+        (0..self.batch_docs.len() - 1)
+            .map(|k| self.batch(k, &emb, &all_tokens))
+            .collect()
+    }
+}
+
+fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) -> Res<()> {
+    let mut w = Writer::create_with(path, BTreeMap::new(), WriteOptions { fsync })?;
+    for b in batches {
+        w.write(b)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+/// `PEERS_ADVICE=off|random|sequential` overrides the API's choice of
+/// access hints (to show what they do); `PEERS_PREAD=1` reads with
+/// positional reads.
+fn read_options() -> ReadOptions {
+    let advice = match std::env::var("PEERS_ADVICE").as_deref() {
+        Ok("off") => Advice::Off,
+        Ok("random") => Advice::Random,
+        Ok("sequential") => Advice::Sequential,
+        _ => Advice::Auto,
+    };
+    ReadOptions {
+        advice,
+        mmap: std::env::var("PEERS_PREAD").is_err(),
+    }
+}
+
+/// The sum of the token ids and of the first embedding value of each row.
+fn consume(tokens: &LodTensor, emb: &LodTensor) -> Res<f64> {
+    let t: i64 = tokens.as_slice::<i64>()?.iter().sum();
+    let e: f64 = emb
+        .as_slice::<f32>()?
+        .iter()
+        .step_by(DIM)
+        .map(|&v| v as f64)
+        .sum();
+    Ok(t as f64 + e)
+}
+
+fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
+    let path = dir.join("data.lodt");
+    let arg =
+        |i: usize| -> Res<usize> { Ok(args.get(i).ok_or("missing argument")?.parse::<usize>()?) };
+    // Prepared before the clock starts: which batch and sentence each query is.
+    let queries = if task == "random" {
+        let offsets = Offsets::read(dir)?;
+        let starts = offsets.batch_sents();
+        Npy::open(&dir.join("queries.npy"), "<i8")?
+            .i64s()
+            .into_iter()
+            .map(|q| {
+                let k = starts.partition_point(|&s| s <= q) - 1;
+                (k, (q - starts[k]) as usize)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let options = read_options();
+    let t = Instant::now();
+    let file = LodtFile::open_with(&path, &options)?;
+    let mut sum = 0.0;
+    match task {
+        "open-doc" => {
+            let b = file.batch(arg(0)?)?;
+            let j = arg(1)?;
+            sum += consume(
+                &b.tensor("tokens")?.sequence(0, j)?,
+                &b.tensor("emb")?.sequence(0, j)?,
+            )?;
+        }
+        "random" => {
+            for &(k, l) in &queries {
+                let b = file.batch(k)?;
+                sum += consume(
+                    &b.tensor("tokens")?.sequence(1, l)?,
+                    &b.tensor("emb")?.sequence(1, l)?,
+                )?;
+            }
+        }
+        "scan" => {
+            for b in file.batches() {
+                let b = b?;
+                sum += consume(&b.tensor("tokens")?, &b.tensor("emb")?)?;
+            }
+        }
+        _ => return Err(format!("unknown task {task}").into()),
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    println!("{{\"seconds\": {seconds}, \"checksum\": {sum}}}");
+    Ok(())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs `prepare`, then times `f` into `log`.
+fn time(log: &mut Vec<f64>, prepare: impl FnOnce(), f: impl FnOnce() -> Res<()>) -> Res<()> {
+    prepare();
+    let t = Instant::now();
+    f()?;
+    log.push(t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The writer against `std::fs::write` of the same bytes (the finished
+/// file's), each to a new file, interleaved; with and without fsync. The
+/// data to write is in memory (the page cache is warm).
+fn bench_write(dir: &Path, reps: usize) -> Res<()> {
+    let batches = Offsets::read(dir)?.batches(dir)?;
+    let lodt = dir.join("write-test.lodt");
+    let raw = dir.join("write-test.bin");
+    write_lodt(&lodt, &batches, false)?;
+    let bytes = std::fs::read(&lodt)?;
+    // Each run writes a new file, with no dirty pages left from the run
+    // before (whose writeback would throttle this one).
+    let fresh = |p: &Path| {
+        let _ = std::fs::remove_file(p);
+        let _ = std::process::Command::new("sync").status();
+    };
+    // The same bytes written in 1 MiB calls, as a stream writer would.
+    let chunked = |p: &Path| -> Res<()> {
+        let mut f = std::fs::File::create(p)?;
+        for c in bytes.chunks(1 << 20) {
+            std::io::Write::write_all(&mut f, c)?;
+        }
+        Ok(())
+    };
+    let names = [
+        "raw_write_all",
+        "lodt_writer",
+        "raw_write_all_fsync",
+        "lodt_writer_fsync",
+        "raw_write_all_1MiB",
+    ];
+    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 5];
+    for _ in 0..reps {
+        time(&mut log[4], || fresh(&raw), || chunked(&raw))?;
+        time(
+            &mut log[0],
+            || fresh(&raw),
+            || Ok(std::fs::write(&raw, &bytes)?),
+        )?;
+        time(
+            &mut log[1],
+            || fresh(&lodt),
+            || write_lodt(&lodt, &batches, false),
+        )?;
+        time(
+            &mut log[2],
+            || fresh(&raw),
+            || {
+                std::fs::write(&raw, &bytes)?;
+                std::fs::File::open(&raw)?.sync_all()?;
+                Ok(())
+            },
+        )?;
+        time(
+            &mut log[3],
+            || fresh(&lodt),
+            || write_lodt(&lodt, &batches, true),
+        )?;
+    }
+    fresh(&raw);
+    fresh(&lodt);
+    report(&names, log, bytes.len())
+}
+
+fn report(names: &[&str], log: Vec<Vec<f64>>, bytes: usize) -> Res<()> {
+    let fields: Vec<String> = names
+        .iter()
+        .zip(log)
+        .map(|(n, runs)| {
+            let list: Vec<String> = runs.iter().map(|s| format!("{s}")).collect();
+            format!(
+                "\"{n}\": {{\"median\": {}, \"runs\": [{}]}}",
+                median(runs),
+                list.join(", ")
+            )
+        })
+        .collect();
+    println!("{{\"bytes\": {bytes}, {}}}", fields.join(", "));
+    Ok(())
+}
+
+/// Open and verify (every core) against a one-core CRC32 of the same bytes
+/// held in memory; the file is in the page cache (read first).
+fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
+    let path = dir.join("data.lodt");
+    let bytes = std::fs::read(&path)?;
+    let names = ["lodt_verify", "crc32_one_core"];
+    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    for _ in 0..reps {
+        time(
+            &mut log[0],
+            || {},
+            || {
+                LodtFile::open_with(&path, &read_options())?.verify()?;
+                Ok(())
+            },
+        )?;
+        time(
+            &mut log[1],
+            || {},
+            || {
+                std::hint::black_box(crc32fast::hash(std::hint::black_box(&bytes)));
+                Ok(())
+            },
+        )?;
+    }
+    report(&names, log, bytes.len())
+}
+
+/// Bytes per batch beyond the LoD and body bytes, for 70-word batches.
+fn overhead() -> Res<()> {
+    println!(
+        "| batch of 70 words | buffers | section bytes | LoD + body bytes | overhead per batch (incl. 24 B index entry) | of which JSON + its padding |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for shape in [
+        "tokens + emb[70, 64], 2-level LoD each",
+        "words [70, 1] 2-level LoD + labels [3]",
+    ] {
+        let n = 1000u64;
+        let mut w = Writer::try_new(Vec::new(), BTreeMap::new())?;
+        let mut payload = 0u64;
+        for k in 0..n {
+            // 3 documents of 2, 3 and 2 sentences of 10 words each.
+            let lod = Lod::try_from_lengths(&[vec![2, 3, 2], vec![10; 7]])?;
+            let b = if shape.starts_with("tokens") {
+                let ids = LodTensor::from_vec(
+                    (0..70).map(|i| i + k as i64).collect(),
+                    vec![70],
+                    lod.clone(),
+                )?;
+                let e = LodTensor::from_vec(vec![0.5f32; 70 * DIM], vec![70, DIM], lod)?;
+                Batch::try_from_tensors([("tokens", ids), ("emb", e)])?
+            } else {
+                let words =
+                    LodTensor::from_vec((0..70).map(|i| i + k as i64).collect(), vec![70, 1], lod)?;
+                let labels = LodTensor::from_vec(vec![1i64, 0, 1], vec![3], Lod::empty())?;
+                Batch::try_from_tensors([("words", words), ("labels", labels)])?
+            };
+            for (_, t) in b.iter() {
+                payload += t.as_bytes().len() as u64;
+                payload += t
+                    .lod()
+                    .levels()
+                    .iter()
+                    .map(|l| 8 * l.len() as u64)
+                    .sum::<u64>();
+            }
+            w.write(&b)?;
+        }
+        let empty = Writer::try_new(Vec::new(), BTreeMap::new())?
+            .finish()?
+            .len() as u64;
+        let bytes = w.finish()?;
+        let file = LodtFile::from_bytes(&bytes)?;
+        let section = file.batch_range(0)?;
+        let at = section.start as usize;
+        let meta_len = u64::from_le_bytes(bytes[at + 24..at + 32].try_into()?);
+        let json_padded = (64 + meta_len).div_ceil(64) * 64 - 64;
+        let buffers = u32::from_le_bytes(bytes[at + 36..at + 40].try_into()?);
+        let per_batch = (bytes.len() as u64 - empty) as f64 / n as f64;
+        println!(
+            "| {shape} | {buffers} | {} | {} | {:.0} B | {json_padded} B (JSON {meta_len} B) |",
+            section.end - section.start,
+            payload / n,
+            per_batch - (payload / n) as f64,
+        );
+    }
+    Ok(())
+}
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = |i: usize| -> Res<PathBuf> { Ok(PathBuf::from(args.get(i).ok_or("missing DIR")?)) };
+    let reps = |i: usize| args.get(i).and_then(|r| r.parse().ok()).unwrap_or(7);
+    match args.first().map(String::as_str) {
+        Some("write-lodt") => {
+            let dir = dir(1)?;
+            let batches = Offsets::read(&dir)?.batches(&dir)?;
+            write_lodt(&dir.join("data.lodt"), &batches, false)
+        }
+        Some("run") => {
+            let task = args.get(1).ok_or("missing task")?;
+            run(task, &dir(2)?, &args[3..])
+        }
+        Some("write") => bench_write(&dir(1)?, reps(2)),
+        Some("verify") => bench_verify(&dir(1)?, reps(2)),
+        Some("overhead") => overhead(),
+        Some("write-only") => {
+            // Profiling aid: the writer alone, `reps` times.
+            let dir = dir(1)?;
+            let batches = Offsets::read(&dir)?.batches(&dir)?;
+            let path = dir.join("write-test.lodt");
+            for _ in 0..reps(2) {
+                let _ = std::fs::remove_file(&path);
+                let _ = std::process::Command::new("sync").status();
+                let t = Instant::now();
+                write_lodt(&path, &batches, false)?;
+                println!("{:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+            }
+            let _ = std::fs::remove_file(&path);
+            Ok(())
+        }
+        _ => Err("usage: peers write-lodt|run|write|verify|overhead ... (see the source)".into()),
+    }
+}
