@@ -778,6 +778,7 @@ mod arrow_side {
     pub(super) fn open_reader(
         format: Format,
         _: File,
+        _: String,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
         Err(missing(format))
     }

@@ -14,12 +14,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lodt::format::{tensor_json, LodtFile, StreamReader};
-use lodt::LodTensorView;
+use lodt::format::{LodtFile, StreamReader};
+use lodt::tensor::tensor_json;
+use lodt::LodTensor;
 
-/// Slices a view every way the reader's users do: each top-level sequence,
-/// one level down, and level ranges.
-fn slice(view: &LodTensorView<'_>) {
+/// Slices a tensor every way the reader's users do: each top-level
+/// sequence, one level down, and level ranges.
+fn slice(view: &LodTensor) {
     let _ = view.as_bytes().len();
     let levels = view.lod().num_levels();
     if levels == 0 {
@@ -30,7 +31,7 @@ fn slice(view: &LodTensorView<'_>) {
         if let Ok(s) = view.branch(&[i]) {
             let _ = s.shape();
             let _ = s.branch(&[0]);
-            let _ = s.lod().to_lod();
+            let _ = s.lod().to_offsets();
         }
         let _ = view.sequence(levels - 1, i);
     }
@@ -66,7 +67,7 @@ fn read(data: &[u8]) {
     if let Ok(reader) = StreamReader::try_new(data) {
         for batch in reader.take(64).flatten() {
             for (_, t) in batch.iter() {
-                slice(&t.view());
+                slice(t);
             }
         }
     }
