@@ -222,12 +222,18 @@ fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
             )?;
         }
         "random" => {
+            // The tensors of each batch touched, kept (as the IPC and Parquet
+            // peers keep their record batches).
+            let mut cache = std::collections::HashMap::new();
             for &(k, l) in &queries {
-                let b = file.batch(k)?;
-                sum += consume(
-                    &b.tensor("tokens")?.sequence(1, l)?,
-                    &b.tensor("emb")?.sequence(1, l)?,
-                )?;
+                let (tokens, emb) = match cache.entry(k) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let b = file.batch(k)?;
+                        e.insert((b.tensor("tokens")?, b.tensor("emb")?))
+                    }
+                };
+                sum += consume(&tokens.sequence(1, l)?, &emb.sequence(1, l)?)?;
             }
         }
         "scan" => {
