@@ -12,6 +12,10 @@
 //! peers write DIR REPS               the writer vs write_all of the same bytes
 //! peers verify DIR REPS              verify vs a one-core CRC32 of the same bytes
 //! peers overhead                     per-batch overhead of 70-word batches
+//! peers write-only DIR REPS          the writer alone (for a profiler)
+//! peers write-pattern DIR REPS       data.lodt's bytes written with the writer's
+//!                                    call boundaries (rounded down to
+//!                                    CUT_ALIGN bytes) against 1 MiB calls
 //! ```
 //!
 //! `run` prints `{"seconds": S, "checksum": C}`: the checksum (the sum of the
@@ -222,12 +226,18 @@ fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
             )?;
         }
         "random" => {
+            // The tensors of each batch touched, kept (as the IPC and Parquet
+            // peers keep their record batches).
+            let mut cache = std::collections::HashMap::new();
             for &(k, l) in &queries {
-                let b = file.batch(k)?;
-                sum += consume(
-                    &b.tensor("tokens")?.sequence(1, l)?,
-                    &b.tensor("emb")?.sequence(1, l)?,
-                )?;
+                let (tokens, emb) = match cache.entry(k) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let b = file.batch(k)?;
+                        e.insert((b.tensor("tokens")?, b.tensor("emb")?))
+                    }
+                };
+                sum += consume(&tokens.sequence(1, l)?, &emb.sequence(1, l)?)?;
             }
         }
         "scan" => {
@@ -444,6 +454,61 @@ fn main() -> Res<()> {
         Some("write") => bench_write(&dir(1)?, reps(2)),
         Some("verify") => bench_verify(&dir(1)?, reps(2)),
         Some("overhead") => overhead(),
+        Some("write-pattern") => {
+            // Profiling aid: the lodt file's bytes written with the writer's
+            // call boundaries (small, then a body), against 1 MiB calls.
+            let dir = dir(1)?;
+            let src = dir.join("data.lodt");
+            let bytes = std::fs::read(&src)?;
+            let file = LodtFile::open(&src)?;
+            let mut cuts = vec![0usize];
+            for k in 0..file.num_batches() {
+                let r = file.batch_range(k)?;
+                let b = file.batch(k)?;
+                let emb = file.tensor_buffers(k, "emb")?;
+                let _ = b;
+                cuts.push(emb.body.start);
+                cuts.push(emb.body.end);
+                cuts.push(r.end as usize);
+            }
+            cuts.push(bytes.len());
+            let align: usize = std::env::var("CUT_ALIGN")
+                .ok()
+                .and_then(|a| a.parse().ok())
+                .unwrap_or(1);
+            for c in cuts.iter_mut() {
+                if *c != bytes.len() {
+                    *c -= *c % align;
+                }
+            }
+            cuts.dedup();
+            let path = dir.join("write-test.bin");
+            for _ in 0..reps(2) {
+                for aligned in [false, true] {
+                    let _ = std::fs::remove_file(&path);
+                    let _ = std::process::Command::new("sync").status();
+                    let t = Instant::now();
+                    let mut f = std::fs::File::create(&path)?;
+                    if aligned {
+                        for c in bytes.chunks(1 << 20) {
+                            std::io::Write::write_all(&mut f, c)?;
+                        }
+                    } else {
+                        for w in cuts.windows(2) {
+                            std::io::Write::write_all(&mut f, &bytes[w[0]..w[1]])?;
+                        }
+                    }
+                    drop(f);
+                    println!(
+                        "{} {:.1} ms",
+                        if aligned { "1MiB" } else { "lodt-cuts" },
+                        t.elapsed().as_secs_f64() * 1e3
+                    );
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+            Ok(())
+        }
         Some("write-only") => {
             // Profiling aid: the writer alone, `reps` times.
             let dir = dir(1)?;

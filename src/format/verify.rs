@@ -179,24 +179,19 @@ impl LodtFile {
             stop: AtomicBool::new(false),
             done: Mutex::new(Done {
                 results: (0..pieces.len()).map(|_| None).collect(),
-                caller_waits: false,
                 helpers_waiting: 0,
-                helpers: 0,
             }),
-            ready: Condvar::new(),
             room: Condvar::new(),
             window: AHEAD_PER_THREAD * threads,
         };
         // The calling thread is one of the `threads`.
         let helpers = (threads - 1).min(pieces.len());
-        lock(&shared.done).helpers = helpers;
         std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(helpers);
             for _ in 0..helpers {
-                match std::thread::Builder::new().spawn_scoped(s, || shared.help()) {
-                    Ok(h) => handles.push(h),
-                    // No thread: the calling thread does its share.
-                    Err(_) => lock(&shared.done).helpers -= 1,
+                // No thread (the OS refused): the calling thread does its share.
+                if let Ok(h) = std::thread::Builder::new().spawn_scoped(s, || shared.help()) {
+                    handles.push(h);
                 }
             }
             let result = shared.drive(report, progress);
@@ -282,24 +277,8 @@ enum Outcome {
 struct Done {
     /// The result of each piece, until the calling thread takes it.
     results: Vec<Option<Outcome>>,
-    /// The calling thread sleeps until a result arrives.
-    caller_waits: bool,
     /// How many helpers sleep until there is room to claim a piece.
     helpers_waiting: usize,
-    /// How many helpers are running.
-    helpers: usize,
-}
-
-/// Held by a helper thread: counts it out when it ends, even by a panic, so
-/// that the calling thread never waits for a result that cannot come.
-struct HelperAlive<'s, 'a>(&'s Shared<'a>);
-
-impl Drop for HelperAlive<'_, '_> {
-    fn drop(&mut self) {
-        let mut done = lock(&self.0.done);
-        done.helpers -= 1;
-        self.0.ready.notify_one();
-    }
 }
 
 struct Shared<'a> {
@@ -312,8 +291,6 @@ struct Shared<'a> {
     taken: AtomicUsize,
     stop: AtomicBool,
     done: Mutex<Done>,
-    /// Signals a result to the calling thread.
-    ready: Condvar,
     /// Signals room to claim pieces to the helpers.
     room: Condvar,
     /// How far ahead of `taken` pieces may be claimed.
@@ -363,17 +340,17 @@ impl<'a> Shared<'a> {
         };
         let outcome = self.check(piece);
         let mut done = lock(&self.done);
-        if let Some(r) = done.results.get_mut(j) {
+        // Not if the calling thread has taken piece `j` already (it checked
+        // it itself).
+        if j >= self.taken.load(Ordering::Acquire)
+            && let Some(r) = done.results.get_mut(j)
+        {
             *r = Some(outcome);
-        }
-        if done.caller_waits {
-            self.ready.notify_one();
         }
     }
 
     /// A helper thread: claims pieces in order and checks them.
     fn help(&self) {
-        let _alive = HelperAlive(self);
         while !self.stop.load(Ordering::Relaxed) {
             match self.claim() {
                 Claim::Piece(j) => self.run(j),
@@ -410,19 +387,17 @@ impl<'a> Shared<'a> {
             match self.claim() {
                 Claim::Piece(c) => self.run(c),
                 Claim::NoneLeft | Claim::NoRoom => {
-                    // Piece `j` is claimed: a helper is checking it.
-                    let mut done = lock(&self.done);
-                    while done.results.get(j)?.is_none() && done.helpers > 0 {
-                        done.caller_waits = true;
-                        done = self.ready.wait(done).unwrap_or_else(|e| e.into_inner());
+                    // Piece `j` is claimed by a helper, which may not even be
+                    // running (on a busy machine): check it here too rather
+                    // than wait. The first result is used; the other is
+                    // dropped.
+                    let outcome = self.check(self.pieces.get(j)?);
+                    let done = lock(&self.done);
+                    self.taken.store(j + 1, Ordering::Release);
+                    if done.helpers_waiting > 0 {
+                        self.room.notify_all();
                     }
-                    done.caller_waits = false;
-                    if done.results.get(j)?.is_none() {
-                        // Its helper died (it cannot panic, but if it did):
-                        // check it here.
-                        drop(done);
-                        self.run(j);
-                    }
+                    return Some(outcome);
                 }
             }
         }
