@@ -65,6 +65,10 @@ pub(crate) struct TensorMeta {
 impl BatchMeta {
     /// The tensor named `name`.
     pub fn find(&self, name: &str) -> Option<usize> {
+        // A few names compare faster than they hash.
+        if self.tensors.len() <= 8 {
+            return self.tensors.iter().position(|t| t.name == name);
+        }
         self.by_name.get(name).copied()
     }
 
@@ -400,16 +404,15 @@ pub(crate) fn tensor<'a>(
             len: meta.tensors.len() as u64,
         }))?;
     let window = |b: usize| section.slice(meta.range(b));
-    let levels = tm
-        .lod
-        .iter()
-        .map(|&b| Offsets::try_new(window(b)?))
-        .collect::<crate::Result<Vec<_>>>()?;
+    let mut levels = crate::lod::Levels::new();
+    for &b in &tm.lod {
+        levels.push(Offsets::try_new(window(b)?)?);
+    }
     // LoD rules, shape and body length were checked by `parse_batch`
     // (`check_tensor`) before the batch was handed out; only the buffers'
     // ranges and alignment are checked again as they are wrapped (O(levels)).
     let lod = Lod::from_checked_buffers(levels);
-    let tensor = LodTensor::from_checked_parts(tm.dtype, tm.shape.clone(), window(tm.body)?, lod);
+    let tensor = LodTensor::from_checked_parts(tm.dtype, &tm.shape, window(tm.body)?, lod);
     Ok((tm.name.as_str(), tensor))
 }
 

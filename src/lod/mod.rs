@@ -22,6 +22,7 @@
 
 use crate::buffer::Buffer;
 use crate::error::{Error, LodRule, Result};
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -320,8 +321,16 @@ impl fmt::Debug for Offsets {
 /// ```
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Lod {
-    levels: Vec<Offsets>,
+    /// Up to [`INLINE_LEVELS`] levels live inline: a slice allocates nothing.
+    levels: Levels,
 }
+
+/// How many levels a [`Lod`] holds without a heap allocation (Paddle's
+/// models rarely use more than two).
+const INLINE_LEVELS: usize = 2;
+
+/// A LoD's levels: inline up to [`INLINE_LEVELS`], on the heap beyond.
+pub(crate) type Levels = SmallVec<[Offsets; INLINE_LEVELS]>;
 
 fn out_of_range(what: &'static str, index: usize, len: usize) -> Error {
     Error::OutOfRange {
@@ -473,7 +482,9 @@ impl Lod {
     /// assert_eq!(lodt::Lod::empty().num_levels(), 0);
     /// ```
     pub fn empty() -> Self {
-        Lod { levels: Vec::new() }
+        Lod {
+            levels: Levels::new(),
+        }
     }
 
     /// Builds a LoD from offsets, top level first, and validates it
@@ -520,14 +531,17 @@ impl Lod {
     /// # Ok::<(), lodt::Error>(())
     /// ```
     pub fn try_from_offset_buffers(levels: Vec<Offsets>) -> Result<Self> {
+        let levels = Levels::from_vec(levels);
         check_view_levels(&levels, None)?;
         Ok(Lod { levels })
     }
 
     /// Wraps offset buffers already checked with [`check_view_levels`] (a
     /// reader's batch check).
-    pub(crate) fn from_checked_buffers(levels: Vec<Offsets>) -> Self {
-        Lod { levels }
+    pub(crate) fn from_checked_buffers(levels: impl Into<Levels>) -> Self {
+        Lod {
+            levels: levels.into(),
+        }
     }
 
     /// Builds a LoD from lengths (Paddle's `recursive_sequence_lengths`).
@@ -802,7 +816,7 @@ impl Lod {
         if begin > end {
             return Err(out_of_range("sequence range start", begin, end + 1));
         }
-        let mut levels = Vec::with_capacity(self.levels.len() - level);
+        let mut levels = Levels::new();
         levels.push(window.window(begin, end));
         self.narrow_below(level, &mut levels);
         let rows = self.rows_of(&levels);
@@ -811,7 +825,7 @@ impl Lod {
 
     /// Pushes, for each level below `level`, the window its parent (the last
     /// window in `levels`) selects.
-    fn narrow_below(&self, level: usize, levels: &mut Vec<Offsets>) {
+    fn narrow_below(&self, level: usize, levels: &mut Levels) {
         for l in level + 1..self.levels.len() {
             let parent_base = self.levels[l - 1].base();
             let (start, end) = match levels.last() {
@@ -875,7 +889,7 @@ impl Lod {
         }
         // `lo..=hi` now indexes level `path.len()` (or, past the last
         // level, the rows of this LoD). Windows only for the levels kept.
-        let mut kept = Vec::with_capacity(levels - path.len());
+        let mut kept = Levels::new();
         for l in path.len()..levels {
             let level = &self.levels[l];
             let raw = level.raw();

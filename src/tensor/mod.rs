@@ -35,6 +35,7 @@ use crate::buffer::{AlignedBytes, Buffer, ByteStorage};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::lod::Lod;
+use smallvec::SmallVec;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -52,7 +53,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct LodTensor {
     dtype: DType,
-    shape: Vec<usize>,
+    /// Inline up to four dimensions: a slice allocates nothing.
+    shape: SmallVec<[usize; 4]>,
     /// Bytes of one row; 0 when there are no rows and the element shape's
     /// byte size would overflow (no row is ever read then).
     row_bytes: usize,
@@ -108,17 +110,18 @@ impl LodTensor {
         } else {
             Buffer::from_storage(Arc::new(AlignedBytes::from_slice(data.as_slice())))
         };
-        Ok(Self::from_checked_parts(dtype, shape, data, lod))
+        Ok(Self::from_checked_parts(dtype, &shape, data, lod))
     }
 
     /// Assembles a tensor from parts already checked against each other (a
     /// slice's parts, or the output of an operation that keeps the invariants).
     pub(crate) fn from_checked_parts(
         dtype: DType,
-        shape: Vec<usize>,
+        shape: &[usize],
         data: Buffer,
         lod: Lod,
     ) -> Self {
+        let shape = SmallVec::from_slice(shape);
         // The caller checked that the whole shape's byte size fits in usize.
         // The row's alone may not when there are no rows (shape [0, 2^40,
         // 2^40]): then no row is ever read, and 0 is as good as any width.
@@ -385,7 +388,7 @@ impl LodTensor {
     pub fn compact(&self) -> LodTensor {
         LodTensor::from_checked_parts(
             self.dtype,
-            self.shape.clone(),
+            &self.shape,
             Buffer::from_storage(Arc::new(AlignedBytes::from_slice(self.as_bytes()))),
             self.lod.compact(),
         )
@@ -405,7 +408,7 @@ impl LodTensor {
                 });
             }
         };
-        let mut shape = Vec::with_capacity(self.shape.len().max(1));
+        let mut shape = SmallVec::new();
         shape.push((rows.end - rows.start) as usize);
         shape.extend_from_slice(self.element_shape());
         Ok(LodTensor {
