@@ -120,6 +120,8 @@ pub mod format;
 pub mod lod;
 pub mod ops;
 pub mod paddle;
+#[cfg(feature = "remote")]
+pub mod remote;
 pub mod tensor;
 
 #[cfg(feature = "arrow")]

@@ -144,6 +144,17 @@ pub enum DatasetError {
         /// Why.
         reason: String,
     },
+    /// A conditional write of a manifest failed: another writer replaced (or
+    /// created) it after this writer read it. Nothing of this writer was
+    /// committed; its shards are left unlisted.
+    #[error(
+        "{path} was changed by another writer since this writer read it; \
+         this writer's shards were not committed (reopen the dataset and write again)"
+    )]
+    ManifestChanged {
+        /// The manifest's location.
+        path: String,
+    },
     /// An argument that is not valid (a zero batch size, a rank not below the
     /// world size, a bad writer id, ...).
     #[error("invalid argument: {0}")]

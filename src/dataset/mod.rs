@@ -81,5 +81,5 @@ pub use manifest::{
     valid_writer_id,
 };
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
-pub use store::{DatasetStore, LocalStore, ShardSink, StoreLock};
+pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
 pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, WriterOptions};

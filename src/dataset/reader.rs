@@ -25,6 +25,21 @@ pub(crate) fn read_manifest(store: &dyn DatasetStore) -> Result<Option<Manifest>
     }
 }
 
+/// Manifest `name` of `store` and its version (for a conditional replace),
+/// or `None` if it does not exist.
+pub(crate) fn read_manifest_versioned(
+    store: &dyn DatasetStore,
+    name: &str,
+) -> Result<Option<(Manifest, super::ObjectVersion)>> {
+    match store.read_versioned(name)? {
+        None => Ok(None),
+        Some((bytes, version)) => {
+            let manifest = Manifest::from_json_bytes(&bytes, &store.object_location(name))?;
+            Ok(Some((manifest, version)))
+        }
+    }
+}
+
 /// Top-level sequence `index` of `tensor`: a 1-sequence slice sharing its
 /// data (a 1-row slice for a tensor with no LoD).
 pub(crate) fn slice_sequence(tensor: &LodTensor, index: usize) -> crate::Result<LodTensor> {
@@ -796,7 +811,10 @@ impl Dataset {
             locks.push(lock);
             names.push(name);
         }
-        let base = read_manifest(&*store)?;
+        let (base, base_version) = match read_manifest_versioned(&*store, MANIFEST_NAME)? {
+            Some((m, v)) => (Some(m), Some(v)),
+            None => (None, None),
+        };
         if parts.is_empty()
             && let Some(base) = base
         {
@@ -814,7 +832,11 @@ impl Dataset {
             }
         }
         let merged = check.manifest;
-        store.write_atomic(MANIFEST_NAME, &merged.to_json_bytes())?;
+        store.write_if(
+            MANIFEST_NAME,
+            &merged.to_json_bytes(),
+            base_version.as_ref(),
+        )?;
         for name in &names {
             store.remove(name)?;
         }

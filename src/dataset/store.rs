@@ -50,6 +50,22 @@ pub trait ShardSink: Write + Send {
     fn commit(self: Box<Self>) -> Result<()>;
 }
 
+/// The version of an object as a store reports it (its ETag and/or version
+/// id), for conditional writes ([`DatasetStore::write_if`]). Empty for
+/// stores that serialize writers with locks instead ([`LocalStore`]).
+///
+/// ```
+/// let v = lodt::dataset::ObjectVersion { e_tag: Some("\"abc\"".into()), version: None };
+/// assert_ne!(v, lodt::dataset::ObjectVersion::default());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectVersion {
+    /// The object's ETag.
+    pub e_tag: Option<String>,
+    /// The object's version id (stores with versioning).
+    pub version: Option<String>,
+}
+
 /// A lock held while it lives (see [`DatasetStore::lock`]).
 ///
 /// ```
@@ -123,6 +139,30 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
 
     /// Replaces object `name` by `bytes`, whole or not at all.
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<()>;
+
+    /// The content of a small object and its version (see
+    /// [`DatasetStore::write_if`]), or `None` if there is no such object.
+    /// By default, [`DatasetStore::read`] with no version.
+    fn read_versioned(&self, name: &str) -> Result<Option<(Vec<u8>, ObjectVersion)>> {
+        Ok(self.read(name)?.map(|b| (b, ObjectVersion::default())))
+    }
+
+    /// Replaces object `name` by `bytes` only if it is still at version
+    /// `expected` (`None`: only if it does not exist), and returns the new
+    /// version; [`DatasetError::ManifestChanged`] otherwise. This is how
+    /// writers commit a manifest to a store without locks (an object
+    /// store's conditional put). By default (stores whose writers are
+    /// serialized by [`DatasetStore::lock`]), [`DatasetStore::write_atomic`].
+    fn write_if(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        expected: Option<&ObjectVersion>,
+    ) -> Result<ObjectVersion> {
+        let _ = expected;
+        self.write_atomic(name, bytes)?;
+        Ok(ObjectVersion::default())
+    }
 
     /// Opens shard `name` for random access (its header and footer are
     /// checked; batches are read when touched).

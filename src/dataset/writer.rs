@@ -6,8 +6,8 @@ use super::manifest::{
     MANIFEST_NAME, Manifest, Schema, ShardEntry, TensorCounts, footer_crc, part_manifest_name,
     valid_writer_id,
 };
-use super::reader::read_manifest;
-use super::store::{DatasetStore, LocalStore, ShardSink, StoreLock};
+use super::reader::{read_manifest, read_manifest_versioned};
+use super::store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
 use crate::batch::Batch;
 use crate::format;
 use std::collections::BTreeMap;
@@ -108,6 +108,10 @@ pub struct DatasetWriter {
     current: Option<OpenShard>,
     shard_bytes: u64,
     _lock: Option<StoreLock>,
+    /// The version of the target manifest this writer read (`None`: there
+    /// was none), which its next write must replace (see
+    /// [`DatasetStore::write_if`]).
+    base: Option<ObjectVersion>,
 }
 
 impl std::fmt::Debug for DatasetWriter {
@@ -149,7 +153,7 @@ impl DatasetWriter {
     pub fn create_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
         store.prepare()?;
         let lock = store.lock()?;
-        if read_manifest(&*store)?.is_some() {
+        if read_manifest_versioned(&*store, MANIFEST_NAME)?.is_some() {
             return Err(DatasetError::AlreadyExists {
                 path: store.location(),
             });
@@ -166,6 +170,7 @@ impl DatasetWriter {
             manifest,
             options.shard_bytes,
             Some(lock),
+            None,
         )
     }
 
@@ -213,9 +218,12 @@ impl DatasetWriter {
             }
             r => r?,
         };
-        let mut manifest = read_manifest(&*store)?.ok_or_else(|| DatasetError::NotADataset {
-            path: store.location(),
-        })?;
+        let (mut manifest, base) =
+            read_manifest_versioned(&*store, MANIFEST_NAME)?.ok_or_else(|| {
+                DatasetError::NotADataset {
+                    path: store.location(),
+                }
+            })?;
         adopt_schema(&mut manifest, options.schema)?;
         manifest.metadata.extend(options.metadata);
         Self::start(
@@ -225,6 +233,7 @@ impl DatasetWriter {
             manifest,
             options.shard_bytes,
             Some(lock),
+            Some(base),
         )
     }
 
@@ -285,13 +294,13 @@ impl DatasetWriter {
         }
         store.prepare()?;
         let name = part_manifest_name(writer_id);
-        let mut manifest = match store.read(&name)? {
-            Some(bytes) => Manifest::from_json_bytes(&bytes, &store.object_location(&name))?,
+        let (mut manifest, base) = match read_manifest_versioned(&*store, &name)? {
+            Some((manifest, version)) => (manifest, Some(version)),
             None => {
                 let schema = read_manifest(&*store)?
                     .map(|m| m.schema)
                     .unwrap_or_default();
-                Manifest::new(schema, BTreeMap::new())
+                (Manifest::new(schema, BTreeMap::new()), None)
             }
         };
         adopt_schema(&mut manifest, options.schema)?;
@@ -303,6 +312,7 @@ impl DatasetWriter {
             manifest,
             options.shard_bytes,
             None,
+            base,
         )
     }
 
@@ -313,6 +323,7 @@ impl DatasetWriter {
         manifest: Manifest,
         shard_bytes: u64,
         lock: Option<StoreLock>,
+        base: Option<ObjectVersion>,
     ) -> Result<Self> {
         if shard_bytes == 0 {
             return Err(DatasetError::InvalidArgument(
@@ -346,6 +357,7 @@ impl DatasetWriter {
             current: None,
             shard_bytes,
             _lock: lock,
+            base,
         })
     }
 
@@ -525,8 +537,13 @@ impl DatasetWriter {
     /// ```
     pub fn flush(&mut self) -> Result<()> {
         self.close_shard()?;
-        self.store
-            .write_atomic(&self.target, &self.manifest.to_json_bytes())
+        let version = self.store.write_if(
+            &self.target,
+            &self.manifest.to_json_bytes(),
+            self.base.as_ref(),
+        )?;
+        self.base = Some(version);
+        Ok(())
     }
 
     /// Closes the current shard and writes the manifest (atomically, last),

@@ -1,0 +1,157 @@
+//! A local disk cache of ranges read from object stores.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+/// A directory of cached byte ranges with a size limit.
+///
+/// Each entry is keyed by the object's URI, its ETag (or version) and the
+/// range, so an object rewritten under the same name (a new ETag) is never
+/// served from the cache. An entry's file starts with its key, checked on
+/// every hit (a hash collision or a foreign file is a miss). Writes go to a
+/// temporary file renamed into place; beyond the limit, the least recently
+/// used entries (by modification time, refreshed on each hit) are deleted.
+/// Several processes may share a cache directory.
+///
+/// ```
+/// use lodt::remote::DiskCache;
+/// let dir = tempfile::tempdir()?;
+/// let cache = DiskCache::new(dir.path(), 1 << 20)?;
+/// cache.put("s3://b/a.lodt", "\"etag1\"", 0..4, b"abcd");
+/// assert_eq!(cache.get("s3://b/a.lodt", "\"etag1\"", 0..4).as_deref(), Some(&b"abcd"[..]));
+/// assert_eq!(cache.get("s3://b/a.lodt", "\"etag2\"", 0..4), None); // rewritten: a miss
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct DiskCache {
+    dir: PathBuf,
+    limit: u64,
+    /// Serializes this process's evictions.
+    evicting: Mutex<()>,
+}
+
+impl DiskCache {
+    /// A cache in `dir` (created if missing) of at most `limit` bytes.
+    pub fn new(dir: impl AsRef<Path>, limit: u64) -> io::Result<Self> {
+        fs::create_dir_all(dir.as_ref())?;
+        Ok(DiskCache {
+            dir: dir.as_ref().to_path_buf(),
+            limit,
+            evicting: Mutex::new(()),
+        })
+    }
+
+    /// The cache's directory.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let cache = lodt::remote::DiskCache::new(dir.path(), 1 << 20)?;
+    /// assert_eq!(cache.dir(), dir.path());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn key(uri: &str, version: &str, range: &std::ops::Range<u64>) -> String {
+        format!("{uri}\n{version}\n{}..{}\n", range.start, range.end)
+    }
+
+    fn file_name(key: &str) -> String {
+        // Two independent 32-bit hashes of the key: a 64-bit name.
+        let a = crc32fast::hash(key.as_bytes());
+        let mut h = crc32fast::Hasher::new_with_initial(0x9e37_79b9);
+        h.update(key.as_bytes());
+        format!("{a:08x}{:08x}.range", h.finalize())
+    }
+
+    /// The cached bytes of `range` of version `version` of `uri`, if any.
+    pub fn get(&self, uri: &str, version: &str, range: std::ops::Range<u64>) -> Option<Vec<u8>> {
+        let key = Self::key(uri, version, &range);
+        let path = self.dir.join(Self::file_name(&key));
+        let bytes = fs::read(&path).ok()?;
+        let body = bytes.strip_prefix(key.as_bytes())?;
+        if body.len() as u64 != range.end - range.start {
+            return None;
+        }
+        // Refresh the entry's age (least recently used goes first).
+        if let Ok(f) = fs::File::options().append(true).open(&path) {
+            let _ = f.set_modified(SystemTime::now());
+        }
+        Some(body.to_vec())
+    }
+
+    /// Stores `bytes` as `range` of version `version` of `uri`. Failures are
+    /// ignored (a cache that cannot be written is a cache that misses).
+    pub fn put(&self, uri: &str, version: &str, range: std::ops::Range<u64>, bytes: &[u8]) {
+        let key = Self::key(uri, version, &range);
+        let path = self.dir.join(Self::file_name(&key));
+        let tmp = self.dir.join(format!(
+            ".{}.{}.tmp",
+            Self::file_name(&key),
+            std::process::id()
+        ));
+        let written = fs::File::create(&tmp).and_then(|mut f| {
+            f.write_all(key.as_bytes())?;
+            f.write_all(bytes)
+        });
+        if written.and_then(|_| fs::rename(&tmp, &path)).is_err() {
+            let _ = fs::remove_file(&tmp);
+            return;
+        }
+        self.evict();
+    }
+
+    /// The total size of the entries, in bytes.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let cache = lodt::remote::DiskCache::new(dir.path(), 1 << 20)?;
+    /// cache.put("http://h/a", "e", 0..3, b"abc");
+    /// assert!(cache.size() > 3); // the bytes and their key
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn size(&self) -> u64 {
+        self.entries().iter().map(|e| e.1).sum()
+    }
+
+    fn entries(&self) -> Vec<(PathBuf, u64, SystemTime)> {
+        let Ok(dir) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name();
+            if !name.to_str()?.ends_with(".range") {
+                return None;
+            }
+            let meta = e.metadata().ok()?;
+            Some((e.path(), meta.len(), meta.modified().ok()?))
+        })
+        .collect()
+    }
+
+    /// Deletes the least recently used entries while over the limit.
+    fn evict(&self) {
+        let Ok(_guard) = self.evicting.lock() else {
+            return;
+        };
+        let mut entries = self.entries();
+        let mut total: u64 = entries.iter().map(|e| e.1).sum();
+        if total <= self.limit {
+            return;
+        }
+        entries.sort_by_key(|e| e.2);
+        for (path, len, _) in entries {
+            if total <= self.limit {
+                break;
+            }
+            if fs::remove_file(&path).is_ok() {
+                total -= len;
+            }
+        }
+    }
+}

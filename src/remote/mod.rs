@@ -1,0 +1,220 @@
+//! Files and datasets in object stores: `s3://`, `az://` (also `abfs://`,
+//! `azure://`), `gs://` and `http(s)://` URIs, through the `object_store`
+//! crate (feature `remote`).
+//!
+//! - [`open_file`] opens a `.lodt` file at a URI (or a local path) for random
+//!   access: [`ObjectSource`] is the [`RangeSource`](crate::format::RangeSource)
+//!   behind it.
+//! - [`store_for`] gives the [`DatasetStore`](crate::dataset::DatasetStore)
+//!   of a dataset at a URI (or a local directory), for
+//!   [`Dataset::open_in`](crate::dataset::Dataset::open_in),
+//!   [`DatasetWriter::create_in`](crate::dataset::DatasetWriter::create_in)
+//!   and the rest; [`open_dataset`] opens one.
+//!
+//! ## Requests
+//!
+//! - **Opening a file** costs at most two requests: a suffix read of the
+//!   last [`RemoteOptions::suffix_bytes`] bytes (256 KiB by default), which
+//!   also tells the object's size and ETag, then one ranged read of the
+//!   file's start (header and file metadata). The footer and index of a file
+//!   of up to about 10,000 batches (24 bytes of index each, plus the footer's
+//!   fixed part) fit in the default suffix, so they come with the first
+//!   request; a larger footer costs one more read. A file smaller than the
+//!   suffix is read whole by the first request, and opening costs one.
+//! - **One batch** is one ranged GET of the batch's section, the first time
+//!   the batch is touched; later touches of the same batch reuse the
+//!   reader's bytes only if the caller keeps them (a [`LodtFile`] does not
+//!   cache sections), or the disk cache ([`RemoteOptions::cache_dir`]).
+//! - Several ranges asked at once are fetched concurrently, at most
+//!   [`RemoteOptions::max_concurrency`] at a time.
+//! - Every ranged read after opening carries the ETag seen at open
+//!   (`If-Match`): a file rewritten while it is read gives an error, never
+//!   a mix of two versions.
+//! - **A dataset** opens with one request (the manifest); a shard is opened
+//!   (two requests) when first touched.
+//!
+//! ## Credentials and configuration
+//!
+//! As `object_store` reads them from the environment: `AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL` (an
+//! S3-compatible server), `AWS_ALLOW_HTTP`; `AZURE_STORAGE_ACCOUNT_NAME`,
+//! `AZURE_STORAGE_ACCOUNT_KEY`, `AZURE_STORAGE_USE_EMULATOR`;
+//! `GOOGLE_SERVICE_ACCOUNT`; and so on. [`RemoteOptions::options`] adds or
+//! overrides configuration keys (`object_store`'s names, such as
+//! `aws_endpoint` or `allow_http`).
+//!
+//! ## Failures
+//!
+//! Transient failures (connection errors, 5xx answers, timeouts) are retried
+//! by `object_store`'s client with exponential backoff, at most
+//! [`RemoteOptions::max_retries`] times. A missing object, a truncated one
+//! (a range past its end) or one rewritten since it was opened is an error
+//! naming the URI; a corrupt one is detected by the `.lodt` checksums as a
+//! local file is.
+//!
+//! ## Writing
+//!
+//! Datasets are written to S3, Azure and local directories. Shards are
+//! uploaded first (in parts of [`PART_BYTES`], as a multipart upload
+//! completed only when the shard is whole, so no reader ever sees half a
+//! shard); the manifest is written last with a conditional put
+//! (`If-None-Match: *` for a new dataset, `If-Match: <ETag>` when it
+//! replaces the manifest the writer read), so two writers cannot silently
+//! overwrite each other's manifest: the loser gets
+//! [`DatasetError::ManifestChanged`](crate::dataset::DatasetError::ManifestChanged).
+//!
+//! ```no_run
+//! use lodt::remote::{open_file, RemoteOptions};
+//! let file = open_file("s3://bucket/train/batches.lodt", &RemoteOptions::default())?;
+//! let words = file.batch(0)?.tensor("words")?;
+//! # let _ = words;
+//! # Ok::<(), lodt::format::FormatError>(())
+//! ```
+
+mod cache;
+mod runtime;
+mod source;
+mod store;
+mod uri;
+
+pub use cache::DiskCache;
+pub use source::ObjectSource;
+pub use store::{ObjectDatasetStore, PART_BYTES};
+pub use uri::{Location, is_uri};
+
+use crate::dataset::{Dataset, DatasetStore, LocalStore};
+use crate::format::{FormatError, LodtFile};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// How remote objects are reached and read.
+///
+/// ```
+/// let options = lodt::remote::RemoteOptions::default()
+///     .with_option("aws_endpoint", "http://127.0.0.1:9000")
+///     .with_option("allow_http", "true");
+/// assert_eq!(options.suffix_bytes, 256 << 10);
+/// assert_eq!(options.options["allow_http"], "true");
+/// ```
+#[derive(Debug, Clone)]
+pub struct RemoteOptions {
+    /// Configuration keys passed to the `object_store` builder of the URI's
+    /// scheme, on top of those it reads from the environment.
+    pub options: BTreeMap<String, String>,
+    /// How many bytes the first read of a file takes from its end (see the
+    /// module docs). Default 256 KiB.
+    pub suffix_bytes: u64,
+    /// How many ranges are fetched at once. Default 8.
+    pub max_concurrency: usize,
+    /// How many times a transient failure is retried. Default 5.
+    pub max_retries: usize,
+    /// A local directory caching the ranges read (keyed by URI, ETag and
+    /// range, so a rewritten object is never served stale), or `None`.
+    pub cache_dir: Option<PathBuf>,
+    /// The cache's size limit in bytes (least recently used ranges are
+    /// deleted beyond it). Default 1 GiB.
+    pub cache_bytes: u64,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions {
+            options: BTreeMap::new(),
+            suffix_bytes: 256 << 10,
+            max_concurrency: 8,
+            max_retries: 5,
+            cache_dir: None,
+            cache_bytes: 1 << 30,
+        }
+    }
+}
+
+impl RemoteOptions {
+    /// These options with configuration key `key` set to `value`.
+    ///
+    /// ```
+    /// let o = lodt::remote::RemoteOptions::default().with_option("allow_http", "true");
+    /// assert_eq!(o.options.len(), 1);
+    /// ```
+    pub fn with_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.options.insert(key.into(), value.into());
+        self
+    }
+
+    /// These options with a disk cache in `dir` of at most `bytes` bytes.
+    ///
+    /// ```
+    /// let o = lodt::remote::RemoteOptions::default().with_cache("/tmp/lodt-cache", 1 << 20);
+    /// assert_eq!(o.cache_bytes, 1 << 20);
+    /// ```
+    pub fn with_cache(mut self, dir: impl Into<PathBuf>, bytes: u64) -> Self {
+        self.cache_dir = Some(dir.into());
+        self.cache_bytes = bytes;
+        self
+    }
+}
+
+/// Opens the `.lodt` file at `location`: a URI (`s3://…`, `http://…`, …) or a
+/// local path (memory-mapped, as [`LodtFile::open`]).
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("a.lodt");
+/// # lodt::format::save_batch(&path, &lodt::Batch::new())?;
+/// let file = lodt::remote::open_file(path.to_str().unwrap(), &Default::default())?;
+/// assert_eq!(file.num_batches(), 1);
+/// assert!(lodt::remote::open_file("s3://", &Default::default()).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_file(location: &str, options: &RemoteOptions) -> Result<LodtFile, FormatError> {
+    match Location::parse(location, options).map_err(|e| FormatError::io(location, e))? {
+        Location::Local(path) => LodtFile::open(path),
+        Location::Remote { store, path, uri } => {
+            let source = ObjectSource::open(store, path, uri.clone(), options)
+                .map_err(|e| FormatError::io(format!("opening {uri}"), e))?;
+            LodtFile::from_source(Arc::new(source))
+        }
+    }
+}
+
+/// The [`DatasetStore`] of the dataset at `location`: an
+/// [`ObjectDatasetStore`] for a URI, a [`LocalStore`] for a local directory.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// let store = lodt::remote::store_for(dir.path().to_str().unwrap(), &Default::default())?;
+/// lodt::dataset::DatasetWriter::create_in(store.clone(), Default::default())?.finish()?;
+/// assert_eq!(lodt::dataset::Dataset::open_in(store)?.num_shards(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn store_for(
+    location: &str,
+    options: &RemoteOptions,
+) -> Result<Arc<dyn DatasetStore>, crate::dataset::DatasetError> {
+    let parsed = Location::parse(location, options)
+        .map_err(|e| crate::dataset::DatasetError::io("opening", location.to_owned(), e))?;
+    Ok(match parsed {
+        Location::Local(dir) => Arc::new(LocalStore::new(dir)),
+        Location::Remote { store, path, uri } => {
+            Arc::new(ObjectDatasetStore::new(store, path, uri, options.clone()))
+        }
+    })
+}
+
+/// Opens the dataset at `location` (a URI or a local directory): one read,
+/// of the manifest.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+/// let dataset = lodt::remote::open_dataset(dir.path().to_str().unwrap(), &Default::default())?;
+/// assert_eq!(dataset.num_sequences(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_dataset(
+    location: &str,
+    options: &RemoteOptions,
+) -> Result<Dataset, crate::dataset::DatasetError> {
+    Dataset::open_in(store_for(location, options)?)
+}
