@@ -158,7 +158,7 @@ class Batch(Mapping[str, LodTensor]):
 class File:
     """A ``.lodt`` file, memory-mapped: ``len(f)`` batches, ``f[k]`` read in place."""
 
-    def __init__(self, path: _PathLike, *, mmap: bool = True) -> None:
+    def __init__(self, path: _PathLike, *, mmap: bool = True, storage_options: Mapping[str, str] | None = None) -> None:
         """Opens a ``.lodt`` file (see :func:`open`)."""
     def __len__(self) -> int: ...
     def __getitem__(self, k: int) -> Batch: ...
@@ -247,8 +247,14 @@ class SortedSequences:
     def concat_outputs(self, steps: Iterable[_TensorLike]) -> LodTensor:
         """Step outputs restored to the original order and LoD."""
 
-def open(path: _PathLike, *, mmap: bool = True) -> File:
-    """Opens a ``.lodt`` file (memory-mapped by default)."""
+def open(
+    path: _PathLike,
+    *,
+    mmap: bool = True,
+    storage_options: Mapping[str, str] | None = None,
+) -> File:
+    """Opens a ``.lodt`` file (memory-mapped by default), or one at a URI
+    (``s3://``, ``az://``, ``gs://``, ``http(s)://``) read by ranged requests."""
 
 def save(path: _PathLike, batches: _BatchLike | Iterable[_BatchLike], metadata: Mapping[str, str] | None = None) -> None:
     """Writes a ``.lodt`` file atomically."""

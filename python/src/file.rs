@@ -32,11 +32,23 @@ pub struct PyFile {
 }
 
 impl PyFile {
-    fn open_path(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Self> {
+    fn open_path(
+        py: Python<'_>,
+        path: PathBuf,
+        mmap: bool,
+        storage_options: Option<std::collections::BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
         let p = path.clone();
         let file = py
             .detach(move || {
-                if mmap {
+                let location = p.to_string_lossy();
+                if lodt::remote::is_uri(&location) {
+                    let options = lodt::remote::RemoteOptions {
+                        options: storage_options.unwrap_or_default(),
+                        ..Default::default()
+                    };
+                    lodt::remote::open_file(&location, &options)
+                } else if mmap {
                     LodtFile::open(&p)
                 } else {
                     LodtFile::read(&p)
@@ -113,13 +125,19 @@ fn verify_report<'py>(
 
 #[pymethods]
 impl PyFile {
-    /// File(path, *, mmap=True)
+    /// File(path, *, mmap=True, storage_options=None)
     ///
-    /// Opens a `.lodt` file: memory-mapped (`mmap=True`), or read into memory.
+    /// Opens a `.lodt` file: memory-mapped (`mmap=True`), or read into memory;
+    /// or one at a URI (see `lodt.open`).
     #[new]
-    #[pyo3(signature = (path, *, mmap = true))]
-    fn py_new(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Self> {
-        Self::open_path(py, path, mmap)
+    #[pyo3(signature = (path, *, mmap = true, storage_options = None))]
+    fn py_new(
+        py: Python<'_>,
+        path: PathBuf,
+        mmap: bool,
+        storage_options: Option<std::collections::BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
+        Self::open_path(py, path, mmap, storage_options)
     }
 
     /// The number of batches.
@@ -316,14 +334,23 @@ impl BatchIter {
     }
 }
 
-/// open(path, *, mmap=True) -> File
+/// open(path, *, mmap=True, storage_options=None) -> File
 ///
 /// Opens a `.lodt` file (memory-mapped by default; `mmap=False` reads it into
-/// memory, for files that other programs may change).
+/// memory, for files that other programs may change). `path` may be a URI
+/// (`s3://`, `az://`, `gs://`, `http(s)://`): the file is then read by
+/// ranged requests (two to open it, one per batch first touched), with
+/// credentials from the environment and `storage_options` (object_store's
+/// configuration keys, such as `aws_endpoint`).
 #[pyfunction]
-#[pyo3(signature = (path, *, mmap = true))]
-pub fn open(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<PyFile> {
-    PyFile::open_path(py, path, mmap)
+#[pyo3(signature = (path, *, mmap = true, storage_options = None))]
+pub fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    mmap: bool,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<PyFile> {
+    PyFile::open_path(py, path, mmap, storage_options)
 }
 
 /// Writes a `.lodt` file batch by batch: atomically (a new file appears at

@@ -177,6 +177,14 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
     /// Deletes object `name` (no error if there is none).
     fn remove(&self, name: &str) -> Result<()>;
 
+    /// Whether writers must name their shards with a token of their own
+    /// (`shard-TOKEN-NNNNNN.lodt`, spec/DATASET.md section 5.3): true for
+    /// stores whose [`DatasetStore::lock`] holds nothing, where two writers
+    /// could otherwise pick the same next name. False by default.
+    fn unique_shard_names(&self) -> bool {
+        false
+    }
+
     /// Takes the dataset's writer lock, or fails with
     /// [`DatasetError::Locked`] if another writer holds it (for longer than
     /// [`LOCK_GRACE`](crate::atomic::LOCK_GRACE), for [`LocalStore`]). Writers of the main manifest (appends,

@@ -163,10 +163,11 @@ impl DatasetWriter {
             schema.check_self("the schema given")?;
         }
         let manifest = Manifest::new(schema, options.metadata);
+        let prefix = shard_prefix(&*store);
         Self::start(
             store,
             MANIFEST_NAME.to_owned(),
-            "shard-".to_owned(),
+            prefix,
             manifest,
             options.shard_bytes,
             Some(lock),
@@ -226,10 +227,11 @@ impl DatasetWriter {
             })?;
         adopt_schema(&mut manifest, options.schema)?;
         manifest.metadata.extend(options.metadata);
+        let prefix = shard_prefix(&*store);
         Self::start(
             store,
             MANIFEST_NAME.to_owned(),
-            "shard-".to_owned(),
+            prefix,
             manifest,
             options.shard_bytes,
             Some(lock),
@@ -565,6 +567,29 @@ impl DatasetWriter {
             Manifest::new(Schema::default(), BTreeMap::new()),
         ))
     }
+}
+
+/// The prefix of the shard names of a writer of the main manifest:
+/// `shard-`, or `shard-TOKEN-` with a token of this writer's own in a store
+/// without locks ([`DatasetStore::unique_shard_names`]).
+fn shard_prefix(store: &dyn DatasetStore) -> String {
+    if !store.unique_shard_names() {
+        return "shard-".to_owned();
+    }
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = format!(
+        "{nanos}-{}-{}-{:p}",
+        std::process::id(),
+        COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        &COUNTER
+    );
+    let a = crc32fast::hash(seed.as_bytes());
+    let mut h = crc32fast::Hasher::new_with_initial(a.rotate_left(13) ^ 0x5bd1_e995);
+    h.update(seed.as_bytes());
+    format!("shard-{a:08x}{:08x}-", h.finalize())
 }
 
 /// Sets the schema of `manifest` from `given` if it has none, or checks that

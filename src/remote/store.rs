@@ -303,6 +303,10 @@ impl DatasetStore for ObjectDatasetStore {
         }
     }
 
+    fn unique_shard_names(&self) -> bool {
+        true
+    }
+
     fn lock(&self) -> Result<StoreLock> {
         // No locks in object stores: manifests are replaced conditionally.
         Ok(StoreLock::new(()))

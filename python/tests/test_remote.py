@@ -1,0 +1,92 @@
+"""`.lodt` files read from an S3-compatible server (moto's server mode,
+started here on 127.0.0.1 with a free port) through `lodt.open(uri)`."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import lodt
+
+moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.time() > deadline:
+                proc.kill()
+                raise RuntimeError("moto did not start")
+            time.sleep(0.1)
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/data", method="PUT")
+    urllib.request.urlopen(req, timeout=60).close()
+    options = {
+        "aws_endpoint": f"http://127.0.0.1:{port}",
+        "aws_allow_http": "true",
+        "aws_access_key_id": "test",
+        "aws_secret_access_key": "test",
+        "aws_region": "us-east-1",
+    }
+    yield port, options
+    proc.kill()
+    proc.wait()
+
+
+def _upload(port: int, key: str, data: bytes) -> None:
+    import urllib.request
+
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/data/{key}",
+        data=data,
+        method="PUT",
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    urllib.request.urlopen(req, timeout=60).close()
+
+
+def test_open_a_file_on_s3(s3, tmp_path):
+    port, options = s3
+    words = lodt.create_lod_tensor(np.arange(10, dtype=np.int64).reshape(10, 1), [[2, 1], [3, 3, 4]])
+    path = tmp_path / "a.lodt"
+    lodt.save(path, [{"words": words}, {"words": words.branch(1)}])
+    _upload(port, "a.lodt", path.read_bytes())
+    remote = lodt.open("s3://data/a.lodt", storage_options=options)
+    local = lodt.open(path)
+    assert len(remote) == 2
+    for k in range(2):
+        r, l = remote[k]["words"], local[k]["words"]
+        assert r.lod() == l.lod()
+        np.testing.assert_array_equal(np.array(r), np.array(l))
+    assert remote.verify()["batches"] == 2
+    f = lodt.File("s3://data/a.lodt", storage_options=options)
+    assert f[1]["words"].recursive_sequence_lengths() == [[4]]
+
+
+def test_a_missing_object_is_a_clear_error(s3):
+    _, options = s3
+    with pytest.raises(Exception, match="s3://data/none.lodt"):
+        lodt.open("s3://data/none.lodt", storage_options=options)
