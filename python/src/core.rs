@@ -121,6 +121,13 @@ fn gather(
     )
 }
 
+/// `parts` concatenated along the top level into one new tensor (a copy,
+/// one pass over the bytes; `empty` gives the dtype, element shape and
+/// levels when there is no part).
+pub fn concat(parts: Vec<LodTensor>, empty: &LodTensor) -> lodt::Result<LodTensor> {
+    gather(parts.into_iter().map(Ok), empty)
+}
+
 /// Top-level items `indices` of `t` (sequences with their levels, or rows),
 /// gathered into a new tensor in that order (a copy).
 pub fn take(t: &LodTensor, indices: &[usize]) -> lodt::Result<LodTensor> {

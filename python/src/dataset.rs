@@ -223,11 +223,11 @@ fn take(dataset: &Dataset, ids: &[u64]) -> PyResult<Batch> {
     }
     let mut out = Batch::new();
     for (t, column) in schema.tensors.iter().zip(columns) {
-        let merged = if column.is_empty() {
-            empty_tensor(dataset, &t.name)?
-        } else {
-            core::merge(&column).map_err(core_err)?
+        let empty = match column.first() {
+            Some(first) => core::slice_top(first, 0, 0).map_err(core_err)?,
+            None => empty_tensor(dataset, &t.name)?,
         };
+        let merged = core::concat(column, &empty).map_err(core_err)?;
         out.push(t.name.clone(), merged).map_err(core_err)?;
     }
     Ok(out)

@@ -100,6 +100,9 @@ def test_random_access_matches_what_was_written(dataset_dir):
     assert taken["tokens"].num_levels == 2 and taken["tokens"].recursive_sequence_lengths()[0] == [
         (5 % 3) + 1, (2 % 3) + 1, ((TOTAL - 1) % 3) + 1, (5 % 3) + 1
     ]
+    empty = ds.take([])
+    assert list(empty.keys()) == ["tokens", "emb", "label"] and empty.num_rows == 0
+    assert (empty["tokens"].num_levels, empty["emb"].shape()) == (2, [0, 4])
     with pytest.raises(IndexError, match="out of range"):
         ds[TOTAL]
     with pytest.raises(IndexError):
