@@ -62,6 +62,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         names: args.names,
         batch_rows: args.batch_rows,
         small_lists: args.small_lists,
+        ..Default::default()
     };
     // A dataset directory on either side (see dataset.rs).
     if crate::dataset::involved(&args.input, &args.output, args.shard_bytes) {

@@ -558,6 +558,7 @@ pub fn convert<'py>(
         names,
         batch_rows,
         small_lists,
+        ..Default::default()
     };
     let stats = py
         .detach(move || lodt::convert::convert(&src, &dst, &options, |_| {}).map_err(Box::new))
