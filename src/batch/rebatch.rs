@@ -161,6 +161,8 @@ struct Accumulator {
     bytes: u64,
     /// Input batches it takes rows from.
     sources: u64,
+    /// Whether its last input batch was taken whole.
+    whole: bool,
 }
 
 /// The bytes a batch holds: tensor bodies and LoD offsets (8 bytes each), as
@@ -288,6 +290,8 @@ pub struct Rebatch<I> {
     index: u64,
     failed: bool,
     report: RebatchReport,
+    /// By size: the pending batch cannot be regrouped and passes as it is.
+    opaque: bool,
 }
 
 /// Regroups the top-level rows of `batches` into batches of `rows` rows. See
@@ -310,8 +314,11 @@ where
 }
 
 /// Regroups the top-level rows of `batches` by size (see [`BatchBytes`]),
-/// never splitting a sequence nor merging batches whose metadata differ.
-/// An error if a bound is 0 or `min > max`.
+/// never splitting a sequence nor merging batches whose metadata or tensors
+/// (names, dtypes, element shapes, levels) differ. A batch that cannot be
+/// regrouped (tensors with different numbers of top-level rows, a 0-D
+/// tensor, no rows) passes as it is. An error if a bound is 0 or
+/// `min > max`.
 ///
 /// ```
 /// use lodt::{batch::rebatch::{rebatch_bytes, BatchBytes}, Batch, LodTensor};
@@ -355,6 +362,7 @@ impl<I> Rebatch<I> {
             index: 0,
             failed: false,
             report: RebatchReport::default(),
+            opaque: false,
         }
     }
 
@@ -441,23 +449,48 @@ impl<I> Rebatch<I> {
                     None => break,
                     Some(Err(e)) => return Some(Err(e)),
                     Some(Ok(batch)) => {
+                        self.report.input += 1;
+                        let bytes = batch_bytes(&batch);
+                        if matches!(self.target, Target::Bytes(_)) {
+                            // By size, a batch that cannot be regrouped
+                            // (ragged, 0-D, empty) passes as it is.
+                            self.index += 1;
+                            let rows = batch_rows(&batch, self.index - 1).ok().filter(|&r| r > 0);
+                            self.opaque = rows.is_none();
+                            self.pending = Some((batch, 0, rows.unwrap_or(1), bytes));
+                            continue;
+                        }
                         let rows = match self.admit(&batch) {
                             Ok(rows) => rows,
                             Err(e) => return Some(Err(e.into())),
                         };
-                        self.report.input += 1;
-                        let bytes = batch_bytes(&batch);
                         self.pending = Some((batch, 0, rows, bytes));
                         continue;
                     }
                 }
             }
+            if self.opaque {
+                if acc.is_some() {
+                    break;
+                }
+                self.opaque = false;
+                self.report.passed += 1;
+                self.report.output += 1;
+                let (batch, ..) = self.pending.take()?;
+                return Some(Ok(batch));
+            }
             let (batch, taken, total, bytes) = self.pending.as_ref()?;
             let (taken, total, bytes) = (*taken, *total, *bytes);
-            // Rows of batches whose metadata differ are never merged.
+            // Rows of batches whose metadata (or, by size, whose tensors)
+            // differ are never merged.
             if let Some(a) = &acc
                 && taken == 0
-                && a.metadata != *batch.metadata()
+                && (a.metadata != *batch.metadata()
+                    || a.columns.len() != batch.len()
+                    || a.columns
+                        .iter()
+                        .zip(batch.iter())
+                        .any(|(c, (n, t))| c.layout != Layout::of(n, t)))
             {
                 break;
             }
@@ -486,6 +519,7 @@ impl<I> Rebatch<I> {
                 rows: 0,
                 bytes: 0,
                 sources: 0,
+                whole: false,
             });
             for (column, (_, tensor)) in acc.columns.iter_mut().zip(batch.iter()) {
                 if let Err(e) = column.append(tensor, taken, taken + take) {
@@ -496,13 +530,16 @@ impl<I> Rebatch<I> {
             acc.rows += take;
             acc.bytes = acc.bytes.saturating_add(bytes);
             acc.sources += 1;
+            acc.whole = taken == 0 && take == total;
             if emit {
                 break;
             }
         }
         let acc = acc?;
         self.report.output += 1;
-        if acc.sources > 1 && matches!(self.target, Target::Bytes(_)) {
+        if acc.sources == 1 && acc.whole {
+            self.report.passed += 1;
+        } else if acc.sources > 1 && matches!(self.target, Target::Bytes(_)) {
             self.report.merged += acc.sources;
         }
         let mut out = Batch::new();
@@ -684,7 +721,7 @@ mod tests {
             report,
             RebatchReport {
                 input: 5,
-                passed: 1,
+                passed: 2,
                 split: 1,
                 merged: 2,
                 output: 7
@@ -718,6 +755,31 @@ mod tests {
             )
             .is_err()
         );
+        // Batches that cannot be regrouped pass as they are, between merges.
+        let scalar = LodTensor::from_vec(vec![1f32], vec![], Lod::empty()).unwrap();
+        let odd = Batch::try_from_tensors([("s", scalar)]).unwrap();
+        let mut ragged = small.clone();
+        ragged
+            .push(
+                "extra",
+                LodTensor::from_vec(vec![1u8, 2], vec![2], Lod::empty()).unwrap(),
+            )
+            .unwrap();
+        let (out, report) = bytes_run(
+            vec![
+                small.clone(),
+                odd.clone(),
+                small.clone(),
+                ragged.clone(),
+                small.clone(),
+                small.clone(),
+            ],
+            BatchBytes::about(60).unwrap(),
+        );
+        assert_eq!(out.len(), 5);
+        assert_eq!(out[..4], [small.clone(), odd, small.clone(), ragged]);
+        assert_eq!(out[4].get("labels").unwrap().rows(), 2);
+        assert_eq!((report.passed, report.merged, report.output), (4, 2, 5));
     }
 
     #[test]
