@@ -440,15 +440,16 @@ pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
         }
     };
     let format = by_extension.or_else(sniffed)?;
+    let what = match format {
+        Format::Parquet => "a Parquet file",
+        Format::ArrowFile => "an Arrow IPC file",
+        Format::ArrowStream => "an Arrow IPC stream",
+        Format::PaddleTensor => "a Paddle tensor file",
+        _ => "a Paddle parameters file",
+    };
     Some(CliError::usage(format!(
-        "{} is a{} {} file; lodt {command} reads .lodt files and dataset directories. Read it with lodt stats, lodt show, lodt head or lodt cat, or convert it with lodt convert {} OUT.lodt",
+        "{} is {what}; lodt {command} reads .lodt files and dataset directories. Read it with lodt stats, lodt show, lodt head or lodt cat, or convert it with lodt convert {} OUT.lodt",
         self::path(path),
-        if format.name().starts_with(['A', 'a']) {
-            "n"
-        } else {
-            ""
-        },
-        format.name(),
         self::path(path),
     )))
 }
