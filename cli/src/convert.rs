@@ -163,7 +163,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
             .map_err(|e| common::convert_error(e.into()))?;
     }
     // Warn before converting: a type that changes is not silent.
-    let mut notes = std::io::stderr().lock();
+    let mut notes = std::io::stderr();
     if !stdin {
         let changes = lodt::convert::type_changes(&args.input, from, to, &options)
             .map_err(common::convert_error)?;
