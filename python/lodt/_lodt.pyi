@@ -3,7 +3,7 @@
 import os
 import pathlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -369,8 +369,21 @@ def convert(
     names: Sequence[str] | None = None,
     batch_rows: int | None = None,
     small_lists: bool = False,
+    batch_bytes: int | None = None,
+    columns: Sequence[str] | None = None,
+    compression: Literal["none", "snappy", "zstd", "lz4"] | None = None,
+    null_lists: Literal["error", "empty"] = "error",
+    metadata: Literal["error", "first"] = "error",
 ) -> dict[str, int]:
-    """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension."""
+    """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension.
+
+    ``batch_rows``/``batch_bytes`` regroup rows (never across a metadata
+    change); ``columns`` reads only those tensors, in that order;
+    ``compression`` is the Parquet codec (snappy by default);
+    ``null_lists="empty"`` reads null lists as empty sequences;
+    ``metadata="first"`` keeps the first batch's metadata in an Arrow or
+    Parquet output.
+    """
 
 def read_paddle(path: _PathLike) -> LodTensor:
     """Reads a Paddle tensor file."""
