@@ -40,7 +40,7 @@
 //! ```
 
 use crate::atomic::{AtomicError, AtomicFile};
-use crate::batch::rebatch::rebatch;
+use crate::batch::rebatch::{BatchBytes, rebatch, rebatch_bytes};
 use crate::batch::{
     Batch, BatchReader, BatchWriter, BoxBatchReader, BoxBatchWriter, WriteStats, copy,
 };
@@ -132,6 +132,11 @@ pub struct Capabilities {
     /// Whether batches of one file may hold different tensors, dtypes or
     /// shapes of rows (an Arrow or Parquet file has one schema).
     pub mixed_schemas: bool,
+    /// Whether the format is read in order, with no seeking, so that it can
+    /// come from a pipe ([`Format::open_stream`]): `.lodt` (read as a
+    /// stream), Arrow IPC streams and Paddle files. Every format can be
+    /// written to a pipe ([`Format::create_stream_writer`]).
+    pub streamable: bool,
 }
 
 impl Format {
@@ -194,12 +199,17 @@ impl Format {
             all_dtypes: true,
             ragged_batches: true,
             mixed_schemas: true,
+            streamable: true,
         };
         let arrow = Capabilities {
             batch_metadata: MetadataScope::PerFile,
             ragged_batches: false,
             mixed_schemas: false,
             ..any
+        };
+        let arrow_file = Capabilities {
+            streamable: false,
+            ..arrow
         };
         let paddle = Capabilities {
             max_batches: Some(1),
@@ -214,10 +224,11 @@ impl Format {
                 file_metadata: true,
                 ..any
             },
-            Format::ArrowFile | Format::ArrowStream => arrow,
+            Format::ArrowFile => arrow_file,
+            Format::ArrowStream => arrow,
             Format::Parquet => Capabilities {
                 empty_batches: false,
-                ..arrow
+                ..arrow_file
             },
             Format::PaddleTensor => Capabilities {
                 tensors_per_batch: Some(1),
@@ -309,19 +320,16 @@ impl Format {
         options: &ConvertOptions,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
         let path = path.as_ref();
-        if !self.is_available() {
-            return Err(missing(self));
+        self.check_reader(&path.display().to_string(), options)?;
+        let name = path.display().to_string();
+        // A pipe or a device (a FIFO, /dev/stdin) is read as a stream.
+        if !is_regular(path) {
+            if !self.capabilities().streamable {
+                return Err(not_streamable(self, &name));
+            }
+            return self.open_stream(open(path)?, &name, options);
         }
-        if options.names.is_some() && self.capabilities().tensor_names {
-            return Err(ConvertError::Unsupported(format!(
-                "--names applies to Paddle inputs, which have no tensor names; {} holds names of its own",
-                path.display()
-            )));
-        }
-        let names: Option<Vec<&str>> = options
-            .names
-            .as_ref()
-            .map(|n| n.iter().map(String::as_str).collect());
+        let names = paddle_names(options);
         let names = names.as_deref();
         let reader: BoxBatchReader<'static, ConvertError> = match self {
             Format::Lodt => {
@@ -340,12 +348,95 @@ impl Format {
                 Box::new(PaddleBatchReader::open(path, PaddleFile::Combined, names)?.err_into())
             }
             Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
-                arrow_side::open_reader(self, open(path)?, path.display().to_string())?
+                arrow_side::open_reader(self, open(path)?, name, options)?
             }
         };
-        Ok(match options.batch_rows {
-            None => reader,
-            Some(rows) => Box::new(rebatch(reader, rows)?),
+        self.finish_reader(reader, options)
+    }
+
+    /// Reads the format from `reader` in order (a pipe, stdin, a socket),
+    /// for the [streamable](Capabilities::streamable) formats; `name` names
+    /// the input in errors. Options as for [`Format::open_reader`].
+    ///
+    /// ```
+    /// use lodt::convert::{ConvertOptions, Format};
+    /// let bytes = std::fs::read("tests/data/paddle/seed_2level_int64.pdtensor")?;
+    /// let mut reader = Format::PaddleTensor.open_stream(std::io::Cursor::new(bytes), "stdin", &ConvertOptions::default())?;
+    /// assert_eq!(reader.next().transpose()?.unwrap().get("tensor0").unwrap().shape(), &[15, 1]);
+    /// let err = Format::Parquet.open_stream(std::io::empty(), "stdin", &ConvertOptions::default()).err().unwrap();
+    /// assert!(err.to_string().contains("needs a seekable file"), "{err}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_stream(
+        self,
+        reader: impl std::io::Read + Send + 'static,
+        name: &str,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        self.check_reader(name, options)?;
+        if !self.capabilities().streamable {
+            return Err(not_streamable(self, name));
+        }
+        let names = paddle_names(options);
+        let names = names.as_deref();
+        let reader = BufReader::new(reader);
+        let reader: BoxBatchReader<'static, ConvertError> = match self {
+            Format::Lodt => Box::new(StreamReader::try_new(reader)?.err_into()),
+            Format::PaddleTensor => {
+                Box::new(PaddleBatchReader::try_new(reader, PaddleFile::Tensor, names)?.err_into())
+            }
+            Format::PaddleCombined => Box::new(
+                PaddleBatchReader::try_new(reader, PaddleFile::Combined, names)?.err_into(),
+            ),
+            _ => arrow_side::open_stream(self, Box::new(reader), name.to_owned(), options)?,
+        };
+        self.finish_reader(reader, options)
+    }
+
+    /// Refuses options that do not apply to reading this format.
+    fn check_reader(self, name: &str, options: &ConvertOptions) -> Result<(), ConvertError> {
+        if !self.is_available() {
+            return Err(missing(self));
+        }
+        if options.names.is_some() && self.capabilities().tensor_names {
+            return Err(ConvertError::Unsupported(format!(
+                "--names applies to Paddle inputs, which have no tensor names; {name} holds names of its own"
+            )));
+        }
+        if options.batch_rows.is_some() && options.batch_bytes.is_some() {
+            return Err(ConvertError::Unsupported(
+                "batch rows and batch bytes exclude each other: give one".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `reader` with the column selection (of formats whose reader has
+    /// none) and the re-batching of `options`.
+    fn finish_reader(
+        self,
+        reader: BoxBatchReader<'static, ConvertError>,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        let reader: BoxBatchReader<'static, ConvertError> = match &options.columns {
+            Some(columns)
+                if !matches!(
+                    self,
+                    Format::ArrowFile | Format::ArrowStream | Format::Parquet
+                ) =>
+            {
+                Box::new(Selected {
+                    inner: reader,
+                    columns: columns.clone(),
+                    index: 0,
+                })
+            }
+            _ => reader,
+        };
+        Ok(match (options.batch_rows, options.batch_bytes) {
+            (Some(rows), _) => Box::new(rebatch(reader, rows)?),
+            (None, Some(bytes)) => Box::new(rebatch_bytes(reader, bytes)?),
+            (None, None) => reader,
         })
     }
 
@@ -379,8 +470,18 @@ impl Format {
         options: &ConvertOptions,
     ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
         let path = path.as_ref();
-        if !self.is_available() {
-            return Err(missing(self));
+        self.check_writer(options)?;
+        // A pipe or a device (a FIFO, /dev/stdout) is written as a stream:
+        // renaming a file over it would replace it.
+        if path.exists() && !is_regular(path) {
+            let sink = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|source| ConvertError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+            return self.create_stream_writer(sink, metadata, options);
         }
         let metadata = if self.capabilities().file_metadata {
             metadata
@@ -396,9 +497,75 @@ impl Format {
                 self.checked(PaddleBatchWriter::new(sink(path)?, PaddleFile::Combined))
             }
             Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
-                arrow_side::create_writer(self, path, options)?
+                arrow_side::create_writer(self, sink(path)?, options)?
             }
         })
+    }
+
+    /// Creates a writer of this format to `sink` (a pipe, stdout): the
+    /// bytes go out as they are written, and `finish` flushes them. Every
+    /// format can be written in order (Parquet and Arrow IPC files put their
+    /// footer last). Options as for [`Format::create_writer`].
+    ///
+    /// ```
+    /// use lodt::{batch::copy, convert::{ConvertOptions, Format}};
+    /// let options = ConvertOptions::default();
+    /// let reader = Format::PaddleTensor.open_reader("tests/data/paddle/seed_2level_int64.pdtensor", &options)?;
+    /// let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    /// struct Sink(std::sync::mpsc::Sender<Vec<u8>>);
+    /// impl std::io::Write for Sink {
+    ///     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> { self.0.send(b.to_vec()).ok(); Ok(b.len()) }
+    ///     fn flush(&mut self) -> std::io::Result<()> { Ok(()) }
+    /// }
+    /// let writer = Format::ArrowStream.create_stream_writer(Sink(tx), Default::default(), &options)?;
+    /// copy(reader, writer, |_| {})?;
+    /// let bytes: Vec<u8> = rx.try_iter().flatten().collect();
+    /// let back = Format::ArrowStream.open_stream(std::io::Cursor::new(bytes), "pipe", &options)?;
+    /// assert_eq!(back.count(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_stream_writer(
+        self,
+        sink: impl std::io::Write + Send + 'static,
+        metadata: BTreeMap<String, String>,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
+        self.check_writer(options)?;
+        let metadata = if self.capabilities().file_metadata {
+            metadata
+        } else {
+            BTreeMap::new()
+        };
+        let sink = StreamSink(BufWriter::new(Box::new(sink)));
+        Ok(match self {
+            Format::Lodt => self.checked(format::Writer::try_new(sink, metadata)?),
+            Format::PaddleTensor => self.checked(PaddleBatchWriter::new(sink, PaddleFile::Tensor)),
+            Format::PaddleCombined => {
+                self.checked(PaddleBatchWriter::new(sink, PaddleFile::Combined))
+            }
+            Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
+                arrow_side::create_writer(self, sink, options)?
+            }
+        })
+    }
+
+    /// Refuses options that do not apply to writing this format.
+    fn check_writer(self, options: &ConvertOptions) -> Result<(), ConvertError> {
+        if !self.is_available() {
+            return Err(missing(self));
+        }
+        #[cfg(feature = "arrow")]
+        if self != Format::Parquet
+            && let Some(c) = options.compression
+            && c != crate::arrow::Compression::None
+        {
+            return Err(ConvertError::Unsupported(format!(
+                "compression ({c}) applies to Parquet output; a {} file is written uncompressed",
+                self.extension()
+            )));
+        }
+        let _ = options;
+        Ok(())
     }
 
     /// `writer`, boxed, refusing what the format cannot hold, and
@@ -452,6 +619,25 @@ pub struct ConvertOptions {
     pub batch_rows: Option<usize>,
     /// Write Arrow `List` (32-bit offsets) instead of `LargeList`.
     pub small_lists: bool,
+    /// Regroup the rows by size (see [`BatchBytes`]); excludes
+    /// [`ConvertOptions::batch_rows`].
+    pub batch_bytes: Option<BatchBytes>,
+    /// Read only these tensors (Arrow and Parquet columns), in this order.
+    /// For Arrow and Parquet inputs the other columns are not decoded, so a
+    /// file with columns lodt cannot read (strings) converts with the others
+    /// selected.
+    pub columns: Option<Vec<String>>,
+    /// Parquet output: the page compression (`None`: Snappy, as pyarrow).
+    /// Other outputs refuse a codec other than `Compression::None`.
+    #[cfg(feature = "arrow")]
+    pub compression: Option<crate::arrow::Compression>,
+    /// Arrow and Parquet input: what to do with null lists.
+    #[cfg(feature = "arrow")]
+    pub null_lists: crate::arrow::NullLists,
+    /// Arrow and Parquet output: what to do with batches whose metadata
+    /// differs from the first batch's.
+    #[cfg(feature = "arrow")]
+    pub metadata_policy: crate::arrow::MetadataPolicy,
 }
 
 /// An error converting a dataset.
@@ -541,6 +727,144 @@ pub fn convert(
     let writer = to.create_writer(output, reader.metadata(), options)?;
     let ((), stats) = copy(reader, writer, progress)?;
     Ok(stats)
+}
+
+/// What converting `input` (in format `from`) to `to` changes in the
+/// Arrow column types (see [`crate::arrow::TypeChange`]), for an Arrow or
+/// Parquet file converted to Arrow or Parquet; empty otherwise (and for an
+/// input that is not a regular file). Only [`ConvertOptions::columns`] are
+/// considered.
+///
+/// ```
+/// use lodt::convert::{type_changes, ConvertOptions, Format};
+/// let input = "tests/data/arrow/batch0.parquet"; // written by pyarrow
+/// let changes = type_changes(input, Format::Parquet, Format::ArrowFile, &ConvertOptions::default())?;
+/// assert_eq!(changes[0].to_string(), "words: list<list<int64>> becomes large_list<large_list<int64>>");
+/// let small = ConvertOptions { small_lists: true, ..Default::default() };
+/// let changes = type_changes(input, Format::Parquet, Format::Parquet, &small)?;
+/// assert_eq!(changes.len(), 1);
+/// assert_eq!(changes[0].to_string(), "frames: list<fixed_size_list<float, 4>> becomes list<arrow.fixed_shape_tensor<float, [4]>>");
+/// # Ok::<(), lodt::convert::ConvertError>(())
+/// ```
+#[cfg(feature = "arrow")]
+pub fn type_changes(
+    input: impl AsRef<Path>,
+    from: Format,
+    to: Format,
+    options: &ConvertOptions,
+) -> Result<Vec<crate::arrow::TypeChange>, ConvertError> {
+    let arrow = |f: Format| matches!(f, Format::ArrowFile | Format::ArrowStream | Format::Parquet);
+    let input = input.as_ref();
+    if !arrow(from) || !arrow(to) || !is_regular(input) || !from.is_available() {
+        return Ok(Vec::new());
+    }
+    let schema = arrow_side::schema(from, open(input)?, input.display().to_string())?;
+    let list_type = if options.small_lists {
+        crate::arrow::ListType::List
+    } else {
+        crate::arrow::ListType::LargeList
+    };
+    let mut changes = crate::arrow::type_changes(&schema, list_type);
+    if let Some(columns) = &options.columns {
+        changes.retain(|c| columns.contains(&c.column));
+    }
+    Ok(changes)
+}
+
+/// Whether `path` is a regular file (following links): not a pipe, a
+/// socket or a device.
+fn is_regular(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// The error for a format read from a pipe that needs to seek.
+fn not_streamable(format: Format, name: &str) -> ConvertError {
+    let streamable: Vec<String> = Format::ALL
+        .iter()
+        .filter(|f| f.capabilities().streamable)
+        .map(|f| f.extension())
+        .collect();
+    ConvertError::Unsupported(format!(
+        "{name} is a pipe or a device, and a {} file needs a seekable file (its footer is at the end); the formats read from a pipe are {}",
+        format.name(),
+        streamable.join(", ")
+    ))
+}
+
+/// The tensor names of [`ConvertOptions::names`], borrowed.
+fn paddle_names(options: &ConvertOptions) -> Option<Vec<&str>> {
+    options
+        .names
+        .as_ref()
+        .map(|n| n.iter().map(String::as_str).collect())
+}
+
+/// A reader that keeps only some tensors of each batch, in a given order.
+struct Selected<R> {
+    inner: R,
+    columns: Vec<String>,
+    index: usize,
+}
+
+impl<R: BatchReader<Error = ConvertError>> Iterator for Selected<R> {
+    type Item = Result<Batch, ConvertError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let batch = match self.inner.next()? {
+            Ok(batch) => batch,
+            Err(e) => return Some(Err(e)),
+        };
+        let index = self.index;
+        self.index += 1;
+        let mut out = Batch::new();
+        *out.metadata_mut() = batch.metadata().clone();
+        for column in &self.columns {
+            let Some(tensor) = batch.get(column) else {
+                return Some(Err(ConvertError::Unsupported(format!(
+                    "batch {index} has no tensor {column:?}; it has: {}",
+                    crate::error::name_list(batch.names())
+                ))));
+            };
+            if let Err(e) = out.push(column.clone(), tensor.clone()) {
+                return Some(Err(e.into()));
+            }
+        }
+        Some(Ok(out))
+    }
+}
+
+impl<R: BatchReader<Error = ConvertError>> BatchReader for Selected<R> {
+    type Error = ConvertError;
+
+    fn metadata(&self) -> BTreeMap<String, String> {
+        self.inner.metadata()
+    }
+
+    fn num_batches(&self) -> Option<usize> {
+        self.inner.num_batches()
+    }
+}
+
+/// A pipe or stdout, buffered; [`Commit`] flushes it.
+struct StreamSink(BufWriter<Box<dyn std::io::Write + Send>>);
+
+impl std::io::Write for StreamSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Commit for StreamSink {
+    fn commit(mut self) -> Result<(), ConvertError> {
+        std::io::Write::flush(&mut self).map_err(|source| ConvertError::Io {
+            path: "the output stream".into(),
+            source,
+        })
+    }
 }
 
 fn open(path: &Path) -> Result<File, ConvertError> {
@@ -684,47 +1008,90 @@ impl<R: BatchReader> BatchReader for Counted<R> {
 /// The Arrow IPC and Parquet side of [`Format`].
 #[cfg(feature = "arrow")]
 mod arrow_side {
-    use super::{BatchReader, ConvertError, ConvertOptions, Format, sink};
+    use super::{Commit, ConvertError, ConvertOptions, Format};
     use crate::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamReader, IpcStreamWriter};
     use crate::arrow::{ArrowOptions, ArrowWriteOptions, ListType};
-    use crate::batch::{BoxBatchReader, BoxBatchWriter};
+    use crate::batch::{BatchReader, BoxBatchReader, BoxBatchWriter};
+    use arrow_schema::SchemaRef;
     use std::fs::File;
-    use std::path::Path;
+    use std::io::{Read, Write};
+
+    fn read_options(options: &ConvertOptions) -> ArrowOptions {
+        ArrowOptions::default().with_null_lists(options.null_lists)
+    }
 
     /// The reader of `file`, whose errors name it `name` (with the section).
     pub(super) fn open_reader(
         format: Format,
         file: File,
         name: String,
+        options: &ConvertOptions,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
-        let options = ArrowOptions::default();
+        let arrow = read_options(options);
+        let columns = options.columns.as_deref();
         Ok(match format {
             Format::ArrowFile => {
-                Box::new(IpcFileReader::try_new_named(file, name, &options)?.err_into())
+                let reader = IpcFileReader::try_new_named(file, name, &arrow)?;
+                match columns {
+                    Some(c) => Box::new(reader.with_columns(c)?.err_into()),
+                    None => Box::new(reader.err_into()),
+                }
             }
-            Format::ArrowStream => {
-                Box::new(IpcStreamReader::try_new_named(file, name, &options)?.err_into())
-            }
-            _ => parquet_reader(file, name, &options)?,
+            Format::ArrowStream => open_stream(format, Box::new(file), name, options)?,
+            _ => parquet_reader(file, name, &arrow, columns)?,
         })
     }
 
-    pub(super) fn create_writer(
+    /// The reader of an IPC stream read from `reader`.
+    pub(super) fn open_stream(
         format: Format,
-        path: &Path,
+        reader: Box<dyn Read + Send>,
+        name: String,
         options: &ConvertOptions,
-    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        debug_assert_eq!(format, Format::ArrowStream);
+        let reader = IpcStreamReader::try_new_named(reader, name, &read_options(options))?;
+        Ok(match options.columns.as_deref() {
+            Some(c) => Box::new(reader.with_columns(c)?.err_into()),
+            None => Box::new(reader.err_into()),
+        })
+    }
+
+    /// The Arrow schema of `file`.
+    pub(super) fn schema(
+        format: Format,
+        file: File,
+        name: String,
+    ) -> Result<SchemaRef, ConvertError> {
+        let options = ArrowOptions::default();
+        Ok(match format {
+            Format::ArrowFile => IpcFileReader::try_new_named(file, name, &options)?.schema(),
+            Format::ArrowStream => IpcStreamReader::try_new_named(file, name, &options)?.schema(),
+            _ => parquet_schema(file, name)?,
+        })
+    }
+
+    pub(super) fn create_writer<W>(
+        format: Format,
+        sink: W,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError>
+    where
+        W: Write + Send + Commit + 'static,
+    {
         let list_type = if options.small_lists {
             ListType::List
         } else {
             ListType::LargeList
         };
-        let options = ArrowWriteOptions::default()
-            .with_arrow(ArrowOptions::default().with_list_type(list_type));
+        let mut write = ArrowWriteOptions::default()
+            .with_arrow(ArrowOptions::default().with_list_type(list_type))
+            .with_metadata_policy(options.metadata_policy);
+        write.compression = options.compression;
         Ok(match format {
-            Format::ArrowFile => format.checked(IpcFileWriter::new(sink(path)?, &options)),
-            Format::ArrowStream => format.checked(IpcStreamWriter::new(sink(path)?, &options)),
-            _ => parquet_writer(format, path, &options)?,
+            Format::ArrowFile => format.checked(IpcFileWriter::new(sink, &write)),
+            Format::ArrowStream => format.checked(IpcStreamWriter::new(sink, &write)),
+            _ => parquet_writer(format, sink, &write)?,
         })
     }
 
@@ -733,18 +1100,32 @@ mod arrow_side {
         file: File,
         name: String,
         options: &ArrowOptions,
+        columns: Option<&[String]>,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
         let reader = crate::arrow::parquet::ParquetReader::try_new_named(file, name, options)?;
-        Ok(Box::new(reader.err_into()))
+        Ok(match columns {
+            Some(c) => Box::new(reader.with_columns(c)?.err_into()),
+            None => Box::new(reader.err_into()),
+        })
     }
 
     #[cfg(feature = "parquet")]
-    fn parquet_writer(
+    fn parquet_schema(file: File, name: String) -> Result<SchemaRef, ConvertError> {
+        let reader =
+            crate::arrow::parquet::ParquetReader::try_new_named(file, name, &Default::default())?;
+        Ok(reader.schema().clone())
+    }
+
+    #[cfg(feature = "parquet")]
+    fn parquet_writer<W>(
         format: Format,
-        path: &Path,
+        sink: W,
         options: &ArrowWriteOptions,
-    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
-        let writer = crate::arrow::parquet::ParquetWriter::try_new(sink(path)?, options)?;
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError>
+    where
+        W: Write + Send + Commit + 'static,
+    {
+        let writer = crate::arrow::parquet::ParquetWriter::try_new(sink, options)?;
         Ok(format.checked(writer))
     }
 
@@ -753,14 +1134,20 @@ mod arrow_side {
         _: File,
         _: String,
         _: &ArrowOptions,
+        _: Option<&[String]>,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
         Err(super::missing(Format::Parquet))
     }
 
     #[cfg(not(feature = "parquet"))]
-    fn parquet_writer(
+    fn parquet_schema(_: File, _: String) -> Result<SchemaRef, ConvertError> {
+        Err(super::missing(Format::Parquet))
+    }
+
+    #[cfg(not(feature = "parquet"))]
+    fn parquet_writer<W>(
         format: Format,
-        _: &Path,
+        _: W,
         _: &ArrowWriteOptions,
     ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
         Err(super::missing(format))
@@ -773,19 +1160,29 @@ mod arrow_side {
     use super::{ConvertError, ConvertOptions, Format, missing};
     use crate::batch::{BoxBatchReader, BoxBatchWriter};
     use std::fs::File;
-    use std::path::Path;
+    use std::io::Read;
 
     pub(super) fn open_reader(
         format: Format,
         _: File,
         _: String,
+        _: &ConvertOptions,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
         Err(missing(format))
     }
 
-    pub(super) fn create_writer(
+    pub(super) fn open_stream(
         format: Format,
-        _: &Path,
+        _: Box<dyn Read + Send>,
+        _: String,
+        _: &ConvertOptions,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        Err(missing(format))
+    }
+
+    pub(super) fn create_writer<W>(
+        format: Format,
+        _: W,
         _: &ConvertOptions,
     ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
         Err(missing(format))

@@ -4,7 +4,8 @@
 //! manifest this test writes beside the files.
 //!
 //! Needs `LODT_PYTHON` (a python with pyarrow and numpy; `.ci/run` sets it up).
-//! Without it the test prints `SKIPPED: pyarrow not available` and passes.
+//! Without it the test prints `SKIPPED: pyarrow not available`, passes, and
+//! is listed as skipped at the end of `scripts/test`'s output.
 #![cfg(feature = "parquet")]
 
 use lodt::arrow::ipc::{write_ipc_file, write_ipc_stream};
@@ -324,6 +325,22 @@ fn write_files(dir: &Path) {
     .unwrap();
 }
 
+/// Reports a skipped test: on stderr, and as a line of
+/// `target/tmp/skipped-tests.txt`, which `scripts/test` prints (and counts)
+/// at the end of its output, so a skip is never mistaken for a pass.
+fn skipped(test: &str, reason: &str) {
+    use std::io::Write;
+    eprintln!("SKIPPED: {reason}");
+    let list = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.txt");
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(list)
+    {
+        let _ = writeln!(file, "{test}: {reason}");
+    }
+}
+
 /// The python to use, if it can import pyarrow and numpy.
 fn python() -> Option<PathBuf> {
     let python = PathBuf::from(std::env::var_os("LODT_PYTHON")?);
@@ -337,8 +354,9 @@ fn python() -> Option<PathBuf> {
 #[test]
 fn pyarrow_reads_what_lodt_writes() {
     let Some(python) = python() else {
-        eprintln!(
-            "SKIPPED: pyarrow not available (set LODT_PYTHON to a python with pyarrow and numpy)"
+        skipped(
+            "arrow_pyarrow::pyarrow_reads_what_lodt_writes",
+            "pyarrow not available (set LODT_PYTHON to a python with pyarrow and numpy)",
         );
         return;
     };

@@ -335,3 +335,121 @@ impl ReadArgs {
         })
     }
 }
+
+/// A format named on the command line (`--format`): an extension without
+/// the dot (`lodt`, `parquet`, `arrow`, `feather`, `arrows`, `pdtensor`,
+/// `pdparams`, `pdiparams`).
+pub fn parse_format(text: &str) -> Result<lodt::convert::Format, String> {
+    lodt::convert::Format::from_extension(text.trim_start_matches('.')).ok_or_else(|| {
+        format!(
+            "unknown format {text:?}: expected lodt, parquet, arrow, feather, arrows, pdtensor, pdparams or pdiparams"
+        )
+    })
+}
+
+/// Whether `path` is `-`: stdin for an input, stdout for an output.
+pub fn is_dash(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// The format of an input or output: `--format` if given, else the
+/// extension. `-` needs `--format`.
+pub fn format_of(
+    path: &Path,
+    format: Option<lodt::convert::Format>,
+) -> Result<lodt::convert::Format, CliError> {
+    if let Some(format) = format {
+        return Ok(format);
+    }
+    if is_dash(path) {
+        return Err(CliError::usage(
+            "- (stdin or stdout) needs --format: lodt, arrows, pdtensor or pdparams to read (the formats read in order); any format to write",
+        ));
+    }
+    lodt::convert::Format::from_path(path).map_err(convert_error)
+}
+
+/// Opens any readable input as batches: a file by its extension (or
+/// `--format`), or `-`, stdin, in a streamable format.
+pub fn open_batches(
+    path: &Path,
+    format: Option<lodt::convert::Format>,
+    options: &lodt::convert::ConvertOptions,
+) -> Result<lodt::batch::BoxBatchReader<'static, lodt::convert::ConvertError>, CliError> {
+    let format = format_of(path, format)?;
+    if is_dash(path) {
+        format
+            .open_stream(std::io::stdin(), "stdin", options)
+            .map_err(convert_error)
+    } else {
+        format.open_reader(path, options).map_err(convert_error)
+    }
+}
+
+/// A conversion error for the CLI: usage errors (exit 2) for what the
+/// arguments got wrong, and messages that name the CLI's flags where the
+/// library names its Rust options.
+pub fn convert_error(e: lodt::convert::ConvertError) -> CliError {
+    use lodt::arrow::ArrowError;
+    use lodt::atomic::AtomicError;
+    use lodt::convert::ConvertError;
+    match e {
+        ConvertError::Arrow(ArrowError::NullList {
+            column,
+            level,
+            index,
+        }) => CliError::failure(format!(
+            "column {column:?}: null list at level {level}, index {index} (a LoD tensor has no nulls; read null lists as empty sequences with --null-lists empty)"
+        )),
+        ConvertError::Arrow(ArrowError::MetadataMismatch { batch, key }) => {
+            CliError::failure(format!(
+                "batch {batch}: metadata differs from the first batch's at key {key:?} (an Arrow or Parquet file stores one metadata map; --metadata first keeps the first batch's)"
+            ))
+        }
+        ConvertError::Arrow(ArrowError::Unsupported { column, data_type }) => {
+            CliError::failure(format!(
+                "column {column:?}: unsupported Arrow type {data_type}: lodt reads lists of booleans, integers and floats (leave the column out with --columns)"
+            ))
+        }
+        e @ ConvertError::Arrow(ArrowError::NoSuchColumn { .. }) => CliError::usage(e),
+        e @ (ConvertError::UnknownExtension { .. }
+        | ConvertError::Unsupported(_)
+        | ConvertError::Atomic(AtomicError::SameFile { .. })) => CliError::usage(e),
+        e => CliError::failure(e),
+    }
+}
+
+/// The error for `info` or `verify` given a file in another format (by its
+/// extension or its first bytes): which commands read it.
+pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
+    use lodt::convert::Format;
+    let by_extension = Format::from_path(path).ok().filter(|f| *f != Format::Lodt);
+    let sniffed = || {
+        let mut head = [0u8; 8];
+        let mut file = std::fs::File::open(path).ok()?;
+        let n = std::io::Read::read(&mut file, &mut head).ok()?;
+        let head = &head[..n];
+        if head.starts_with(b"PAR1") {
+            Some(Format::Parquet)
+        } else if head.starts_with(b"ARROW1") {
+            Some(Format::ArrowFile)
+        } else if head.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
+            Some(Format::ArrowStream)
+        } else {
+            None
+        }
+    };
+    let format = by_extension.or_else(sniffed)?;
+    let what = match format {
+        Format::Parquet => "a Parquet file",
+        Format::ArrowFile => "an Arrow IPC file",
+        Format::ArrowStream => "an Arrow IPC stream",
+        Format::PaddleTensor => "a Paddle tensor file",
+        _ => "a Paddle parameters file",
+    };
+    Some(CliError::usage(format!(
+        "{} is {what}; lodt {command} reads .lodt files and dataset directories. Read it with lodt stats, lodt show, lodt head or lodt cat, or convert it with lodt convert {} OUT.lodt",
+        self::path(path),
+        self::path(path),
+    )))
+}

@@ -1,32 +1,92 @@
-//! `lodt convert IN OUT [--names a,b,c] [--batch-rows N] [--small-lists] [--shard-bytes N]`.
+//! `lodt convert IN OUT [--columns a,b] [--batch-rows N | --batch-bytes N] [--compression C]
+//! [--null-lists error|empty] [--metadata error|first] [--small-lists] [--format F]
+//! [--names a,b,c] [--shard-bytes N]`.
+//!
+//! By default batches of 1 MiB to 64 MiB pass unchanged, larger ones are
+//! split and runs of smaller ones merged (to about 16 MiB; never across a
+//! metadata change), and the summary says which. Type changes (Arrow `list`
+//! to `large_list`, `fixed_size_list` to the tensor extension) are warned
+//! about on stderr.
 
-use crate::common::{self, CliError};
+use crate::common::{self, CliError, human};
 use indicatif::{ProgressBar, ProgressStyle};
-use lodt::atomic::AtomicError;
+use lodt::arrow::{Compression, MetadataPolicy, NullLists};
+use lodt::batch::rebatch::{BatchBytes, RebatchReport, rebatch, rebatch_bytes};
 use lodt::batch::{BatchReader, copy};
-use lodt::convert::{ConvertError, ConvertOptions, Format};
+use lodt::convert::{ConvertOptions, Format};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The input: .lodt, .parquet, .arrow/.feather, .arrows, .pdtensor, .pdparams/.pdiparams.
+    /// The input: .lodt, .parquet, .arrow/.feather, .arrows, .pdtensor, .pdparams/.pdiparams,
+    /// a dataset directory, or - (stdin: .lodt, .arrows or Paddle, with --format).
     input: PathBuf,
-    /// The output, in the format its extension names.
+    /// The output, in the format its extension names, or - (stdout, with --format or --to).
     output: PathBuf,
+    /// The format of whichever side is - (an extension: lodt, parquet, arrow, arrows, pdtensor, pdparams).
+    #[arg(long, value_parser = common::parse_format)]
+    format: Option<Format>,
+    /// The input's format, whatever its extension.
+    #[arg(long, value_parser = common::parse_format)]
+    from: Option<Format>,
+    /// The output's format, whatever its extension.
+    #[arg(long, value_parser = common::parse_format)]
+    to: Option<Format>,
+    /// Only these tensors (Arrow/Parquet columns), comma-separated, in this order.
+    #[arg(long, value_delimiter = ',')]
+    columns: Option<Vec<String>>,
     /// Names for the tensors of a Paddle input, in file order (default tensor0, tensor1, ...).
     #[arg(long, value_delimiter = ',')]
     names: Option<Vec<String>>,
     /// Regroup top-level rows into batches of N rows.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "batch_bytes")]
     batch_rows: Option<usize>,
-    /// Write Arrow List (32-bit offsets) instead of LargeList.
+    /// Regroup rows into batches of about this size (K, M, G suffixes). By default batches of
+    /// 1M to 64M pass unchanged and others are split or merged to about 16M.
+    #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
+    batch_bytes: Option<u64>,
+    /// Keep every batch as it is (no re-batching).
+    #[arg(long, conflicts_with_all = ["batch_rows", "batch_bytes"])]
+    keep_batches: bool,
+    /// Parquet page compression: none, snappy (default, as pyarrow), zstd or lz4.
+    #[arg(long, value_parser = parse_compression)]
+    compression: Option<Compression>,
+    /// What a null list in an Arrow/Parquet input becomes: error (default) or empty (an empty sequence).
+    #[arg(long, value_name = "error|empty", value_parser = parse_null_lists, default_value = "error")]
+    null_lists: NullLists,
+    /// Arrow/Parquet output stores one metadata map: a batch whose metadata differs is an
+    /// error (default), or `first` keeps the first batch's.
+    #[arg(long, value_name = "error|first", value_parser = parse_metadata, default_value = "error")]
+    metadata: MetadataPolicy,
+    /// Write Arrow List (32-bit offsets) instead of LargeList, as pyarrow's default list type.
     #[arg(long)]
     small_lists: bool,
     /// Write a sharded dataset (the output is a directory: end it with /) with shards of about
     /// this size (default 256M; K, M, G suffixes).
     #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
     shard_bytes: Option<u64>,
+}
+
+fn parse_compression(text: &str) -> Result<Compression, String> {
+    text.parse()
+        .map_err(|e: lodt::arrow::ArrowError| e.to_string())
+}
+
+fn parse_null_lists(text: &str) -> Result<NullLists, String> {
+    match text {
+        "error" => Ok(NullLists::Error),
+        "empty" => Ok(NullLists::Empty),
+        _ => Err(format!("expected error or empty, found {text:?}")),
+    }
+}
+
+fn parse_metadata(text: &str) -> Result<MetadataPolicy, String> {
+    match text {
+        "error" => Ok(MetadataPolicy::Error),
+        "first" => Ok(MetadataPolicy::KeepFirst),
+        _ => Err(format!("expected error or first, found {text:?}")),
+    }
 }
 
 fn bar(total: Option<usize>) -> ProgressBar {
@@ -48,45 +108,203 @@ fn bar(total: Option<usize>) -> ProgressBar {
     bar
 }
 
-fn failure(e: ConvertError) -> CliError {
-    match e {
-        ConvertError::UnknownExtension { .. }
-        | ConvertError::Unsupported(_)
-        | ConvertError::Atomic(AtomicError::SameFile { .. }) => CliError::usage(e),
-        e => CliError::failure(e),
-    }
+/// How the batches are regrouped, as the CLI asked.
+enum Batching {
+    Keep,
+    Rows(usize),
+    Bytes(BatchBytes, bool),
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
+    let batching = match (args.batch_rows, args.batch_bytes, args.keep_batches) {
+        (_, _, true) => Batching::Keep,
+        (Some(rows), _, _) => Batching::Rows(rows),
+        (None, Some(bytes), _) => {
+            Batching::Bytes(BatchBytes::about(bytes).map_err(CliError::usage)?, true)
+        }
+        (None, None, false) => Batching::Bytes(BatchBytes::DEFAULT, false),
+    };
     let options = ConvertOptions {
-        names: args.names,
-        batch_rows: args.batch_rows,
+        names: args.names.clone(),
+        columns: args.columns.clone(),
         small_lists: args.small_lists,
+        compression: args.compression,
+        null_lists: args.null_lists,
+        metadata_policy: args.metadata,
+        ..Default::default()
     };
     // A dataset directory on either side (see dataset.rs).
     if crate::dataset::involved(&args.input, &args.output, args.shard_bytes) {
+        let options = ConvertOptions {
+            batch_rows: args.batch_rows,
+            batch_bytes: args
+                .batch_bytes
+                .map(BatchBytes::about)
+                .transpose()
+                .map_err(CliError::usage)?,
+            ..options
+        };
         return crate::dataset::convert(&args.input, &args.output, &options, args.shard_bytes);
     }
-    let from = Format::from_path(&args.input).map_err(failure)?;
-    let to = Format::from_path(&args.output).map_err(failure)?;
-    // Before anything is opened for writing: never write over the input.
-    lodt::atomic::ensure_distinct(&args.input, &args.output).map_err(|e| failure(e.into()))?;
-    let reader = from.open_reader(&args.input, &options).map_err(failure)?;
-    let progress = bar(reader.num_batches());
-    let writer = to
-        .create_writer(&args.output, reader.metadata(), &options)
-        .map_err(failure)?;
-    let stats = copy(reader, writer, |s| progress.set_position(s.batches));
+    let side = |path: &std::path::Path, explicit: Option<Format>| {
+        let format = explicit.or(if common::is_dash(path) {
+            args.format
+        } else {
+            None
+        });
+        common::format_of(path, format)
+    };
+    let from = side(&args.input, args.from)?;
+    let to = side(&args.output, args.to)?;
+    let (stdin, stdout) = (common::is_dash(&args.input), common::is_dash(&args.output));
+    if !stdin && !stdout {
+        // Before anything is opened for writing: never write over the input.
+        lodt::atomic::ensure_distinct(&args.input, &args.output)
+            .map_err(|e| common::convert_error(e.into()))?;
+    }
+    // Warn before converting: a type that changes is not silent.
+    let mut notes = std::io::stderr();
+    if !stdin {
+        let changes = lodt::convert::type_changes(&args.input, from, to, &options)
+            .map_err(common::convert_error)?;
+        for change in &changes {
+            let hint = if change.to.contains("large_list") {
+                " (--small-lists keeps 32-bit lists)"
+            } else {
+                ""
+            };
+            writeln!(
+                notes,
+                "warning: {}{hint}",
+                common::escape_text(&change.to_string())
+            )?;
+        }
+    }
+    let reader = if stdin {
+        from.open_stream(std::io::stdin(), "stdin", &options)
+    } else {
+        from.open_reader(&args.input, &options)
+    }
+    .map_err(common::convert_error)?;
+    let metadata = reader.metadata();
+    let input_batches = reader.num_batches();
+    let progress = bar(input_batches);
+    let writer = if stdout {
+        to.create_stream_writer(std::io::stdout(), metadata, &options)
+    } else {
+        to.create_writer(&args.output, metadata, &options)
+    }
+    .map_err(common::convert_error)?;
+    let tick = |s: &lodt::batch::WriteStats| progress.set_position(s.batches);
+    let mut report = None;
+    let stats = match &batching {
+        Batching::Keep => copy(reader, writer, tick),
+        Batching::Rows(rows) => copy(
+            rebatch(reader, *rows).map_err(CliError::usage)?,
+            writer,
+            tick,
+        ),
+        Batching::Bytes(bytes, _) => {
+            let mut regrouped = rebatch_bytes(reader, *bytes).map_err(CliError::usage)?;
+            let stats = copy(&mut regrouped, writer, tick);
+            report = Some(regrouped.report());
+            stats
+        }
+    };
     progress.finish_and_clear();
-    let ((), stats) = stats.map_err(failure)?;
-    let mut out = common::stdout();
+    let ((), stats) = stats.map_err(common::convert_error)?;
+    // The summary goes to stdout, unless stdout is the output.
+    let mut out: Box<dyn Write> = if stdout {
+        Box::new(notes)
+    } else {
+        Box::new(common::stdout())
+    };
+    let codec = match (to, args.compression) {
+        (Format::Parquet, c) => format!(", {}", c.unwrap_or_default()),
+        _ => String::new(),
+    };
+    let size = std::fs::metadata(&args.output)
+        .ok()
+        .filter(|m| m.is_file() && !stdout)
+        .map(|m| format!(", {}", human(m.len())))
+        .unwrap_or_default();
     writeln!(
         out,
-        "wrote {} ({} batches, {} tensors) from {}",
-        common::path(&args.output),
+        "wrote {} ({}{codec}: {} batches, {} tensors, {} top-level rows{size}) from {}",
+        if stdout {
+            "stdout".into()
+        } else {
+            common::path(&args.output)
+        },
+        to.name(),
         stats.batches,
         stats.tensors,
-        common::path(&args.input)
+        stats.rows,
+        if stdin {
+            "stdin".into()
+        } else {
+            common::path(&args.input)
+        }
     )?;
-    common::finish(out)
+    let line = match (&batching, report) {
+        (Batching::Keep, _) => "kept every input batch as it is (--keep-batches)".to_string(),
+        (Batching::Rows(rows), _) => format!(
+            "re-batched to {rows} top-level rows per batch (--batch-rows; never across a metadata change)"
+        ),
+        (Batching::Bytes(bytes, asked), Some(r)) => describe(r, *bytes, *asked),
+        (Batching::Bytes(..), None) => String::new(),
+    };
+    writeln!(out, "{line}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// What size-based re-batching did, in a line.
+fn describe(r: RebatchReport, bytes: BatchBytes, asked: bool) -> String {
+    let range = if asked {
+        format!("batches of about {} (--batch-bytes)", human(bytes.target))
+    } else {
+        format!(
+            "by default batches of {} to {} pass and others are split or merged to about {}; --batch-bytes, --batch-rows or --keep-batches choose",
+            human(bytes.min),
+            human(bytes.max),
+            human(bytes.target)
+        )
+    };
+    if r.split == 0 && r.merged == 0 {
+        return format!(
+            "kept the input's {} as {} ({range})",
+            plural(r.passed, "batch", "batches"),
+            if r.passed == 1 { "it is" } else { "they are" }
+        );
+    }
+    let mut did = Vec::new();
+    if r.passed > 0 {
+        did.push(format!("kept {}", plural(r.passed, "batch", "batches")));
+    }
+    if r.split > 0 {
+        did.push(format!(
+            "split {} into pieces of about {}",
+            plural(r.split, "larger batch", "larger batches"),
+            human(bytes.target)
+        ));
+    }
+    if r.merged > 0 {
+        did.push(format!(
+            "merged {} (up to {} each, never across a metadata change)",
+            plural(r.merged, "smaller batch", "smaller batches"),
+            human(bytes.target)
+        ));
+    }
+    format!(
+        "re-batched {} into {}: {} ({range})",
+        plural(r.input, "input batch", "input batches"),
+        r.output,
+        did.join(", ")
+    )
+}
+
+/// `1 batch`, `2 batches`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

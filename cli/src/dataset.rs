@@ -267,10 +267,7 @@ pub fn convert(
             common::path(output)
         )));
     }
-    let convert_failure = |e: ConvertError| match e {
-        ConvertError::UnknownExtension { .. } | ConvertError::Unsupported(_) => CliError::usage(e),
-        e => CliError::failure(e),
-    };
+    let convert_failure = common::convert_error;
     // The source: a dataset's batches in order, or a file read by extension.
     let from_dataset = input.is_dir();
     let mut metadata = std::collections::BTreeMap::new();

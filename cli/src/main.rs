@@ -7,9 +7,11 @@ mod common;
 mod convert;
 mod dataset;
 mod demo;
+mod head;
 mod info;
 mod recover;
 mod show;
+mod stats;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +31,12 @@ enum Command {
     Info(info::Args),
     /// Print one tensor, or one slice of it, as text or JSON.
     Show(show::Args),
+    /// Summarise every tensor: sequences per level, rows, length min/p50/p99/max/mean and a histogram.
+    Stats(stats::Args),
+    /// Print the first rows as JSON lines: one object per top-level row, a key per tensor.
+    Head(head::HeadArgs),
+    /// Print every row as JSON lines (as head does), streaming.
+    Cat(head::Args),
     /// Check every checksum, padding byte and LoD rule (of a file, or of every shard of a dataset); exit 1 on a failure.
     Verify(verify::Args),
     /// Rebuild the footer of a file whose writer was interrupted.
@@ -88,6 +96,9 @@ fn run() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => info::run(args),
         Command::Show(args) => show::run(args),
+        Command::Stats(args) => stats::run(args),
+        Command::Head(args) => head::head(args),
+        Command::Cat(args) => head::cat(args),
         Command::Verify(args) => verify::run(args),
         Command::Recover(args) => recover::run(args),
         Command::Demo(args) => demo::run(args),

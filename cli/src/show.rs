@@ -1,4 +1,4 @@
-//! `lodt show FILE [--batch N] [--tensor NAME] [--branch I,J,...] [--json]`.
+//! `lodt show FILE [--batch N] [--tensor NAME] [--branch I,J,...[,A..B]] [--head N] [--json]`.
 
 use crate::common::{self, CliError, escape_json, escape_text, list};
 use lodt::batch::BatchReader;
@@ -12,20 +12,29 @@ use std::path::PathBuf;
 const MAX_LINES: usize = 40;
 /// Values printed per sequence in the text form.
 const MAX_VALUES: usize = 12;
+/// Offsets printed per LoD level in the text form, first and last.
+const EDGE_OFFSETS: usize = 6;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file: .lodt (read in place), or any format `lodt convert` reads.
+    /// The file: .lodt (read in place), any format `lodt convert` reads, or - (stdin, with --format).
     file: PathBuf,
+    /// The format of the file (an extension: lodt, parquet, arrows, ...); needed for -.
+    #[arg(long, value_parser = common::parse_format)]
+    format: Option<Format>,
     /// The batch.
     #[arg(long, default_value_t = 0)]
     batch: usize,
     /// The tensor (may be left out when the batch has only one).
     #[arg(long)]
     tensor: Option<String>,
-    /// A branch slice: one sequence index per LoD level from the top, e.g. `2,0`.
+    /// A branch slice: one sequence index per LoD level from the top (e.g. `2,0`), optionally
+    /// ending with a range of sequences (or rows, past the last level): `0..10`, `3,0..5`.
     #[arg(long, value_parser = parse_branch)]
     branch: Option<Branch>,
+    /// Only the first N sequences of the top level (rows, for a tensor with no LoD); with --json too.
+    #[arg(long, value_name = "N")]
+    head: Option<usize>,
     /// Print exactly {"name","dtype","shape","lod","values"} as one line of JSON.
     #[arg(long)]
     json: bool,
@@ -33,61 +42,89 @@ pub struct Args {
     read: common::ReadArgs,
 }
 
-/// The indices of a `--branch` path.
+/// A `--branch` path: indices from the top, then optionally a range.
 #[derive(Clone, Debug)]
-pub struct Branch(Vec<usize>);
+pub struct Branch {
+    path: Vec<usize>,
+    range: Option<Range<usize>>,
+}
+
+impl std::fmt::Display for Branch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts: Vec<String> = self.path.iter().map(|i| i.to_string()).collect();
+        if let Some(r) = &self.range {
+            parts.push(format!("{}..{}", r.start, r.end));
+        }
+        f.write_str(&parts.join(","))
+    }
+}
 
 fn parse_branch(s: &str) -> Result<Branch, String> {
-    s.split(',')
-        .map(|p| {
-            p.trim().parse::<usize>().map_err(|_| {
-                format!("expected comma-separated sequence indices like 2,0; found {p:?}")
-            })
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let mut branch = Branch {
+        path: Vec::new(),
+        range: None,
+    };
+    let index = |p: &str| {
+        p.parse::<usize>().map_err(|_| {
+            format!("expected sequence indices like 2,0 (the last may be a range like 0..10); found {p:?}")
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Branch)
+    };
+    for (n, part) in parts.iter().enumerate() {
+        match part.split_once("..") {
+            Some((a, b)) if n + 1 == parts.len() => {
+                let start = if a.is_empty() { 0 } else { index(a)? };
+                let end = index(b)?;
+                if end < start {
+                    return Err(format!("the range {part:?} ends before it starts"));
+                }
+                branch.range = Some(start..end);
+            }
+            Some(_) => return Err(format!("only the last part may be a range; found {part:?}")),
+            None => branch.path.push(index(part)?),
+        }
+    }
+    Ok(branch)
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
     // .lodt (and anything without a known extension) is read in place;
     // the other formats `lodt convert` knows are read through it.
-    match Format::from_path(&args.file) {
-        Ok(format) if format != Format::Lodt => {
-            let options = ConvertOptions::default();
-            let mut reader = format
-                .open_reader(&args.file, &options)
-                .map_err(CliError::failure)?;
-            let batch = match reader.num_batches() {
-                Some(n) if args.batch >= n => None,
-                _ => reader
-                    .read_batch(args.batch)
-                    .or_else(|| reader.nth(args.batch)),
-            };
-            let batch = batch
-                .transpose()
-                .map_err(CliError::failure)?
-                .ok_or_else(|| {
-                    CliError::usage(format!(
-                        "{} has no batch {}",
-                        common::path(&args.file),
-                        args.batch
-                    ))
-                })?;
-            let names: Vec<&str> = batch.names().collect();
-            let name = choose(&args, &names)?;
-            let tensor = batch
-                .get(&name)
-                .ok_or_else(|| CliError::usage(no_such(&args, &name, &names)))?;
-            print(&args, &name, tensor.clone())
-        }
-        _ => {
-            let file = args.read.open(&args.file)?;
-            let batch = file.batch(args.batch)?;
-            let names: Vec<&str> = batch.names().collect();
-            let name = choose(&args, &names)?;
-            print(&args, &name, batch.tensor(&name)?)
-        }
+    let format = match args.format {
+        Some(f) => Ok(f),
+        None if common::is_dash(&args.file) => common::format_of(&args.file, None),
+        None => Ok(Format::from_path(&args.file).unwrap_or(Format::Lodt)),
+    }?;
+    if format == Format::Lodt && !common::is_dash(&args.file) && args.file.is_file() {
+        let file = args.read.open(&args.file)?;
+        let batch = file.batch(args.batch)?;
+        let names: Vec<&str> = batch.names().collect();
+        let name = choose(&args, &names)?;
+        return print(&args, &name, batch.tensor(&name)?);
     }
+    let mut reader = common::open_batches(&args.file, Some(format), &ConvertOptions::default())?;
+    let batch = match reader.num_batches() {
+        Some(n) if args.batch >= n => None,
+        _ => reader
+            .read_batch(args.batch)
+            .or_else(|| reader.nth(args.batch)),
+    };
+    let batch = batch
+        .transpose()
+        .map_err(common::convert_error)?
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "{} has no batch {}",
+                common::path(&args.file),
+                args.batch
+            ))
+        })?;
+    let names: Vec<&str> = batch.names().collect();
+    let name = choose(&args, &names)?;
+    let tensor = batch
+        .get(&name)
+        .ok_or_else(|| CliError::usage(no_such(&args, &name, &names)))?;
+    print(&args, &name, tensor.clone())
 }
 
 /// The tensor to show: `--tensor`, or the batch's only one.
@@ -112,36 +149,125 @@ fn no_such(args: &Args, name: &str, names: &[&str]) -> String {
     )
 }
 
-/// Prints `whole`, or its `--branch` slice, as JSON or text.
+/// The part of `whole` that `--branch` and `--head` select.
+fn select(args: &Args, name: &str, whole: LodTensor) -> Result<LodTensor, CliError> {
+    let levels = whole.lod().num_levels();
+    let mut view = whole;
+    if let Some(branch) = &args.branch {
+        let usage = |e: String| CliError::usage(format!("--branch {branch}: {e}"));
+        if branch.path.len() > levels {
+            let what = match levels {
+                0 => format!(
+                    "tensor {name:?} has no LoD (a plain tensor of {} rows), so --branch takes no index; a range of rows like --branch 0..10 or --head N shows some",
+                    view.rows()
+                ),
+                n => format!(
+                    "tensor {name:?} has {n} LoD level{}, so --branch takes at most {n} index{} (then optionally a range)",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "" } else { "es" }
+                ),
+            };
+            return Err(usage(what));
+        }
+        view = view
+            .branch(&branch.path)
+            .map_err(|e| usage(e.to_string()))?;
+        if let Some(range) = &branch.range {
+            view = top_range(&view, range.clone()).map_err(|e| usage(e.to_string()))?;
+        }
+    }
+    if let Some(n) = args.head {
+        let top = top_len(&view);
+        view = top_range(&view, 0..n.min(top))
+            .map_err(|e| CliError::usage(format!("--head {n}: {e}")))?;
+    }
+    Ok(view)
+}
+
+/// The sequences of the top level, or the rows of a tensor with no LoD.
+fn top_len(v: &LodTensor) -> usize {
+    match v.lod().num_sequences(0) {
+        Ok(n) if v.lod().num_levels() > 0 => n,
+        _ => v.rows(),
+    }
+}
+
+/// Sequences `range` of the top level, or rows `range` of a tensor with no LoD.
+fn top_range(v: &LodTensor, range: Range<usize>) -> Result<LodTensor, lodt::Error> {
+    let top = top_len(v);
+    if range.end > top {
+        return Err(lodt::Error::OutOfRange {
+            what: if v.lod().num_levels() > 0 {
+                "top-level sequence range"
+            } else {
+                "row range"
+            },
+            index: range.end as u64,
+            len: top as u64,
+        });
+    }
+    if v.lod().num_levels() > 0 {
+        v.slice_level(0, range.start, range.end)
+    } else {
+        v.slice_rows(range.start, range.end)
+    }
+}
+
+/// Prints `whole`, or its `--branch`/`--head` slice, as JSON or text.
 fn print(args: &Args, name: &str, whole: LodTensor) -> Result<(), CliError> {
-    let view = match &args.branch {
-        None => whole,
-        Some(Branch(path)) => whole
-            .branch(path)
-            .map_err(|e| CliError::usage(format!("--branch {}: {e}", list(path))))?,
-    };
+    let total = top_len(&whole);
+    let view = select(args, name, whole)?;
     let mut out = common::stdout();
     if args.json {
         let json = lodt::tensor::tensor_json(name, &view).map_err(CliError::failure)?;
         writeln!(out, "{}", escape_json(&json))?;
     } else {
-        text(&mut out, args, name, &view)?;
+        text(&mut out, args, name, &view, total)?;
     }
     common::finish(out)
 }
 
+/// One LoD level's offsets, capped: the first and last few, and the count.
+fn offsets_line(lod: &Lod, level: usize) -> String {
+    let Some(offsets) = lod.level(level) else {
+        return String::new();
+    };
+    let n = offsets.len();
+    if n <= 2 * EDGE_OFFSETS {
+        return list(offsets.iter());
+    }
+    let first: Vec<String> = offsets
+        .iter()
+        .take(EDGE_OFFSETS)
+        .map(|o| o.to_string())
+        .collect();
+    let last: Vec<String> = (n - EDGE_OFFSETS..n)
+        .filter_map(|i| offsets.get(i))
+        .map(|o| o.to_string())
+        .collect();
+    format!(
+        "[{}, ... {}] ({n} offsets, {} sequences)",
+        first.join(", "),
+        last.join(", "),
+        n - 1
+    )
+}
+
 /// The readable form: a header, then one line per innermost sequence.
-fn text(out: &mut impl Write, args: &Args, name: &str, v: &LodTensor) -> Result<(), CliError> {
-    let what = match &args.branch {
-        Some(Branch(path)) => format!(
-            "branch <{}> of ",
-            path.iter()
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
+fn text(
+    out: &mut impl Write,
+    args: &Args,
+    name: &str,
+    v: &LodTensor,
+    total: usize,
+) -> Result<(), CliError> {
+    let mut what = match &args.branch {
+        Some(branch) => format!("branch <{branch}> of "),
         None => String::new(),
     };
+    if let Some(n) = args.head {
+        what = format!("first {} of {total} top-level, {what}", n.min(top_len(v)));
+    }
     writeln!(
         out,
         "tensor  {} ({what}batch {})",
@@ -150,7 +276,15 @@ fn text(out: &mut impl Write, args: &Args, name: &str, v: &LodTensor) -> Result<
     )?;
     writeln!(out, "dtype   {}", v.dtype())?;
     writeln!(out, "shape   {}", list(v.shape()))?;
-    writeln!(out, "lod     {}", v.lod())?;
+    match v.lod().num_levels() {
+        0 => writeln!(out, "lod     (none)")?,
+        levels => {
+            for l in 0..levels {
+                let label = if l == 0 { "lod" } else { "" };
+                writeln!(out, "{label:<7} level {l}: {}", offsets_line(v.lod(), l))?;
+            }
+        }
+    }
     let per_row = v.row_numel();
     let (lines, total) = sequences(v.lod(), v.rows() as u64, MAX_LINES);
     writeln!(
@@ -196,7 +330,7 @@ fn text(out: &mut impl Write, args: &Args, name: &str, v: &LodTensor) -> Result<
     if total > lines.len() {
         writeln!(
             out,
-            "  ... {} more sequences (--json prints everything)",
+            "  ... {} more sequences (--head N or --branch A..B shows others; --json prints everything)",
             total - lines.len()
         )?;
     }

@@ -16,6 +16,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if args.file.is_dir() {
         return crate::dataset::verify(&args.file, !args.read.no_mmap);
     }
+    if let Some(e) = common::not_lodt(&args.file, "verify") {
+        return Err(e);
+    }
     let file = args.read.open(&args.file)?;
     let bar = common::progress(file.file_size(), "verifying");
     let report = file.verify_with_progress(&mut |done, _| bar.set_position(done));

@@ -85,12 +85,12 @@ fn show_defaults_and_usage_errors() {
     let file = vector("words_labels.lodt");
     let (_, stderr) = run(&["show", &file, "--tensor", "words", "--branch", "3"], 2);
     assert!(
-        stderr.starts_with("error: --branch [3]: branch index out of range"),
+        stderr.starts_with("error: --branch 3: branch index out of range"),
         "{stderr}"
     );
     let (_, stderr) = run(&["show", &file, "--tensor", "words", "--branch", "1,x"], 2);
     assert!(
-        stderr.contains("expected comma-separated sequence indices"),
+        stderr.contains("expected sequence indices like 2,0"),
         "{stderr}"
     );
     run(&["show"], 2);
@@ -105,7 +105,8 @@ fn show_text_form() {
     assert_eq!(lines[0], "tensor  words (batch 0)");
     assert_eq!(lines[1], "dtype   int64");
     assert_eq!(lines[2], "shape   [15, 1]");
-    assert_eq!(lines[3], "lod     {{0, 3, 4, 6}{0, 3, 5, 9, 10, 12, 15}}");
+    assert_eq!(lines[3], "lod     level 0: [0, 3, 4, 6]");
+    assert_eq!(lines[4], "        level 1: [0, 3, 5, 9, 10, 12, 15]");
     assert!(lines.contains(&"  <0,2> rows 5..9: 5 6 7 8"), "{stdout}");
     assert!(lines.contains(&"  <2,1> rows 12..15: 12 13 14"), "{stdout}");
     let (stdout, _) = run(&["show", &file, "--tensor", "words", "--branch", "2"], 0);
@@ -113,7 +114,7 @@ fn show_text_form() {
         stdout.starts_with("tensor  words (branch <2> of batch 0)\n"),
         "{stdout}"
     );
-    assert!(stdout.contains("lod     {{0, 2, 5}}"), "{stdout}");
+    assert!(stdout.contains("lod     level 0: [0, 2, 5]\n"), "{stdout}");
     let file = vector("scalar_bool_half.lodt");
     let (stdout, _) = run(&["show", &file, "--tensor", "scale"], 0);
     assert!(
@@ -145,9 +146,24 @@ fn info_text_and_json() {
         stdout.contains("size      2.2 KiB (2304 bytes)"),
         "{stdout}"
     );
-    assert!(stdout.contains("batch 2: 2 tensors"), "{stdout}");
+    // The schema once, a line per batch, then totals with the overhead.
     assert!(
-        stdout.contains("ids          uint32   shape [5]"),
+        stdout.contains("schema    2 tensors\n  ids      uint32   element shape []           1 LoD level\n  weights  float64  element shape []           no LoD\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "  batch 2: 3 top-level rows, 2 tensors, 640 B at offset 1408, metadata step=2\n"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("uint32").count(), 1, "{stdout}");
+    assert!(
+        stdout.contains("  ids      sequences per level [6], rows 11, body 44 B, LoD 72 B\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("bodies 92 B (4.0%), LoD 72 B (3.1%), overhead 2.1 KiB (92.9%"),
         "{stdout}"
     );
     let (stdout, _) = run(&["info", &file, "--json"], 0);
@@ -164,6 +180,11 @@ fn info_text_and_json() {
     assert_eq!(ids["body_bytes"], 20);
     assert_eq!(v["batches"][1]["metadata"]["step"], "1");
     assert_eq!(v["body_bytes"], 20 + 16 + 4 + 8 + 20 + 24);
+    assert_eq!(v["lod_bytes"], 72);
+    assert_eq!(v["overhead_bytes"], 2304 - 92 - 72);
+    assert_eq!(v["schema"][0]["sequences"], serde_json::json!([6]));
+    assert_eq!(v["schema"][1]["rows"], 6);
+    assert_eq!(v["batches"][2]["top_level_rows"], 3);
 }
 
 #[test]

@@ -92,10 +92,22 @@ fn parquet_to_lodt_to_arrow_stream_with_rebatching() {
         "1",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("(3 batches, 9 tensors)"), "{out}");
+    assert!(
+        out.contains(": 3 batches, 9 tensors, 3 top-level rows"),
+        "{out}"
+    );
+    assert!(
+        out.contains("re-batched to 1 top-level rows per batch"),
+        "{out}"
+    );
     let again = dir.path().join("c.lodt");
-    let (code, _, err) = lodt(&["convert", path(&stream), path(&again)]);
+    // By default these small batches would be merged: keep them.
+    let (code, out, err) = lodt(&["convert", path(&stream), path(&again), "--keep-batches"]);
     assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("kept every input batch as it is (--keep-batches)"),
+        "{out}"
+    );
     let (code, json, _) = lodt(&[
         "show",
         path(&again),

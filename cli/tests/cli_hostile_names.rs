@@ -97,8 +97,14 @@ fn info_escapes_names_and_metadata() {
         out.contains("x\\nverify: ok0=value x\\nverify: ok"),
         "{out}"
     );
-    // One header line, one batch line and one line per tensor: nothing forged.
-    assert_eq!(out.lines().count(), 5 + 1 + HOSTILE.len(), "{out}");
+    // Five header lines, the schema (a line per tensor), the batches (a
+    // header and one batch line), the totals (a header, a line per tensor,
+    // the bytes): nothing forged.
+    assert_eq!(
+        out.lines().count(),
+        5 + HOSTILE.len() + 2 + 1 + HOSTILE.len() + 1,
+        "{out}"
+    );
 }
 
 #[test]

@@ -594,7 +594,10 @@ fn on_a_full_disk_appends_roll_back_and_recover_repairs_in_place() {
     let out = match out {
         Ok(out) if String::from_utf8_lossy(&out.stdout).contains("MOUNTED") => out,
         other => {
-            eprintln!("SKIPPED: cannot mount a tmpfs in a user namespace here ({other:?})");
+            skipped(
+                "concurrent_append (full disk)",
+                &format!("cannot mount a tmpfs in a user namespace here ({other:?})"),
+            );
             return;
         }
     };
@@ -607,4 +610,20 @@ fn on_a_full_disk_appends_roll_back_and_recover_repairs_in_place() {
         stdout.contains("recovered in_place=true batches=26 files=26"),
         "{stdout}"
     );
+}
+
+/// Reports a skipped test: on stderr, and as a line of
+/// `target/tmp/skipped-tests.txt`, which `scripts/test` prints (and counts)
+/// at the end of its output, so a skip is never mistaken for a pass.
+fn skipped(test: &str, reason: &str) {
+    use std::io::Write;
+    eprintln!("SKIPPED: {reason}");
+    let list = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.txt");
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(list)
+    {
+        let _ = writeln!(file, "{test}: {reason}");
+    }
 }

@@ -236,7 +236,7 @@ fn permissions_owner_and_symlinks_survive_recover_and_convert() {
     std::os::unix::fs::symlink(&out, &out_link).unwrap();
     let three = dir.path().join("three.lodt");
     sample(&three, 3);
-    let (code, _, err) = lodt(&[p("convert"), &three, &out_link]);
+    let (code, _, err) = lodt(&[p("convert"), &three, &out_link, p("--keep-batches")]);
     assert_eq!(code, 0, "{err}");
     assert!(std::fs::symlink_metadata(&out_link).unwrap().is_symlink());
     let meta = std::fs::metadata(&out).unwrap();

@@ -14,6 +14,11 @@ padding. This package is a thin layer over the lodt Rust crate:
   atomically (``lodt.save``, ``lodt.Writer``); Paddle's own tensor files.
 * Sequence ops: ``sequence_expand``, ``split``, ``merge``, ``pad``,
   ``unpad``, ``SortedSequences``.
+* Sharded datasets: ``lodt.write_dataset(dir, batches)`` and
+  ``lodt.Dataset(dir, batch_size=..., shuffle=True)``, a shuffling,
+  partitioned, resumable ``torch.utils.data.IterableDataset`` (a plain
+  iterable without torch; imported on first use, so ``import lodt`` does
+  not import torch).
 * Arrow (the PyCapsule interface: ``pa.array(t)``, ``pa.table(batch)``,
   ``pa.RecordBatchReader.from_stream(file)``) and PyTorch (``t.to_torch()``,
   ``lodt.torch.FileDataset``).
@@ -26,7 +31,7 @@ Optional dependencies, imported only when used: ``pyarrow``
 from __future__ import annotations
 
 import collections.abc as _abc
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as _np
 
@@ -52,6 +57,22 @@ from ._lodt import (
     write_paddle,
 )
 
+from ._writing import DatasetWriter, commit_parts, write_dataset
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .dataset import Dataset
+
+
+def __getattr__(name: str) -> Any:
+    # lodt.Dataset imports lodt.dataset, which imports torch when installed:
+    # only on first use.
+    if name == "Dataset":
+        from .dataset import Dataset
+
+        return Dataset
+    raise AttributeError(f"module 'lodt' has no attribute {name!r}")
+
+
 #: Paddle's name for :class:`LodTensor`.
 LoDTensor = LodTensor
 
@@ -60,12 +81,15 @@ _abc.Mapping.register(Batch)
 __all__ = [
     "Batch",
     "CPUPlace",
+    "Dataset",
+    "DatasetWriter",
     "File",
     "LoDTensor",
     "LodTensor",
     "SortedSequences",
     "Writer",
     "__version__",
+    "commit_parts",
     "convert",
     "create_lod_tensor",
     "create_random_int_lodtensor",
@@ -80,6 +104,7 @@ __all__ = [
     "split",
     "unpad",
     "verify",
+    "write_dataset",
     "write_paddle",
 ]
 

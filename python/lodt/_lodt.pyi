@@ -3,7 +3,7 @@
 import os
 import pathlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -221,6 +221,109 @@ class Writer:
     def __enter__(self) -> Writer: ...
     def __exit__(self, exc_type: object, exc_value: object = None, traceback: object = None) -> bool: ...
 
+class DatasetReader:
+    """An open sharded dataset (its manifest; shards opened when touched).
+    ``lodt.Dataset`` wraps it."""
+
+    def __init__(self, path: _PathLike, *, mmap: bool = True) -> None:
+        """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest)."""
+    @property
+    def path(self) -> pathlib.Path:
+        """The dataset's directory."""
+    def manifest_json(self) -> str:
+        """The manifest's JSON text."""
+    @property
+    def num_sequences(self) -> int:
+        """The number of top-level sequences."""
+    @property
+    def fingerprint(self) -> int:
+        """The fingerprint a loader state is checked against."""
+    def sequence(self, id: int) -> Batch:
+        """Sequence ``id``, read in place."""
+    def take(self, ids: Sequence[int]) -> Batch:
+        """Sequences ``ids`` gathered into one batch (a copy)."""
+    def verify(self) -> dict[str, int]:
+        """Checks every shard completely: ``{"shards", "bytes", "batches", "sequences"}``."""
+    def loader(
+        self,
+        *,
+        batch_size: int = 32,
+        max_rows: int | None = None,
+        rows_of: str | None = None,
+        drop_last: bool = False,
+        seed: int | None = None,
+        shuffle_buffer: int = 16384,
+        rank: int = 0,
+        world_size: int = 1,
+        worker: int = 0,
+        num_workers: int = 1,
+        remainder: str = "keep",
+        prefetch: int = 2,
+        epoch: int = 0,
+        state: str | None = None,
+    ) -> DatasetLoader:
+        """The Rust loader of consumer ``(rank, worker)``, at ``epoch`` or resumed from ``state`` (JSON)."""
+
+class DatasetLoader:
+    """The Rust loader: shuffled, partitioned, resumable mini-batches."""
+
+    def __iter__(self) -> Iterator[Batch]: ...
+    def __next__(self) -> Batch: ...
+    def next_with_ids(self) -> tuple[list[int], Batch] | None:
+        """The next mini-batch with its sequence ids; None at the end of the epoch."""
+    def state(self) -> str:
+        """Where the loader is (what it delivered), as JSON text (spec/DATASET.md 7.2)."""
+    @property
+    def epoch(self) -> int:
+        """The epoch."""
+    @property
+    def remaining(self) -> int:
+        """The sequences still to deliver in this epoch."""
+    def set_epoch(self, epoch: int) -> None:
+        """Starts epoch ``epoch`` from its beginning."""
+    def close(self) -> None:
+        """Stops the prefetch thread."""
+
+class DatasetWriter:
+    """Writes a sharded dataset batch by batch; the manifest last and atomically."""
+
+    def __init__(
+        self,
+        path: _PathLike,
+        *,
+        mode: str = "create",
+        shard_bytes: int = 268435456,
+        metadata: Mapping[str, str] | None = None,
+        writer_id: str | None = None,
+        fsync: bool = True,
+    ) -> None:
+        """``mode``: ``"create"``, ``"append"`` or ``"part"`` (with ``writer_id``)."""
+    def write(self, batch: _BatchLike) -> None:
+        """Writes one batch (ValueError if it does not match the schema)."""
+    def flush(self) -> None:
+        """Closes the current shard and replaces the manifest."""
+    @property
+    def batches_written(self) -> int:
+        """The number of batches written by this writer."""
+    @property
+    def path(self) -> pathlib.Path:
+        """The dataset's directory."""
+    def close(self) -> dict[str, int] | None:
+        """Writes the manifest; the totals ``{"shards", "batches", "sequences", "bytes"}``."""
+    def abort(self) -> None:
+        """Stops without replacing the manifest."""
+    def __enter__(self) -> DatasetWriter: ...
+    def __exit__(self, exc_type: object, exc_value: object = None, traceback: object = None) -> bool: ...
+
+def commit_parts(path: _PathLike) -> dict[str, int]:
+    """Merges the partial manifests of parallel writers; the dataset's totals."""
+
+def merge_loader_states(states: Sequence[str]) -> str:
+    """Merges every consumer's loader state (JSON texts) into one complete state."""
+
+def _panic_for_test() -> None:
+    """Panics inside the panic guard (raises RuntimeError)."""
+
 class SortedSequences:
     """The sequences of one LoD level sorted by length, for RNN time steps."""
 
@@ -272,8 +375,21 @@ def convert(
     names: Sequence[str] | None = None,
     batch_rows: int | None = None,
     small_lists: bool = False,
+    batch_bytes: int | None = None,
+    columns: Sequence[str] | None = None,
+    compression: Literal["none", "snappy", "zstd", "lz4"] | None = None,
+    null_lists: Literal["error", "empty"] = "error",
+    metadata: Literal["error", "first"] = "error",
 ) -> dict[str, int]:
-    """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension."""
+    """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension.
+
+    ``batch_rows``/``batch_bytes`` regroup rows (never across a metadata
+    change); ``columns`` reads only those tensors, in that order;
+    ``compression`` is the Parquet codec (snappy by default);
+    ``null_lists="empty"`` reads null lists as empty sequences;
+    ``metadata="first"`` keeps the first batch's metadata in an Arrow or
+    Parquet output.
+    """
 
 def read_paddle(path: _PathLike) -> LodTensor:
     """Reads a Paddle tensor file."""

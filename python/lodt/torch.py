@@ -6,6 +6,9 @@
 * :class:`FileDataset`: a map-style ``Dataset`` over the top-level sequences
   of a ``.lodt`` file, with :func:`collate` building a LoD :class:`lodt.Batch`;
   works with ``DataLoader(num_workers=N)`` (each worker maps the file itself).
+* :class:`DataLoader`: a ``torch.utils.data.DataLoader`` for a sharded
+  :class:`lodt.Dataset` that keeps track of what its workers delivered, so
+  that ``dataset.state_dict()`` is exact with ``num_workers > 0``.
 
 Tensors handed to torch share lodt's memory, which is read-only (a file's
 memory map, or data other tensors share): do not write to them in place
@@ -22,6 +25,7 @@ import numpy as np
 
 try:
     import torch as _torch
+    from torch.utils.data import DataLoader as _DataLoader
     from torch.utils.data import Dataset as _Dataset
 except ImportError as _e:  # pragma: no cover - exercised when torch is absent
     raise ImportError(
@@ -29,9 +33,11 @@ except ImportError as _e:  # pragma: no cover - exercised when torch is absent
     ) from _e
 
 from . import _lodt
+from .dataset import Dataset as _LodtDataset
+from .dataset import _Delivered
 from ._lodt import Batch, LodTensor
 
-__all__ = ["FileDataset", "collate", "from_torch", "to_torch"]
+__all__ = ["DataLoader", "FileDataset", "collate", "from_torch", "to_torch"]
 
 
 def _shared(array: np.ndarray) -> "_torch.Tensor":
@@ -166,3 +172,87 @@ class FileDataset(_Dataset):
     def collate(batches: Sequence[Batch]) -> Batch:
         """See :func:`lodt.torch.collate`."""
         return collate(batches)
+
+
+class _Collate:
+    """The user's ``collate_fn`` (or none) applied to a mini-batch, keeping
+    the worker's position attached (picklable, for spawned workers)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __call__(self, item: Any) -> Any:
+        if isinstance(item, _Delivered):
+            if self.fn is not None:
+                item.value = self.fn(item.value)
+            return item
+        return item if self.fn is None else self.fn(item)
+
+
+class DataLoader(_DataLoader):
+    """A ``torch.utils.data.DataLoader`` over a :class:`lodt.Dataset`, which
+    batches itself (``batch_size`` is the Dataset's; this loader's is None).
+
+    With ``num_workers > 0`` each worker reads its own share of the rank's
+    sequences and sends, with each mini-batch, its position after it; this
+    loader hands the mini-batch on and records the position in the
+    dataset, so ``dataset.state_dict()`` is exactly what was delivered
+    (mini-batches still in flight are not counted) and a loader resumed
+    from it continues with the mini-batch that would have come next, in the
+    same order. ``collate_fn`` (optional) is applied to each
+    :class:`lodt.Batch` in the worker (e.g. :func:`to_torch`).
+
+    Not supported: ``persistent_workers=True`` (workers would keep the epoch
+    and position of their first pass), ``batch_size``, ``sampler``, and
+    ``in_order=False`` (the resumed order relies on the round robin).
+    """
+
+    def __init__(self, dataset: _LodtDataset, *, collate_fn: Any = None, **kwargs: Any) -> None:
+        if not isinstance(dataset, _LodtDataset):
+            raise TypeError(
+                f"lodt.torch.DataLoader loads a lodt.Dataset, found {type(dataset).__name__}"
+            )
+        if kwargs.get("batch_size") is not None:
+            raise ValueError(
+                "a lodt.Dataset makes its own mini-batches: give batch_size to lodt.Dataset, not to the DataLoader"
+            )
+        for option in ("persistent_workers", "sampler", "batch_sampler"):
+            if kwargs.get(option):
+                raise ValueError(f"lodt.torch.DataLoader does not support {option}")
+        if kwargs.get("in_order") is False:
+            raise ValueError("lodt.torch.DataLoader needs in_order=True (resume relies on it)")
+        kwargs["batch_size"] = None
+        super().__init__(dataset, collate_fn=_Collate(collate_fn), **kwargs)
+
+    def __iter__(self) -> Any:
+        dataset = self.dataset
+        workers = self.num_workers
+        dataset._begin(max(workers, 1), report=workers > 0)
+        try:
+            # Starts the workers (they copy the dataset with its report flag).
+            iterator = super().__iter__()
+        finally:
+            dataset._report = False
+        return _Tracked(iterator, dataset)
+
+
+class _Tracked:
+    """The loader's iterator: records each worker's position as its
+    mini-batch is handed on."""
+
+    def __init__(self, iterator: Any, dataset: _LodtDataset) -> None:
+        self._iterator = iterator
+        self._dataset = dataset
+
+    def __iter__(self) -> "_Tracked":
+        return self
+
+    def __next__(self) -> Any:
+        item = next(self._iterator)
+        if isinstance(item, _Delivered):
+            self._dataset._record(item)
+            return item.value
+        return item
+
+    def __len__(self) -> int:
+        return len(self._iterator)

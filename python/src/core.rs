@@ -56,6 +56,18 @@ fn gather(
     parts: impl Iterator<Item = lodt::Result<LodTensor>>,
     empty: &LodTensor,
 ) -> lodt::Result<LodTensor> {
+    gather_into(parts, empty, true)
+}
+
+/// [`gather`]; a large result goes to a huge-page-backed map when `huge`,
+/// else to a map of small pages faulted in at once (a huge-page map can
+/// stall in the kernel's compaction when memory is fragmented, e.g. by a
+/// large page cache).
+fn gather_into(
+    parts: impl Iterator<Item = lodt::Result<LodTensor>>,
+    empty: &LodTensor,
+    huge: bool,
+) -> lodt::Result<LodTensor> {
     let parts = parts.collect::<lodt::Result<Vec<_>>>()?;
     let Some(first) = parts.first() else {
         return Ok(slice_top(empty, 0, 0)?.compact());
@@ -79,7 +91,12 @@ fn gather(
         what: "gathered tensor size",
     };
     let storage: Arc<dyn ByteStorage> = if bytes >= HugeBuffer::MIN {
-        let mut data = HugeBuffer::new(bytes).map_err(|_| overflow)?;
+        let data = if huge {
+            HugeBuffer::new(bytes)
+        } else {
+            HugeBuffer::new_prefaulted(bytes)
+        };
+        let mut data = data.map_err(|_| overflow)?;
         let mut at = 0;
         for part in &parts {
             let src = part.as_bytes();
@@ -119,6 +136,14 @@ fn gather(
         Buffer::from_storage(storage),
         Lod::try_from_stored(offsets)?,
     )
+}
+
+/// `parts` concatenated along the top level into one new tensor (a copy,
+/// one pass over the bytes, into memory faulted in at once when large;
+/// `empty` gives the
+/// dtype, element shape and levels when there is no part).
+pub fn concat(parts: Vec<LodTensor>, empty: &LodTensor) -> lodt::Result<LodTensor> {
+    gather_into(parts.into_iter().map(Ok), empty, false)
 }
 
 /// Top-level items `indices` of `t` (sequences with their levels, or rows),

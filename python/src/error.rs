@@ -9,16 +9,21 @@
 //! | I/O (file not found, permission, ...)        | `OSError` (its subclass by kind) |
 //! | a file another process is writing (its lock) | `BlockingIOError` |
 //! | refusing to overwrite the input, or a non-file | `OSError`      |
+//! | a directory with no dataset manifest         | `FileNotFoundError` |
+//! | a dataset that exists where a new one was asked for | `FileExistsError` |
+//! | a bad manifest, shard or loader state, a schema mismatch | `ValueError` |
+//! | the loader's background reader failed, a Rust panic | `RuntimeError` |
 
 use lodt::arrow::ArrowError;
 use lodt::atomic::AtomicError;
 use lodt::convert::ConvertError;
+use lodt::dataset::DatasetError;
 use lodt::format::FormatError;
 use lodt::paddle::PaddleError;
 use pyo3::PyErr;
 use pyo3::exceptions::{
     PyBlockingIOError, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyKeyError, PyOSError,
-    PyPermissionError, PyTypeError, PyValueError,
+    PyPermissionError, PyRuntimeError, PyTypeError, PyValueError,
 };
 
 /// A `PyResult` of this crate.
@@ -106,6 +111,48 @@ pub fn convert(err: ConvertError) -> PyErr {
         ConvertError::Io { ref source, .. } => io(source, message),
         ConvertError::Atomic(e) => atomic(e),
         _ => PyValueError::new_err(message),
+    }
+}
+
+/// The exception of a sharded-dataset error (the message names the dataset,
+/// shard or state, and what was expected and found).
+pub fn dataset(err: DatasetError) -> PyErr {
+    let message = err.to_string();
+    match err {
+        DatasetError::NotADataset { .. } => PyFileNotFoundError::new_err(message),
+        DatasetError::AlreadyExists { .. } => PyFileExistsError::new_err(message),
+        DatasetError::Locked { .. } => PyBlockingIOError::new_err(message),
+        DatasetError::Io { ref source, .. } => io(source, message),
+        DatasetError::Atomic(e) => atomic(e),
+        DatasetError::Shard { ref source, .. } => match source.as_ref() {
+            FormatError::Io { source, .. } => io(source, message),
+            _ => PyValueError::new_err(message),
+        },
+        DatasetError::OutOfRange { .. } => PyIndexError::new_err(message),
+        DatasetError::Tensor {
+            source: lodt::Error::DTypeMismatch { .. },
+            ..
+        } => PyTypeError::new_err(message),
+        DatasetError::Loader(_) => PyRuntimeError::new_err(message),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// Runs `f`, turning a Rust panic into a `RuntimeError` (pyo3 would raise
+/// `PanicException`, a `BaseException` that `except Exception` misses).
+pub fn guard<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let reason = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            Err(PyRuntimeError::new_err(format!(
+                "lodt failed {what}: a Rust panic ({reason}); this is a bug in lodt, please report it"
+            )))
+        }
     }
 }
 

@@ -203,6 +203,14 @@ impl HugeBuffer {
         Ok(HugeBuffer { map, len })
     }
 
+    /// A zeroed buffer of `len` bytes (`len >= 1`) in small pages, all
+    /// faulted in by one call (`MAP_POPULATE`): filling it then takes no page
+    /// fault, and no huge-page compaction can stall it.
+    pub fn new_prefaulted(len: usize) -> std::io::Result<Self> {
+        let map = memmap2::MmapOptions::new().len(len).populate().map_anon()?;
+        Ok(HugeBuffer { map, len })
+    }
+
     /// The bytes, to fill.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.map[..self.len]

@@ -563,16 +563,29 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
     )
 }
 
-/// convert(src, dst, *, names=None, batch_rows=None, small_lists=False) -> dict
+/// convert(src, dst, *, names=None, batch_rows=None, small_lists=False,
+///         batch_bytes=None, columns=None, compression=None,
+///         null_lists="error", metadata="error") -> dict
 ///
 /// Converts between formats, chosen by extension: `.lodt`, `.parquet`,
 /// `.arrow`/`.feather`, `.arrows`, `.pdtensor`, `.pdparams`/`.pdiparams`
 /// (as `lodt convert`). `names` names a Paddle input's tensors;
-/// `batch_rows` regroups rows into batches of that many top-level rows;
+/// `batch_rows` regroups rows into batches of that many top-level rows,
+/// `batch_bytes` into batches of about that many bytes (batches are kept as
+/// they are when neither is given; batches whose metadata differ are never
+/// merged); `columns` reads only those tensors (Arrow and Parquet columns),
+/// in that order; `compression` is the Parquet codec (`"none"`, `"snappy"`,
+/// the default, `"zstd"` or `"lz4"`); `null_lists="empty"` reads null lists
+/// as empty sequences; `metadata="first"` lets an Arrow or Parquet output
+/// keep the first batch's metadata when later batches differ;
 /// `small_lists` writes Arrow `List` instead of `LargeList`.
 /// Returns `{"batches", "tensors"}` written.
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, names = None, batch_rows = None, small_lists = false))]
+#[pyo3(signature = (
+    src, dst, *, names = None, batch_rows = None, small_lists = false, batch_bytes = None,
+    columns = None, compression = None, null_lists = "error", metadata = "error"
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
     py: Python<'py>,
     src: PathBuf,
@@ -580,15 +593,66 @@ pub fn convert<'py>(
     names: Option<Vec<String>>,
     batch_rows: Option<usize>,
     small_lists: bool,
+    batch_bytes: Option<u64>,
+    columns: Option<Vec<String>>,
+    compression: Option<String>,
+    null_lists: &str,
+    metadata: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
+    use lodt::arrow::{ArrowError, MetadataPolicy, NullLists};
+    use lodt::convert::ConvertError;
+    let compression = compression
+        .map(|c| c.parse::<lodt::arrow::Compression>())
+        .transpose()
+        .map_err(|e| value(e.to_string()))?;
+    let null_lists = match null_lists {
+        "error" => NullLists::Error,
+        "empty" => NullLists::Empty,
+        other => {
+            return Err(value(format!(
+                "null_lists: expected \"error\" or \"empty\", found {other:?}"
+            )));
+        }
+    };
+    let metadata_policy = match metadata {
+        "error" => MetadataPolicy::Error,
+        "first" => MetadataPolicy::KeepFirst,
+        other => {
+            return Err(value(format!(
+                "metadata: expected \"error\" or \"first\", found {other:?}"
+            )));
+        }
+    };
+    let batch_bytes = batch_bytes
+        .map(lodt::batch::rebatch::BatchBytes::about)
+        .transpose()
+        .map_err(|e| value(e.to_string()))?;
     let options = lodt::convert::ConvertOptions {
         names,
         batch_rows,
         small_lists,
+        batch_bytes,
+        columns,
+        compression,
+        null_lists,
+        metadata_policy,
     };
     let stats = py
         .detach(move || lodt::convert::convert(&src, &dst, &options, |_| {}).map_err(Box::new))
-        .map_err(|e| convert_err(*e))?;
+        .map_err(|e| match *e {
+            // Name the keyword arguments, not the Rust options.
+            ConvertError::Arrow(ArrowError::NullList {
+                column,
+                level,
+                index,
+            }) => value(format!(
+                "column {column:?}: null list at level {level}, index {index} (a LoD tensor has no nulls; read null lists as empty sequences with null_lists=\"empty\")"
+            )),
+            ConvertError::Arrow(ArrowError::MetadataMismatch { batch, key }) => value(format!(
+                "batch {batch}: metadata differs from the first batch's at key {key:?} (an Arrow or Parquet file stores one metadata map; metadata=\"first\" keeps the first batch's)"
+            )),
+            e => convert_err(e),
+        })?;
     dict(
         py,
         &[

@@ -7,6 +7,8 @@
 //! | `ffi`     | all `unsafe`: zero-copy numpy arrays, Arrow C data import |
 //! | `tensor`  | `LodTensor` (Paddle's `LoDTensor` API, slicing, numpy, Arrow, torch) |
 //! | `batch`   | `Batch` (a mapping of names to tensors) |
+//! | `dataset` | `DatasetReader`, `DatasetLoader`: sharded datasets and their loader |
+//! | `dataset_writer` | `DatasetWriter`, `commit_parts` |
 //! | `file`    | `File`, `Writer`, `save`, `verify`, `recover`, `convert`, Paddle files |
 //! | `ops`     | `sequence_expand`, `split`, `merge`, `pad`, `unpad`, `SortedSequences` |
 //! | `arrow`   | the Arrow PyCapsule interface |
@@ -17,6 +19,8 @@
 mod arrow;
 mod batch;
 mod core;
+mod dataset;
+mod dataset_writer;
 mod dtype;
 mod error;
 mod ffi;
@@ -37,6 +41,12 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::BatchIter>()?;
     m.add_class::<ops::PySortedSequences>()?;
     m.add_class::<ffi::StorageOwner>()?;
+    m.add_class::<dataset::PyDatasetReader>()?;
+    m.add_class::<dataset::PyDatasetLoader>()?;
+    m.add_class::<dataset_writer::PyDatasetWriter>()?;
+    m.add_function(wrap_pyfunction!(dataset::merge_loader_states, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::_panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_writer::commit_parts, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::_tensor_from_state, m)?)?;
     m.add_function(wrap_pyfunction!(file::open, m)?)?;
     m.add_function(wrap_pyfunction!(file::save, m)?)?;

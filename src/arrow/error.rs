@@ -185,6 +185,23 @@ pub enum ArrowError {
         /// The limit, [`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS).
         limit: usize,
     },
+    /// A selected column (`with_columns`) that the file does not have.
+    ///
+    /// ```
+    /// use lodt::arrow::{ipc::{write_ipc_stream, IpcStreamReader}, ArrowError};
+    /// let batch = lodt::Batch::try_from_tensors([("y", lodt::LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?;
+    /// let (bytes, _) = write_ipc_stream(Vec::new(), [Ok::<_, lodt::Error>(batch)], &Default::default())?;
+    /// let err = IpcStreamReader::try_new(&bytes[..], &Default::default())?.with_columns(&["x"]).err().unwrap();
+    /// assert_eq!(err.to_string(), "no column \"x\"; the file has: y");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[error("no column {column:?}; the file has: {available}")]
+    NoSuchColumn {
+        /// The column asked for.
+        column: String,
+        /// The file's columns, comma-separated (at most 32 named).
+        available: String,
+    },
     /// An argument that is not valid for the operation.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

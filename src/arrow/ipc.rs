@@ -27,6 +27,7 @@ use super::batch::{BatchEncoder, record_batch_to_batch};
 use super::foreign::{
     check_record_batch, check_schema, contain, decode_error, message_flatbuffer, parse_message,
 };
+use super::select::projection;
 use super::{ArrowOptions, ArrowWriteOptions, Error, LazyWriter, Result};
 use crate::batch::{Batch, WriteStats, write_all};
 use arrow_array::RecordBatch;
@@ -268,6 +269,8 @@ pub struct IpcFileReader<R: Read + Seek> {
     next: usize,
     options: ArrowOptions,
     metadata: HashMap<String, String>,
+    /// The selected columns ([`IpcFileReader::with_columns`]) and their schema.
+    projection: Option<(Vec<usize>, SchemaRef)>,
 }
 
 /// What an IPC file's footer gives, checked.
@@ -442,7 +445,28 @@ impl<R: Read + Seek> IpcFileReader<R> {
             next: 0,
             options: *options,
             metadata: footer.metadata,
+            projection: None,
         })
+    }
+
+    /// Reads only `columns`, in that order: the other columns are neither
+    /// checked nor converted (a file with a `string` column reads with the
+    /// others selected). A name the file lacks is an
+    /// [`ArrowError::NoSuchColumn`](crate::arrow::ArrowError::NoSuchColumn).
+    ///
+    /// ```
+    /// use lodt::{arrow::ipc::{write_ipc_file, IpcFileReader}, Batch, LodTensor};
+    /// let t = |v: u8| LodTensor::from_vec(vec![v], vec![1], Default::default());
+    /// let batch = Batch::try_from_tensors([("a", t(1)?), ("b", t(2)?), ("c", t(3)?)])?;
+    /// let (bytes, _) = write_ipc_file(Vec::new(), [Ok::<_, lodt::Error>(batch)], &Default::default())?;
+    /// let reader = IpcFileReader::try_new(std::io::Cursor::new(bytes), &Default::default())?.with_columns(&["c", "a"])?;
+    /// let batch = reader.into_iter().next().unwrap()?;
+    /// assert_eq!(batch.names().collect::<Vec<_>>(), ["c", "a"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_columns<S: AsRef<str>>(mut self, columns: &[S]) -> Result<Self> {
+        self.projection = Some(projection(&self.schema, columns)?);
+        Ok(self)
     }
 
     /// The number of batches in the file.
@@ -467,7 +491,7 @@ impl<R: Read + Seek> IpcFileReader<R> {
 
     /// Reads record batch `index` (its block was checked to lie inside the file).
     fn read_batch(&mut self, index: usize, block: Block) -> Result<Batch> {
-        check_schema(&self.schema)?;
+        check_schema(self.projection.as_ref().map_or(&self.schema, |(_, s)| s))?;
         let section = format!("record batch {index}");
         let corrupt = |message: String| decode_error(&self.name, &section, message);
         let meta_len =
@@ -490,6 +514,10 @@ impl<R: Read + Seek> IpcFileReader<R> {
             &body,
             &self.schema,
         )?;
+        let record_batch = match &self.projection {
+            Some((indices, _)) => record_batch.project(indices)?,
+            None => record_batch,
+        };
         let batch = record_batch_to_batch(&record_batch, &self.options)?;
         Ok(with_file_metadata(batch, &self.metadata))
     }
@@ -527,6 +555,8 @@ pub struct IpcStreamReader<R: Read> {
     name: String,
     schema: SchemaRef,
     options: ArrowOptions,
+    /// The selected columns ([`IpcStreamReader::with_columns`]) and their schema.
+    projection: Option<(Vec<usize>, SchemaRef)>,
     messages: usize,
     done: bool,
 }
@@ -658,9 +688,26 @@ impl<R: Read> IpcStreamReader<R> {
             name,
             schema,
             options: *options,
+            projection: None,
             messages: 0,
             done: false,
         })
+    }
+
+    /// Reads only `columns`, in that order, as [`IpcFileReader::with_columns`] does.
+    ///
+    /// ```
+    /// use lodt::{arrow::ipc::{write_ipc_stream, IpcStreamReader}, Batch, LodTensor};
+    /// let t = |v: u8| LodTensor::from_vec(vec![v], vec![1], Default::default());
+    /// let batch = Batch::try_from_tensors([("a", t(1)?), ("b", t(2)?)])?;
+    /// let (bytes, _) = write_ipc_stream(Vec::new(), [Ok::<_, lodt::Error>(batch)], &Default::default())?;
+    /// let mut reader = IpcStreamReader::try_new(&bytes[..], &Default::default())?.with_columns(&["b"])?;
+    /// assert_eq!(reader.next().unwrap()?.names().collect::<Vec<_>>(), ["b"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_columns<S: AsRef<str>>(mut self, columns: &[S]) -> Result<Self> {
+        self.projection = Some(projection(&self.schema, columns)?);
+        Ok(self)
     }
 
     /// The stream's Arrow schema.
@@ -677,8 +724,12 @@ impl<R: Read> IpcStreamReader<R> {
     }
 
     fn decode(&self, section: &str, metadata: &[u8], body: &Buffer) -> Result<Batch> {
-        check_schema(&self.schema)?;
+        check_schema(self.projection.as_ref().map_or(&self.schema, |(_, s)| s))?;
         let record_batch = decode_record_batch(&self.name, section, metadata, body, &self.schema)?;
+        let record_batch = match &self.projection {
+            Some((indices, _)) => record_batch.project(indices)?,
+            None => record_batch,
+        };
         record_batch_to_batch(&record_batch, &self.options)
     }
 }

@@ -46,15 +46,18 @@
 
 mod batch;
 mod batch_io;
+mod changes;
 mod error;
 mod file;
 mod foreign;
 pub mod ipc;
 #[cfg(feature = "parquet")]
 pub mod parquet;
+mod select;
 mod tensor;
 
 pub use batch::{batch_to_record_batch, record_batch_to_batch};
+pub use changes::{TypeChange, type_changes};
 /// The module's error under its short name, for the IPC and Parquet files.
 pub(crate) use error::ArrowError as Error;
 pub use error::{ArrowError, Result};
@@ -195,12 +198,93 @@ pub enum MetadataPolicy {
     KeepFirst,
 }
 
+/// The compression codec of a Parquet file's pages.
+///
+/// ```
+/// use lodt::arrow::Compression;
+/// assert_eq!(Compression::default(), Compression::Snappy); // as pyarrow writes
+/// assert_eq!("zstd".parse::<Compression>()?, Compression::Zstd);
+/// assert_eq!(Compression::Lz4.name(), "lz4");
+/// assert!("gzip".parse::<Compression>().is_err());
+/// # Ok::<(), lodt::arrow::ArrowError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Uncompressed pages.
+    None,
+    /// Snappy: fast, moderate ratio; pyarrow's default.
+    #[default]
+    Snappy,
+    /// Zstandard (level 1): a better ratio at a similar speed.
+    Zstd,
+    /// LZ4 (the `LZ4_RAW` codec, which pyarrow reads and writes as `lz4`).
+    Lz4,
+}
+
+impl Compression {
+    /// Every codec, in the order of the variants.
+    ///
+    /// ```
+    /// assert_eq!(lodt::arrow::Compression::ALL.len(), 4);
+    /// ```
+    pub const ALL: [Compression; 4] = [
+        Compression::None,
+        Compression::Snappy,
+        Compression::Zstd,
+        Compression::Lz4,
+    ];
+
+    /// The codec's name as the CLI and Python take it: `none`, `snappy`,
+    /// `zstd`, `lz4`.
+    ///
+    /// ```
+    /// assert_eq!(lodt::arrow::Compression::None.name(), "none");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Snappy => "snappy",
+            Compression::Zstd => "zstd",
+            Compression::Lz4 => "lz4",
+        }
+    }
+}
+
+impl std::fmt::Display for Compression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Compression {
+    type Err = ArrowError;
+
+    /// A codec by [name](Compression::name), case-insensitive
+    /// (`uncompressed` is `none`).
+    fn from_str(s: &str) -> Result<Self> {
+        let lower = s.to_ascii_lowercase();
+        if lower == "uncompressed" {
+            return Ok(Compression::None);
+        }
+        Compression::ALL
+            .into_iter()
+            .find(|c| c.name() == lower)
+            .ok_or_else(|| {
+                ArrowError::InvalidArgument(format!(
+                    "unknown compression {s:?}: expected none, snappy, zstd or lz4"
+                ))
+            })
+    }
+}
+
 /// Options of the IPC and Parquet file writers.
 ///
 /// ```
-/// use lodt::arrow::{MetadataPolicy, ArrowWriteOptions};
+/// use lodt::arrow::{Compression, MetadataPolicy, ArrowWriteOptions};
 /// let o = ArrowWriteOptions::default().with_row_group_rows(1024).with_metadata_policy(MetadataPolicy::KeepFirst);
 /// assert_eq!(o.row_group_rows, Some(1024));
+/// assert_eq!(o.with_compression(Compression::Zstd).compression, Some(Compression::Zstd));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -212,6 +296,12 @@ pub struct ArrowWriteOptions {
     /// Parquet only: `None` writes one row group per batch; `Some(n)` cuts row
     /// groups of `n` top-level rows regardless of batch boundaries.
     pub row_group_rows: Option<usize>,
+    /// Parquet only: the page compression. `None` keeps the default:
+    /// [`Compression::Snappy`] for [`ParquetWriter::try_new`](crate::arrow::parquet::ParquetWriter::try_new),
+    /// the given properties' codec for `try_with_properties`. The IPC writers
+    /// ignore it: they write uncompressed bodies (lodt's IPC reader refuses
+    /// compressed ones; [`crate::convert`] refuses a codec for IPC output).
+    pub compression: Option<Compression>,
 }
 
 impl ArrowWriteOptions {
@@ -246,6 +336,17 @@ impl ArrowWriteOptions {
     /// ```
     pub fn with_row_group_rows(mut self, rows: usize) -> Self {
         self.row_group_rows = Some(rows);
+        self
+    }
+
+    /// Sets [`ArrowWriteOptions::compression`] to `Some(compression)`.
+    ///
+    /// ```
+    /// use lodt::arrow::{ArrowWriteOptions, Compression};
+    /// assert_eq!(ArrowWriteOptions::default().with_compression(Compression::Lz4).compression, Some(Compression::Lz4));
+    /// ```
+    pub fn with_compression(mut self, compression: Compression) -> Self {
+        self.compression = Some(compression);
         self
     }
 }

@@ -28,13 +28,14 @@ use super::batch::{BatchEncoder, record_batch_to_batch};
 use super::foreign::{
     check_parquet_metadata, check_parquet_schema_depth, check_schema, contain, decode_error,
 };
-use super::{ArrowOptions, ArrowWriteOptions, Error, LazyWriter, Result};
+use super::select::projection;
+use super::{ArrowOptions, ArrowWriteOptions, Compression, Error, LazyWriter, Result};
 use crate::batch::{Batch, WriteStats, write_all};
-use ::parquet::arrow::ArrowWriter;
 use ::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
 };
+use ::parquet::arrow::{ArrowWriter, ProjectionMask};
 use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::properties::WriterProperties;
 use arrow_array::RecordBatch;
@@ -51,7 +52,9 @@ pub struct ParquetWriter<W: Write + Send> {
 }
 
 impl<W: Write + Send> ParquetWriter<W> {
-    /// A writer with the Parquet crate's default properties (no compression).
+    /// A writer with the Parquet crate's default properties and the
+    /// compression of [`ArrowWriteOptions::compression`] (Snappy, as
+    /// pyarrow, when it is `None`).
     ///
     /// ```
     /// use lodt::arrow::{parquet::ParquetWriter, ArrowWriteOptions};
@@ -59,11 +62,16 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// assert!(ParquetWriter::try_new(Vec::new(), &ArrowWriteOptions::default().with_row_group_rows(0)).is_err());
     /// ```
     pub fn try_new(writer: W, options: &ArrowWriteOptions) -> Result<Self> {
-        Self::try_with_properties(writer, options, WriterProperties::default())
+        let options = ArrowWriteOptions {
+            compression: Some(options.compression.unwrap_or_default()),
+            ..*options
+        };
+        Self::try_with_properties(writer, &options, WriterProperties::default())
     }
 
     /// A writer with the given Parquet properties (compression, encodings,
-    /// ...). The row group size is set from `options`.
+    /// ...). The row group size is set from `options`, and so is the
+    /// compression when [`ArrowWriteOptions::compression`] is `Some`.
     ///
     /// ```
     /// use parquet::{basic::Compression, file::properties::WriterProperties};
@@ -81,10 +89,13 @@ impl<W: Write + Send> ParquetWriter<W> {
                 "row_group_rows must be at least 1".into(),
             ));
         }
-        let properties = properties
+        let mut builder = properties
             .into_builder()
-            .set_max_row_group_row_count(options.row_group_rows)
-            .build();
+            .set_max_row_group_row_count(options.row_group_rows);
+        if let Some(compression) = options.compression {
+            builder = builder.set_compression(parquet_codec(compression));
+        }
+        let properties = builder.build();
         Ok(ParquetWriter {
             state: LazyWriter::Pending(writer),
             encoder: BatchEncoder::new(*options),
@@ -141,6 +152,17 @@ impl<W: Write + Send> ParquetWriter<W> {
             writer.append_key_value_metadata(KeyValue::new(key, value));
         }
         Ok(self.state.take("the Parquet writer")?.into_inner()?)
+    }
+}
+
+/// The Parquet codec of `compression` (zstd at level 1, pyarrow's default level).
+fn parquet_codec(compression: Compression) -> ::parquet::basic::Compression {
+    use ::parquet::basic::Compression as Codec;
+    match compression {
+        Compression::None => Codec::UNCOMPRESSED,
+        Compression::Snappy => Codec::SNAPPY,
+        Compression::Zstd => Codec::ZSTD(::parquet::basic::ZstdLevel::default()),
+        Compression::Lz4 => Codec::LZ4_RAW,
     }
 }
 
@@ -202,6 +224,8 @@ pub struct ParquetReader {
     metadata: ArrowReaderMetadata,
     options: ArrowOptions,
     max_batch_rows: usize,
+    /// The selected columns ([`ParquetReader::with_columns`]) and their schema.
+    projection: Option<(Vec<usize>, SchemaRef)>,
     next_row_group: usize,
     current: Option<(usize, ParquetRecordBatchReader)>,
 }
@@ -252,6 +276,7 @@ impl ParquetReader {
             metadata,
             options: *options,
             max_batch_rows: MAX_BATCH_ROWS,
+            projection: None,
             next_row_group: 0,
             current: None,
         })
@@ -283,6 +308,28 @@ impl ParquetReader {
     pub fn with_max_batch_rows(mut self, rows: usize) -> Self {
         self.max_batch_rows = rows.max(1);
         self
+    }
+
+    /// Reads only `columns`, in that order: the other columns are neither
+    /// decoded nor checked (a file with a `string` column reads with the
+    /// others selected). A name the file lacks is an
+    /// [`ArrowError::NoSuchColumn`](crate::arrow::ArrowError::NoSuchColumn).
+    ///
+    /// ```
+    /// use lodt::{arrow::parquet::{write_parquet, ParquetReader}, Batch, LodTensor};
+    /// let t = |v: u8| LodTensor::from_vec(vec![v], vec![1], Default::default());
+    /// let batch = Batch::try_from_tensors([("a", t(1)?), ("b", t(2)?), ("c", t(3)?)])?;
+    /// let file = tempfile::tempfile()?;
+    /// write_parquet(file.try_clone()?, [Ok::<_, lodt::Error>(batch)], &Default::default())?;
+    /// let mut reader = ParquetReader::try_new(file, &Default::default())?.with_columns(&["c", "a"])?;
+    /// let batch = reader.next().unwrap()?;
+    /// assert_eq!(batch.names().collect::<Vec<_>>(), ["c", "a"]);
+    /// assert_eq!(batch.get("c").unwrap().as_slice::<u8>()?, &[3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_columns<S: AsRef<str>>(mut self, columns: &[S]) -> Result<Self> {
+        self.projection = Some(projection(self.metadata.schema(), columns)?);
+        Ok(self)
     }
 
     /// The number of row groups.
@@ -321,16 +368,31 @@ impl ParquetReader {
                     ))));
                 }
             };
-            if let Err(e) = check_schema(self.metadata.schema()) {
+            let checked = self
+                .projection
+                .as_ref()
+                .map_or(self.metadata.schema(), |(_, schema)| schema);
+            if let Err(e) = check_schema(checked) {
                 return Some(Err(e));
             }
+            let mask = self.projection.as_ref().map(|(indices, _)| {
+                let parquet_schema = self.metadata.metadata().file_metadata().schema_descr();
+                ProjectionMask::roots(parquet_schema, indices.iter().copied())
+            });
             let name = self.name.as_str();
             let section = || format!("row group {index}");
             let reader = self.file.try_clone().map_err(Error::from).and_then(|file| {
                 contain("parquet", name, section, || {
-                    ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
-                        .with_row_groups(vec![index])
-                        .with_batch_size(rows.min(self.max_batch_rows))
+                    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                        file,
+                        self.metadata.clone(),
+                    )
+                    .with_row_groups(vec![index])
+                    .with_batch_size(rows.min(self.max_batch_rows));
+                    if let Some(mask) = mask {
+                        builder = builder.with_projection(mask);
+                    }
+                    builder
                         .build()
                         .map_err(|e| decode_error(name, &section(), format!("parquet: {e}")))
                 })
@@ -365,6 +427,19 @@ impl ParquetReader {
     }
 
     fn convert(&self, record_batch: RecordBatch) -> Result<Batch> {
+        // A projection reads the columns in file order: put them in the order asked.
+        let record_batch = match &self.projection {
+            Some((indices, _)) => {
+                let mut sorted = indices.clone();
+                sorted.sort_unstable();
+                let order: Vec<usize> = indices
+                    .iter()
+                    .filter_map(|i| sorted.binary_search(i).ok())
+                    .collect();
+                record_batch.project(&order)?
+            }
+            None => record_batch,
+        };
         let mut batch = record_batch_to_batch(&record_batch, &self.options)?;
         for (key, value) in self.metadata.schema().metadata().iter() {
             batch

@@ -13,10 +13,11 @@
 //!
 //! Below the file formats, this module also holds what they share: the
 //! [`BatchReader`] / [`BatchWriter`] contract every format implements
-//! ([`stream`]), and [`rebatch`], which regroups rows into batches of a fixed
-//! size.
+//! ([`stream`]), [`rebatch`], which regroups rows into batches of a fixed
+//! size, and [`stats`], which summarises the sequences of many batches.
 
 pub mod rebatch;
+pub mod stats;
 pub mod stream;
 
 pub use stream::{

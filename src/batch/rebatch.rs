@@ -27,9 +27,15 @@
 //! # Ok::<(), lodt::Error>(())
 //! ```
 //!
-//! Each output batch takes the metadata of the input batch its first row comes
-//! from. 0-D tensors cannot be regrouped (an error). Memory holds one input
-//! batch and one output batch.
+//! Batches whose metadata differ are never merged: an input batch whose
+//! metadata differs from the rows gathered so far starts a new output batch
+//! (which may then be shorter than `N`). 0-D tensors cannot be regrouped (an
+//! error). Memory holds one input batch and one output batch.
+//!
+//! [`rebatch_bytes`] regroups by size instead ([`BatchBytes`]): batches of a
+//! sensible size pass unchanged, larger ones are split and runs of smaller
+//! ones merged, as `lodt convert` does by default; [`Rebatch::report`] says
+//! what it did.
 
 use super::{Batch, BatchReader};
 use crate::dtype::DType;
@@ -151,19 +157,141 @@ struct Accumulator {
     columns: Vec<Column>,
     metadata: BTreeMap<String, String>,
     rows: usize,
+    /// The bytes of the whole input batches merged into it.
+    bytes: u64,
+    /// Input batches it takes rows from.
+    sources: u64,
+    /// Whether its last input batch was taken whole.
+    whole: bool,
 }
 
-/// The iterator returned by [`rebatch`].
+/// The bytes a batch holds: tensor bodies and LoD offsets (8 bytes each), as
+/// [`rebatch_bytes`] measures batches.
+///
+/// ```
+/// use lodt::{batch::rebatch::batch_bytes, Batch, Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
+/// let batch = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1i64, 2, 3], vec![3], lod)?)])?;
+/// assert_eq!(batch_bytes(&batch), 3 * 8 + 3 * 8); // 3 values, 3 offsets
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn batch_bytes(batch: &Batch) -> u64 {
+    batch
+        .iter()
+        .map(|(_, t)| {
+            let lod = t.lod();
+            let offsets: usize = (0..lod.num_levels())
+                .map(|l| lod.num_sequences(l).map_or(0, |n| n + 1))
+                .sum();
+            (t.as_bytes().len() as u64).saturating_add(offsets as u64 * 8)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// How [`rebatch_bytes`] sizes batches, in bytes ([`batch_bytes`]).
+///
+/// A batch of `min..=max` bytes passes unchanged (unless rows gathered
+/// before it are pending). A larger one is split into `ceil(bytes / target)`
+/// batches of equal rows. A run of smaller ones is merged while the merged
+/// batch stays at most `target` bytes and the metadata agree.
+///
+/// ```
+/// use lodt::batch::rebatch::BatchBytes;
+/// assert_eq!(BatchBytes::DEFAULT.min, 1 << 20);
+/// assert_eq!(BatchBytes::DEFAULT.max, 64 << 20);
+/// assert_eq!(BatchBytes::DEFAULT.target, 16 << 20);
+/// let exact = BatchBytes::about(4096)?;
+/// assert_eq!((exact.min, exact.max, exact.target), (4096, 4096, 4096));
+/// assert!(BatchBytes::about(0).is_err());
+/// # Ok::<(), lodt::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BatchBytes {
+    /// Smaller batches are merged.
+    pub min: u64,
+    /// Larger batches are split.
+    pub max: u64,
+    /// The size batches are split and merged to.
+    pub target: u64,
+}
+
+impl BatchBytes {
+    /// `lodt convert`'s default: batches of 1 MiB to 64 MiB pass, the others
+    /// are split or merged to about 16 MiB.
+    pub const DEFAULT: BatchBytes = BatchBytes {
+        min: 1 << 20,
+        max: 64 << 20,
+        target: 16 << 20,
+    };
+
+    /// Every batch split or merged to about `bytes` (`--batch-bytes`). An
+    /// error if `bytes` is 0.
+    ///
+    /// See [`BatchBytes`].
+    pub fn about(bytes: u64) -> Result<Self> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "rebatch: the bytes per batch must be at least 1".into(),
+            ));
+        }
+        Ok(BatchBytes {
+            min: bytes,
+            max: bytes,
+            target: bytes,
+        })
+    }
+}
+
+/// How [`Rebatch`] groups rows.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Rows(usize),
+    Bytes(BatchBytes),
+}
+
+/// What a [`Rebatch`] did so far: input batches passed unchanged, split,
+/// merged (with others), and batches written.
+///
+/// ```
+/// use lodt::{batch::rebatch::{rebatch_bytes, BatchBytes}, Batch, LodTensor};
+/// let small = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8; 10], vec![10], Default::default())?)])?;
+/// let mut rebatched = rebatch_bytes(vec![Ok::<_, lodt::Error>(small.clone()); 5], BatchBytes::about(25)?)?;
+/// let out: Vec<Batch> = rebatched.by_ref().collect::<Result<_, _>>()?;
+/// assert_eq!(out.len(), 3); // 20 + 20 + 10 bytes
+/// let report = rebatched.report();
+/// assert_eq!((report.input, report.merged, report.output), (5, 4, 3)); // the last one is alone
+/// # Ok::<(), lodt::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RebatchReport {
+    /// Input batches read.
+    pub input: u64,
+    /// Input batches written unchanged.
+    pub passed: u64,
+    /// Input batches split into several.
+    pub split: u64,
+    /// Input batches merged with others.
+    pub merged: u64,
+    /// Batches written.
+    pub output: u64,
+}
+
+/// The iterator returned by [`rebatch`] and [`rebatch_bytes`].
 ///
 /// See the [module docs](self).
 pub struct Rebatch<I> {
     source: I,
-    rows: usize,
-    /// The current input batch and how many of its rows were taken.
-    pending: Option<(Batch, usize, usize)>,
+    target: Target,
+    /// The current input batch, how many of its rows were taken, its rows
+    /// and its bytes.
+    pending: Option<(Batch, usize, usize, u64)>,
     layout: Option<Vec<Layout>>,
     index: u64,
     failed: bool,
+    report: RebatchReport,
+    /// By size: the pending batch cannot be regrouped and passes as it is.
+    opaque: bool,
 }
 
 /// Regroups the top-level rows of `batches` into batches of `rows` rows. See
@@ -182,17 +310,100 @@ where
             "rebatch: the number of rows per batch must be at least 1".into(),
         ));
     }
-    Ok(Rebatch {
-        source: batches.into_iter(),
-        rows,
-        pending: None,
-        layout: None,
-        index: 0,
-        failed: false,
-    })
+    Ok(Rebatch::new(batches.into_iter(), Target::Rows(rows)))
+}
+
+/// Regroups the top-level rows of `batches` by size (see [`BatchBytes`]),
+/// never splitting a sequence nor merging batches whose metadata or tensors
+/// (names, dtypes, element shapes, levels) differ. A batch that cannot be
+/// regrouped (tensors with different numbers of top-level rows, a 0-D
+/// tensor, no rows) passes as it is. An error if a bound is 0 or
+/// `min > max`.
+///
+/// ```
+/// use lodt::{batch::rebatch::{rebatch_bytes, BatchBytes}, Batch, LodTensor};
+/// let big = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![7u32; 100], vec![100], Default::default())?)])?;
+/// let out: Vec<Batch> = rebatch_bytes([Ok::<_, lodt::Error>(big)], BatchBytes::about(100)?)?.collect::<Result<_, _>>()?;
+/// let rows: Vec<usize> = out.iter().map(|b| b.get("x").unwrap().rows()).collect();
+/// assert_eq!(rows, vec![25, 25, 25, 25]); // 400 bytes in 4 batches of 100
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn rebatch_bytes<I, E>(batches: I, bytes: BatchBytes) -> Result<Rebatch<I::IntoIter>>
+where
+    I: IntoIterator<Item = std::result::Result<Batch, E>>,
+    E: From<Error>,
+{
+    if bytes.min == 0 || bytes.target == 0 || bytes.min > bytes.max {
+        return Err(Error::InvalidArgument(format!(
+            "rebatch: expected 0 < min <= max and target > 0, found min {}, max {}, target {}",
+            bytes.min, bytes.max, bytes.target
+        )));
+    }
+    Ok(Rebatch::new(batches.into_iter(), Target::Bytes(bytes)))
+}
+
+/// What to take from the pending input batch.
+enum Step {
+    /// Emit what was gathered; the pending batch starts the next output.
+    Emit,
+    /// Take this many rows, then emit.
+    TakeAndEmit(usize),
+    /// Take this many rows and go on gathering.
+    Take(usize),
 }
 
 impl<I> Rebatch<I> {
+    fn new(source: I, target: Target) -> Self {
+        Rebatch {
+            source,
+            target,
+            pending: None,
+            layout: None,
+            index: 0,
+            failed: false,
+            report: RebatchReport::default(),
+            opaque: false,
+        }
+    }
+
+    /// What was done so far.
+    ///
+    /// See [`RebatchReport`].
+    pub fn report(&self) -> RebatchReport {
+        self.report
+    }
+
+    /// The next step, given what is gathered (`acc`) and the pending batch.
+    fn step(&self, acc: Option<&Accumulator>, taken: usize, total: usize, bytes: u64) -> Step {
+        let left = total - taken;
+        match self.target {
+            Target::Rows(rows) => {
+                let have = acc.map_or(0, |a| a.rows);
+                let take = (rows - have).min(left);
+                if have + take == rows {
+                    Step::TakeAndEmit(take)
+                } else {
+                    Step::Take(take)
+                }
+            }
+            Target::Bytes(b) => match acc {
+                // Nothing gathered: pass, split or start merging.
+                None if bytes > b.max => {
+                    let pieces = bytes.div_ceil(b.target).max(1);
+                    let per = (total as u64).div_ceil(pieces).max(1) as usize;
+                    Step::TakeAndEmit(per.min(left))
+                }
+                None if bytes >= b.min => Step::TakeAndEmit(left),
+                None => Step::Take(left),
+                // Merging small batches: only another small one that fits.
+                Some(a) if bytes < b.min && a.bytes.saturating_add(bytes) <= b.target => {
+                    Step::Take(left)
+                }
+                Some(_) => Step::Emit,
+            },
+        }
+    }
+
     /// Checks a new input batch against the first one and returns its rows.
     fn admit(&mut self, batch: &Batch) -> Result<usize> {
         let index = self.index;
@@ -232,22 +443,73 @@ impl<I> Rebatch<I> {
             let exhausted = self
                 .pending
                 .as_ref()
-                .is_none_or(|(_, taken, total)| taken >= total);
+                .is_none_or(|(_, taken, total, _)| taken >= total);
             if exhausted {
                 match self.source.next() {
                     None => break,
                     Some(Err(e)) => return Some(Err(e)),
                     Some(Ok(batch)) => {
+                        self.report.input += 1;
+                        let bytes = batch_bytes(&batch);
+                        if matches!(self.target, Target::Bytes(_)) {
+                            // By size, a batch that cannot be regrouped
+                            // (ragged, 0-D, empty) passes as it is.
+                            self.index += 1;
+                            let rows = batch_rows(&batch, self.index - 1).ok().filter(|&r| r > 0);
+                            self.opaque = rows.is_none();
+                            self.pending = Some((batch, 0, rows.unwrap_or(1), bytes));
+                            continue;
+                        }
                         let rows = match self.admit(&batch) {
                             Ok(rows) => rows,
                             Err(e) => return Some(Err(e.into())),
                         };
-                        self.pending = Some((batch, 0, rows));
+                        self.pending = Some((batch, 0, rows, bytes));
                         continue;
                     }
                 }
             }
-            let (batch, taken, total) = self.pending.as_mut()?;
+            if self.opaque {
+                if acc.is_some() {
+                    break;
+                }
+                self.opaque = false;
+                self.report.passed += 1;
+                self.report.output += 1;
+                let (batch, ..) = self.pending.take()?;
+                return Some(Ok(batch));
+            }
+            let (batch, taken, total, bytes) = self.pending.as_ref()?;
+            let (taken, total, bytes) = (*taken, *total, *bytes);
+            // Rows of batches whose metadata (or, by size, whose tensors)
+            // differ are never merged.
+            if let Some(a) = &acc
+                && taken == 0
+                && (a.metadata != *batch.metadata()
+                    || a.columns.len() != batch.len()
+                    || a.columns
+                        .iter()
+                        .zip(batch.iter())
+                        .any(|(c, (n, t))| c.layout != Layout::of(n, t)))
+            {
+                break;
+            }
+            let (take, emit) = match self.step(acc.as_ref(), taken, total, bytes) {
+                Step::Emit => break,
+                Step::TakeAndEmit(take) => (take, true),
+                Step::Take(take) => (take, false),
+            };
+            // A whole batch on its own passes unchanged, with no copy.
+            if acc.is_none() && taken == 0 && take == total && emit {
+                self.report.passed += 1;
+                self.report.output += 1;
+                let (batch, ..) = self.pending.take()?;
+                return Some(Ok(batch));
+            }
+            if taken == 0 && take < total {
+                self.report.split += 1;
+            }
+            let (batch, taken_rows, ..) = self.pending.as_mut()?;
             let acc = acc.get_or_insert_with(|| Accumulator {
                 columns: batch
                     .iter()
@@ -255,20 +517,31 @@ impl<I> Rebatch<I> {
                     .collect(),
                 metadata: batch.metadata().clone(),
                 rows: 0,
+                bytes: 0,
+                sources: 0,
+                whole: false,
             });
-            let take = (self.rows - acc.rows).min(*total - *taken);
             for (column, (_, tensor)) in acc.columns.iter_mut().zip(batch.iter()) {
-                if let Err(e) = column.append(tensor, *taken, *taken + take) {
+                if let Err(e) = column.append(tensor, taken, taken + take) {
                     return Some(Err(e.into()));
                 }
             }
-            *taken += take;
+            *taken_rows += take;
             acc.rows += take;
-            if acc.rows == self.rows {
+            acc.bytes = acc.bytes.saturating_add(bytes);
+            acc.sources += 1;
+            acc.whole = taken == 0 && take == total;
+            if emit {
                 break;
             }
         }
         let acc = acc?;
+        self.report.output += 1;
+        if acc.sources == 1 && acc.whole {
+            self.report.passed += 1;
+        } else if acc.sources > 1 && matches!(self.target, Target::Bytes(_)) {
+            self.report.merged += acc.sources;
+        }
         let mut out = Batch::new();
         for column in acc.columns {
             let pushed = column
@@ -346,7 +619,7 @@ mod tests {
         )
         .unwrap();
         let mut b = Batch::try_from_tensors([("words", words), ("labels", labels)]).unwrap();
-        b.metadata_mut().insert("first".into(), first.to_string());
+        b.metadata_mut().insert("split".into(), "train".into());
         b
     }
 
@@ -380,8 +653,133 @@ mod tests {
             .map(|b| b.get("labels").unwrap().as_slice::<i32>().unwrap().to_vec())
             .collect();
         assert_eq!(labels, vec![vec![0, 1], vec![3, 4], vec![5, 6]]);
-        let firsts: Vec<_> = out.iter().map(|b| b.metadata()["first"].clone()).collect();
-        assert_eq!(firsts, vec!["0", "3", "4"]);
+        let firsts: Vec<_> = out.iter().map(|b| b.metadata()["split"].clone()).collect();
+        assert_eq!(firsts, vec!["train"; 3]);
+    }
+
+    #[test]
+    fn batches_with_different_metadata_are_never_merged() {
+        let mut b = words(vec![1], 3);
+        b.metadata_mut().insert("split".into(), "test".into());
+        // 3 rows, 1 row of other metadata, 2 rows: cut at the change.
+        let out = run(vec![words(vec![2, 1, 1], 0), b, words(vec![3, 1], 4)], 2);
+        let rows: Vec<_> = out
+            .iter()
+            .map(|b| {
+                (
+                    b.get("labels").unwrap().rows(),
+                    b.metadata()["split"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (2, "train".to_string()),
+                (1, "train".to_string()),
+                (1, "test".to_string()),
+                (2, "train".to_string())
+            ]
+        );
+    }
+
+    fn bytes_run(input: Vec<Batch>, bytes: BatchBytes) -> (Vec<Batch>, RebatchReport) {
+        let mut r = rebatch_bytes(input.into_iter().map(Ok::<_, Error>), bytes).unwrap();
+        let out = r.by_ref().collect::<Result<Vec<_>>>().unwrap();
+        (out, r.report())
+    }
+
+    #[test]
+    fn by_bytes_passes_splits_and_merges() {
+        // words(vec![n; k]) holds k*n*8 + (k+1)*8 bytes of words and k*4 of labels.
+        let size = |b: &Batch| batch_bytes(b);
+        let big = words(vec![2; 40], 0); // 640 + 328 + 160 = 1128 bytes
+        let small = words(vec![1], 0); // 8 + 16 + 4 = 28 bytes
+        let normal = words(vec![2; 10], 0); // 160 + 88 + 40 = 288 bytes
+        assert_eq!((size(&big), size(&small), size(&normal)), (1128, 28, 288));
+        let policy = BatchBytes {
+            min: 100,
+            max: 500,
+            target: 300,
+        };
+        let input = vec![
+            small.clone(),
+            small.clone(),
+            normal.clone(),
+            big,
+            small.clone(),
+        ];
+        let (out, report) = bytes_run(input, policy);
+        let rows: Vec<_> = out
+            .iter()
+            .map(|b| b.get("labels").unwrap().rows())
+            .collect();
+        // 2 smalls merged, normal passed, big split into ceil(1128/300) = 4, last small alone.
+        assert_eq!(rows, vec![2, 10, 10, 10, 10, 10, 1]);
+        assert_eq!(out[1], normal);
+        assert_eq!(
+            report,
+            RebatchReport {
+                input: 5,
+                passed: 2,
+                split: 1,
+                merged: 2,
+                output: 7
+            }
+        );
+        let w: Vec<i64> = out[2..6]
+            .iter()
+            .flat_map(|b| b.get("words").unwrap().as_slice::<i64>().unwrap().to_vec())
+            .collect();
+        assert_eq!(w, (0..80).collect::<Vec<_>>());
+        // Merging stops at the target and at a metadata change.
+        let mut other = small.clone();
+        other.metadata_mut().insert("split".into(), "test".into());
+        let (out, _) = bytes_run(
+            vec![small.clone(), small.clone(), other, small.clone()],
+            BatchBytes::about(60).unwrap(),
+        );
+        let rows: Vec<_> = out
+            .iter()
+            .map(|b| b.get("labels").unwrap().rows())
+            .collect();
+        assert_eq!(rows, vec![2, 1, 1]);
+        assert!(
+            rebatch_bytes(
+                Vec::<Result<Batch>>::new(),
+                BatchBytes {
+                    min: 5,
+                    max: 4,
+                    target: 4
+                }
+            )
+            .is_err()
+        );
+        // Batches that cannot be regrouped pass as they are, between merges.
+        let scalar = LodTensor::from_vec(vec![1f32], vec![], Lod::empty()).unwrap();
+        let odd = Batch::try_from_tensors([("s", scalar)]).unwrap();
+        let mut ragged = small.clone();
+        ragged
+            .push(
+                "extra",
+                LodTensor::from_vec(vec![1u8, 2], vec![2], Lod::empty()).unwrap(),
+            )
+            .unwrap();
+        let (out, report) = bytes_run(
+            vec![
+                small.clone(),
+                odd.clone(),
+                small.clone(),
+                ragged.clone(),
+                small.clone(),
+                small.clone(),
+            ],
+            BatchBytes::about(60).unwrap(),
+        );
+        assert_eq!(out.len(), 5);
+        assert_eq!(out[..4], [small.clone(), odd, small.clone(), ragged]);
+        assert_eq!(out[4].get("labels").unwrap().rows(), 2);
+        assert_eq!((report.passed, report.merged, report.output), (4, 2, 5));
     }
 
     #[test]

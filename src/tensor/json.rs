@@ -70,3 +70,132 @@ pub(crate) fn push_values(out: &mut String, view: &LodTensor) -> crate::Result<(
     });
     Ok(())
 }
+
+/// Top-level row `row` of `tensor` as nested JSON lists, as `lodt head`
+/// prints it: a tensor with `k` LoD levels gives `k` nested lists (one per
+/// level) of its rows; a row with an element shape is a nested list of that
+/// shape; a plain value otherwise (values as in [`tensor_json`]). A tensor
+/// with no LoD gives row `row` itself; a 0-D tensor its one value.
+///
+/// ```
+/// use lodt::{Lod, LodTensor, tensor::row_json};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 2]])?;
+/// let t = LodTensor::from_vec((0..5i64).collect(), vec![5], lod)?;
+/// assert_eq!(row_json(&t, 0)?, "[[0],[1,2]]");
+/// assert_eq!(row_json(&t, 1)?, "[[3,4]]");
+/// let m = LodTensor::from_vec(vec![0.5f32, 1.0, 2.0, 3.0], vec![2, 2], Lod::empty())?;
+/// assert_eq!(row_json(&m, 1)?, "[2.0,3.0]");
+/// assert!(row_json(&t, 2).is_err());
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn row_json(tensor: &LodTensor, row: usize) -> crate::Result<String> {
+    let mut out = String::new();
+    crate::with_element!(tensor.dtype(), T => {
+        let values = tensor.as_slice::<T>()?;
+        RowWriter { tensor, values, out: &mut out }.top(row)?;
+    });
+    Ok(out)
+}
+
+/// Writes rows of one tensor as nested JSON.
+struct RowWriter<'a, T> {
+    tensor: &'a LodTensor,
+    values: &'a [T],
+    out: &'a mut String,
+}
+
+impl<T: Element> RowWriter<'_, T> {
+    fn top(&mut self, row: usize) -> crate::Result<()> {
+        let levels = self.tensor.lod().num_levels();
+        if self.tensor.is_scalar() {
+            if let Some(v) = self.values.first() {
+                self.out.push_str(&v.to_json());
+            }
+            return Ok(());
+        }
+        let top = self.tensor.top_level_rows();
+        if row >= top {
+            return Err(crate::Error::OutOfRange {
+                what: "top-level row",
+                index: row as u64,
+                len: top as u64,
+            });
+        }
+        if levels == 0 {
+            return self.row(row);
+        }
+        self.sequence(0, row)
+    }
+
+    /// Sequence `index` of level `level`.
+    fn sequence(&mut self, level: usize, index: usize) -> crate::Result<()> {
+        let lod = self.tensor.lod();
+        let offsets = lod.level(level).ok_or(crate::Error::OutOfRange {
+            what: "LoD level",
+            index: level as u64,
+            len: lod.num_levels() as u64,
+        })?;
+        let range = |i: usize| offsets.get(i).map(|o| o as usize);
+        let (Some(begin), Some(end)) = (range(index), range(index + 1)) else {
+            return Err(crate::Error::OutOfRange {
+                what: "sequence",
+                index: index as u64,
+                len: offsets.num_sequences() as u64,
+            });
+        };
+        self.out.push('[');
+        for (n, child) in (begin..end).enumerate() {
+            if n > 0 {
+                self.out.push(',');
+            }
+            if level + 1 == lod.num_levels() {
+                self.row(child)?;
+            } else {
+                self.sequence(level + 1, child)?;
+            }
+        }
+        self.out.push(']');
+        Ok(())
+    }
+
+    /// Row `row` (of the tensor's rows): a value, or a list of its element shape.
+    fn row(&mut self, row: usize) -> crate::Result<()> {
+        let numel = self.tensor.row_numel();
+        let start = row * numel;
+        let values = self
+            .values
+            .get(start..start + numel)
+            .ok_or(crate::Error::OutOfRange {
+                what: "row",
+                index: row as u64,
+                len: self.tensor.rows() as u64,
+            })?;
+        let shape = self.tensor.element_shape();
+        if shape.is_empty() {
+            if let Some(v) = values.first() {
+                self.out.push_str(&v.to_json());
+            }
+            return Ok(());
+        }
+        self.block(values, shape);
+        Ok(())
+    }
+
+    /// `values` as nested lists of `shape`.
+    fn block(&mut self, values: &[T], shape: &[usize]) {
+        self.out.push('[');
+        match shape {
+            [] | [_] => push_list(self.out, values.iter().map(|x| x.to_json())),
+            [first, rest @ ..] => {
+                let inner = values.len() / (*first).max(1);
+                for (n, chunk) in values.chunks(inner.max(1)).take(*first).enumerate() {
+                    if n > 0 {
+                        self.out.push(',');
+                    }
+                    self.block(chunk, rest);
+                }
+            }
+        }
+        self.out.push(']');
+    }
+}

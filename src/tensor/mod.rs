@@ -29,7 +29,7 @@ pub mod nested;
 mod check;
 
 pub(crate) use check::{check_lod_fits_shape, check_parts, checked_byte_len};
-pub use json::tensor_json;
+pub use json::{row_json, tensor_json};
 
 use crate::buffer::{AlignedBytes, Buffer, ByteStorage};
 use crate::dtype::{DType, Element};

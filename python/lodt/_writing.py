@@ -1,0 +1,67 @@
+"""Writing sharded datasets: :func:`write_dataset` (torch-free, imported
+with the package)."""
+
+from __future__ import annotations
+
+import collections.abc as _abc
+import os
+from typing import Any, Iterable, Mapping
+
+from ._lodt import Batch, DatasetWriter, commit_parts
+
+__all__ = ["DatasetWriter", "commit_parts", "write_dataset"]
+
+#: The default target size of a shard (256 MiB).
+DEFAULT_SHARD_BYTES = 256 << 20
+
+
+def write_dataset(
+    path: str | os.PathLike[str],
+    batches: Iterable[Batch | Mapping[str, Any]] | Batch | Mapping[str, Any],
+    *,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    mode: str = "create",
+    metadata: Mapping[str, str] | None = None,
+    writer_id: str | None = None,
+    fsync: bool = True,
+) -> dict[str, int]:
+    """Writes ``batches`` as a sharded dataset in directory ``path``
+    (``spec/DATASET.md``) and returns its totals
+    ``{"shards", "batches", "sequences", "bytes"}``.
+
+    ``batches`` is an iterable of :class:`lodt.Batch` or of mappings of
+    names to :class:`lodt.LodTensor` (or arrays), all with the same tensors
+    (the schema: names, dtypes, element shapes, LoD levels); a single batch
+    or mapping is one batch. Shards are ``.lodt`` files of about
+    ``shard_bytes`` each (a batch is never split); the manifest is written
+    last and atomically, so an interrupted write leaves the previous
+    manifest valid.
+
+    ``mode``: ``"create"`` (a new dataset; FileExistsError if one is there),
+    ``"append"`` (adds shards to an existing dataset, whose schema they must
+    match; the writer lock makes a second appender fail with
+    BlockingIOError), or ``"part"`` with a ``writer_id`` (one of several
+    parallel writers; :func:`commit_parts` joins the parts). ``metadata``
+    (str to str) is added to the dataset's. A batch that does not match the
+    schema raises ValueError, and the manifest is left as it was. For
+    ``mode="part"`` the totals are the part's.
+    """
+    if isinstance(batches, (Batch, _abc.Mapping)):
+        batches = [batches]
+    writer = DatasetWriter(
+        path,
+        mode=mode,
+        shard_bytes=shard_bytes,
+        metadata=metadata,
+        writer_id=writer_id,
+        fsync=fsync,
+    )
+    try:
+        for batch in batches:
+            writer.write(batch)
+    except BaseException:
+        writer.abort()
+        raise
+    totals = writer.close()
+    assert totals is not None  # the writer was open
+    return dict(totals)

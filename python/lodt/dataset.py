@@ -1,0 +1,468 @@
+"""Sharded datasets (``spec/DATASET.md``): :class:`Dataset`, a shuffling,
+partitioned, resumable stream of LoD mini-batches over a directory of
+``.lodt`` shards, and :func:`write_dataset` (in :mod:`lodt._writing`).
+
+:class:`Dataset` is a ``torch.utils.data.IterableDataset`` when torch is
+installed (``pip install 'lodt[torch]'``) and a plain iterable otherwise;
+this module is imported on first use of ``lodt.Dataset``, so ``import lodt``
+never imports torch.
+
+Who reads what: an epoch's order (a permutation of every sequence, fixed by
+``seed`` and the epoch) is dealt round robin to ``world_size × num_workers``
+consumers: consumer ``rank × num_workers + worker``. Their union is every
+sequence exactly once per epoch (``remainder="keep"``).
+
+Resuming: :meth:`Dataset.state_dict` is this rank's position (what was
+*delivered*, never what was only prefetched), a small JSON-compatible dict;
+:meth:`Dataset.load_state_dict` makes the next pass continue with exactly the
+mini-batch that would have come next. The dataset knows what was delivered
+when it is iterated in this process (``DataLoader(num_workers=0)``, or a
+plain loop), or through :class:`lodt.torch.DataLoader` with worker processes
+(each mini-batch carries its worker's position to the main process). With a
+plain ``torch.utils.data.DataLoader`` and ``num_workers > 0`` the main
+process cannot know it: use :class:`lodt.torch.DataLoader` (or torchdata's
+``StatefulDataLoader``, which calls ``state_dict`` in each worker).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import numpy as np
+
+from . import _lodt
+from ._lodt import Batch, DatasetReader
+
+if TYPE_CHECKING:  # pragma: no cover
+    _Base = object
+
+    def _worker_info() -> Any: ...
+
+else:
+    try:
+        from torch.utils.data import IterableDataset as _Base
+        from torch.utils.data import get_worker_info as _worker_info
+    except ImportError:  # torch is optional: a plain iterable without it
+        _Base = object
+
+        def _worker_info() -> Any:
+            return None
+
+
+__all__ = ["Dataset"]
+
+#: The version of :meth:`Dataset.state_dict`'s wrapper (the loader state
+#: inside has its own, ``spec/DATASET.md`` 7.2).
+STATE_VERSION = 1
+
+
+def _distributed() -> tuple[int, int] | None:
+    """``(rank, world_size)`` of an initialised ``torch.distributed``, else None."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return None
+
+
+class _Delivered:
+    """A mini-batch sent by a ``DataLoader`` worker with its consumer's
+    position after it (unwrapped by :class:`lodt.torch.DataLoader`)."""
+
+    __slots__ = ("value", "consumer", "local", "state")
+
+    def __init__(self, value: Any, consumer: int, local: int, state: str) -> None:
+        self.value = value
+        self.consumer = consumer
+        self.local = local
+        self.state = state
+
+    def __getstate__(self) -> tuple[Any, int, int, str]:
+        return (self.value, self.consumer, self.local, self.state)
+
+    def __setstate__(self, s: tuple[Any, int, int, str]) -> None:
+        self.value, self.consumer, self.local, self.state = s
+
+
+class Dataset(_Base):  # type: ignore[misc,valid-type]
+    """A sharded lodt dataset as a stream of LoD mini-batches
+    (:class:`lodt.Batch`, one top-level sequence per dataset sequence, the
+    schema's tensors in order), and random access to its sequences.
+
+    ``Dataset(path, batch_size=32, shuffle=True, seed=0)``:
+
+    * ``batch_size`` sequences per mini-batch, or ``max_rows``: as many
+      sequences as fit in that many rows (tokens) of tensor ``rows_of``
+      (default: the first). ``drop_last`` drops a short last mini-batch.
+    * ``shuffle``/``seed``/``shuffle_buffer``: a deterministic order per
+      ``(seed, epoch)``: shards, batches, and a buffer of ``shuffle_buffer``
+      sequence ids (``spec/DATASET.md`` 6). Without shuffle, dataset order.
+    * ``rank``/``world_size``: explicit, or ``torch.distributed``'s when it
+      is initialised (when the Dataset is made), else 0 and 1. DataLoader
+      workers (``torch.utils.data.get_worker_info``) split a rank's share.
+    * ``remainder``: ``"keep"`` (every sequence once; consumers differ by at
+      most one sequence), ``"drop"`` or ``"repeat"`` (equal counts).
+    * ``prefetch``: mini-batches read ahead by a background thread.
+    * ``return_ids``: yield ``(ids, batch)``, ``ids`` an int64 array of the
+      sequences' ids (dataset order numbers, as :meth:`sequence` takes).
+
+    Call :meth:`set_epoch` before each epoch (as with ``DistributedSampler``):
+    every pass over the dataset begins where :meth:`set_epoch` or
+    :meth:`load_state_dict` put it. The dataset is opened lazily in each
+    process, so ``DataLoader`` workers (fork or spawn) open it themselves.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        batch_size: int = 32,
+        max_rows: int | None = None,
+        rows_of: str | None = None,
+        drop_last: bool = False,
+        shuffle: bool = False,
+        seed: int = 0,
+        shuffle_buffer: int = 16384,
+        rank: int | None = None,
+        world_size: int | None = None,
+        remainder: str = "keep",
+        prefetch: int = 2,
+        mmap: bool = True,
+        return_ids: bool = False,
+    ) -> None:
+        if (rank is None) != (world_size is None):
+            raise ValueError("give both rank and world_size, or neither (torch.distributed's, or 0 of 1)")
+        self.path = os.fspath(path)
+        self.batch_size = batch_size
+        self.max_rows = max_rows
+        self.rows_of = rows_of
+        self.drop_last = drop_last
+        self.shuffle = shuffle
+        self.seed = seed
+        self.shuffle_buffer = shuffle_buffer
+        self.remainder = remainder
+        self.prefetch = prefetch
+        self.mmap = mmap
+        self.return_ids = return_ids
+        self._explicit = None if rank is None else (int(rank), int(world_size))  # type: ignore[arg-type]
+        self._rank_world: tuple[int, int] | None = None
+        self._reader: DatasetReader | None = None
+        self._pid: int | None = None
+        self._epoch = 0
+        self._resume: dict[str, Any] | None = None
+        self._workers = 1
+        self._report = False
+        self._reset_progress()
+        self._manifest: dict[str, Any] = json.loads(self._native().manifest_json())
+        # Checks the options now (a bad batch size, remainder, rank, ...).
+        rank_, world = self._ranks()
+        self._probe(rank_, world, 0, 1).close()
+
+    # -- the native dataset, per process -----------------------------------
+
+    def _native(self) -> DatasetReader:
+        pid = os.getpid()
+        if self._reader is None or self._pid != pid:
+            self._reader = DatasetReader(self.path, mmap=self.mmap)
+            self._pid = pid
+        return self._reader
+
+    def _ranks(self) -> tuple[int, int]:
+        """This process's ``(rank, world_size)``."""
+        if self._explicit is not None:
+            return self._explicit
+        if self._rank_world is None:
+            self._rank_world = _distributed() or (0, 1)
+        return self._rank_world
+
+    def _loader(self, rank: int, world: int, local: int, workers: int, prefetch: int) -> Any:
+        resume = self._resume
+        return self._native().loader(
+            batch_size=self.batch_size,
+            max_rows=self.max_rows,
+            rows_of=self.rows_of,
+            drop_last=self.drop_last,
+            seed=self.seed if self.shuffle else None,
+            shuffle_buffer=self.shuffle_buffer,
+            rank=rank,
+            world_size=world,
+            worker=local,
+            num_workers=workers,
+            remainder=self.remainder,
+            prefetch=prefetch,
+            epoch=self._epoch,
+            state=None if resume is None else json.dumps(resume["loader"]),
+        )
+
+    def _probe(self, rank: int, world: int, local: int, workers: int) -> Any:
+        """A loader that reads nothing (no prefetch): for positions."""
+        return self._loader(rank, world, local, workers, 0)
+
+    def _rotation(self, workers: int) -> int:
+        """Which consumer worker 0 serves in this pass: a resumed pass starts
+        with the consumer that would have delivered next, so the
+        ``DataLoader``'s round robin continues exactly."""
+        resume = self._resume
+        if resume is None:
+            return 0
+        rank, world = self._ranks()
+        if int(resume["loader"]["consumers"]) != world * workers:
+            return 0
+        return int(resume.get("next_worker", 0)) % workers
+
+    def _reset_progress(self) -> None:
+        self._states: dict[int, str] = {}
+        self._live: dict[int, Any] = {}
+        self._last: int | None = None
+
+    # -- lodt.torch.DataLoader's hooks -------------------------------------
+
+    def _begin(self, workers: int, report: bool) -> None:
+        """A ``DataLoader`` pass with ``workers`` worker processes starts."""
+        self._ranks()
+        self._workers = workers
+        self._report = report
+        self._reset_progress()
+
+    def _record(self, item: _Delivered) -> None:
+        """The main process received a worker's mini-batch."""
+        self._states[item.consumer] = item.state
+        self._last = item.local
+
+    # -- iteration -------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Any]:
+        info = _worker_info()
+        if info is None:
+            worker, workers = 0, 1
+            self._workers = 1
+            self._reset_progress()
+        else:
+            worker, workers = info.id, info.num_workers
+        rank, world = self._ranks()
+        local = (worker + self._rotation(workers)) % workers
+        consumer = rank * workers + local
+        report = self._report and info is not None
+        loader = self._loader(rank, world, local, workers, self.prefetch)
+        self._live[consumer] = loader
+        try:
+            while True:
+                item = loader.next_with_ids()
+                if item is None:
+                    break
+                ids, batch = item
+                self._last = local
+                out = (np.asarray(ids, dtype=np.int64), batch) if self.return_ids else batch
+                if report:
+                    yield _Delivered(out, consumer, local, loader.state())
+                else:
+                    yield out
+        finally:
+            if self._live.get(consumer) is loader:
+                self._states[consumer] = loader.state()
+                del self._live[consumer]
+            loader.close()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next pass epoch ``epoch`` (its own order when
+        shuffling), from its start; or, when a state of that epoch was just
+        loaded (:meth:`load_state_dict`), from the loaded position."""
+        if epoch < 0:
+            raise ValueError(f"epoch must be >= 0, found {epoch}")
+        if self._resume is not None and int(self._resume["loader"]["epoch"]) == epoch:
+            self._epoch = epoch
+            return
+        self._resume = None
+        self._epoch = epoch
+        self._reset_progress()
+
+    @property
+    def epoch(self) -> int:
+        """The epoch of the next (or current) pass."""
+        return self._epoch
+
+    # -- resume -----------------------------------------------------------
+
+    def _consumer_state(self, consumer: int, rank: int, world: int, local: int, workers: int) -> str:
+        live = self._live.get(consumer)
+        if live is not None:
+            return str(live.state())
+        if consumer in self._states:
+            return self._states[consumer]
+        probe = self._probe(rank, world, local, workers)
+        try:
+            return str(probe.state())
+        finally:
+            probe.close()
+
+    def state_dict(self) -> dict[str, Any]:
+        """This rank's position: ``{"version": 1, "loader": S, "next_worker": k}``
+        where ``S`` is the loader state of ``spec/DATASET.md`` 7.2 holding
+        the count of every consumer of this rank (its DataLoader workers),
+        and ``k`` the worker that delivers next. JSON-compatible; save it
+        with the checkpoint (one per rank).
+
+        Inside a ``DataLoader`` worker (torchdata's ``StatefulDataLoader``
+        calls it there) it is that worker's own position.
+        """
+        info = _worker_info()
+        rank, world = self._ranks()
+        if info is not None:
+            workers = info.num_workers
+            local = (info.id + self._rotation(workers)) % workers
+            pairs = [(rank * workers + local, local)]
+        else:
+            workers = self._workers
+            pairs = [(rank * workers + w, w) for w in range(workers)]
+        states = [self._consumer_state(c, rank, world, local, workers) for c, local in pairs]
+        merged = json.loads(_lodt.merge_loader_states(states))
+        if self._last is None:
+            next_worker = self._rotation(workers)
+        else:
+            next_worker = (self._last + 1) % workers
+        return {"version": STATE_VERSION, "loader": merged, "next_worker": next_worker}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Makes the next pass continue from ``state`` (of
+        :meth:`state_dict`, or a bare loader state of ``spec/DATASET.md``
+        7.2, e.g. :meth:`merge_states` of every rank's): with the same
+        world size and workers, exactly with the mini-batch that would have
+        come next; with others (a merged, complete state), with the rest of
+        the epoch, no sequence twice or skipped. Raises ValueError for a
+        state of another dataset or other shuffle/remainder options."""
+        wrapped = _wrap(state)
+        self._resume = wrapped
+        self._epoch = int(wrapped["loader"]["epoch"])
+        self._reset_progress()
+        # Check it now: a state of another dataset, shuffle or remainder, or
+        # one that cannot place this rank, raises here.
+        rank, world = self._ranks()
+        consumers = int(wrapped["loader"]["consumers"])
+        workers = consumers // world if consumers % world == 0 else 1
+        try:
+            self._probe(rank, world, 0, max(workers, 1)).close()
+        except Exception:
+            self._resume = None
+            raise
+
+    @staticmethod
+    def merge_states(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """Merges the :meth:`state_dict` of every rank of one checkpoint into
+        one complete state, to resume on another world size (or number of
+        workers)."""
+        loaders = [json.dumps(_wrap(s)["loader"]) for s in states]
+        merged = json.loads(_lodt.merge_loader_states(loaders))
+        return {"version": STATE_VERSION, "loader": merged, "next_worker": 0}
+
+    # -- metadata and random access ---------------------------------------
+
+    def __len__(self) -> int:
+        """The number of sequences in the dataset (all ranks together)."""
+        return int(self._manifest_total("sequences"))
+
+    def _manifest_total(self, key: str) -> int:
+        return sum(int(s[key]) for s in self._manifest["shards"])
+
+    @property
+    def num_sequences(self) -> int:
+        """The number of top-level sequences."""
+        return len(self)
+
+    @property
+    def num_shards(self) -> int:
+        """The number of shards."""
+        return len(self._manifest["shards"])
+
+    @property
+    def num_batches(self) -> int:
+        """The number of stored batches, over every shard."""
+        return self._manifest_total("batches")
+
+    @property
+    def num_bytes(self) -> int:
+        """The size of every shard, in bytes."""
+        return self._manifest_total("bytes")
+
+    @property
+    def schema(self) -> list[dict[str, Any]]:
+        """The tensors: ``[{"name", "dtype", "element_shape", "lod_levels"}, ...]``."""
+        return json.loads(json.dumps(self._manifest["schema"]["tensors"]))
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The dataset's metadata (str to str)."""
+        return dict(self._manifest.get("metadata", {}))
+
+    @property
+    def shards(self) -> list[dict[str, Any]]:
+        """Per shard: ``{"name", "bytes", "batches", "sequences"}``."""
+        keys = ("name", "bytes", "batches", "sequences")
+        return [{k: s[k] for k in keys} for s in self._manifest["shards"]]
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The whole manifest (``spec/DATASET.md`` 3), as parsed JSON."""
+        return json.loads(json.dumps(self._manifest))
+
+    def sequence(self, index: int) -> Batch:
+        """Sequence ``index`` (dataset order; negative from the end): a
+        batch of one top-level sequence per tensor, read in place."""
+        n = len(self)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError(f"sequence {index} out of range: the dataset has {n}")
+        return self._native().sequence(i)
+
+    def __getitem__(self, index: int) -> Batch:
+        """``ds[i]``: :meth:`sequence`."""
+        return self.sequence(index)
+
+    def take(self, indices: Sequence[int]) -> Batch:
+        """Sequences ``indices`` (dataset order numbers), in that order,
+        gathered into one batch (a copy)."""
+        n = len(self)
+        ids = [int(i) + n if int(i) < 0 else int(i) for i in indices]
+        return self._native().take(ids)
+
+    def verify(self) -> dict[str, int]:
+        """Checks every shard against the manifest and every checksum;
+        ValueError names the first damaged shard. Returns
+        ``{"shards", "bytes", "batches", "sequences"}``."""
+        return self._native().verify()
+
+    def __getstate__(self) -> dict[str, Any]:
+        self._ranks()
+        state = self.__dict__.copy()
+        state["_reader"] = None
+        state["_pid"] = None
+        state["_states"] = {}
+        state["_live"] = {}
+        return state
+
+    def __repr__(self) -> str:
+        return (
+            f"lodt.Dataset({self.path!r}, shards={self.num_shards}, "
+            f"sequences={self.num_sequences}, epoch={self._epoch})"
+        )
+
+
+def _wrap(state: dict[str, Any]) -> dict[str, Any]:
+    """A :meth:`Dataset.state_dict`, from one or from a bare loader state."""
+    if not isinstance(state, dict):
+        raise TypeError(f"a dataset state is a dict, found {type(state).__name__}")
+    if "loader" in state:
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(
+                f"dataset state version {state.get('version')!r}; this lodt reads version {STATE_VERSION}"
+            )
+        return state
+    if "frontier" in state and "consumers" in state:
+        return {"version": STATE_VERSION, "loader": state, "next_worker": 0}
+    raise ValueError(
+        f"not a dataset state: expected the dict of Dataset.state_dict() (keys version, loader, "
+        f"next_worker) or a loader state, found keys {sorted(state)}"
+    )
