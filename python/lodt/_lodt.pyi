@@ -225,7 +225,7 @@ class DatasetReader:
     """An open sharded dataset (its manifest; shards opened when touched).
     ``lodt.Dataset`` wraps it."""
 
-    def __init__(self, path: _PathLike, *, mmap: bool = True) -> None:
+    def __init__(self, path: _PathLike, *, mmap: bool = True, storage_options: Mapping[str, str] | None = None) -> None:
         """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest)."""
     @property
     def path(self) -> pathlib.Path:
@@ -296,6 +296,7 @@ class DatasetWriter:
         metadata: Mapping[str, str] | None = None,
         writer_id: str | None = None,
         fsync: bool = True,
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
         """``mode``: ``"create"``, ``"append"`` or ``"part"`` (with ``writer_id``)."""
     def write(self, batch: _BatchLike) -> None:
@@ -315,7 +316,7 @@ class DatasetWriter:
     def __enter__(self) -> DatasetWriter: ...
     def __exit__(self, exc_type: object, exc_value: object = None, traceback: object = None) -> bool: ...
 
-def commit_parts(path: _PathLike) -> dict[str, int]:
+def commit_parts(path: _PathLike, storage_options: Mapping[str, str] | None = None) -> dict[str, int]:
     """Merges the partial manifests of parallel writers; the dataset's totals."""
 
 def merge_loader_states(states: Sequence[str]) -> str:

@@ -24,6 +24,7 @@ def write_dataset(
     metadata: Mapping[str, str] | None = None,
     writer_id: str | None = None,
     fsync: bool = True,
+    storage_options: Mapping[str, str] | None = None,
 ) -> dict[str, int]:
     """Writes ``batches`` as a sharded dataset in directory ``path``
     (``spec/DATASET.md``) and returns its totals
@@ -45,6 +46,12 @@ def write_dataset(
     (str to str) is added to the dataset's. A batch that does not match the
     schema raises ValueError, and the manifest is left as it was. For
     ``mode="part"`` the totals are the part's.
+
+    ``path`` may be a URI (``s3://``, ``az://``, ``gs://``): shards are
+    uploaded, then the manifest is committed with a conditional put, so a
+    concurrent writer's commit makes this one raise (its shards stay
+    unlisted). ``storage_options`` configure the store (object_store's keys,
+    such as ``aws_endpoint``); credentials also come from the environment.
     """
     if isinstance(batches, (Batch, _abc.Mapping)):
         batches = [batches]
@@ -55,6 +62,7 @@ def write_dataset(
         metadata=metadata,
         writer_id=writer_id,
         fsync=fsync,
+        storage_options=storage_options,
     )
     try:
         for batch in batches:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -107,6 +107,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
     * ``remainder``: ``"keep"`` (every sequence once; consumers differ by at
       most one sequence), ``"drop"`` or ``"repeat"`` (equal counts).
     * ``prefetch``: mini-batches read ahead by a background thread.
+    * ``storage_options``: for a dataset at a URI (``s3://``, ``az://``,
+      ``gs://``, ``http(s)://``), the store's configuration (object_store's
+      keys); credentials also come from the environment.
     * ``return_ids``: yield ``(ids, batch)``, ``ids`` an int64 array of the
       sequences' ids (dataset order numbers, as :meth:`sequence` takes).
 
@@ -133,6 +136,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         prefetch: int = 2,
         mmap: bool = True,
         return_ids: bool = False,
+        storage_options: Mapping[str, str] | None = None,
     ) -> None:
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither (torch.distributed's, or 0 of 1)")
@@ -148,6 +152,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self.prefetch = prefetch
         self.mmap = mmap
         self.return_ids = return_ids
+        self.storage_options = dict(storage_options) if storage_options else None
         self._explicit = None if rank is None else (int(rank), int(world_size))  # type: ignore[arg-type]
         self._rank_world: tuple[int, int] | None = None
         self._reader: DatasetReader | None = None
@@ -167,7 +172,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
     def _native(self) -> DatasetReader:
         pid = os.getpid()
         if self._reader is None or self._pid != pid:
-            self._reader = DatasetReader(self.path, mmap=self.mmap)
+            self._reader = DatasetReader(
+                self.path, mmap=self.mmap, storage_options=self.storage_options
+            )
             self._pid = pid
         return self._reader
 

@@ -14,6 +14,7 @@ use lodt::dataset::{
 use lodt::{Batch, LodTensor};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -42,19 +43,45 @@ fn remainder(name: &str) -> PyResult<Remainder> {
     }
 }
 
+/// The store of the dataset at `path`: a URI's object store, or a local
+/// directory configured by `local`.
+pub(crate) fn store_at(
+    path: &std::path::Path,
+    storage_options: Option<BTreeMap<String, String>>,
+    local: impl FnOnce(LocalStore) -> LocalStore,
+) -> PyResult<Arc<dyn lodt::dataset::DatasetStore>> {
+    let location = path.to_string_lossy();
+    if lodt::remote::is_uri(&location) {
+        let options = lodt::remote::RemoteOptions {
+            options: storage_options.unwrap_or_default(),
+            ..Default::default()
+        };
+        lodt::remote::store_for(&location, &options).map_err(dataset_err)
+    } else {
+        Ok(Arc::new(local(LocalStore::new(path))))
+    }
+}
+
 #[pymethods]
 impl PyDatasetReader {
-    /// DatasetReader(path, *, mmap=True)
+    /// DatasetReader(path, *, mmap=True, storage_options=None)
     ///
-    /// Opens the dataset in directory `path` (its manifest only). `mmap=False`
-    /// reads shards with positional reads instead of memory maps.
+    /// Opens the dataset in directory `path`, or at a URI (`s3://`, `az://`,
+    /// `gs://`, `http(s)://`; `storage_options` configure the store): its
+    /// manifest only. `mmap=False` reads local shards with positional reads
+    /// instead of memory maps.
     #[new]
-    #[pyo3(signature = (path, *, mmap = true))]
-    fn py_new(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Self> {
+    #[pyo3(signature = (path, *, mmap = true, storage_options = None))]
+    fn py_new(
+        py: Python<'_>,
+        path: PathBuf,
+        mmap: bool,
+        storage_options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<Self> {
         let p = path.clone();
         let dataset = py.detach(move || {
             guard("opening a dataset", || {
-                let store = Arc::new(LocalStore::new(&p).with_mmap(mmap));
+                let store = store_at(&p, storage_options, |s| s.with_mmap(mmap))?;
                 Dataset::open_in(store).map_err(dataset_err)
             })
         })?;

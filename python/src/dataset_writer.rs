@@ -4,12 +4,10 @@
 
 use crate::batch::{metadata, to_batch};
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
-use lodt::dataset::{
-    DEFAULT_SHARD_BYTES, Dataset, DatasetWriter, LocalStore, Manifest, WriterOptions,
-};
+use lodt::dataset::{DEFAULT_SHARD_BYTES, Dataset, DatasetWriter, Manifest, WriterOptions};
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Writes a sharded dataset batch by batch: shards of about `shard_bytes`
 /// each, the manifest last and atomically (on `close`).
@@ -48,10 +46,16 @@ impl PyDatasetWriter {
 #[pymethods]
 impl PyDatasetWriter {
     /// DatasetWriter(path, *, mode="create", shard_bytes=256 MiB, metadata=None,
-    ///               writer_id=None, fsync=True)
+    ///               writer_id=None, fsync=True, storage_options=None)
+    ///
+    /// `path` may be a URI of S3, Azure or GCS (`storage_options` configure
+    /// the store): shards are uploaded, and the manifest is committed by a
+    /// conditional put (a concurrent writer's commit makes `close` raise).
     #[new]
     #[pyo3(signature = (path, *, mode = "create", shard_bytes = DEFAULT_SHARD_BYTES,
-        metadata = None, writer_id = None, fsync = true))]
+        metadata = None, writer_id = None, fsync = true, storage_options = None))]
+    // Python's keyword arguments, one parameter each.
+    #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
         path: PathBuf,
@@ -60,6 +64,7 @@ impl PyDatasetWriter {
         metadata: Option<&Bound<'_, PyAny>>,
         writer_id: Option<String>,
         fsync: bool,
+        storage_options: Option<std::collections::BTreeMap<String, String>>,
     ) -> PyResult<Self> {
         if shard_bytes == 0 {
             return Err(value("shard_bytes must be at least 1"));
@@ -87,7 +92,7 @@ impl PyDatasetWriter {
         let p = path.clone();
         let writer = py.detach(move || {
             guard("starting a dataset writer", || {
-                let store = Arc::new(LocalStore::new(&p).with_fsync(fsync));
+                let store = crate::dataset::store_at(&p, storage_options, |s| s.with_fsync(fsync))?;
                 match (mode.as_str(), writer_id) {
                     ("append", _) => DatasetWriter::append_in(store, options),
                     ("part", Some(id)) => DatasetWriter::create_part_in(store, &id, options),
@@ -196,17 +201,23 @@ impl PyDatasetWriter {
     }
 }
 
-/// commit_parts(path) -> dict
+/// commit_parts(path, storage_options=None) -> dict
 ///
 /// Merges the partial manifests of parallel writers (`mode="part"`) into
 /// the dataset's manifest, under its writer lock; returns the dataset's
 /// totals. Conflicting schemas or metadata raise ValueError and change
 /// nothing.
 #[pyfunction]
-pub fn commit_parts(py: Python<'_>, path: PathBuf) -> PyResult<Py<pyo3::types::PyDict>> {
+#[pyo3(signature = (path, storage_options = None))]
+pub fn commit_parts(
+    py: Python<'_>,
+    path: PathBuf,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<Py<pyo3::types::PyDict>> {
     let manifest = py.detach(move || {
         guard("merging partial manifests", || {
-            Dataset::commit_parts(&path).map_err(dataset_err)
+            let store = crate::dataset::store_at(&path, storage_options, |s| s)?;
+            Dataset::commit_parts_in(store).map_err(dataset_err)
         })
     })?;
     summary(py, &manifest)

@@ -121,7 +121,9 @@ pub fn dataset(err: DatasetError) -> PyErr {
     match err {
         DatasetError::NotADataset { .. } => PyFileNotFoundError::new_err(message),
         DatasetError::AlreadyExists { .. } => PyFileExistsError::new_err(message),
-        DatasetError::Locked { .. } => PyBlockingIOError::new_err(message),
+        DatasetError::Locked { .. } | DatasetError::ManifestChanged { .. } => {
+            PyBlockingIOError::new_err(message)
+        }
         DatasetError::Io { ref source, .. } => io(source, message),
         DatasetError::Atomic(e) => atomic(e),
         DatasetError::Shard { ref source, .. } => match source.as_ref() {

@@ -90,3 +90,51 @@ def test_a_missing_object_is_a_clear_error(s3):
     _, options = s3
     with pytest.raises(Exception, match="s3://data/none.lodt"):
         lodt.open("s3://data/none.lodt", storage_options=options)
+
+
+def _batch(first: int, n: int) -> dict:
+    lens = [(i % 3) + 1 for i in range(first, first + n)]
+    values = np.concatenate([np.full(l, i, dtype=np.int64) for i, l in zip(range(first, first + n), lens)])
+    return {
+        "tokens": lodt.create_lod_tensor(values.reshape(-1, 1), [lens]),
+        "id": np.arange(first, first + n, dtype=np.int64),
+    }
+
+
+def test_datasets_on_s3(s3):
+    _, options = s3
+    uri = "s3://data/ds"
+    totals = lodt.write_dataset(
+        uri, [_batch(k * 10, 10) for k in range(12)], shard_bytes=2048, storage_options=options
+    )
+    assert totals["sequences"] == 120 and totals["shards"] >= 3
+    ds = lodt.Dataset(uri, batch_size=7, shuffle=True, seed=3, storage_options=options)
+    assert len(ds) == 120
+    seen = []
+    for batch in ds:
+        ids = np.array(batch["id"]).ravel().tolist()
+        tokens = batch["tokens"]
+        # Each sequence's tokens all equal its id.
+        for j, i in enumerate(ids):
+            np.testing.assert_array_equal(np.array(tokens.sequence(0, j)).ravel(), np.full((i % 3) + 1, i))
+        seen.extend(ids)
+    assert sorted(seen) == list(range(120))
+    assert seen != list(range(120))  # shuffled
+
+    # Two appenders: the first to close wins, the second raises and adds nothing.
+    a = lodt.DatasetWriter(uri, mode="append", shard_bytes=2048, storage_options=options)
+    b = lodt.DatasetWriter(uri, mode="append", shard_bytes=2048, storage_options=options)
+    a.write(_batch(1000, 5))
+    b.write(_batch(2000, 5))
+    a.close()
+    with pytest.raises(BlockingIOError, match="changed by another writer"):
+        b.close()
+    ds = lodt.Dataset(uri, storage_options=options)
+    assert len(ds) == 125
+    assert np.array(ds[120]["id"]).ravel().tolist() == [1000]
+
+    # Creating over it is refused; a missing dataset is FileNotFoundError.
+    with pytest.raises(FileExistsError):
+        lodt.write_dataset(uri, [_batch(0, 1)], storage_options=options)
+    with pytest.raises(FileNotFoundError, match="s3://data/nothing"):
+        lodt.Dataset("s3://data/nothing", storage_options=options)
