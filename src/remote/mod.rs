@@ -5,7 +5,7 @@
 //! - [`open_file`] opens a `.lodt` file at a URI (or a local path) for random
 //!   access: [`ObjectSource`] is the [`RangeSource`](crate::format::RangeSource)
 //!   behind it.
-//! - [`store_for`] gives the [`DatasetStore`](crate::dataset::DatasetStore)
+//! - [`store_for`] gives the [`DatasetStore`]
 //!   of a dataset at a URI (or a local directory), for
 //!   [`Dataset::open_in`](crate::dataset::Dataset::open_in),
 //!   [`DatasetWriter::create_in`](crate::dataset::DatasetWriter::create_in)
@@ -21,6 +21,8 @@
 //!   fixed part) fit in the default suffix, so they come with the first
 //!   request; a larger footer costs one more read. A file smaller than the
 //!   suffix is read whole by the first request, and opening costs one.
+//!   Azure Blob has no suffix reads: there the size comes from a `HEAD`
+//!   first, so opening costs one request more.
 //! - **One batch** is one ranged GET of the batch's section, the first time
 //!   the batch is touched; later touches of the same batch reuse the
 //!   reader's bytes only if the caller keeps them (a [`LodtFile`] does not

@@ -6,7 +6,7 @@ use super::runtime::{block_on, io_error, spawn};
 use crate::buffer::{AlignedBytes, Buffer};
 use crate::format::{OpenHint, RangeSource};
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use std::io;
 use std::ops::Range;
 use std::sync::Arc;
@@ -57,11 +57,26 @@ impl ObjectSource {
         let get = {
             let (store, path) = (store.clone(), path.clone());
             async move {
-                let opts = GetOptions {
-                    range: Some(GetRange::Suffix(suffix)),
+                let suffix_read = |range| GetOptions {
+                    range: Some(range),
                     ..Default::default()
                 };
-                let result = store.get_opts(&path, opts).await?;
+                let result = match store
+                    .get_opts(&path, suffix_read(GetRange::Suffix(suffix)))
+                    .await
+                {
+                    // Azure has no suffix reads: the size first, then the tail.
+                    Err(object_store::Error::NotSupported { .. }) => {
+                        let size = store.head(&path).await?.size;
+                        let tail = GetRange::Bounded(size.saturating_sub(suffix)..size);
+                        if size == 0 {
+                            store.get_opts(&path, GetOptions::default()).await?
+                        } else {
+                            store.get_opts(&path, suffix_read(tail)).await?
+                        }
+                    }
+                    other => other?,
+                };
                 let meta = result.meta.clone();
                 let range = result.range.clone();
                 let bytes = result.bytes().await?;
