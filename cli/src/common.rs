@@ -321,6 +321,11 @@ impl ReadArgs {
     /// Opens `path` as asked; an error that does not name the file says
     /// which file it is about.
     pub fn open(&self, path: &Path) -> Result<lodt::LodtFile, CliError> {
+        let location = path.to_string_lossy();
+        if lodt::remote::is_uri(&location) {
+            return lodt::remote::open_file(&location, &lodt::remote::RemoteOptions::default())
+                .map_err(CliError::from);
+        }
         let options = lodt::format::ReadOptions {
             mmap: !self.no_mmap,
             ..Default::default()
@@ -423,6 +428,9 @@ pub fn convert_error(e: lodt::convert::ConvertError) -> CliError {
 /// extension or its first bytes): which commands read it.
 pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
     use lodt::convert::Format;
+    if lodt::remote::is_uri(&path.to_string_lossy()) {
+        return None; // read by ranges, as a `.lodt` file
+    }
     let by_extension = Format::from_path(path).ok().filter(|f| *f != Format::Lodt);
     let sniffed = || {
         let mut head = [0u8; 8];
@@ -452,4 +460,29 @@ pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
         self::path(path),
         self::path(path),
     )))
+}
+
+/// Whether `location` names a dataset: a local directory, or a URI that does
+/// not end in `.lodt` (object stores have no directories to test).
+pub fn is_dataset(location: &Path) -> bool {
+    let text = location.to_string_lossy();
+    if lodt::remote::is_uri(&text) {
+        return !text.trim_end_matches('/').ends_with(".lodt");
+    }
+    location.is_dir()
+}
+
+/// The store of the dataset at `location` (a directory or a URI; credentials
+/// from the environment).
+pub fn dataset_store(
+    location: &Path,
+    mmap: bool,
+) -> Result<std::sync::Arc<dyn lodt::dataset::DatasetStore>, lodt::dataset::DatasetError> {
+    let text = location.to_string_lossy();
+    if lodt::remote::is_uri(&text) {
+        return lodt::remote::store_for(&text, &lodt::remote::RemoteOptions::default());
+    }
+    Ok(std::sync::Arc::new(
+        lodt::dataset::LocalStore::new(location).with_mmap(mmap),
+    ))
 }

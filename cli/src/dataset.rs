@@ -6,7 +6,7 @@
 use crate::common::{self, CliError, escape_json, escape_text, human, list, pairs};
 use indicatif::ProgressBar;
 use lodt::convert::{self, ConvertError, ConvertOptions};
-use lodt::dataset::{Dataset, DatasetError, DatasetWriter, LocalStore, WriterOptions};
+use lodt::dataset::{Dataset, DatasetError, DatasetWriter, WriterOptions};
 use lodt::{Batch, BatchReader, BatchWriter};
 use serde_json::json;
 use std::io::Write;
@@ -65,7 +65,8 @@ fn wants_dataset(output: &Path) -> bool {
 
 /// `lodt info DIR [--json]`: the manifest's summary (no shard is read).
 pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
-    let dataset = Dataset::open(dir).map_err(failure)?;
+    let dataset =
+        Dataset::open_in(common::dataset_store(dir, true).map_err(failure)?).map_err(failure)?;
     let m = dataset.manifest();
     let unlisted = dataset.unlisted().map_err(failure)?;
     let totals = m.totals();
@@ -161,8 +162,8 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
 /// `lodt verify DIR`: every shard against the manifest, every checksum;
 /// one line per shard; exit 1 if any shard fails.
 pub fn verify(dir: &Path, mmap: bool) -> Result<(), CliError> {
-    let store = LocalStore::new(dir).with_mmap(mmap);
-    let dataset = Dataset::open_in(std::sync::Arc::new(store)).map_err(failure)?;
+    let dataset =
+        Dataset::open_in(common::dataset_store(dir, mmap).map_err(failure)?).map_err(failure)?;
     let m = dataset.manifest();
     let bar = common::progress(m.num_bytes(), "verifying");
     let mut out = common::stdout();

@@ -143,7 +143,7 @@ fn summarize(file: &LodtFile, keep_json: bool) -> Result<Summary, CliError> {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    if args.file.is_dir() {
+    if common::is_dataset(&args.file) {
         return crate::dataset::info(&args.file, args.json);
     }
     if let Some(e) = common::not_lodt(&args.file, "info") {

@@ -13,7 +13,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    if args.file.is_dir() {
+    if common::is_dataset(&args.file) {
         return crate::dataset::verify(&args.file, !args.read.no_mmap);
     }
     if let Some(e) = common::not_lodt(&args.file, "verify") {
