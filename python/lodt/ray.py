@@ -441,7 +441,8 @@ class LodtDatasink(Datasink):
 
     def _ours(self, store: _Store) -> tuple[dict[str, str], list[str]]:
         """This job's parts (task -> the writer id kept: the first by name)
-        and every object of a write_lodt writer id not kept (any job's)."""
+        and every object of a write_lodt writer id not kept (any job's) that
+        the manifest does not list."""
         names = store.names()
         kept: dict[str, str] = {}
         for name in sorted(names):
@@ -449,12 +450,21 @@ class LodtDatasink(Datasink):
             if m and m.group(2) == self.job:
                 kept.setdefault(m.group(3), m.group(1))
         keep = set(kept.values())
+        listed = self._listed()
         doomed = []
         for name in names:
             m = _PART.match(name) or _SHARD_OF.match(name)
-            if m and m.group(1) not in keep:
+            if m and m.group(1) not in keep and name not in listed:
                 doomed.append(name)
         return kept, doomed
+
+    def _listed(self) -> set[str]:
+        """The shards the dataset's manifest lists (earlier jobs' shards)."""
+        try:
+            reader = DatasetReader(self.uri, storage_options=self.storage_options)
+        except FileNotFoundError:
+            return set()
+        return {s["name"] for s in json.loads(reader.manifest_json())["shards"]}
 
     def _cleanup(self, everything: bool) -> None:
         store = _Store(self.uri, self.storage_options)

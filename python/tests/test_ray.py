@@ -269,6 +269,21 @@ def test_append_adds_to_an_existing_dataset(local_ray, source, tmp_path):
     assert sorted(ids) == list(range(TOTAL + 2 * PER_BATCH))
 
 
+def test_append_to_a_dataset_written_by_ray(local_ray, source, tmp_path):
+    path, batches = source
+    out = tmp_path / "twice"
+    lray.write_lodt(lray.read_lodt(path, override_num_blocks=2), out)
+    first = json.loads((out / "lodt-dataset.json").read_text())["shards"]
+    totals = lray.write_lodt(lray.read_lodt(path, override_num_blocks=3), out, mode="append")
+    assert totals["sequences"] == 2 * TOTAL
+    manifest = json.loads((out / "lodt-dataset.json").read_text())["shards"]
+    assert manifest[: len(first)] == first
+    assert all((out / s["name"]).exists() for s in manifest)
+    assert lodt._lodt.DatasetReader(out).verify()["sequences"] == 2 * TOTAL
+    ids = _ids(lray.read_lodt(out).iter_batches(batch_size=None, batch_format="pyarrow"))
+    assert sorted(ids) == sorted(list(range(TOTAL)) * 2)
+
+
 def test_torch_batches_give_lods_back(local_ray, source):
     torch = pytest.importorskip("torch")
     path, batches = source
