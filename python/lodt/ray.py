@@ -193,9 +193,11 @@ class LodtDatasource(Datasource):
                 self._units.append((s, b, int(n)))
 
     def get_name(self) -> str:
+        """The name of the read tasks (``ReadLodt``)."""
         return "Lodt"
 
     def estimate_inmemory_data_size(self) -> int | None:
+        """The shards' bytes (tensors are stored uncompressed)."""
         return sum(int(s["bytes"]) for s in self._shards)
 
     def _groups(self, parallelism: int) -> list[list[tuple[int, int, int]]]:
@@ -214,6 +216,9 @@ class LodtDatasource(Datasource):
         return [g for g in groups if g]
 
     def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
+        """At most ``parallelism`` read tasks over contiguous batch ranges
+        of about equal sequence counts, with rows, bytes and schema from the
+        manifest."""
         tasks = []
         for group in self._groups(parallelism):
             plan: dict[int, list[int]] = {}
@@ -401,9 +406,11 @@ class LodtDatasink(Datasink):
         self.totals: dict[str, int] | None = None
 
     def get_name(self) -> str:
+        """The name of the write tasks (``Write``: ``Lodt``)."""
         return "Lodt"
 
     def on_write_start(self) -> None:
+        """With ``mode="create"``: FileExistsError if a dataset is there."""
         if self.mode == "create":
             try:
                 DatasetReader(self.uri, storage_options=self.storage_options)
@@ -414,6 +421,8 @@ class LodtDatasink(Datasink):
             )
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> None:
+        """One write task: its blocks as the part ``ray-JOB-TASK-ATTEMPT``
+        (aborted, its partial manifest unwritten, if anything fails)."""
         writer_id = f"ray-{self.job}-{int(ctx.task_idx):06d}-{uuid.uuid4().hex[:8]}"
         writer: DatasetWriter | None = None
         try:
@@ -480,6 +489,8 @@ class LodtDatasink(Datasink):
             store.delete(name)
 
     def on_write_complete(self, write_result_blocks: list[Any]) -> Any:
+        """Deletes the parts of failed or retried attempts, checks the
+        sequence count, and merges this job's parts (``commit_parts``)."""
         result = super().on_write_complete(write_result_blocks)
         rows = getattr(result, "num_rows", None)
         store = _Store(self.uri, self.storage_options)
@@ -498,6 +509,7 @@ class LodtDatasink(Datasink):
         return result
 
     def on_write_failed(self, error: Exception) -> None:
+        """Deletes every part of this job; the manifest is unchanged."""
         self._cleanup(everything=True)
 
 

@@ -383,3 +383,15 @@ def test_missing_ray_names_the_extra():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode != 0
     assert "ImportError" in proc.stderr and "lodt[ray]" in proc.stderr
+
+
+def test_every_public_name_is_documented():
+    import inspect
+
+    for name in lray.__all__:
+        obj = getattr(lray, name)
+        assert (inspect.getdoc(obj) or "").strip(), name
+        if inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                if not attr.startswith("_") and callable(member):
+                    assert (inspect.getdoc(member) or "").strip(), f"{name}.{attr}"
