@@ -539,8 +539,9 @@ def write_lodt(
 
     ``mode``: ``"create"`` (FileExistsError if a dataset is there) or
     ``"append"`` (the batches must match its schema). Only one write_lodt
-    job at a time per dataset: a job deletes the parts other write_lodt
-    jobs left.
+    job at a time per dataset: a job deletes the unlisted parts and shards
+    other write_lodt jobs left (such as those of a task still running when
+    its job failed, which Ray cancels but does not wait for).
     """
     sink = LodtDatasink(uri, shard_bytes=shard_bytes, mode=mode, storage_options=storage_options)
     ds.write_datasink(
