@@ -25,7 +25,8 @@ padding. This package is a thin layer over the lodt Rust crate:
 
 Optional dependencies, imported only when used: ``pyarrow``
 (``pip install 'lodt[arrow]'``), ``torch`` (``lodt[torch]``) and
-``ml_dtypes`` for bfloat16 arrays (``lodt[bfloat16]``).
+``ml_dtypes`` for bfloat16 arrays (``lodt[bfloat16]``); Ray Data for
+``lodt.ray`` (``read_lodt``, ``write_lodt``; ``lodt[ray]``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,671 @@
+"""lodt datasets in Ray Data: :func:`read_lodt`, :func:`write_lodt` and
+:func:`collate_fn` (``pip install 'lodt[ray]'``).
+
+* :func:`read_lodt` is a ``ray.data.Datasource``: its read tasks split the
+  dataset by shard and batch range (contiguous, balanced by sequences, as
+  many as Ray's requested parallelism allows), each yielding one
+  ``pyarrow.Table`` per lodt batch, built from the tensors with the mapping
+  of ``spec/ARROW.md`` (one row per top-level sequence; the LoD as nested
+  lists). Row counts, sizes and the schema come from the manifest: planning
+  reads no data.
+* :func:`write_lodt` is a ``ray.data.Datasink``: every write task writes its
+  blocks as a *part* of the dataset (``DatasetWriter(mode="part")``, a writer
+  id unique per task attempt), and the driver merges the parts of the
+  successful tasks with :func:`lodt.commit_parts` once, when every task has
+  succeeded; the parts of failed or retried attempts are deleted first. A
+  failed job leaves the previous manifest in force and deletes its parts.
+* :func:`collate_fn` makes ``iter_torch_batches`` give LoD batches back
+  (jagged nested tensors, padded tensors + lengths, or :class:`lodt.Batch`);
+  :func:`iter_lod_batches` does the same from Arrow batches, without the
+  detour through numpy.
+
+This module is imported only when used (``import lodt.ray``); without Ray it
+raises ImportError naming the extra ``lodt[ray]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import uuid
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+try:
+    import pyarrow as pa
+    import ray
+    import ray.data
+    from ray.data.block import BlockAccessor, BlockMetadata
+    from ray.data.datasource import Datasink, Datasource, ReadTask
+except ImportError as e:  # pragma: no cover - exercised only without Ray
+    raise ImportError(
+        f"lodt.ray needs Ray Data and pyarrow ({e}): pip install 'lodt[ray]'"
+    ) from e
+
+from . import _lodt
+from ._lodt import Batch, DatasetReader, DatasetWriter, LodTensor
+from ._writing import DEFAULT_SHARD_BYTES
+
+__all__ = [
+    "LodtDatasink",
+    "LodtDatasource",
+    "collate_fn",
+    "iter_lod_batches",
+    "read_lodt",
+    "to_lod_batch",
+    "write_lodt",
+]
+
+_MANIFEST = "lodt-dataset.json"
+#: Partial manifests written by :func:`write_lodt`: ``ray-JOB-TASK-ATTEMPT``.
+_PART = re.compile(r"^lodt-dataset\.part\.(ray-([0-9a-f]{12})-([0-9]{6})-[0-9a-f]{8})\.json$")
+_SHARD_OF = re.compile(r"^(ray-[0-9a-f]{12}-[0-9]{6}-[0-9a-f]{8})-shard-")
+
+
+def _join(uri: str, name: str) -> str:
+    """The object ``name`` of the dataset at ``uri`` (a directory or a URI)."""
+    if "://" in uri:
+        return uri.rstrip("/") + "/" + name
+    return os.path.join(uri, name)
+
+
+def _options(storage_options: Mapping[str, str] | None) -> dict[str, str] | None:
+    return {str(k): str(v) for k, v in storage_options.items()} if storage_options else None
+
+
+# -- reading ----------------------------------------------------------------
+
+
+def _empty_tensor(t: Mapping[str, Any]) -> LodTensor:
+    """An empty-valued tensor of schema tensor ``t`` (for its Arrow type)."""
+    levels = int(t["lod_levels"])
+    data = np.zeros([0, *t["element_shape"]], dtype=_numpy_dtype(t["dtype"]))
+    tensor = LodTensor()
+    tensor.set(data)
+    if levels:
+        # One top-level sequence (a level needs two offsets), empty at the bottom.
+        tensor.set_recursive_sequence_lengths([[1]] * (levels - 1) + [[0]])
+    return tensor
+
+
+def _ray_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every ``arrow.fixed_shape_tensor`` (which Ray 2.40 cannot
+    serialize) replaced by nested ``FixedSizeList``s of its shape: the other
+    element-shape form of ``spec/ARROW.md`` section 4, read back the same."""
+    if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.fixed_shape_tensor":
+        nested = t.value_type
+        for n in reversed(t.shape):
+            nested = pa.list_(nested, int(n))
+        return nested
+    if pa.types.is_large_list(t) or pa.types.is_list(t):
+        field = t.value_field
+        item = pa.field(field.name, _ray_type(field.type), nullable=field.nullable)
+        return pa.large_list(item) if pa.types.is_large_list(t) else pa.list_(item)
+    return t
+
+
+def _ray_array(a: pa.Array) -> pa.Array:
+    t = a.type
+    if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.fixed_shape_tensor":
+        flat = a.storage.flatten()
+        for n in reversed(t.shape):
+            flat = pa.FixedSizeListArray.from_arrays(flat, int(n))
+        return flat
+    if pa.types.is_large_list(t):
+        return pa.LargeListArray.from_arrays(a.offsets, _ray_array(a.values), type=_ray_type(t))
+    if pa.types.is_list(t):
+        return pa.ListArray.from_arrays(a.offsets, _ray_array(a.values), type=_ray_type(t))
+    return a
+
+
+def _ray_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema(
+        [pa.field(f.name, _ray_type(f.type), f.nullable, f.metadata) for f in schema],
+        metadata=schema.metadata,
+    )
+
+
+def _ray_table(rb: pa.RecordBatch) -> pa.Table:
+    """A lodt record batch as a table Ray can move between processes."""
+    schema = _ray_schema(rb.schema)
+    columns = [_ray_array(c) for c in rb.columns]
+    return pa.Table.from_batches([pa.RecordBatch.from_arrays(columns, schema=schema)])
+
+
+def _numpy_dtype(name: str) -> Any:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+def _schema(tensors: Sequence[Mapping[str, Any]]) -> pa.Schema | None:
+    """The Arrow schema of the read blocks, from the manifest's schema;
+    None when it cannot be built here (bfloat16 without ml_dtypes)."""
+    try:
+        batch = Batch([(t["name"], _empty_tensor(t)) for t in tensors])
+        return _ray_schema(pa.schema(batch))
+    except (ImportError, ValueError, TypeError):
+        return None
+
+
+class LodtDatasource(Datasource):
+    """A lodt dataset (local directory or URI) as a Ray ``Datasource``.
+
+    ``tensors``: the names to read (default: all, in schema order).
+    Use through :func:`read_lodt`.
+    """
+
+    def __init__(
+        self,
+        uri: str | os.PathLike[str],
+        tensors: Sequence[str] | None = None,
+        *,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        self.uri = os.fspath(uri)
+        self.storage_options = _options(storage_options)
+        reader = DatasetReader(self.uri, storage_options=self.storage_options)
+        manifest = json.loads(reader.manifest_json())
+        schema = manifest["schema"]["tensors"]
+        names = [t["name"] for t in schema]
+        if tensors is None:
+            tensors = names
+        tensors = list(tensors)
+        unknown = [n for n in tensors if n not in names]
+        if unknown:
+            raise ValueError(f"no tensor named {unknown} in the dataset; it has {names}")
+        if not tensors:
+            raise ValueError(f"give at least one tensor to read; the dataset has {names}")
+        self.tensors = tensors
+        self._all = len(tensors) == len(names) and tensors == names
+        chosen = [next(t for t in schema if t["name"] == n) for n in tensors]
+        self._schema = _schema(chosen)
+        # Fraction of each shard's bytes the chosen tensors take (by rows).
+        self._shards = manifest["shards"]
+        self._units: list[tuple[int, int, int]] = []  # (shard, batch, sequences)
+        for s, shard in enumerate(self._shards):
+            for b, n in enumerate(shard["batch_sequences"]):
+                self._units.append((s, b, int(n)))
+
+    def get_name(self) -> str:
+        """The name of the read tasks (``ReadLodt``)."""
+        return "Lodt"
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        """The shards' bytes (tensors are stored uncompressed)."""
+        return sum(int(s["bytes"]) for s in self._shards)
+
+    def _groups(self, parallelism: int) -> list[list[tuple[int, int, int]]]:
+        """The batches cut into at most ``parallelism`` contiguous groups of
+        about equal sequence counts (none empty)."""
+        units = self._units
+        n = max(1, min(int(parallelism), len(units)))
+        total = sum(u[2] for u in units)
+        groups: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        before = 0
+        for i, u in enumerate(units):
+            # By sequences before this batch; by batch index when all are empty.
+            g = (before * n) // total if total else (i * n) // len(units)
+            groups[min(g, n - 1)].append(u)
+            before += u[2]
+        return [g for g in groups if g]
+
+    def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
+        """At most ``parallelism`` read tasks over contiguous batch ranges
+        of about equal sequence counts, with rows, bytes and schema from the
+        manifest."""
+        tasks = []
+        for group in self._groups(parallelism):
+            plan: dict[int, list[int]] = {}
+            for s, b, _ in group:
+                plan.setdefault(s, []).append(b)
+            rows = sum(u[2] for u in group)
+            size = 0
+            for s, batches in plan.items():
+                shard = self._shards[s]
+                seqs = int(shard["sequences"]) or 1
+                part = sum(int(shard["batch_sequences"][b]) for b in batches)
+                size += int(shard["bytes"]) * part // seqs
+            files = [_join(self.uri, self._shards[s]["name"]) for s in plan]
+            meta = BlockMetadata(
+                num_rows=rows,
+                size_bytes=int(size),
+                schema=self._schema,
+                input_files=files,
+                exec_stats=None,
+            )
+            read = _reader(
+                self.uri,
+                [(self._shards[s]["name"], batches) for s, batches in plan.items()],
+                None if self._all else self.tensors,
+                self.storage_options,
+            )
+            tasks.append(ReadTask(read, meta))
+        return tasks
+
+
+def _reader(
+    uri: str,
+    plan: list[tuple[str, list[int]]],
+    tensors: list[str] | None,
+    storage_options: dict[str, str] | None,
+) -> Callable[[], Iterator[pa.Table]]:
+    def read() -> Iterator[pa.Table]:
+        for name, batches in plan:
+            with _lodt.File(_join(uri, name), storage_options=storage_options) as f:
+                for k in batches:
+                    batch = f[k]
+                    if tensors is not None:
+                        batch = Batch([(n, batch[n]) for n in tensors])
+                    yield _ray_table(pa.record_batch(batch))
+
+    return read
+
+
+def read_lodt(
+    uri: str | os.PathLike[str],
+    tensors: Sequence[str] | None = None,
+    *,
+    override_num_blocks: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    concurrency: int | None = None,
+    ray_remote_args: Mapping[str, Any] | None = None,
+) -> "ray.data.Dataset":
+    """A lodt dataset as a ``ray.data.Dataset``, one row per top-level
+    sequence, one column per tensor (``spec/ARROW.md``: a LoD of ``k``
+    levels is ``k`` nested ``large_list`` levels; an element shape
+    ``[n1, n2, ...]`` is nested ``fixed_size_list``s of ``n1``, ``n2``, ...,
+    the form of section 4 that Ray 2.40 can move between processes, which
+    ``arrow.fixed_shape_tensor`` columns it cannot).
+
+    ``uri``: a dataset directory or URI (``s3://``, ``az://``, ``gs://``,
+    ``http(s)://``, configured by ``storage_options`` as in
+    :class:`lodt.Dataset`). ``tensors``: the names to read (default all).
+    ``override_num_blocks``: the number of read tasks wanted (Ray's
+    parallelism; at most one per lodt batch); ``concurrency`` and
+    ``ray_remote_args`` are passed to ``ray.data.read_datasource``. The
+    dataset order is kept when ``DataContext.execution_options.preserve_order``
+    is set.
+
+    Raises FileNotFoundError without a manifest and ValueError for an
+    unknown tensor name.
+    """
+    source = LodtDatasource(uri, tensors, storage_options=storage_options)
+    return ray.data.read_datasource(
+        source,
+        override_num_blocks=override_num_blocks,
+        concurrency=concurrency,
+        ray_remote_args=dict(ray_remote_args) if ray_remote_args else None,
+    )
+
+
+# -- writing ----------------------------------------------------------------
+
+
+class _Store:
+    """Listing and deleting the objects of a dataset location (local
+    directories and ``s3://``), for cleaning up the parts of failed tasks."""
+
+    def __init__(self, uri: str, storage_options: Mapping[str, str] | None) -> None:
+        self.uri = uri
+        if "://" not in uri:
+            self.fs = None
+            self.root = uri
+            return
+        scheme, rest = uri.split("://", 1)
+        if scheme not in ("s3", "s3a"):
+            raise ValueError(
+                f"write_lodt writes to local directories and s3:// URIs; found {scheme}:// "
+                f"(write to s3:// or a shared directory, or use lodt.write_dataset per worker)"
+            )
+        from pyarrow import fs as pafs
+
+        o = dict(storage_options or {})
+
+        def get(*keys: str) -> str | None:
+            for k in keys:
+                for v in (o.get(k), o.get(k.upper())):
+                    if v:
+                        return v
+            return None
+
+        endpoint = get("aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url")
+        kwargs: dict[str, Any] = {}
+        if endpoint:
+            if "://" in endpoint:
+                kwargs["scheme"], endpoint = endpoint.split("://", 1)
+            kwargs["endpoint_override"] = endpoint.rstrip("/")
+        for key, names in (
+            ("access_key", ("aws_access_key_id", "access_key_id")),
+            ("secret_key", ("aws_secret_access_key", "secret_access_key")),
+            ("session_token", ("aws_session_token", "session_token", "token")),
+            ("region", ("aws_region", "region", "aws_default_region")),
+        ):
+            v = get(*names)
+            if v:
+                kwargs[key] = v
+        self.fs = pafs.S3FileSystem(**kwargs)
+        self.root = rest.rstrip("/")
+
+    def names(self) -> list[str]:
+        if self.fs is None:
+            try:
+                return os.listdir(self.root)
+            except FileNotFoundError:
+                return []
+        from pyarrow import fs as pafs
+
+        infos = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
+        return [posixpath.basename(i.path) for i in infos if i.type == pafs.FileType.File]
+
+    def read(self, name: str) -> bytes:
+        if self.fs is None:
+            with open(os.path.join(self.root, name), "rb") as f:
+                return f.read()
+        with self.fs.open_input_stream(self.root + "/" + name) as f:
+            return f.read()
+
+    def delete(self, name: str) -> None:
+        try:
+            if self.fs is None:
+                os.remove(os.path.join(self.root, name))
+            else:
+                self.fs.delete_file(self.root + "/" + name)
+        except FileNotFoundError:
+            pass
+
+
+class LodtDatasink(Datasink):
+    """Writes a Ray dataset as a sharded lodt dataset (see :func:`write_lodt`)."""
+
+    def __init__(
+        self,
+        uri: str | os.PathLike[str],
+        *,
+        shard_bytes: int = DEFAULT_SHARD_BYTES,
+        mode: str = "create",
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        if mode not in ("create", "append"):
+            raise ValueError(f"mode must be 'create' or 'append', found {mode!r}")
+        if shard_bytes <= 0:
+            raise ValueError(f"shard_bytes must be positive, found {shard_bytes}")
+        self.uri = os.fspath(uri)
+        self.shard_bytes = int(shard_bytes)
+        self.mode = mode
+        self.storage_options = _options(storage_options)
+        #: This job's id: the prefix of its writer ids (``ray-JOB-TASK-ATTEMPT``).
+        self.job = uuid.uuid4().hex[:12]
+        _Store(self.uri, self.storage_options)  # checks the scheme now
+        #: The totals of the committed dataset, after a successful write.
+        self.totals: dict[str, int] | None = None
+
+    def get_name(self) -> str:
+        """The name of the write tasks (``Write``: ``Lodt``)."""
+        return "Lodt"
+
+    def on_write_start(self) -> None:
+        """With ``mode="create"``: FileExistsError if a dataset is there."""
+        if self.mode == "create":
+            try:
+                DatasetReader(self.uri, storage_options=self.storage_options)
+            except FileNotFoundError:
+                return
+            raise FileExistsError(
+                f"a lodt dataset already exists at {self.uri}: use mode='append' to add to it"
+            )
+
+    def write(self, blocks: Iterable[Any], ctx: Any) -> None:
+        """One write task: its blocks as the part ``ray-JOB-TASK-ATTEMPT``
+        (aborted, its partial manifest unwritten, if anything fails)."""
+        writer_id = f"ray-{self.job}-{int(ctx.task_idx):06d}-{uuid.uuid4().hex[:8]}"
+        writer: DatasetWriter | None = None
+        try:
+            for block in blocks:
+                table = BlockAccessor.for_block(block).to_arrow()
+                if table.num_rows == 0:
+                    continue
+                if writer is None:
+                    writer = DatasetWriter(
+                        self.uri,
+                        mode="part",
+                        writer_id=writer_id,
+                        shard_bytes=self.shard_bytes,
+                        storage_options=self.storage_options,
+                    )
+                for rb in table.combine_chunks().to_batches():
+                    if rb.num_rows:
+                        writer.write(Batch.from_arrow(rb))
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        if writer is not None:
+            writer.close()
+
+    def _ours(self, store: _Store) -> tuple[dict[str, str], list[str]]:
+        """This job's parts (task -> the writer id kept: the first by name)
+        and every object of a write_lodt writer id not kept (any job's) that
+        the manifest does not list."""
+        names = store.names()
+        kept: dict[str, str] = {}
+        for name in sorted(names):
+            m = _PART.match(name)
+            if m and m.group(2) == self.job:
+                kept.setdefault(m.group(3), m.group(1))
+        keep = set(kept.values())
+        listed = self._listed()
+        doomed = []
+        for name in names:
+            m = _PART.match(name) or _SHARD_OF.match(name)
+            if m and m.group(1) not in keep and name not in listed:
+                doomed.append(name)
+        return kept, doomed
+
+    def _listed(self) -> set[str]:
+        """The shards the dataset's manifest lists (earlier jobs' shards)."""
+        try:
+            reader = DatasetReader(self.uri, storage_options=self.storage_options)
+        except FileNotFoundError:
+            return set()
+        return {s["name"] for s in json.loads(reader.manifest_json())["shards"]}
+
+    def _cleanup(self, everything: bool) -> None:
+        store = _Store(self.uri, self.storage_options)
+        kept, doomed = self._ours(store)
+        if everything:
+            doomed += [
+                n
+                for n in store.names()
+                if any(n == f"lodt-dataset.part.{w}.json" or n.startswith(w + "-shard-") for w in kept.values())
+            ]
+        # Partial manifests first: a shard whose part is gone is unlisted.
+        for name in sorted(doomed, key=lambda n: not n.startswith("lodt-dataset.part.")):
+            store.delete(name)
+
+    def on_write_complete(self, write_result_blocks: list[Any]) -> Any:
+        """Deletes the parts of failed or retried attempts, checks the
+        sequence count, and merges this job's parts (``commit_parts``)."""
+        result = super().on_write_complete(write_result_blocks)
+        rows = getattr(result, "num_rows", None)
+        store = _Store(self.uri, self.storage_options)
+        self._cleanup(everything=False)
+        kept, _ = self._ours(store)
+        written = 0
+        for writer_id in kept.values():
+            part = json.loads(store.read(f"lodt-dataset.part.{writer_id}.json"))
+            written += sum(int(s["sequences"]) for s in part["shards"])
+        if rows is not None and written != rows:
+            raise RuntimeError(
+                f"write_lodt: the parts hold {written} sequences, the write tasks wrote {rows}; "
+                f"not committing"
+            )
+        self.totals = dict(_lodt.commit_parts(self.uri, storage_options=self.storage_options))
+        return result
+
+    def on_write_failed(self, error: Exception) -> None:
+        """Deletes every part of this job; the manifest is unchanged."""
+        self._cleanup(everything=True)
+
+
+def write_lodt(
+    ds: "ray.data.Dataset",
+    uri: str | os.PathLike[str],
+    *,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    mode: str = "create",
+    storage_options: Mapping[str, str] | None = None,
+    concurrency: int | None = None,
+    ray_remote_args: Mapping[str, Any] | None = None,
+) -> dict[str, int]:
+    """Writes the Ray dataset ``ds`` as a sharded lodt dataset at ``uri``
+    (a directory or an ``s3://`` URI) and returns the dataset's totals
+    ``{"shards", "batches", "sequences", "bytes"}``.
+
+    The rows must be Arrow-convertible to lodt tensors (``spec/ARROW.md``;
+    what :func:`read_lodt` gives, and what ``map_batches(...,
+    batch_format="pyarrow")`` keeps). Each write task writes its blocks as
+    a part (each block one or more lodt batches; shards of about
+    ``shard_bytes``); when every task has succeeded the driver deletes the
+    parts of failed or retried attempts and merges the others with
+    :func:`lodt.commit_parts`, in task order (the dataset's order with
+    ``preserve_order``). If the job fails, the manifest stays as it was and
+    the job's parts are deleted.
+
+    ``mode``: ``"create"`` (FileExistsError if a dataset is there) or
+    ``"append"`` (the batches must match its schema). Only one write_lodt
+    job at a time per dataset: a job deletes the unlisted parts and shards
+    other write_lodt jobs left (such as those of a task still running when
+    its job failed, which Ray cancels but does not wait for).
+    """
+    sink = LodtDatasink(uri, shard_bytes=shard_bytes, mode=mode, storage_options=storage_options)
+    ds.write_datasink(
+        sink,
+        concurrency=concurrency,
+        ray_remote_args=dict(ray_remote_args) if ray_remote_args else None,
+    )
+    assert sink.totals is not None
+    return sink.totals
+
+
+# -- batches for training ------------------------------------------------------
+
+
+def _levels(schema: Any) -> dict[str, int]:
+    """Column name -> LoD levels (its outer ``list``/``large_list`` levels)
+    of an Arrow schema, a Ray ``Schema`` (``ds.schema()``) or a mapping."""
+    if isinstance(schema, Mapping):
+        return {str(k): int(v) for k, v in schema.items()}
+    base = getattr(schema, "base_schema", schema)
+    if not isinstance(base, pa.Schema):
+        raise TypeError(
+            f"schema: expected ds.schema(), a pyarrow.Schema or a mapping of names to LoD levels, "
+            f"found {type(schema).__name__}"
+        )
+    out = {}
+    for field in base:
+        t, k = field.type, 0
+        while pa.types.is_list(t) or pa.types.is_large_list(t):
+            t, k = t.value_type, k + 1
+        out[field.name] = k
+    return out
+
+
+def _dense(x: np.ndarray) -> np.ndarray:
+    """Rows given as (object arrays of) arrays, stacked into one array."""
+    if x.dtype != object:
+        return x
+    return np.stack([_dense(np.asarray(e)) for e in x]) if len(x) else np.empty(0)
+
+
+def _lod_from_numpy(column: np.ndarray, levels: int) -> LodTensor:
+    """A column of Ray's numpy batch as a LoD tensor of ``levels`` levels.
+    Ray gives a list column as object arrays of arrays, nested once per
+    list level, LoD levels and element-shape levels alike: ``levels`` says
+    how many are LoD."""
+    lengths: list[list[int]] = []
+    level = column
+    for _ in range(levels):
+        items = [np.asarray(x) for x in level]
+        lengths.append([len(x) for x in items])
+        nonempty = [x for x in items if len(x)]
+        level = np.concatenate(nonempty) if nonempty else np.empty(0, dtype=object)
+    data = np.ascontiguousarray(_dense(level))
+    tensor = LodTensor()
+    tensor.set(data)
+    tensor.set_recursive_sequence_lengths(lengths)
+    tensor.validate()
+    return tensor
+
+
+def to_lod_batch(batch: Any, schema: Any = None) -> Batch:
+    """A Ray batch as a :class:`lodt.Batch`: a ``pyarrow.Table`` (exact,
+    ``spec/ARROW.md``) or a dict of numpy arrays (Ray's default format,
+    which needs ``schema``: ``ds.schema()``, a ``pyarrow.Schema`` or a
+    mapping of column names to LoD levels)."""
+    if isinstance(batch, Batch):
+        return batch
+    if isinstance(batch, (pa.Table, pa.RecordBatch)):
+        table = batch if isinstance(batch, pa.RecordBatch) else batch.combine_chunks()
+        return Batch.from_arrow(table)
+    if isinstance(batch, Mapping):
+        if schema is None:
+            raise ValueError(
+                "a numpy batch does not say which list levels are LoD levels: "
+                "pass schema=ds.schema() (or use iter_lod_batches, which reads Arrow)"
+            )
+        levels = _levels(schema)
+        missing = [k for k in batch if k not in levels]
+        if missing:
+            raise ValueError(f"columns {missing} are not in the schema, which has {sorted(levels)}")
+        return Batch([(str(k), _lod_from_numpy(np.asarray(v), levels[k])) for k, v in batch.items()])
+    raise TypeError(
+        f"expected a pyarrow Table or a dict of numpy arrays, found {type(batch).__name__}"
+    )
+
+
+def collate_fn(schema: Any, output: str = "nested", pad_value: Any = None) -> Callable[[Any], Any]:
+    """A ``collate_fn`` for ``Dataset.iter_torch_batches`` giving LoD
+    batches back. ``schema``: ``ds.schema()`` of the dataset iterated (or a
+    ``pyarrow.Schema``, or a mapping of names to LoD levels), which says
+    which of Ray's nested numpy levels are LoD levels.
+
+    * ``output="nested"``: per tensor a torch jagged nested tensor (1 LoD
+      level) or a dense tensor (no LoD), as :meth:`lodt.LodTensor.to_torch`;
+    * ``output="padded"``: per tensor ``(padded, lengths)``, the padded dense
+      tensor and one int64 length tensor per LoD level (any number of
+      levels; ``pad_value`` fills);
+    * ``output="batch"``: the :class:`lodt.Batch` itself.
+
+    ``ds.iter_torch_batches(batch_size=32, collate_fn=lodt.ray.collate_fn(ds.schema(), "padded"))``.
+    :func:`iter_lod_batches` gives the same from Arrow batches, faster.
+    """
+    if output not in ("nested", "padded", "batch"):
+        raise ValueError(f"output must be 'nested', 'padded' or 'batch', found {output!r}")
+    levels = _levels(schema) if schema is not None else None
+
+    def collate(batch: Any) -> Any:
+        lod = to_lod_batch(batch, levels)
+        if output == "batch":
+            return lod
+        from .torch import to_torch
+
+        return to_torch(lod, padded=output == "padded", pad_value=pad_value)
+
+    return collate
+
+
+def iter_lod_batches(
+    ds: "ray.data.Dataset", *, batch_size: int = 32, output: str = "batch", pad_value: Any = None, **kwargs: Any
+) -> Iterator[Any]:
+    """``ds.iter_batches`` in Arrow format, each batch given as
+    :func:`collate_fn` ``(schema, output, pad_value)`` makes it (default: a
+    :class:`lodt.Batch`). Other keyword arguments go to ``iter_batches``."""
+    collate = collate_fn(None, output, pad_value)
+    for table in ds.iter_batches(batch_size=batch_size, batch_format="pyarrow", **kwargs):
+        yield collate(table)
