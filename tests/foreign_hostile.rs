@@ -171,14 +171,22 @@ fn byte_flips_of_parquet_files_never_panic() {
         &WriteOptions::default(),
     )
     .unwrap();
-    // In each file, three flips turn a data page's encoding into
+    // In pyarrow's file, three flips turn a data page's encoding into
     // RLE_DICTIONARY in a column chunk with no dictionary page, which parquet
     // 60 meets with a panic (`Decoder for dict should have been set`) that
-    // only reading the page headers could foresee: lodt contains it.
-    for (what, good) in [("batch0.parquet", pyarrow), ("sample.parquet", ours)] {
+    // only decoding the page headers could foresee: lodt contains it. In
+    // lodt's file the three flips that did so turn a footer field into a
+    // Thrift list of booleans, which lodt refuses before parquet decodes the
+    // footer (see `thrift_lists_of_booleans_in_parquet_headers_are_refused`).
+    for (what, good, contained) in [("batch0.parquet", pyarrow, 3), ("sample.parquet", ours, 0)] {
         let total = sweep(what, &good, 1, read_parquet);
         assert!(total.errors > 0 && total.batches > 0, "{what}: {total:?}");
-        assert_eq!(total.contained.len(), 3, "{what}: {:#?}", total.contained);
+        assert_eq!(
+            total.contained.len(),
+            contained,
+            "{what}: {:#?}",
+            total.contained
+        );
         for message in &total.contained {
             assert!(
                 message.ends_with(
@@ -254,6 +262,43 @@ fn the_repro_files_give_errors_naming_file_and_section() {
 /// A Parquet file with no rows whose schema nests `groups` groups (the root
 /// included) over one int32 column, its footer written by hand in Thrift's
 /// compact protocol.
+/// Found by the `parquet_reader` fuzz target (a timeout): parquet skips the
+/// fields of a footer or page header it does not know, and skips a boolean
+/// in a Thrift list without reading it, so a list of 2^31 - 1 booleans cost
+/// it 2^31 steps on no input (seconds per header, for a 4 KiB file of many
+/// headers more than the fuzzer's 10 s). The files are `batch0.parquet` with
+/// one field replaced by such a list: in the dictionary page header of the
+/// first column chunk, and in the footer (in place of `created_by`).
+#[test]
+fn thrift_lists_of_booleans_in_parquet_headers_are_refused() {
+    const MESSAGE: &str = "a Thrift list, set or map of 2147483647 booleans (no field of a valid file is one; parquet would skip it without reading it)";
+    let path = data("tests/data/repro/bool_list_page_header.parquet");
+    let reader = ParquetReader::open(&path, &ArrowOptions::default()).unwrap();
+    let results: Vec<_> = reader.collect();
+    assert_eq!(results.len(), 1);
+    let err = results.into_iter().next().unwrap().unwrap_err();
+    expect_decode(
+        err,
+        &path.display().to_string(),
+        "row group 0 column \"words.list.element.list.element\"",
+        &format!("the page header at byte 4: {MESSAGE}"),
+    );
+
+    let path = data("tests/data/repro/bool_list_footer.parquet");
+    let err = ParquetReader::open(&path, &ArrowOptions::default())
+        .err()
+        .unwrap();
+    expect_decode(err, &path.display().to_string(), "Parquet footer", MESSAGE);
+
+    // The file they were made from reads.
+    let good = ParquetReader::open(
+        data("tests/data/arrow/batch0.parquet"),
+        &ArrowOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(good.map(|b| b.unwrap().len()).collect::<Vec<_>>(), vec![3]);
+}
+
 fn nested_schema_parquet(groups: usize) -> Vec<u8> {
     fn varint(out: &mut Vec<u8>, mut v: u64) {
         while v >= 0x80 {

@@ -381,6 +381,9 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
     let mut footer = vec![0u8; footer_len as usize];
     reader.read_exact(&mut footer)?;
     reader.seek(SeekFrom::Start(0))?;
+    if let Err(thrift::Skim::Refused(message)) = thrift::skim_struct(&footer, 0) {
+        return Err(decode_error(file, "Parquet footer", message));
+    }
     match thrift::schema_depth(&footer, MAX_PARQUET_SCHEMA_DEPTH) {
         Some(depth) if depth > MAX_PARQUET_SCHEMA_DEPTH => Err(decode_error(
             file,
@@ -391,6 +394,87 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
         )),
         _ => Ok(()),
     }
+}
+
+/// Checks the page headers of every column chunk of row group `index`
+/// before parquet reads them, as [`check_parquet_schema_depth`] checks the
+/// footer: a header holding a Thrift list, set or map of booleans is refused.
+///
+/// parquet skips the fields of a header it does not know, and skips a
+/// boolean in a list without reading it (the compact protocol gives it a
+/// byte), so such a list of 2^31 elements costs it 2^31 steps on no input:
+/// seconds per header, without end for a file of many (found by the
+/// `parquet_reader` fuzz target). No field of a valid footer or page header
+/// is such a list. Everything else parquet skips consumes input, so its work
+/// stays in proportion to the file.
+///
+/// The walk follows parquet's: from the chunk's first page, a header, then
+/// `compressed_page_size` bytes of page, until the chunk's bytes are used up.
+/// Where a header does not parse or a size is out of range the walk stops,
+/// as parquet does (with an error of its own).
+#[cfg(feature = "parquet")]
+pub(crate) fn check_parquet_page_headers(
+    file: &str,
+    reader: &std::fs::File,
+    metadata: &::parquet::file::metadata::ParquetMetaData,
+    index: usize,
+) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Some(row_group) = metadata.row_groups().get(index) else {
+        return Ok(());
+    };
+    let mut reader = reader;
+    let file_len = reader.seek(SeekFrom::End(0))?;
+    for column in row_group.columns() {
+        let start = column
+            .dictionary_page_offset()
+            .unwrap_or_else(|| column.data_page_offset());
+        let (Ok(mut pos), Ok(mut remaining)) = (
+            u64::try_from(start),
+            u64::try_from(column.compressed_size()),
+        ) else {
+            continue; // refused by check_parquet_metadata
+        };
+        while remaining > 0 && pos < file_len {
+            let rest = file_len - pos;
+            let mut window = rest.min(4096);
+            let (header_len, page_len) = loop {
+                reader.seek(SeekFrom::Start(pos))?;
+                let mut bytes = vec![0u8; window as usize];
+                reader.read_exact(&mut bytes)?;
+                match thrift::skim_struct(&bytes, 3) {
+                    Ok(found) => break Some(found),
+                    Err(thrift::Skim::Refused(message)) => {
+                        return Err(decode_error(
+                            file,
+                            &format!(
+                                "row group {index} column {:?}",
+                                column.column_path().string()
+                            ),
+                            format!("the page header at byte {pos}: {message}"),
+                        ));
+                    }
+                    Err(thrift::Skim::Unparsed) if window < rest => {
+                        window = rest.min(window.saturating_mul(16));
+                    }
+                    Err(thrift::Skim::Unparsed) => break None,
+                }
+            }
+            .map_or((u64::MAX, None), |(len, size)| (len as u64, size));
+            let Some(page_len) = page_len.and_then(|n| u64::try_from(n).ok()) else {
+                break;
+            };
+            let Some(used) = header_len
+                .checked_add(page_len)
+                .filter(|&used| used <= remaining)
+            else {
+                break;
+            };
+            pos += used;
+            remaining -= used;
+        }
+    }
+    Ok(())
 }
 
 /// Just enough of Thrift's compact protocol to find the nesting depth of a
@@ -525,6 +609,106 @@ mod thrift {
                 }
                 last = id;
             }
+        }
+    }
+
+    /// Why [`skim_struct`] stopped.
+    pub(super) enum Skim {
+        /// The bytes end before the struct does, or do not parse.
+        Unparsed,
+        /// The struct holds what parquet must not be given (the message says what).
+        Refused(String),
+    }
+
+    /// How parquet skims: Thrift's compact protocol as it is defined, except
+    /// that a boolean in a list, set or map takes no byte.
+    struct Strict<'a> {
+        input: Input<'a>,
+        refused: Option<String>,
+    }
+
+    impl Strict<'_> {
+        /// Like `Input::skip_value`, refusing containers of booleans.
+        fn value(&mut self, ty: u8, depth: usize) -> Option<()> {
+            if depth == 0 {
+                return None;
+            }
+            let input = &mut self.input;
+            match ty {
+                1 | 2 => Some(()),
+                3 => input.skip(1),
+                4..=6 => input.varint().map(|_| ()),
+                7 => input.skip(8),
+                8 => {
+                    let n = input.varint()?;
+                    input.skip(n)
+                }
+                9 | 10 => {
+                    let (element, count) = input.list()?;
+                    self.container(count, &[element])?;
+                    for _ in 0..count {
+                        self.value(element, depth - 1)?;
+                    }
+                    Some(())
+                }
+                11 => {
+                    let count = input.varint()?;
+                    if count > 0 {
+                        let types = input.byte()?;
+                        self.container(count, &[types >> 4, types & 0x0F])?;
+                        for _ in 0..count {
+                            self.value(types >> 4, depth - 1)?;
+                            self.value(types & 0x0F, depth - 1)?;
+                        }
+                    }
+                    Some(())
+                }
+                12 => self.fields(depth - 1, 0).map(|_| ()),
+                13 => input.skip(16),
+                _ => None,
+            }
+        }
+
+        fn container(&mut self, count: u64, types: &[u8]) -> Option<()> {
+            if count > 0 && types.iter().any(|t| matches!(t, 1 | 2)) {
+                self.refused = Some(format!(
+                    "a Thrift list, set or map of {count} booleans (no field of a valid file is one; parquet would skip it without reading it)"
+                ));
+                return None;
+            }
+            Some(())
+        }
+
+        /// Skims a struct's fields; returns the value of its integer field `wanted`.
+        fn fields(&mut self, depth: usize, wanted: i16) -> Option<Option<i64>> {
+            let mut last = 0;
+            let mut found = None;
+            loop {
+                let (ty, id) = self.input.field(last)?;
+                match (ty, id) {
+                    (0, _) => return Some(found),
+                    (4..=6, id) if id == wanted && wanted != 0 => {
+                        found = Some(self.input.zigzag()?);
+                    }
+                    _ => self.value(ty, depth)?,
+                }
+                last = id;
+            }
+        }
+    }
+
+    /// Skims the struct that starts `bytes` as parquet skims it (64 levels
+    /// deep at most, parquet's limit) and returns its length in bytes and the
+    /// value of its integer field `wanted` (0 for none). Refuses a struct
+    /// holding a list, set or map of booleans.
+    pub(super) fn skim_struct(bytes: &[u8], wanted: i16) -> Result<(usize, Option<i64>), Skim> {
+        let mut strict = Strict {
+            input: Input { bytes, at: 0 },
+            refused: None,
+        };
+        match strict.fields(64, wanted) {
+            Some(found) => Ok((strict.input.at, found)),
+            None => Err(strict.refused.map_or(Skim::Unparsed, Skim::Refused)),
         }
     }
 

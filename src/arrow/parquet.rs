@@ -26,7 +26,8 @@
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
 use super::foreign::{
-    check_parquet_metadata, check_parquet_schema_depth, check_schema, contain, decode_error,
+    check_parquet_metadata, check_parquet_page_headers, check_parquet_schema_depth, check_schema,
+    contain, decode_error,
 };
 use super::{ArrowOptions, ArrowWriteOptions, Error, LazyWriter, Result};
 use crate::batch::{Batch, WriteStats, write_all};
@@ -322,6 +323,11 @@ impl ParquetReader {
                 }
             };
             if let Err(e) = check_schema(self.metadata.schema()) {
+                return Some(Err(e));
+            }
+            if let Err(e) =
+                check_parquet_page_headers(&self.name, &self.file, self.metadata.metadata(), index)
+            {
                 return Some(Err(e));
             }
             let name = self.name.as_str();
