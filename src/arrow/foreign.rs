@@ -12,7 +12,9 @@
 //! 2. check every length, offset and count a message or footer gives against
 //!    the schema and the bytes really present ([`check_record_batch`],
 //!    [`check_parquet_metadata`]), so no buffer is sliced out of range and no
-//!    allocation is sized by an unchecked field;
+//!    allocation is sized by an unchecked field, and walk the Thrift of a
+//!    Parquet footer and page headers for what parquet mishandles
+//!    ([`check_parquet_schema_depth`], [`check_parquet_page_headers`]);
 //! 3. run each remaining decoder call inside [`contain`], which turns a panic
 //!    into [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and section (arrow-rs validates
 //!    every array it decodes from IPC; Parquet output is validated with
@@ -398,7 +400,9 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
 
 /// Checks the page headers of every column chunk of row group `index`
 /// before parquet reads them, as [`check_parquet_schema_depth`] checks the
-/// footer: a header holding a Thrift list, set or map of booleans is refused.
+/// footer: a header holding a Thrift list, set or map of booleans is refused,
+/// and so is a dictionary-encoded data page before any dictionary page (which
+/// parquet meets with a panic).
 ///
 /// parquet skips the fields of a header it does not know, and skips a
 /// boolean in a list without reading it (the compact protocol gives it a
@@ -435,33 +439,61 @@ pub(crate) fn check_parquet_page_headers(
         ) else {
             continue; // refused by check_parquet_metadata
         };
+        let refuse = |pos: u64, message: String| {
+            decode_error(
+                file,
+                &format!(
+                    "row group {index} column {:?}",
+                    column.column_path().string()
+                ),
+                format!("the page header at byte {pos}: {message}"),
+            )
+        };
+        let mut dictionary = false;
         while remaining > 0 && pos < file_len {
             let rest = file_len - pos;
             let mut window = rest.min(4096);
-            let (header_len, page_len) = loop {
+            let header = loop {
                 reader.seek(SeekFrom::Start(pos))?;
                 let mut bytes = vec![0u8; window as usize];
                 reader.read_exact(&mut bytes)?;
-                match thrift::skim_struct(&bytes, 3) {
+                match thrift::skim_page_header(&bytes) {
                     Ok(found) => break Some(found),
-                    Err(thrift::Skim::Refused(message)) => {
-                        return Err(decode_error(
-                            file,
-                            &format!(
-                                "row group {index} column {:?}",
-                                column.column_path().string()
-                            ),
-                            format!("the page header at byte {pos}: {message}"),
-                        ));
-                    }
+                    Err(thrift::Skim::Refused(message)) => return Err(refuse(pos, message)),
                     Err(thrift::Skim::Unparsed) if window < rest => {
                         window = rest.min(window.saturating_mul(16));
                     }
                     Err(thrift::Skim::Unparsed) => break None,
                 }
+            };
+            let Some((header_len, header)) = header else {
+                break;
+            };
+            // parquet sets up a column's dictionary decoder when it reads a
+            // dictionary page, and panics at a dictionary-encoded data page
+            // that comes before any (`Decoder for dict should have been set`).
+            match (header.page_type, header.encoding) {
+                (Some(2), _) => dictionary = true,
+                (Some(0 | 3), Some(encoding @ (2 | 8))) if !dictionary => {
+                    let name = if encoding == 2 {
+                        "PLAIN_DICTIONARY"
+                    } else {
+                        "RLE_DICTIONARY"
+                    };
+                    return Err(refuse(
+                        pos,
+                        format!(
+                            "a data page encoded {name}, and no dictionary page before it in the column chunk"
+                        ),
+                    ));
+                }
+                _ => {}
             }
-            .map_or((u64::MAX, None), |(len, size)| (len as u64, size));
-            let Some(page_len) = page_len.and_then(|n| u64::try_from(n).ok()) else {
+            let header_len = header_len as u64;
+            let Some(page_len) = header
+                .compressed_page_size
+                .and_then(|n| u64::try_from(n).ok())
+            else {
                 break;
             };
             let Some(used) = header_len
@@ -695,6 +727,49 @@ mod thrift {
                 last = id;
             }
         }
+    }
+
+    /// What lodt needs of a Parquet `PageHeader`.
+    #[derive(Debug, Default)]
+    pub(super) struct PageHeader {
+        /// Field 1, `type` (0 data page, 2 dictionary page, 3 data page v2).
+        pub page_type: Option<i64>,
+        /// Field 3, `compressed_page_size`.
+        pub compressed_page_size: Option<i64>,
+        /// The values' `encoding` of a data page (v1: field 5.2; v2: field 8.4).
+        pub encoding: Option<i64>,
+    }
+
+    /// Skims the `PageHeader` that starts `bytes` as [`skim_struct`] does,
+    /// and returns its length in bytes and what lodt checks of it.
+    pub(super) fn skim_page_header(bytes: &[u8]) -> Result<(usize, PageHeader), Skim> {
+        let mut strict = Strict {
+            input: Input { bytes, at: 0 },
+            refused: None,
+        };
+        let mut header = PageHeader::default();
+        let mut last = 0;
+        loop {
+            let Some((ty, id)) = strict.input.field(last) else {
+                break;
+            };
+            let read = match (ty, id) {
+                (0, _) => return Ok((strict.input.at, header)),
+                (5, 1) => strict.input.zigzag().map(|v| header.page_type = Some(v)),
+                (5, 3) => strict
+                    .input
+                    .zigzag()
+                    .map(|v| header.compressed_page_size = Some(v)),
+                (12, 5) => strict.fields(63, 2).map(|v| header.encoding = v),
+                (12, 8) => strict.fields(63, 4).map(|v| header.encoding = v),
+                _ => strict.value(ty, 64),
+            };
+            if read.is_none() {
+                break;
+            }
+            last = id;
+        }
+        Err(strict.refused.map_or(Skim::Unparsed, Skim::Refused))
     }
 
     /// Skims the struct that starts `bytes` as parquet skims it (64 levels

@@ -188,8 +188,10 @@ pub const MAX_BATCH_ROWS: usize = 1 << 20;
 ///
 /// The file is untrusted: the nesting depth of the footer's schema (at most
 /// 128 groups) is checked before parquet decodes the footer, its row counts
-/// and column chunk ranges before parquet uses them, the arrays parquet decodes are
-/// validated (`ArrayData::validate_full`), and a panic inside parquet is
+/// and column chunk ranges before parquet uses them, the page headers of a
+/// row group before parquet reads it (no Thrift list of booleans, no
+/// dictionary-encoded page without a dictionary), the arrays parquet decodes
+/// are validated (`ArrayData::validate_full`), and a panic inside parquet is
 /// contained. Every such failure is an [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and
 /// section (`Parquet footer`, `row group 2`, `row group 2 column "x"`), and
 /// an error inside a row group ends that row group (the next one is read
