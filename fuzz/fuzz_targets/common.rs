@@ -30,7 +30,10 @@ pub fn install_hook() {
             .unwrap_or_default();
         if location.contains("/.cargo/registry/") {
             let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
-            if seen.get_or_insert_with(HashSet::new).insert(location.clone()) {
+            if seen
+                .get_or_insert_with(HashSet::new)
+                .insert(location.clone())
+            {
                 let message = info
                     .payload()
                     .downcast_ref::<&str>()
@@ -93,7 +96,9 @@ pub fn check_batch(batch: &Batch) {
     if writer.write(batch).is_err() {
         return; // too deep for the Arrow writer
     }
-    let bytes = writer.finish().expect("a stream that took a batch finishes");
+    let bytes = writer
+        .finish()
+        .expect("a stream that took a batch finishes");
     let back: Vec<Batch> = IpcStreamReader::try_new(&bytes[..], &ArrowOptions::default())
         .expect("lodt reads the stream it wrote")
         .collect::<Result<_, _>>()

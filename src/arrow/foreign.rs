@@ -749,14 +749,12 @@ mod thrift {
         };
         let mut header = PageHeader::default();
         let mut last = 0;
-        loop {
-            let Some((ty, id)) = strict.input.field(last) else {
-                break;
-            };
+        while let Some((ty, id)) = strict.input.field(last) {
             let read = match (ty, id) {
                 (0, _) => return Ok((strict.input.at, header)),
-                (5, 1) => strict.input.zigzag().map(|v| header.page_type = Some(v)),
-                (5, 3) => strict
+                // parquet reads an integer field whatever its integer type.
+                (4..=6, 1) => strict.input.zigzag().map(|v| header.page_type = Some(v)),
+                (4..=6, 3) => strict
                     .input
                     .zigzag()
                     .map(|v| header.compressed_page_size = Some(v)),
