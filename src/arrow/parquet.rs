@@ -336,11 +336,14 @@ impl ParquetReader {
             let section = || format!("row group {index}");
             let reader = self.file.try_clone().map_err(Error::from).and_then(|file| {
                 contain("parquet", name, section, || {
-                    ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
-                        .with_row_groups(vec![index])
-                        .with_batch_size(rows.min(self.max_batch_rows))
-                        .build()
-                        .map_err(|e| decode_error(name, &section(), format!("parquet: {e}")))
+                    ParquetRecordBatchReaderBuilder::new_with_metadata(
+                        PageSource(file),
+                        self.metadata.clone(),
+                    )
+                    .with_row_groups(vec![index])
+                    .with_batch_size(rows.min(self.max_batch_rows))
+                    .build()
+                    .map_err(|e| decode_error(name, &section(), format!("parquet: {e}")))
                 })
             });
             return Some(reader.map(|reader| (index, reader)));
@@ -441,5 +444,53 @@ impl crate::batch::BatchReader for ParquetReader {
             batches = batches.checked_add(rows.div_ceil(self.max_batch_rows))?;
         }
         Some(batches)
+    }
+}
+
+/// The file as parquet reads a row group's pages from it: reading past its
+/// end is an error (`UnexpectedEof`), not an empty read.
+///
+/// parquet skips the Thrift bytes of a page header it does not need with
+/// `io::copy`, which stops quietly at the end of the file; a page header
+/// that ends the file with a list of 2^31 doubles then cost it 2^31 empty
+/// reads, a minute or more (found by the `parquet_reader` fuzz target). With
+/// this reader the first read past the end fails, and so does the header.
+/// A valid file is never read past its end.
+struct PageSource(File);
+
+impl ::parquet::file::reader::Length for PageSource {
+    fn len(&self) -> u64 {
+        ::parquet::file::reader::Length::len(&self.0)
+    }
+}
+
+impl ::parquet::file::reader::ChunkReader for PageSource {
+    type T = std::io::BufReader<EofIsError<File>>;
+
+    fn get_read(&self, start: u64) -> ::parquet::errors::Result<Self::T> {
+        use std::io::{Seek, SeekFrom};
+        let mut file = self.0.try_clone()?;
+        file.seek(SeekFrom::Start(start))?;
+        Ok(std::io::BufReader::new(EofIsError(file)))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> ::parquet::errors::Result<bytes::Bytes> {
+        self.0.get_bytes(start, length)
+    }
+}
+
+/// A reader whose end is an error (see [`PageSource`]).
+struct EofIsError<R>(R);
+
+impl<R: std::io::Read> std::io::Read for EofIsError<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "a page header runs past the end of the file",
+            ));
+        }
+        Ok(n)
     }
 }
