@@ -245,11 +245,12 @@ fn the_repro_files_give_errors_naming_file_and_section() {
         "row group 0 column \"words.list.element.list.element\"",
         "the page header at byte 93: a data page encoded RLE_DICTIONARY, and no dictionary page before it in the column chunk",
     );
-    // The same, with the header's `type` written as an i64 and its
-    // `compressed_page_size` as an i16: parquet reads an integer field
-    // whatever its integer type, and so must lodt's walk (a case found by
-    // the parquet_reader fuzz target, where parquet still panicked).
-    let path = "tests/data/repro/dict_page_missing_int_types.parquet";
+    // The same, with the field header of the page's `type` saying boolean
+    // (which has no bytes) and that of its `compressed_page_size` saying i16:
+    // parquet reads a field it knows by its id, whatever type its header
+    // gives, and so must lodt's walk (a case found by the parquet_reader fuzz
+    // target, where parquet still panicked).
+    let path = "tests/data/repro/dict_page_missing_field_types.parquet";
     let reader = ParquetReader::open(data(path), &ArrowOptions::default()).unwrap();
     let err = reader.into_iter().next().unwrap().unwrap_err();
     expect_decode(

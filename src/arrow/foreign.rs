@@ -711,6 +711,34 @@ mod thrift {
             Some(())
         }
 
+        /// Reads a struct as parquet reads one it knows: the fields `ints`
+        /// as varints and `bools` as booleans (no bytes; parquet refuses one
+        /// of another type, and so does this), whatever their encoded type,
+        /// the others skimmed. Returns the value of field `wanted`.
+        fn known(&mut self, ints: &[i16], bools: &[i16], wanted: i16) -> Option<Option<i64>> {
+            let mut last = 0;
+            let mut found = None;
+            loop {
+                let (ty, id) = self.input.field(last)?;
+                if ty == 0 {
+                    return Some(found);
+                }
+                if ints.contains(&id) {
+                    let v = self.input.zigzag()?;
+                    if id == wanted {
+                        found = Some(v);
+                    }
+                } else if bools.contains(&id) {
+                    if !matches!(ty, 1 | 2) {
+                        return None;
+                    }
+                } else {
+                    self.value(ty, 63)?;
+                }
+                last = id;
+            }
+        }
+
         /// Skims a struct's fields; returns the value of its integer field `wanted`.
         fn fields(&mut self, depth: usize, wanted: i16) -> Option<Option<i64>> {
             let mut last = 0;
@@ -740,8 +768,13 @@ mod thrift {
         pub encoding: Option<i64>,
     }
 
-    /// Skims the `PageHeader` that starts `bytes` as [`skim_struct`] does,
-    /// and returns its length in bytes and what lodt checks of it.
+    /// Reads the `PageHeader` that starts `bytes` as parquet 60 does
+    /// (`PageHeader::read_thrift_without_stats`), and returns its length in
+    /// bytes and what lodt checks of it. Like parquet, it reads a field it
+    /// knows by its id, whatever type the encoding gives it: an integer field
+    /// is a varint even where the field header says it is a boolean (which
+    /// has no bytes). A field it does not know is skimmed as parquet skips it
+    /// (refusing a container of booleans).
     pub(super) fn skim_page_header(bytes: &[u8]) -> Result<(usize, PageHeader), Skim> {
         let mut strict = Strict {
             input: Input { bytes, at: 0 },
@@ -749,25 +782,40 @@ mod thrift {
         };
         let mut header = PageHeader::default();
         let mut last = 0;
-        while let Some((ty, id)) = strict.input.field(last) {
-            let read = match (ty, id) {
-                (0, _) => return Ok((strict.input.at, header)),
-                // parquet reads an integer field whatever its integer type.
-                (4..=6, 1) => strict.input.zigzag().map(|v| header.page_type = Some(v)),
-                (4..=6, 3) => strict
+        let done = loop {
+            let Some((ty, id)) = strict.input.field(last) else {
+                break false;
+            };
+            let read = match id {
+                _ if ty == 0 => break true,
+                1 => strict.input.zigzag().map(|v| header.page_type = Some(v)),
+                3 => strict
                     .input
                     .zigzag()
                     .map(|v| header.compressed_page_size = Some(v)),
-                (12, 5) => strict.fields(63, 2).map(|v| header.encoding = v),
-                (12, 8) => strict.fields(63, 4).map(|v| header.encoding = v),
+                2 | 4 => strict.input.zigzag().map(|_| ()),
+                // DataPageHeader: num_values, encoding, two level encodings.
+                5 => strict
+                    .known(&[1, 2, 3, 4], &[], 2)
+                    .map(|v| header.encoding = v),
+                // DictionaryPageHeader: num_values, encoding, is_sorted.
+                7 => strict.known(&[1, 2], &[3], 0).map(|_| ()),
+                // DataPageHeaderV2: five counts and lengths, encoding, is_compressed.
+                8 => strict
+                    .known(&[1, 2, 3, 4, 5, 6], &[7], 4)
+                    .map(|v| header.encoding = v),
                 _ => strict.value(ty, 64),
             };
             if read.is_none() {
-                break;
+                break false;
             }
             last = id;
+        };
+        if done {
+            Ok((strict.input.at, header))
+        } else {
+            Err(strict.refused.map_or(Skim::Unparsed, Skim::Refused))
         }
-        Err(strict.refused.map_or(Skim::Unparsed, Skim::Refused))
     }
 
     /// Skims the struct that starts `bytes` as parquet skims it (64 levels
