@@ -332,6 +332,33 @@ fn a_page_header_running_past_the_end_of_the_file_is_an_error() {
     }
 }
 
+/// Found by the `convert` fuzz target (an OOM): parquet sizes a vector by a
+/// schema element's `num_children` before reading them, so a count of about
+/// 425 million asked for 3.4 GB. lodt checks each count against the schema
+/// elements that follow before parquet decodes the footer.
+#[test]
+fn a_schema_group_with_more_children_than_the_schema_holds_is_refused() {
+    let path = data("tests/data/repro/huge_num_children.parquet");
+    let err = ParquetReader::open(&path, &ArrowOptions::default())
+        .err()
+        .unwrap();
+    match &err {
+        Error::Decode {
+            file,
+            section,
+            message,
+        } => {
+            assert_eq!(
+                (file.as_str(), section.as_str()),
+                (path.display().to_string().as_str(), "Parquet footer")
+            );
+            assert!(message.starts_with("schema element "), "{err}");
+            assert!(message.contains(" children, and "), "{err}");
+        }
+        other => panic!("expected Error::Decode, got {other:?}"),
+    }
+}
+
 fn nested_schema_parquet(groups: usize) -> Vec<u8> {
     fn varint(out: &mut Vec<u8>, mut v: u64) {
         while v >= 0x80 {

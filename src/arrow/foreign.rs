@@ -386,6 +386,15 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
     if let Err(thrift::Skim::Refused(message)) = thrift::skim_struct(&footer, 0) {
         return Err(decode_error(file, "Parquet footer", message));
     }
+    if let Some((index, children, after)) = thrift::oversized_group(&footer) {
+        return Err(decode_error(
+            file,
+            "Parquet footer",
+            format!(
+                "schema element {index} has {children} children, and {after} elements follow it"
+            ),
+        ));
+    }
     match thrift::schema_depth(&footer, MAX_PARQUET_SCHEMA_DEPTH) {
         Some(depth) if depth > MAX_PARQUET_SCHEMA_DEPTH => Err(decode_error(
             file,
@@ -634,9 +643,18 @@ mod thrift {
             let mut children = 0;
             loop {
                 let (ty, id) = self.field(last)?;
+                // As parquet 60 reads a SchemaElement: a field it knows by
+                // its id, whatever type its field header gives.
                 match (ty, id) {
                     (0, _) => return Some(children),
-                    (5, 5) => children = self.zigzag()?,
+                    (_, 5) => children = self.zigzag()?,
+                    (_, 1 | 2 | 3 | 6 | 7 | 8 | 9) => {
+                        self.zigzag()?;
+                    }
+                    (_, 4) => {
+                        let n = self.varint()?;
+                        self.skip(n)?;
+                    }
                     _ => self.skip_value(ty, false, 32)?,
                 }
                 last = id;
@@ -831,6 +849,40 @@ mod thrift {
             Some(found) => Ok((strict.input.at, found)),
             None => Err(strict.refused.map_or(Skim::Unparsed, Skim::Refused)),
         }
+    }
+
+    /// The first schema element of a `FileMetaData` encoding whose
+    /// `num_children` is negative or more than the elements after it:
+    /// `(index, num_children, elements after it)`. parquet sizes a vector by
+    /// `num_children` before it reads them (2^31 of them asked it for 16 GiB;
+    /// found by the `convert` fuzz target). `None` when every count fits, or
+    /// the encoding does not parse that far.
+    pub(super) fn oversized_group(footer: &[u8]) -> Option<(u64, i64, u64)> {
+        let mut input = Input {
+            bytes: footer,
+            at: 0,
+        };
+        let mut last = 0;
+        loop {
+            let (ty, id) = input.field(last)?;
+            if ty == 0 {
+                return None;
+            }
+            if id == 2 && ty == 9 {
+                break;
+            }
+            input.skip_value(ty, false, 32)?;
+            last = id;
+        }
+        let (_, count) = input.list()?;
+        for k in 0..count {
+            let children = input.num_children()?;
+            let after = count - k - 1;
+            if children < 0 || children as u64 > after {
+                return Some((k, children, after));
+            }
+        }
+        None
     }
 
     /// How deep the schema in a `FileMetaData` encoding nests groups (the
