@@ -12,7 +12,9 @@
 //! 2. check every length, offset and count a message or footer gives against
 //!    the schema and the bytes really present ([`check_record_batch`],
 //!    [`check_parquet_metadata`]), so no buffer is sliced out of range and no
-//!    allocation is sized by an unchecked field;
+//!    allocation is sized by an unchecked field, and walk the Thrift of a
+//!    Parquet footer and page headers for what parquet mishandles
+//!    ([`check_parquet_schema_depth`], [`check_parquet_page_headers`]);
 //! 3. run each remaining decoder call inside [`contain`], which turns a panic
 //!    into [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and section (arrow-rs validates
 //!    every array it decodes from IPC; Parquet output is validated with
@@ -381,6 +383,18 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
     let mut footer = vec![0u8; footer_len as usize];
     reader.read_exact(&mut footer)?;
     reader.seek(SeekFrom::Start(0))?;
+    if let Err(thrift::Skim::Refused(message)) = thrift::skim_struct(&footer, 0) {
+        return Err(decode_error(file, "Parquet footer", message));
+    }
+    if let Some((index, children, after)) = thrift::oversized_group(&footer) {
+        return Err(decode_error(
+            file,
+            "Parquet footer",
+            format!(
+                "schema element {index} has {children} children, and {after} elements follow it"
+            ),
+        ));
+    }
     match thrift::schema_depth(&footer, MAX_PARQUET_SCHEMA_DEPTH) {
         Some(depth) if depth > MAX_PARQUET_SCHEMA_DEPTH => Err(decode_error(
             file,
@@ -391,6 +405,117 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
         )),
         _ => Ok(()),
     }
+}
+
+/// Checks the page headers of every column chunk of row group `index`
+/// before parquet reads them, as [`check_parquet_schema_depth`] checks the
+/// footer: a header holding a Thrift list, set or map of booleans is refused,
+/// and so is a dictionary-encoded data page before any dictionary page (which
+/// parquet meets with a panic).
+///
+/// parquet skips the fields of a header it does not know, and skips a
+/// boolean in a list without reading it (the compact protocol gives it a
+/// byte), so such a list of 2^31 elements costs it 2^31 steps on no input:
+/// seconds per header, without end for a file of many (found by the
+/// `parquet_reader` fuzz target). No field of a valid footer or page header
+/// is such a list. Everything else parquet skips consumes input, so its work
+/// stays in proportion to the file.
+///
+/// The walk follows parquet's: from the chunk's first page, a header, then
+/// `compressed_page_size` bytes of page, until the chunk's bytes are used up.
+/// Where a header does not parse or a size is out of range the walk stops,
+/// as parquet does (with an error of its own).
+#[cfg(feature = "parquet")]
+pub(crate) fn check_parquet_page_headers(
+    file: &str,
+    reader: &std::fs::File,
+    metadata: &::parquet::file::metadata::ParquetMetaData,
+    index: usize,
+) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Some(row_group) = metadata.row_groups().get(index) else {
+        return Ok(());
+    };
+    let mut reader = reader;
+    let file_len = reader.seek(SeekFrom::End(0))?;
+    for column in row_group.columns() {
+        let start = column
+            .dictionary_page_offset()
+            .unwrap_or_else(|| column.data_page_offset());
+        let (Ok(mut pos), Ok(mut remaining)) = (
+            u64::try_from(start),
+            u64::try_from(column.compressed_size()),
+        ) else {
+            continue; // refused by check_parquet_metadata
+        };
+        let refuse = |pos: u64, message: String| {
+            decode_error(
+                file,
+                &format!(
+                    "row group {index} column {:?}",
+                    column.column_path().string()
+                ),
+                format!("the page header at byte {pos}: {message}"),
+            )
+        };
+        let mut dictionary = false;
+        while remaining > 0 && pos < file_len {
+            let rest = file_len - pos;
+            let mut window = rest.min(4096);
+            let header = loop {
+                reader.seek(SeekFrom::Start(pos))?;
+                let mut bytes = vec![0u8; window as usize];
+                reader.read_exact(&mut bytes)?;
+                match thrift::skim_page_header(&bytes) {
+                    Ok(found) => break Some(found),
+                    Err(thrift::Skim::Refused(message)) => return Err(refuse(pos, message)),
+                    Err(thrift::Skim::Unparsed) if window < rest => {
+                        window = rest.min(window.saturating_mul(16));
+                    }
+                    Err(thrift::Skim::Unparsed) => break None,
+                }
+            };
+            let Some((header_len, header)) = header else {
+                break;
+            };
+            // parquet sets up a column's dictionary decoder when it reads a
+            // dictionary page, and panics at a dictionary-encoded data page
+            // that comes before any (`Decoder for dict should have been set`).
+            match (header.page_type, header.encoding) {
+                (Some(2), _) => dictionary = true,
+                (Some(0 | 3), Some(encoding @ (2 | 8))) if !dictionary => {
+                    let name = if encoding == 2 {
+                        "PLAIN_DICTIONARY"
+                    } else {
+                        "RLE_DICTIONARY"
+                    };
+                    return Err(refuse(
+                        pos,
+                        format!(
+                            "a data page encoded {name}, and no dictionary page before it in the column chunk"
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+            let header_len = header_len as u64;
+            let Some(page_len) = header
+                .compressed_page_size
+                .and_then(|n| u64::try_from(n).ok())
+            else {
+                break;
+            };
+            let Some(used) = header_len
+                .checked_add(page_len)
+                .filter(|&used| used <= remaining)
+            else {
+                break;
+            };
+            pos += used;
+            remaining -= used;
+        }
+    }
+    Ok(())
 }
 
 /// Just enough of Thrift's compact protocol to find the nesting depth of a
@@ -518,14 +643,246 @@ mod thrift {
             let mut children = 0;
             loop {
                 let (ty, id) = self.field(last)?;
+                // As parquet 60 reads a SchemaElement: a field it knows by
+                // its id, whatever type its field header gives.
                 match (ty, id) {
                     (0, _) => return Some(children),
-                    (5, 5) => children = self.zigzag()?,
+                    (_, 5) => children = self.zigzag()?,
+                    (_, 1 | 2 | 3 | 6 | 7 | 8 | 9) => {
+                        self.zigzag()?;
+                    }
+                    (_, 4) => {
+                        let n = self.varint()?;
+                        self.skip(n)?;
+                    }
                     _ => self.skip_value(ty, false, 32)?,
                 }
                 last = id;
             }
         }
+    }
+
+    /// Why [`skim_struct`] stopped.
+    pub(super) enum Skim {
+        /// The bytes end before the struct does, or do not parse.
+        Unparsed,
+        /// The struct holds what parquet must not be given (the message says what).
+        Refused(String),
+    }
+
+    /// How parquet skims: Thrift's compact protocol as it is defined, except
+    /// that a boolean in a list, set or map takes no byte.
+    struct Strict<'a> {
+        input: Input<'a>,
+        refused: Option<String>,
+    }
+
+    impl Strict<'_> {
+        /// Like `Input::skip_value`, refusing containers of booleans.
+        fn value(&mut self, ty: u8, depth: usize) -> Option<()> {
+            if depth == 0 {
+                return None;
+            }
+            let input = &mut self.input;
+            match ty {
+                1 | 2 => Some(()),
+                3 => input.skip(1),
+                4..=6 => input.varint().map(|_| ()),
+                7 => input.skip(8),
+                8 => {
+                    let n = input.varint()?;
+                    input.skip(n)
+                }
+                9 | 10 => {
+                    let (element, count) = input.list()?;
+                    self.container(count, &[element])?;
+                    for _ in 0..count {
+                        self.value(element, depth - 1)?;
+                    }
+                    Some(())
+                }
+                11 => {
+                    let count = input.varint()?;
+                    if count > 0 {
+                        let types = input.byte()?;
+                        self.container(count, &[types >> 4, types & 0x0F])?;
+                        for _ in 0..count {
+                            self.value(types >> 4, depth - 1)?;
+                            self.value(types & 0x0F, depth - 1)?;
+                        }
+                    }
+                    Some(())
+                }
+                12 => self.fields(depth - 1, 0).map(|_| ()),
+                13 => input.skip(16),
+                _ => None,
+            }
+        }
+
+        fn container(&mut self, count: u64, types: &[u8]) -> Option<()> {
+            if count > 0 && types.iter().any(|t| matches!(t, 1 | 2)) {
+                self.refused = Some(format!(
+                    "a Thrift list, set or map of {count} booleans (no field of a valid file is one; parquet would skip it without reading it)"
+                ));
+                return None;
+            }
+            Some(())
+        }
+
+        /// Reads a struct as parquet reads one it knows: the fields `ints`
+        /// as varints and `bools` as booleans (no bytes; parquet refuses one
+        /// of another type, and so does this), whatever their encoded type,
+        /// the others skimmed. Returns the value of field `wanted`.
+        fn known(&mut self, ints: &[i16], bools: &[i16], wanted: i16) -> Option<Option<i64>> {
+            let mut last = 0;
+            let mut found = None;
+            loop {
+                let (ty, id) = self.input.field(last)?;
+                if ty == 0 {
+                    return Some(found);
+                }
+                if ints.contains(&id) {
+                    let v = self.input.zigzag()?;
+                    if id == wanted {
+                        found = Some(v);
+                    }
+                } else if bools.contains(&id) {
+                    if !matches!(ty, 1 | 2) {
+                        return None;
+                    }
+                } else {
+                    self.value(ty, 63)?;
+                }
+                last = id;
+            }
+        }
+
+        /// Skims a struct's fields; returns the value of its integer field `wanted`.
+        fn fields(&mut self, depth: usize, wanted: i16) -> Option<Option<i64>> {
+            let mut last = 0;
+            let mut found = None;
+            loop {
+                let (ty, id) = self.input.field(last)?;
+                match (ty, id) {
+                    (0, _) => return Some(found),
+                    (4..=6, id) if id == wanted && wanted != 0 => {
+                        found = Some(self.input.zigzag()?);
+                    }
+                    _ => self.value(ty, depth)?,
+                }
+                last = id;
+            }
+        }
+    }
+
+    /// What lodt needs of a Parquet `PageHeader`.
+    #[derive(Debug, Default)]
+    pub(super) struct PageHeader {
+        /// Field 1, `type` (0 data page, 2 dictionary page, 3 data page v2).
+        pub page_type: Option<i64>,
+        /// Field 3, `compressed_page_size`.
+        pub compressed_page_size: Option<i64>,
+        /// The values' `encoding` of a data page (v1: field 5.2; v2: field 8.4).
+        pub encoding: Option<i64>,
+    }
+
+    /// Reads the `PageHeader` that starts `bytes` as parquet 60 does
+    /// (`PageHeader::read_thrift_without_stats`), and returns its length in
+    /// bytes and what lodt checks of it. Like parquet, it reads a field it
+    /// knows by its id, whatever type the encoding gives it: an integer field
+    /// is a varint even where the field header says it is a boolean (which
+    /// has no bytes). A field it does not know is skimmed as parquet skips it
+    /// (refusing a container of booleans).
+    pub(super) fn skim_page_header(bytes: &[u8]) -> Result<(usize, PageHeader), Skim> {
+        let mut strict = Strict {
+            input: Input { bytes, at: 0 },
+            refused: None,
+        };
+        let mut header = PageHeader::default();
+        let mut last = 0;
+        let done = loop {
+            let Some((ty, id)) = strict.input.field(last) else {
+                break false;
+            };
+            let read = match id {
+                _ if ty == 0 => break true,
+                1 => strict.input.zigzag().map(|v| header.page_type = Some(v)),
+                3 => strict
+                    .input
+                    .zigzag()
+                    .map(|v| header.compressed_page_size = Some(v)),
+                2 | 4 => strict.input.zigzag().map(|_| ()),
+                // DataPageHeader: num_values, encoding, two level encodings.
+                5 => strict
+                    .known(&[1, 2, 3, 4], &[], 2)
+                    .map(|v| header.encoding = v),
+                // DictionaryPageHeader: num_values, encoding, is_sorted.
+                7 => strict.known(&[1, 2], &[3], 0).map(|_| ()),
+                // DataPageHeaderV2: five counts and lengths, encoding, is_compressed.
+                8 => strict
+                    .known(&[1, 2, 3, 4, 5, 6], &[7], 4)
+                    .map(|v| header.encoding = v),
+                _ => strict.value(ty, 64),
+            };
+            if read.is_none() {
+                break false;
+            }
+            last = id;
+        };
+        if done {
+            Ok((strict.input.at, header))
+        } else {
+            Err(strict.refused.map_or(Skim::Unparsed, Skim::Refused))
+        }
+    }
+
+    /// Skims the struct that starts `bytes` as parquet skims it (64 levels
+    /// deep at most, parquet's limit) and returns its length in bytes and the
+    /// value of its integer field `wanted` (0 for none). Refuses a struct
+    /// holding a list, set or map of booleans.
+    pub(super) fn skim_struct(bytes: &[u8], wanted: i16) -> Result<(usize, Option<i64>), Skim> {
+        let mut strict = Strict {
+            input: Input { bytes, at: 0 },
+            refused: None,
+        };
+        match strict.fields(64, wanted) {
+            Some(found) => Ok((strict.input.at, found)),
+            None => Err(strict.refused.map_or(Skim::Unparsed, Skim::Refused)),
+        }
+    }
+
+    /// The first schema element of a `FileMetaData` encoding whose
+    /// `num_children` is negative or more than the elements after it:
+    /// `(index, num_children, elements after it)`. parquet sizes a vector by
+    /// `num_children` before it reads them (2^31 of them asked it for 16 GiB;
+    /// found by the `convert` fuzz target). `None` when every count fits, or
+    /// the encoding does not parse that far.
+    pub(super) fn oversized_group(footer: &[u8]) -> Option<(u64, i64, u64)> {
+        let mut input = Input {
+            bytes: footer,
+            at: 0,
+        };
+        let mut last = 0;
+        loop {
+            let (ty, id) = input.field(last)?;
+            if ty == 0 {
+                return None;
+            }
+            if id == 2 && ty == 9 {
+                break;
+            }
+            input.skip_value(ty, false, 32)?;
+            last = id;
+        }
+        let (_, count) = input.list()?;
+        for k in 0..count {
+            let children = input.num_children()?;
+            let after = count - k - 1;
+            if children < 0 || children as u64 > after {
+                return Some((k, children, after));
+            }
+        }
+        None
     }
 
     /// How deep the schema in a `FileMetaData` encoding nests groups (the

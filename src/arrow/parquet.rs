@@ -26,7 +26,8 @@
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
 use super::foreign::{
-    check_parquet_metadata, check_parquet_schema_depth, check_schema, contain, decode_error,
+    check_parquet_metadata, check_parquet_page_headers, check_parquet_schema_depth, check_schema,
+    contain, decode_error,
 };
 use super::select::projection;
 use super::{ArrowOptions, ArrowWriteOptions, Compression, Error, LazyWriter, Result};
@@ -209,8 +210,10 @@ pub const MAX_BATCH_ROWS: usize = 1 << 20;
 ///
 /// The file is untrusted: the nesting depth of the footer's schema (at most
 /// 128 groups) is checked before parquet decodes the footer, its row counts
-/// and column chunk ranges before parquet uses them, the arrays parquet decodes are
-/// validated (`ArrayData::validate_full`), and a panic inside parquet is
+/// and column chunk ranges before parquet uses them, the page headers of a
+/// row group before parquet reads it (no Thrift list of booleans, no
+/// dictionary-encoded page without a dictionary), the arrays parquet decodes
+/// are validated (`ArrayData::validate_full`), and a panic inside parquet is
 /// contained. Every such failure is an [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and
 /// section (`Parquet footer`, `row group 2`, `row group 2 column "x"`), and
 /// an error inside a row group ends that row group (the next one is read
@@ -375,6 +378,11 @@ impl ParquetReader {
             if let Err(e) = check_schema(checked) {
                 return Some(Err(e));
             }
+            if let Err(e) =
+                check_parquet_page_headers(&self.name, &self.file, self.metadata.metadata(), index)
+            {
+                return Some(Err(e));
+            }
             let mask = self.projection.as_ref().map(|(indices, _)| {
                 let parquet_schema = self.metadata.metadata().file_metadata().schema_descr();
                 ProjectionMask::roots(parquet_schema, indices.iter().copied())
@@ -384,7 +392,7 @@ impl ParquetReader {
             let reader = self.file.try_clone().map_err(Error::from).and_then(|file| {
                 contain("parquet", name, section, || {
                     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                        file,
+                        PageSource(file),
                         self.metadata.clone(),
                     )
                     .with_row_groups(vec![index])
@@ -508,5 +516,53 @@ impl crate::batch::BatchReader for ParquetReader {
             batches = batches.checked_add(rows.div_ceil(self.max_batch_rows))?;
         }
         Some(batches)
+    }
+}
+
+/// The file as parquet reads a row group's pages from it: reading past its
+/// end is an error (`UnexpectedEof`), not an empty read.
+///
+/// parquet skips the Thrift bytes of a page header it does not need with
+/// `io::copy`, which stops quietly at the end of the file; a page header
+/// that ends the file with a list of 2^31 doubles then cost it 2^31 empty
+/// reads, a minute or more (found by the `parquet_reader` fuzz target). With
+/// this reader the first read past the end fails, and so does the header.
+/// A valid file is never read past its end.
+struct PageSource(File);
+
+impl ::parquet::file::reader::Length for PageSource {
+    fn len(&self) -> u64 {
+        ::parquet::file::reader::Length::len(&self.0)
+    }
+}
+
+impl ::parquet::file::reader::ChunkReader for PageSource {
+    type T = std::io::BufReader<EofIsError<File>>;
+
+    fn get_read(&self, start: u64) -> ::parquet::errors::Result<Self::T> {
+        use std::io::{Seek, SeekFrom};
+        let mut file = self.0.try_clone()?;
+        file.seek(SeekFrom::Start(start))?;
+        Ok(std::io::BufReader::new(EofIsError(file)))
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> ::parquet::errors::Result<bytes::Bytes> {
+        self.0.get_bytes(start, length)
+    }
+}
+
+/// A reader whose end is an error (see [`PageSource`]).
+struct EofIsError<R>(R);
+
+impl<R: std::io::Read> std::io::Read for EofIsError<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "a page header runs past the end of the file",
+            ));
+        }
+        Ok(n)
     }
 }
