@@ -2,6 +2,11 @@
 
 import os
 import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -58,3 +63,48 @@ def in_span(array, span):
     start, length = span
     address = array.__array_interface__["data"][0]
     return start <= address and address + array.nbytes <= start + length
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(args: list[str], port: int, what: str) -> subprocess.Popen:
+    """Starts a server process and waits (at most 60 s) until it accepts
+    connections on 127.0.0.1:``port``."""
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            if time.time() > deadline:
+                proc.kill()
+                raise RuntimeError(f"{what} did not start")
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def s3():
+    """moto's S3 server on 127.0.0.1 with a bucket ``data``: ``(port, storage_options)``."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    port = free_port()
+    proc = start_server(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], port, "moto"
+    )
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/data", method="PUT")
+    urllib.request.urlopen(req, timeout=60).close()
+    options = {
+        "aws_endpoint": f"http://127.0.0.1:{port}",
+        "aws_allow_http": "true",
+        "aws_access_key_id": "test",
+        "aws_secret_access_key": "test",
+        "aws_region": "us-east-1",
+    }
+    yield port, options
+    proc.kill()
+    proc.wait()

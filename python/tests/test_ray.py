@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -339,61 +337,26 @@ def test_torch_batches_give_lods_back(local_ray, source):
 # -- S3 (moto) -----------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture
+def s3_options(s3):
+    """The storage options of conftest's moto server."""
+    return s3[1]
 
 
-@pytest.fixture(scope="module")
-def s3():
-    pytest.importorskip("moto.server", reason="moto[server] is not installed")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.time() > deadline:
-                proc.kill()
-                raise RuntimeError("moto did not start")
-            time.sleep(0.1)
-    import urllib.request
-
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/data", method="PUT")
-    urllib.request.urlopen(req, timeout=60).close()
-    options = {
-        "aws_endpoint": f"http://127.0.0.1:{port}",
-        "aws_allow_http": "true",
-        "aws_access_key_id": "test",
-        "aws_secret_access_key": "test",
-        "aws_region": "us-east-1",
-    }
-    yield options
-    proc.kill()
-    proc.wait()
-
-
-def test_s3_round_trip(local_ray, source, s3):
+def test_s3_round_trip(local_ray, source, s3_options):
     path, batches = source
     uri = "s3://data/ray-copy"
     totals = lray.write_lodt(
-        lray.read_lodt(path, override_num_blocks=4), uri, shard_bytes=4096, storage_options=s3
+        lray.read_lodt(path, override_num_blocks=4), uri, shard_bytes=4096, storage_options=s3_options
     )
     assert totals["sequences"] == TOTAL
     back = list(
-        lray.read_lodt(uri, storage_options=s3, override_num_blocks=2).iter_batches(
+        lray.read_lodt(uri, storage_options=s3_options, override_num_blocks=2).iter_batches(
             batch_size=None, batch_format="pyarrow"
         )
     )
     assert sorted(_rows(back)) == sorted(_expected(batches))
-    names = lray._Store(uri, s3).names()
+    names = lray._Store(uri, s3_options).names()
     assert "lodt-dataset.json" in names
     assert not [n for n in names if n.startswith("lodt-dataset.part.")]
 

@@ -1,60 +1,13 @@
 """`.lodt` files read from an S3-compatible server (moto's server mode,
-started here on 127.0.0.1 with a free port) through `lodt.open(uri)`."""
+started by conftest on 127.0.0.1 with a free port) through `lodt.open(uri)`."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-
 import numpy as np
 import pytest
+from conftest import free_port, start_server
 
 import lodt
-
-moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3():
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.time() > deadline:
-                proc.kill()
-                raise RuntimeError("moto did not start")
-            time.sleep(0.1)
-    import urllib.request
-
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/data", method="PUT")
-    urllib.request.urlopen(req, timeout=60).close()
-    options = {
-        "aws_endpoint": f"http://127.0.0.1:{port}",
-        "aws_allow_http": "true",
-        "aws_access_key_id": "test",
-        "aws_secret_access_key": "test",
-        "aws_region": "us-east-1",
-    }
-    yield port, options
-    proc.kill()
-    proc.wait()
-
 
 def _upload(port: int, key: str, data: bytes) -> None:
     import urllib.request
@@ -154,23 +107,13 @@ def azurite(tmp_path_factory):
     if not os.path.exists(binary):
         pytest.skip("Azurite is not installed (scripts/test installs it with npm)")
     blob = pytest.importorskip("azure.storage.blob", reason="azure-storage-blob is not installed")
-    port = _free_port()
-    proc = subprocess.Popen(
+    port = free_port()
+    proc = start_server(
         [binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--silent",
          "--skipApiVersionCheck", "--location", str(tmp_path_factory.mktemp("azurite"))],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        port,
+        "Azurite",
     )
-    deadline = time.time() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.time() > deadline:
-                proc.kill()
-                raise RuntimeError("Azurite did not start")
-            time.sleep(0.1)
     conn = (
         f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={_AZURITE_KEY};"
         f"BlobEndpoint=http://127.0.0.1:{port}/devstoreaccount1;"
