@@ -571,3 +571,63 @@ fn paddle_files_of_100_levels_are_refused_and_64_levels_stay_out_of_arrow() {
         "{err}"
     );
 }
+
+/// Found by the `convert` fuzz target (an OOM): parquet allocates a page's
+/// `uncompressed_page_size` before it decompresses the page. Here the one
+/// page of a Zstandard column chunk (4,138 bytes, 128 MiB of zeros when
+/// written by pyarrow) claims 2^31 - 1 bytes, more than Zstandard can expand
+/// 4,138 bytes to; lodt refuses the header before parquet reads the page.
+#[test]
+fn a_page_claiming_more_than_its_codec_can_expand_to_is_refused() {
+    let path = data("tests/data/repro/huge_uncompressed_page.parquet");
+    let reader = ParquetReader::open(&path, &ArrowOptions::default()).unwrap();
+    let results: Vec<_> = reader.collect();
+    assert_eq!(results.len(), 1);
+    match results.into_iter().next().unwrap() {
+        Err(Error::Decode {
+            file,
+            section,
+            message,
+        }) => {
+            assert_eq!(
+                (file, section.as_str()),
+                (
+                    path.display().to_string(),
+                    "row group 0 column \"x.list.element\""
+                )
+            );
+            assert!(
+                message.starts_with("the page header at byte 4: uncompressed_page_size 2147483647"),
+                "{message}"
+            );
+            assert!(message.contains("4138 compressed bytes"), "{message}");
+        }
+        other => panic!("expected Error::Decode, got {other:?}"),
+    }
+}
+
+/// Pages of zeros compressed as far as each codec goes (written by pyarrow,
+/// one page per file: Zstandard 30,728 : 1, Snappy 21.3 : 1, LZ4 251.7 : 1)
+/// stay inside lodt's bound on a page's expansion and read back whole.
+#[test]
+fn pages_at_their_codecs_highest_ratio_read_back() {
+    for (codec, rows) in [
+        ("zstd", 4usize << 20),
+        ("snappy", 128 << 10),
+        ("lz4", 128 << 10),
+    ] {
+        let path = data(&format!("tests/data/max_ratio_{codec}.parquet"));
+        let reader = ParquetReader::open(&path, &ArrowOptions::default()).unwrap();
+        let batches: Vec<Batch> = reader.map(|b| b.unwrap()).collect();
+        assert_eq!(batches.len(), 1, "{codec}");
+        let tensor = batches[0].get("x").unwrap();
+        assert_eq!(tensor.shape()[0], rows, "{codec}");
+        assert_eq!(
+            tensor.lod().to_offsets(),
+            vec![vec![0, rows as u64]],
+            "{codec}"
+        );
+        let values = tensor.as_slice::<i64>().unwrap();
+        assert!(values.iter().all(|&v| v == 0), "{codec}");
+    }
+}

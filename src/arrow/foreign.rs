@@ -505,6 +505,26 @@ pub(crate) fn check_parquet_page_headers(
             else {
                 break;
             };
+            // parquet allocates `uncompressed_page_size` bytes (and zeroes
+            // them, for Snappy and LZ4) before it decompresses a page.
+            if let (Some(ratio), Some(claimed)) = (
+                max_expansion(column.compression()),
+                header.uncompressed_page_size,
+            ) {
+                let most = page_len
+                    .saturating_mul(ratio)
+                    .saturating_add(EXPANSION_SLACK);
+                if u64::try_from(claimed).is_ok_and(|claimed| claimed > most) {
+                    return Err(refuse(
+                        pos,
+                        format!(
+                            "uncompressed_page_size {claimed} is more than {:?} can expand \
+                             {page_len} compressed bytes to (at most {most})",
+                            column.compression()
+                        ),
+                    ));
+                }
+            }
             let Some(used) = header_len
                 .checked_add(page_len)
                 .filter(|&used| used <= remaining)
@@ -516,6 +536,29 @@ pub(crate) fn check_parquet_page_headers(
         }
     }
     Ok(())
+}
+
+/// Room for the framing of a compressed page (a codec's headers, one
+/// Zstandard block) beyond its ratio, in [`max_expansion`]'s bound.
+#[cfg(feature = "parquet")]
+const EXPANSION_SLACK: u64 = 1 << 17;
+
+/// The most bytes one compressed byte of `codec` can decode to, for the
+/// codecs lodt decodes (`None`: no decompression, or a codec parquet is built
+/// without, which it refuses before allocating). Snappy: a 3-byte copy
+/// produces at most 64 bytes. LZ4: each further byte of a match length adds
+/// 255. Zstandard: a 4-byte RLE block produces at most 128 KiB (the largest
+/// block). Found by the `convert` fuzz target: a page header claiming 2 GiB
+/// for a few bytes of page made parquet allocate 2 GiB.
+#[cfg(feature = "parquet")]
+fn max_expansion(codec: ::parquet::basic::Compression) -> Option<u64> {
+    use ::parquet::basic::Compression;
+    match codec {
+        Compression::SNAPPY => Some(22),
+        Compression::LZ4 | Compression::LZ4_RAW => Some(256),
+        Compression::ZSTD(_) => Some(32_768),
+        _ => None,
+    }
 }
 
 /// Just enough of Thrift's compact protocol to find the nesting depth of a
@@ -780,6 +823,8 @@ mod thrift {
     pub(super) struct PageHeader {
         /// Field 1, `type` (0 data page, 2 dictionary page, 3 data page v2).
         pub page_type: Option<i64>,
+        /// Field 2, `uncompressed_page_size`.
+        pub uncompressed_page_size: Option<i64>,
         /// Field 3, `compressed_page_size`.
         pub compressed_page_size: Option<i64>,
         /// The values' `encoding` of a data page (v1: field 5.2; v2: field 8.4).
@@ -811,7 +856,11 @@ mod thrift {
                     .input
                     .zigzag()
                     .map(|v| header.compressed_page_size = Some(v)),
-                2 | 4 => strict.input.zigzag().map(|_| ()),
+                2 => strict
+                    .input
+                    .zigzag()
+                    .map(|v| header.uncompressed_page_size = Some(v)),
+                4 => strict.input.zigzag().map(|_| ()),
                 // DataPageHeader: num_values, encoding, two level encodings.
                 5 => strict
                     .known(&[1, 2, 3, 4], &[], 2)
