@@ -631,3 +631,28 @@ fn pages_at_their_codecs_highest_ratio_read_back() {
         assert!(values.iter().all(|&v| v == 0), "{codec}");
     }
 }
+
+/// Found by the `parquet_reader` fuzz target (an OOM): parquet sizes a
+/// column's dictionary by its dictionary page's `num_values` before decoding
+/// them; here 402,653,182 INT64 values (3.2 GB) in a page of a few bytes.
+/// lodt refuses a dictionary page claiming more plain-encoded values than
+/// its bytes hold.
+#[test]
+fn a_dictionary_page_claiming_more_values_than_it_holds_is_refused() {
+    let path = data("tests/data/repro/huge_dictionary.parquet");
+    let results: Vec<_> = ParquetReader::open(&path, &ArrowOptions::default())
+        .unwrap()
+        .collect();
+    let message = results
+        .into_iter()
+        .find_map(|r| match r {
+            Err(Error::Decode { message, .. }) => Some(message),
+            _ => None,
+        })
+        .expect("a decode error");
+    assert!(
+        message.contains("a dictionary page of 402653182 values"),
+        "{message}"
+    );
+    assert!(message.contains("plain-encoded INT64 values"), "{message}");
+}
