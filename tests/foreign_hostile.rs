@@ -656,3 +656,34 @@ fn a_dictionary_page_claiming_more_values_than_it_holds_is_refused() {
     );
     assert!(message.contains("plain-encoded INT64 values"), "{message}");
 }
+
+/// Found by the `parquet_reader` fuzz target (an OOM): a dictionary page's
+/// `num_values` written as a 14-byte varint. parquet reads a varint of any
+/// length, shifting modulo 64, and truncates it to an `i32`: 1,073,741,829
+/// INT64 values (8.6 GB). lodt reads the varint the same way, so the
+/// dictionary check sees the count parquet will use.
+#[test]
+fn a_dictionary_count_in_an_overlong_varint_is_read_as_parquet_reads_it() {
+    let path = data("tests/data/repro/long_varint_dictionary.parquet");
+    let first = ParquetReader::open(&path, &ArrowOptions::default())
+        .unwrap()
+        .next()
+        .expect("a first batch");
+    match first {
+        Err(Error::Decode {
+            section, message, ..
+        }) => {
+            assert_eq!(
+                section,
+                "row group 0 column \"words.list.element.list.element\""
+            );
+            assert!(
+                message.starts_with(
+                    "the page header at byte 4: a dictionary page of 1073741829 values"
+                ),
+                "{message}"
+            );
+        }
+        other => panic!("expected Error::Decode, got {other:?}"),
+    }
+}

@@ -630,21 +630,31 @@ mod thrift {
             Some(())
         }
 
+        /// A ULEB128 varint as parquet 60 reads one: of any length, each
+        /// byte's bits shifted by `7 * i` modulo 64 (`wrapping_shl`), so a
+        /// long varint wraps around instead of failing (found by the
+        /// `parquet_reader` fuzz target: a 14-byte `num_values`).
         fn varint(&mut self) -> Option<u64> {
             let mut value = 0u64;
-            for shift in (0..70).step_by(7) {
+            let mut shift = 0u32;
+            loop {
                 let b = self.byte()?;
-                value |= u64::from(b & 0x7F).checked_shl(shift).unwrap_or(0);
+                value |= u64::from(b & 0x7F).wrapping_shl(shift);
                 if b & 0x80 == 0 {
                     return Some(value);
                 }
+                shift = shift.wrapping_add(7);
             }
-            None
         }
 
         fn zigzag(&mut self) -> Option<i64> {
             let v = self.varint()?;
             Some((v >> 1) as i64 ^ -((v & 1) as i64))
+        }
+
+        /// An `i32` field, truncated from its varint as parquet does (`as i32`).
+        fn zigzag_i32(&mut self) -> Option<i64> {
+            Some(i64::from(self.zigzag()? as i32))
         }
 
         /// A field header: `(type, id)`, type 0 for the end of the struct.
@@ -655,7 +665,8 @@ mod thrift {
             }
             let delta = i16::from(b >> 4);
             let id = if delta == 0 {
-                i16::try_from(self.zigzag()?).ok()?
+                // parquet truncates a field id read in full (`as i16`).
+                self.zigzag()? as i16
             } else {
                 last.checked_add(delta)?
             };
@@ -733,7 +744,7 @@ mod thrift {
                 // its id, whatever type its field header gives.
                 match (ty, id) {
                     (0, _) => return Some(children),
-                    (_, 5) => children = self.zigzag()?,
+                    (_, 5) => children = self.zigzag_i32()?,
                     (_, 1 | 2 | 3 | 6 | 7 | 8 | 9) => {
                         self.zigzag()?;
                     }
@@ -828,7 +839,7 @@ mod thrift {
                     return Some(found);
                 }
                 if ints.contains(&id) {
-                    let v = self.input.zigzag()?;
+                    let v = self.input.zigzag_i32()?;
                     if id == wanted {
                         found = Some(v);
                     }
@@ -896,16 +907,19 @@ mod thrift {
             };
             let read = match id {
                 _ if ty == 0 => break true,
-                1 => strict.input.zigzag().map(|v| header.page_type = Some(v)),
+                1 => strict
+                    .input
+                    .zigzag_i32()
+                    .map(|v| header.page_type = Some(v)),
                 3 => strict
                     .input
-                    .zigzag()
+                    .zigzag_i32()
                     .map(|v| header.compressed_page_size = Some(v)),
                 2 => strict
                     .input
-                    .zigzag()
+                    .zigzag_i32()
                     .map(|v| header.uncompressed_page_size = Some(v)),
-                4 => strict.input.zigzag().map(|_| ()),
+                4 => strict.input.zigzag_i32().map(|_| ()),
                 // DataPageHeader: num_values, encoding, two level encodings.
                 5 => strict
                     .known(&[1, 2, 3, 4], &[], 2)
