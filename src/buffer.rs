@@ -5,9 +5,10 @@
 //! An owned [`LodTensor`](crate::LodTensor) keeps its data in a [`Buffer`]: an
 //! `Arc<dyn ByteStorage>` plus a byte range. Cloning or slicing a tensor never
 //! copies data, and the same bytes can live in a `Vec<T>`, an aligned buffer, a
-//! memory-mapped file, or an Arrow buffer. LoD offsets live in buffers too
-//! ([`Offsets`](crate::lod::Offsets)), so a tensor read from a mapped file
-//! borrows both its body and its LoD from the map, and keeps the map alive.
+//! memory-mapped file, or an Arrow buffer. A [`Lod`](crate::Lod)'s levels
+//! are windows of one storage too ([`Lod::storage`](crate::Lod::storage)),
+//! so a tensor read from a mapped file borrows both its body and its LoD from
+//! the map, and keeps the map alive.
 
 use crate::error::{Error, Result};
 use std::fmt;
@@ -418,7 +419,7 @@ impl fmt::Debug for Buffer {
     }
 }
 
-fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
+pub(crate) fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
     if range.end > len {
         return Err(Error::OutOfRange {
             what: "buffer byte range end",

@@ -302,7 +302,7 @@ impl<R: Read> StreamReader<R> {
 
 /// Builds an owned batch whose tensors' offsets and bodies are windows of `buf`.
 fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
-    let section = Buffer::from_storage(buf);
+    let section = section::Section::owned(Buffer::from_storage(buf));
     let mut batch = Batch::new();
     *batch.metadata_mut() = meta.metadata.clone();
     for i in 0..meta.tensors.len() {

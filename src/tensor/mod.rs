@@ -626,7 +626,7 @@ mod tests {
         let t = seed_tensor();
         let b2 = t.branch(&[2]).unwrap();
         assert_eq!(b2.as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
-        assert_eq!(b2.lod().levels(), &[vec![0, 2, 5]]);
+        assert_eq!(b2.lod().to_offsets(), [vec![0, 2, 5]]);
         let b20 = t.branch(&[2, 0]).unwrap();
         assert_eq!(b20.as_slice::<i64>().unwrap(), &[10, 11]);
         assert_eq!(b20.lod().num_levels(), 0);
@@ -681,7 +681,7 @@ mod tests {
         let t = seed_tensor();
         let owned = t.branch(&[2]).unwrap().compact();
         assert_eq!(owned.shape(), &[5, 1]);
-        assert_eq!(owned.lod().levels(), &[vec![0, 2, 5]]);
+        assert_eq!(owned.lod().to_offsets(), [vec![0, 2, 5]]);
     }
 
     #[test]
