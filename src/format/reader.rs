@@ -431,7 +431,7 @@ impl LodtFile {
     }
 
     fn entry(&self, k: usize) -> Result<&IndexEntry> {
-        self.entries.get(k).ok_or(FormatError::NoSuchBatch {
+        self.entries.get(k).ok_or_else(|| FormatError::NoSuchBatch {
             index: k,
             count: self.entries.len(),
         })
@@ -465,10 +465,13 @@ impl LodtFile {
     /// Batch `k`, checked on first access, when the API used reads batches
     /// in pattern `api` (for the hints given to the source on first access).
     fn meta(&self, k: usize, api: Pattern) -> Result<(&BatchMeta, Section<'_>, u64)> {
-        let cell = self.batches.get(k).ok_or(FormatError::NoSuchBatch {
-            index: k,
-            count: self.entries.len(),
-        })?;
+        let cell = self
+            .batches
+            .get(k)
+            .ok_or_else(|| FormatError::NoSuchBatch {
+                index: k,
+                count: self.entries.len(),
+            })?;
         if let Some(meta) = cell.get() {
             let (section, offset) = self.section(k)?;
             return Ok((meta, section, offset));
@@ -883,7 +886,7 @@ impl<'a> BatchView<'a> {
     /// ```
     pub fn tensor(&self, name: &str) -> Result<LodTensor> {
         let t = self.position(name)?;
-        Ok(self.tensor_at(t)?.1)
+        section::tensor(&self.section, self.meta, t)
     }
 
     /// The `i`-th tensor and its name.
@@ -896,7 +899,8 @@ impl<'a> BatchView<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensor)> {
-        section::tensor(&self.section, self.meta, i)
+        let tensor = section::tensor(&self.section, self.meta, i)?;
+        Ok((self.meta.tensors[i].name.as_str(), tensor))
     }
 
     /// Every tensor with its name, in order.

@@ -455,19 +455,16 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
 
 /// Tensor `t` of a checked batch whose bytes are `section`: an owned tensor
 /// whose LoD offsets and body are windows of the section's storage (no copy).
-pub(crate) fn tensor<'a>(
-    section: &Section<'_>,
-    meta: &'a BatchMeta,
-    t: usize,
-) -> Result<(&'a str, LodTensor)> {
-    let tm = meta
-        .tensors
-        .get(t)
-        .ok_or(FormatError::Core(Error::OutOfRange {
+/// (Its name is `meta.tensors[t].name`: the result stays small, and moves
+/// without a call to `memcpy`.)
+pub(crate) fn tensor(section: &Section<'_>, meta: &BatchMeta, t: usize) -> Result<LodTensor> {
+    let tm = meta.tensors.get(t).ok_or_else(|| {
+        FormatError::Core(Error::OutOfRange {
             what: "tensor",
             index: t as u64,
             len: meta.tensors.len() as u64,
-        }))?;
+        })
+    })?;
     // LoD rules, shape and body length were checked by `parse_batch`
     // (`check_tensor`) before the batch was handed out; only the buffers'
     // ranges and alignment are checked again as they are wrapped (O(levels)).
@@ -477,8 +474,9 @@ pub(crate) fn tensor<'a>(
         tm.lod.iter().map(|&b| section.in_buf(meta.range(b))),
     )?;
     let body = section.slice(meta.range(tm.body))?;
-    let tensor = LodTensor::from_checked_parts(tm.dtype, &tm.shape, body, lod);
-    Ok((tm.name.as_str(), tensor))
+    Ok(LodTensor::from_checked_parts(
+        tm.dtype, &tm.shape, body, lod,
+    ))
 }
 
 /// Checks the checksum of every buffer of a checked batch (bodies included)

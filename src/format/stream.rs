@@ -306,7 +306,8 @@ fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
     let mut batch = Batch::new();
     *batch.metadata_mut() = meta.metadata.clone();
     for i in 0..meta.tensors.len() {
-        let (name, tensor) = section::tensor(&section, meta, i)?;
+        let tensor = section::tensor(&section, meta, i)?;
+        let name = meta.tensors.get(i).map_or("", |t| t.name.as_str());
         batch.push(name, tensor)?;
     }
     Ok(batch)
