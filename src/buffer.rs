@@ -159,6 +159,7 @@ impl AlignedBytes {
     /// ```
     /// assert_eq!(lodt::buffer::AlignedBytes::zeroed(0).len(), 0);
     /// ```
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
@@ -177,6 +178,7 @@ impl AlignedBytes {
     /// ```
     /// assert_eq!(lodt::buffer::AlignedBytes::zeroed(2).as_slice(), &[0, 0]);
     /// ```
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         &self.blocks.as_bytes()[..self.len]
     }
@@ -291,6 +293,7 @@ impl Buffer {
     /// assert!(b.slice(2..4).is_err());
     /// # Ok::<(), lodt::Error>(())
     /// ```
+    #[inline]
     pub fn slice(&self, range: Range<usize>) -> Result<Self> {
         check_range(&range, self.len)?;
         let window = &self.as_slice()[range];
@@ -344,6 +347,7 @@ impl Buffer {
     /// assert!(Arc::ptr_eq(b.storage(), &storage));
     /// # Ok::<(), lodt::Error>(())
     /// ```
+    #[inline]
     pub fn storage(&self) -> &Arc<dyn ByteStorage> {
         &self.storage
     }
@@ -419,6 +423,7 @@ impl fmt::Debug for Buffer {
     }
 }
 
+#[inline]
 pub(crate) fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
     if range.end > len {
         return Err(Error::OutOfRange {

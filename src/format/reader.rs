@@ -425,11 +425,13 @@ impl LodtFile {
     /// assert_eq!(file.batch_range(0)?.start % 64, 0);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
+    #[inline]
     pub fn batch_range(&self, k: usize) -> Result<Range<u64>> {
         let e = self.entry(k)?;
         Ok(e.offset.get()..e.offset.get() + e.length.get())
     }
 
+    #[inline]
     fn entry(&self, k: usize) -> Result<&IndexEntry> {
         self.entries.get(k).ok_or_else(|| FormatError::NoSuchBatch {
             index: k,
@@ -441,6 +443,7 @@ impl LodtFile {
     /// parsed): a window of the whole file when the source has it
     /// ([`RangeSource::whole`]), otherwise read from the source: one range,
     /// nothing of other batches.
+    #[inline]
     fn section(&self, k: usize) -> Result<(Section<'_>, u64)> {
         let r = self.batch_range(k)?;
         if let Some(whole) = &self.whole {
@@ -542,11 +545,13 @@ impl LodtFile {
     ///
     /// The first touch of a batch tells the source to read its section (see
     /// [`Advice`]).
+    #[inline]
     pub fn batch(&self, k: usize) -> Result<BatchView<'_>> {
         self.batch_as(k, Pattern::Random)
     }
 
     /// Batch `k`, touched by an API that reads batches in pattern `api`.
+    #[inline]
     fn batch_as(&self, k: usize, api: Pattern) -> Result<BatchView<'_>> {
         let (meta, section, offset) = self.meta(k, api)?;
         Ok(BatchView {
@@ -884,6 +889,7 @@ impl<'a> BatchView<'a> {
     /// assert!(err.to_string().contains("it has: t"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn tensor(&self, name: &str) -> Result<LodTensor> {
         let t = self.position(name)?;
         section::tensor(&self.section, self.meta, t)

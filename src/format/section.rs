@@ -39,6 +39,7 @@ pub(crate) struct Section<'a> {
 
 impl<'a> Section<'a> {
     /// Bytes `range` of `whole` (an error if they are not inside it).
+    #[inline]
     pub(crate) fn borrowed(whole: &'a Buffer, range: Range<usize>) -> Result<Self> {
         check_range(&range, whole.len())?;
         Ok(Section {
@@ -57,6 +58,7 @@ impl<'a> Section<'a> {
     }
 
     /// The batch's bytes.
+    #[inline]
     pub(crate) fn bytes(&self) -> &[u8] {
         self.buf.as_slice().get(self.range.clone()).unwrap_or(&[])
     }
@@ -73,6 +75,7 @@ impl<'a> Section<'a> {
     }
 
     /// `r`, relative to the batch, relative to `buf`.
+    #[inline]
     fn in_buf(&self, r: Range<usize>) -> Range<usize> {
         self.range.start + r.start..self.range.start + r.end
     }
@@ -84,6 +87,7 @@ impl<'a> Section<'a> {
     }
 
     /// Bytes `r` of the batch, as a buffer sharing the storage.
+    #[inline]
     fn slice(&self, r: Range<usize>) -> Result<Buffer> {
         check_range(&r, self.range.len())?;
         Ok(self.buf.slice(self.in_buf(r))?)
@@ -457,6 +461,7 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
 /// whose LoD offsets and body are windows of the section's storage (no copy).
 /// (Its name is `meta.tensors[t].name`: the result stays small, and moves
 /// without a call to `memcpy`.)
+#[inline]
 pub(crate) fn tensor(section: &Section<'_>, meta: &BatchMeta, t: usize) -> Result<LodTensor> {
     let tm = meta.tensors.get(t).ok_or_else(|| {
         FormatError::Core(Error::OutOfRange {

@@ -77,6 +77,7 @@ type Windows = SmallVec<[NonNull<[u64]>; INLINE_LEVELS]>;
 
 /// The raw window `range` (bytes) of `bytes`, as `u64` offsets: inside the
 /// bytes, 8-aligned, a non-zero multiple of 8 bytes.
+#[inline]
 fn offsets_window(bytes: &[u8], range: Range<usize>) -> Result<NonNull<[u64]>> {
     crate::buffer::check_range(&range, bytes.len())?;
     let window = &bytes[range];
@@ -308,6 +309,7 @@ impl Lod {
     /// checked for range and alignment only: the caller checked the levels
     /// with [`check_view_levels`] (a reader's batch check). O(levels), one
     /// reference count.
+    #[inline]
     pub(crate) fn from_buffer_windows(
         block: &Buffer,
         ranges: impl IntoIterator<Item = Range<usize>>,
@@ -390,6 +392,7 @@ impl Lod {
     }
 
     /// The raw offsets of window `w` (one of `self.levels`).
+    #[inline]
     fn raw(&self, w: &NonNull<[u64]>) -> &[u64] {
         // SAFETY: every window was made from a shared borrow of the bytes of
         // `self.block` (checked in range and aligned for `u64`), which the LoD
@@ -498,6 +501,7 @@ impl Lod {
     /// ```
     /// assert_eq!(lodt::Lod::try_from_lengths(&[vec![2], vec![1, 1]]).unwrap().num_levels(), 2);
     /// ```
+    #[inline]
     pub fn num_levels(&self) -> usize {
         self.levels.len()
     }
@@ -706,6 +710,7 @@ impl Lod {
 
     /// A LoD over `levels`, windows of this LoD's block (one more reference
     /// to it, none when there are no levels).
+    #[inline]
     fn with_windows(&self, levels: Windows) -> Lod {
         let block = if levels.is_empty() {
             None
@@ -759,6 +764,7 @@ impl Lod {
     /// assert_eq!((rest.num_levels(), rows), (0, 10..12));
     /// assert_eq!(lod.branch(&[0, 2]).unwrap().1, 5..9);
     /// ```
+    #[inline]
     pub fn branch(&self, path: &[usize]) -> Result<(Lod, Range<u64>)> {
         let levels = self.levels.len();
         if path.len() > levels {
@@ -782,17 +788,20 @@ impl Lod {
         }
         // `lo..=hi` now indexes level `path.len()` (or, past the last
         // level, the rows of this LoD). Windows only for the levels kept.
-        let mut kept = Windows::new();
-        for w in &self.levels[path.len()..] {
-            let raw = self.raw(w);
-            let base = raw[0];
-            let window = &raw[lo..=hi];
-            kept.push(NonNull::from(window));
-            (lo, hi) = (
-                (window[0] - base) as usize,
-                (window[window.len() - 1] - base) as usize,
-            );
-        }
+        // (Collected, not pushed: one capacity check, not one per level.)
+        let kept: Windows = self.levels[path.len()..]
+            .iter()
+            .map(|w| {
+                let raw = self.raw(w);
+                let base = raw[0];
+                let window = &raw[lo..=hi];
+                (lo, hi) = (
+                    (window[0] - base) as usize,
+                    (window[window.len() - 1] - base) as usize,
+                );
+                NonNull::from(window)
+            })
+            .collect();
         Ok((self.with_windows(kept), lo as u64..hi as u64))
     }
 

@@ -119,6 +119,7 @@ impl LodTensor {
 
     /// Assembles a tensor from parts already checked against each other (a
     /// slice's parts, or the output of an operation that keeps the invariants).
+    #[inline]
     pub(crate) fn from_checked_parts(
         dtype: DType,
         shape: &[usize],
@@ -184,6 +185,7 @@ impl LodTensor {
     /// let t = lodt::LodTensor::from_vec(vec![0u8; 6], vec![3, 2], Default::default()).unwrap();
     /// assert_eq!(t.rows(), 3);
     /// ```
+    #[inline]
     pub fn rows(&self) -> usize {
         self.shape().first().copied().unwrap_or(1)
     }
@@ -258,6 +260,7 @@ impl LodTensor {
     /// let t = lodt::LodTensor::from_vec(vec![0f32; 6], vec![2, 3], Default::default()).unwrap();
     /// assert_eq!(t.row_bytes(), 12);
     /// ```
+    #[inline]
     pub fn row_bytes(&self) -> usize {
         // The whole shape's byte size fits in usize (checked when the tensor
         // was made). The row's alone may not when there are no rows (shape
@@ -323,6 +326,7 @@ impl LodTensor {
     /// let t = lodt::LodTensor::from_vec(vec![1u16], vec![1], Default::default()).unwrap();
     /// assert_eq!(t.as_bytes(), &[1, 0]);
     /// ```
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
         self.data.as_slice()
     }
@@ -396,6 +400,7 @@ impl LodTensor {
     }
 
     /// The tensor with `lod` over rows `rows` of this one. No copy.
+    #[inline]
     fn with_rows(&self, lod: Lod, rows: Range<u64>) -> Result<Self> {
         let row_bytes = self.row_bytes();
         let start = (rows.start as usize).checked_mul(row_bytes);
@@ -429,6 +434,7 @@ impl LodTensor {
     /// let s = t.branch(&[2, 0]).unwrap();
     /// assert_eq!((s.lod().num_levels(), s.as_slice::<u32>().unwrap()), (0, &[10, 11][..]));
     /// ```
+    #[inline]
     pub fn branch(&self, path: &[usize]) -> Result<Self> {
         if path.is_empty() {
             // The whole tensor (its LoD alone cannot tell the rows of a plain tensor).

@@ -27,6 +27,7 @@ pub(crate) enum TypedShape {
 
 impl TypedShape {
     /// `dtype` and `shape`.
+    #[inline]
     pub(crate) fn new(dtype: DType, shape: &[usize]) -> Self {
         match shape.len() {
             rank @ 0..=INLINE_DIMS => {
@@ -46,6 +47,7 @@ impl TypedShape {
     }
 
     /// The element type.
+    #[inline]
     pub(crate) fn dtype(&self) -> DType {
         match self {
             TypedShape::Inline { dtype, .. } | TypedShape::Heap { dtype, .. } => *dtype,
@@ -53,6 +55,7 @@ impl TypedShape {
     }
 
     /// The dimensions.
+    #[inline]
     pub(crate) fn dims(&self) -> &[usize] {
         match self {
             TypedShape::Inline { rank, dims, .. } => dims.get(..*rank as usize).unwrap_or(&[]),
@@ -62,6 +65,7 @@ impl TypedShape {
 
     /// The same type and shape with `rows` rows (the first dimension); the
     /// shape has rank 1 or more (a 0-D tensor has no rows to cut).
+    #[inline]
     pub(crate) fn with_rows(&self, rows: usize) -> Self {
         let mut out = self.clone();
         let first = match &mut out {
