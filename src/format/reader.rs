@@ -433,10 +433,17 @@ impl LodtFile {
 
     #[inline]
     fn entry(&self, k: usize) -> Result<&IndexEntry> {
-        self.entries.get(k).ok_or_else(|| FormatError::NoSuchBatch {
+        match self.entries.get(k) {
+            Some(e) => Ok(e),
+            None => Err(self.no_such_batch(k)),
+        }
+    }
+
+    fn no_such_batch(&self, k: usize) -> FormatError {
+        FormatError::NoSuchBatch {
             index: k,
             count: self.entries.len(),
-        })
+        }
     }
 
     /// The bytes of batch `k` (in range: checked when the footer was
@@ -468,13 +475,9 @@ impl LodtFile {
     /// Batch `k`, checked on first access, when the API used reads batches
     /// in pattern `api` (for the hints given to the source on first access).
     fn meta(&self, k: usize, api: Pattern) -> Result<(&BatchMeta, Section<'_>, u64)> {
-        let cell = self
-            .batches
-            .get(k)
-            .ok_or_else(|| FormatError::NoSuchBatch {
-                index: k,
-                count: self.entries.len(),
-            })?;
+        let Some(cell) = self.batches.get(k) else {
+            return Err(self.no_such_batch(k));
+        };
         if let Some(meta) = cell.get() {
             let (section, offset) = self.section(k)?;
             return Ok((meta, section, offset));

@@ -463,13 +463,13 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
 /// without a call to `memcpy`.)
 #[inline]
 pub(crate) fn tensor(section: &Section<'_>, meta: &BatchMeta, t: usize) -> Result<LodTensor> {
-    let tm = meta.tensors.get(t).ok_or_else(|| {
-        FormatError::Core(Error::OutOfRange {
+    let Some(tm) = meta.tensors.get(t) else {
+        return Err(FormatError::Core(Error::OutOfRange {
             what: "tensor",
             index: t as u64,
             len: meta.tensors.len() as u64,
-        })
-    })?;
+        }));
+    };
     // LoD rules, shape and body length were checked by `parse_batch`
     // (`check_tensor`) before the batch was handed out; only the buffers'
     // ranges and alignment are checked again as they are wrapped (O(levels)).

@@ -358,7 +358,7 @@ impl Lod {
         if levels.len() == 1 {
             let block = levels.pop().unwrap_or_default();
             let len = block.len();
-            return Lod::from_block(block, &[0..len]);
+            return Lod::from_block(block, std::slice::from_ref(&(0..len)));
         }
         let total = levels.iter().map(Vec::len).sum();
         let mut block = Vec::with_capacity(total);
