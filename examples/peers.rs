@@ -407,12 +407,7 @@ fn overhead() -> Res<()> {
             };
             for (_, t) in b.iter() {
                 payload += t.as_bytes().len() as u64;
-                payload += t
-                    .lod()
-                    .levels()
-                    .iter()
-                    .map(|l| 8 * l.len() as u64)
-                    .sum::<u64>();
+                payload += t.lod().levels().map(|l| 8 * l.len() as u64).sum::<u64>();
             }
             w.write(&b)?;
         }

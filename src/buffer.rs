@@ -5,9 +5,10 @@
 //! An owned [`LodTensor`](crate::LodTensor) keeps its data in a [`Buffer`]: an
 //! `Arc<dyn ByteStorage>` plus a byte range. Cloning or slicing a tensor never
 //! copies data, and the same bytes can live in a `Vec<T>`, an aligned buffer, a
-//! memory-mapped file, or an Arrow buffer. LoD offsets live in buffers too
-//! ([`Offsets`](crate::lod::Offsets)), so a tensor read from a mapped file
-//! borrows both its body and its LoD from the map, and keeps the map alive.
+//! memory-mapped file, or an Arrow buffer. A [`Lod`](crate::Lod)'s levels
+//! are windows of one storage too ([`Lod::storage`](crate::Lod::storage)),
+//! so a tensor read from a mapped file borrows both its body and its LoD from
+//! the map, and keeps the map alive.
 
 use crate::error::{Error, Result};
 use std::fmt;
@@ -158,6 +159,7 @@ impl AlignedBytes {
     /// ```
     /// assert_eq!(lodt::buffer::AlignedBytes::zeroed(0).len(), 0);
     /// ```
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
@@ -176,6 +178,7 @@ impl AlignedBytes {
     /// ```
     /// assert_eq!(lodt::buffer::AlignedBytes::zeroed(2).as_slice(), &[0, 0]);
     /// ```
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         &self.blocks.as_bytes()[..self.len]
     }
@@ -218,10 +221,13 @@ unsafe impl ByteStorage for AlignedBytes {
 #[derive(Clone)]
 pub struct Buffer {
     storage: Arc<dyn ByteStorage>,
-    range: Range<usize>,
-    /// `storage.bytes()[range].as_ptr()`, kept so that reading the bytes is
-    /// a pointer and a length, not a call through the storage's vtable.
+    /// The start of the window, `storage.bytes()[range].as_ptr()`, kept so
+    /// that reading the bytes is a pointer and a length, not a call through
+    /// the storage's vtable. (The range's start is computed from it when
+    /// asked for: a buffer stays small, 32 bytes, and moves cheaply.)
     ptr: NonNull<u8>,
+    /// The length of the window in bytes.
+    len: usize,
 }
 
 // SAFETY: `ptr` points into `storage`, which the buffer keeps alive and which
@@ -244,11 +250,7 @@ impl Buffer {
     pub fn from_storage(storage: Arc<dyn ByteStorage>) -> Self {
         let bytes = storage.bytes();
         let (len, ptr) = (bytes.len(), NonNull::from(bytes).cast::<u8>());
-        Buffer {
-            storage,
-            range: 0..len,
-            ptr,
-        }
+        Buffer { storage, ptr, len }
     }
 
     /// A buffer that takes ownership of `values` with no copy.
@@ -277,12 +279,9 @@ impl Buffer {
     pub fn try_new(storage: Arc<dyn ByteStorage>, range: Range<usize>) -> Result<Self> {
         let bytes = storage.bytes();
         check_range(&range, bytes.len())?;
-        let ptr = NonNull::from(&bytes[range.clone()]).cast::<u8>();
-        Ok(Buffer {
-            storage,
-            range,
-            ptr,
-        })
+        let window = &bytes[range];
+        let (len, ptr) = (window.len(), NonNull::from(window).cast::<u8>());
+        Ok(Buffer { storage, ptr, len })
     }
 
     /// The bytes `range` of this buffer (relative to its start), sharing the
@@ -294,13 +293,14 @@ impl Buffer {
     /// assert!(b.slice(2..4).is_err());
     /// # Ok::<(), lodt::Error>(())
     /// ```
+    #[inline]
     pub fn slice(&self, range: Range<usize>) -> Result<Self> {
-        check_range(&range, self.len())?;
-        let ptr = NonNull::from(&self.as_slice()[range.clone()]).cast::<u8>();
+        check_range(&range, self.len)?;
+        let window = &self.as_slice()[range];
         Ok(Buffer {
             storage: self.storage.clone(),
-            range: self.range.start + range.start..self.range.start + range.end,
-            ptr,
+            ptr: NonNull::from(window).cast::<u8>(),
+            len: window.len(),
         })
     }
 
@@ -316,7 +316,7 @@ impl Buffer {
         // `ByteStorage` contract keeps its bytes at the same address, with the
         // same length and unchanged, while it is shared; when it is not,
         // only `make_mut` (`&mut self`) writes them, in place.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.range.end - self.range.start) }
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
     /// The number of bytes.
@@ -325,7 +325,7 @@ impl Buffer {
     /// assert_eq!(lodt::buffer::Buffer::from_vec(vec![0u32; 2]).len(), 8);
     /// ```
     pub fn len(&self) -> usize {
-        self.range.end - self.range.start
+        self.len
     }
 
     /// Whether the buffer holds no bytes.
@@ -347,6 +347,7 @@ impl Buffer {
     /// assert!(Arc::ptr_eq(b.storage(), &storage));
     /// # Ok::<(), lodt::Error>(())
     /// ```
+    #[inline]
     pub fn storage(&self) -> &Arc<dyn ByteStorage> {
         &self.storage
     }
@@ -359,7 +360,10 @@ impl Buffer {
     /// # Ok::<(), lodt::Error>(())
     /// ```
     pub fn range(&self) -> Range<usize> {
-        self.range.clone()
+        // The window lies in the storage's bytes (checked when made).
+        let start =
+            (self.ptr.as_ptr() as usize).wrapping_sub(self.storage.bytes().as_ptr() as usize);
+        start..start + self.len
     }
 
     /// Whether both buffers are windows of the same storage.
@@ -387,7 +391,8 @@ impl Buffer {
     /// assert_eq!((a.as_slice(), b.as_slice()), (&[9, 2][..], &[1, 2][..]));
     /// ```
     pub fn make_mut(&mut self) -> &mut [u8] {
-        let whole = self.range.start == 0 && self.range.end == self.storage.bytes().len();
+        let all = self.storage.bytes();
+        let whole = self.ptr.as_ptr().cast_const() == all.as_ptr() && self.len == all.len();
         let writable =
             whole && Arc::get_mut(&mut self.storage).is_some_and(|s| s.bytes_mut().is_some());
         if !writable {
@@ -412,13 +417,14 @@ impl From<Arc<dyn ByteStorage>> for Buffer {
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Buffer")
-            .field("range", &self.range)
+            .field("range", &self.range())
             .field("len", &self.len())
             .finish()
     }
 }
 
-fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
+#[inline]
+pub(crate) fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
     if range.end > len {
         return Err(Error::OutOfRange {
             what: "buffer byte range end",

@@ -44,7 +44,7 @@ fn sliced_list_arrays_are_rebased() {
         Some(vec![Some(4), Some(5), Some(6)]),
     ]);
     let t = read(&list.slice(1, 3)).unwrap();
-    assert_eq!(t.lod().levels(), &[vec![0, 1, 1, 4]]);
+    assert_eq!(t.lod().to_offsets(), [vec![0, 1, 1, 4]]);
     assert_eq!(t.as_slice::<i32>().unwrap(), &[3, 4, 5, 6]);
     assert_eq!(t.shape(), &[4]);
 }
@@ -56,7 +56,7 @@ fn offsets_that_do_not_start_at_zero_are_rebased() {
     let field = Arc::new(Field::new("item", DataType::Int32, false));
     let list: ArrayRef = Arc::new(LargeListArray::try_new(field, offsets, values, None).unwrap());
     let t = read(&list).unwrap();
-    assert_eq!(t.lod().levels(), &[vec![0, 2, 5]]);
+    assert_eq!(t.lod().to_offsets(), [vec![0, 2, 5]]);
     assert_eq!(t.as_slice::<i32>().unwrap(), &[2, 3, 4, 5, 6]);
 }
 
@@ -82,7 +82,7 @@ fn sliced_nested_lists_are_rebased_at_every_level() {
         .unwrap(),
     );
     let t = read(&outer.slice(1, 2)).unwrap();
-    assert_eq!(t.lod().levels(), &[vec![0, 3, 4], vec![0, 1, 1, 3, 4]]);
+    assert_eq!(t.lod().to_offsets(), [vec![0, 3, 4], vec![0, 1, 1, 3, 4]]);
     assert_eq!(t.as_slice::<i32>().unwrap(), &[3, 4, 5, 6]);
 }
 
@@ -132,7 +132,7 @@ fn null_lists_can_be_read_as_empty_sequences() {
     ]);
     let options = ArrowOptions::default().with_null_lists(NullLists::Empty);
     let t = read_with(&list, &options).unwrap();
-    assert_eq!(t.lod().levels(), &[vec![0, 1, 1, 3]]);
+    assert_eq!(t.lod().to_offsets(), [vec![0, 1, 1, 3]]);
     assert_eq!(t.as_slice::<i32>().unwrap(), &[1, 2, 3]);
 }
 
@@ -156,7 +156,7 @@ fn a_null_list_over_a_non_empty_range_drops_that_range() {
     ));
     let options = ArrowOptions::default().with_null_lists(NullLists::Empty);
     let t = read_with(&list, &options).unwrap();
-    assert_eq!(t.lod().levels(), &[vec![0, 2, 2, 3]]);
+    assert_eq!(t.lod().to_offsets(), [vec![0, 2, 2, 3]]);
     assert_eq!(t.as_slice::<i32>().unwrap(), &[10, 11, 15]);
 }
 
@@ -183,7 +183,7 @@ fn a_null_inner_list_names_its_level() {
     ));
     let options = ArrowOptions::default().with_null_lists(NullLists::Empty);
     let t = read_with(&outer, &options).unwrap();
-    assert_eq!(t.lod().levels(), &[vec![0, 1, 3], vec![0, 1, 1, 2]]);
+    assert_eq!(t.lod().to_offsets(), [vec![0, 1, 3], vec![0, 1, 1, 2]]);
 }
 
 #[test]
@@ -428,7 +428,7 @@ fn empty_list_columns_read_as_zero_sequences_and_mismatched_fields_are_errors() 
     // §3.1): a tensor with no rows, as slicing an empty range gives.
     let empty = int_lists(vec![]);
     let t = read(&empty).unwrap();
-    assert_eq!(t.lod().levels(), &[vec![0u64]]);
+    assert_eq!(t.lod().to_offsets(), [vec![0u64]]);
     assert_eq!(t.rows(), 0);
     let ints: ArrayRef = Arc::new(Int32Array::from(vec![1]));
     let field = Field::new("x", DataType::Int64, false);

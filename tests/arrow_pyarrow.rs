@@ -255,7 +255,7 @@ fn manifest_entry(path: &str, format: &str, list_type: ListType, batches: &[Batc
                     json!({
                         "name": name,
                         "dtype": t.dtype().name(),
-                        "lod": t.lod().levels(),
+                        "lod": t.lod().to_offsets(),
                         "element_shape": t.element_shape(),
                         "scalar": t.shape().is_empty(),
                         "values": json_values(t),

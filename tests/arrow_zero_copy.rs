@@ -249,11 +249,11 @@ fn owned_tensors_share_their_storage_and_lod_with_arrow() {
     let values = l1.values().as_primitive::<Int64Type>();
     assert_eq!(
         l0.value_offsets().as_ptr() as *const u64,
-        t.lod().levels()[0].raw().as_ptr()
+        t.lod().level(0).unwrap().raw().as_ptr()
     );
     assert_eq!(
         l1.value_offsets().as_ptr() as *const u64,
-        t.lod().levels()[1].raw().as_ptr()
+        t.lod().level(1).unwrap().raw().as_ptr()
     );
     assert_eq!(
         values.values().as_ptr(),

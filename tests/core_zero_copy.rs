@@ -68,16 +68,72 @@ fn a_branch_of_a_mapped_tensor_outlives_the_file_and_points_into_the_map() {
     // The map lives on in the branch.
     assert!(weak.upgrade().is_some());
     assert_eq!(branch.as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
-    assert_eq!(branch.lod().levels(), &[vec![0, 2, 5]]);
+    assert_eq!(branch.lod().to_offsets(), [vec![0, 2, 5]]);
     let data = branch.as_bytes().as_ptr() as usize;
     assert!(map.contains(&data), "the branch's data lies in the map");
-    let offsets = branch.lod().levels()[0].raw().as_ptr() as usize;
+    let offsets = branch.lod().level(0).unwrap().raw().as_ptr() as usize;
     assert!(map.contains(&offsets), "so do its offsets");
     // 0 bytes of data copied: the slice allocated only its level list and
     // shape, far less than the 120 bytes of data or 56 of offsets.
     assert!(copied < 120, "a branch allocated {copied} bytes");
     drop(branch);
     assert!(weak.upgrade().is_none(), "the last slice releases the map");
+}
+
+#[test]
+fn a_lod_holds_one_reference_count_whatever_its_levels() {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("counts.lodt");
+    save_batch(
+        &path,
+        &Batch::try_from_tensors([("words", seed_tensor())]).unwrap(),
+    )
+    .unwrap();
+    let file = LodtFile::open(&path).unwrap();
+    let map = file.storage().unwrap().clone();
+    let count = || Arc::strong_count(&map);
+    let base = count();
+    let batch = file.batch(0).unwrap();
+    assert_eq!(
+        count(),
+        base,
+        "reaching a batch of a mapped file takes no count"
+    );
+    let tensor = batch.tensor("words").unwrap();
+    assert_eq!(tensor.lod().num_levels(), 2);
+    assert_eq!(
+        count(),
+        base + 2,
+        "one for the LoD (two levels), one for the body"
+    );
+    let article = tensor.branch(&[2]).unwrap();
+    assert_eq!(article.lod().num_levels(), 1);
+    assert_eq!(count(), base + 4, "a branch keeping a level: LoD and body");
+    let sentence = tensor.branch(&[2, 0]).unwrap();
+    assert!(sentence.lod().storage().is_none());
+    assert_eq!(
+        count(),
+        base + 5,
+        "a branch keeping no level: its body only"
+    );
+    let shared = tensor.lod().clone();
+    assert!(shared.ptr_eq(tensor.lod()));
+    assert_eq!(count(), base + 6);
+    drop((batch, tensor, article, sentence, shared));
+    assert_eq!(count(), base);
+
+    // A LoD built from lengths is one block too, however many levels.
+    let lod = Lod::try_from_lengths(&[vec![2], vec![1, 2], vec![1, 1, 1]]).unwrap();
+    assert_eq!(Arc::strong_count(lod.storage().unwrap()), 1);
+    let (two_levels, rows) = lod.branch(&[0]).unwrap();
+    assert_eq!((two_levels.num_levels(), rows), (2, 0..3));
+    assert!(Arc::ptr_eq(
+        two_levels.storage().unwrap(),
+        lod.storage().unwrap()
+    ));
+    assert_eq!(Arc::strong_count(lod.storage().unwrap()), 2);
+    assert!(Lod::empty().storage().is_none());
 }
 
 #[test]

@@ -33,8 +33,8 @@ use common::{seed_lod, seed_tensor};
 fn lengths_and_offsets_of_the_design_doc() {
     let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
     assert_eq!(
-        lod.levels(),
-        &[vec![0, 3, 4, 6], vec![0, 3, 5, 9, 10, 12, 15]]
+        lod.to_offsets(),
+        [vec![0, 3, 4, 6], vec![0, 3, 5, 9, 10, 12, 15]]
     );
     let back = Lod::try_from_offsets(vec![vec![0, 3, 4, 6], vec![0, 3, 5, 9, 10, 12, 15]])
         .unwrap()
@@ -51,7 +51,7 @@ fn branch_2_is_rows_10_to_15_with_one_level() {
     let t = seed_tensor();
     let b = t.branch(&[2]).unwrap();
     assert_eq!(b.as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
-    assert_eq!(b.lod().levels(), &[vec![0, 2, 5]]);
+    assert_eq!(b.lod().to_offsets(), [vec![0, 2, 5]]);
     // The window still reads the original offsets 10, 12, 15.
     assert_eq!(b.lod().raw_level(0), Some(&[10, 12, 15][..]));
 }
@@ -87,8 +87,8 @@ fn slice_in_level_and_sub_lod_with_absolute_offset() {
     assert_eq!(sub.to_lengths(), vec![vec![1, 4], vec![2, 4, 2, 3, 2]]);
     assert_eq!(range, 11..24);
     assert_eq!(
-        seed_lod().slice_in_level(0, 1, 3).unwrap().levels(),
-        &[vec![0, 1, 3], vec![0, 1, 3, 6]]
+        seed_lod().slice_in_level(0, 1, 3).unwrap().to_offsets(),
+        [vec![0, 1, 3], vec![0, 1, 3, 6]]
     );
 }
 
@@ -159,7 +159,7 @@ fn sequence_expand_repeats_x_sequences() {
         out.as_slice::<i64>().unwrap(),
         &labels("a b a b c d c d")[..]
     );
-    assert_eq!(out.lod().levels(), &[vec![0, 2, 4, 6, 8]]);
+    assert_eq!(out.lod().to_offsets(), [vec![0, 2, 4, 6, 8]]);
     assert_eq!(out.shape(), &[8, 1]);
 }
 
@@ -172,7 +172,7 @@ fn sequence_expand_uneven_x_sequences() {
         out.as_slice::<i64>().unwrap(),
         &labels("a a b c d b c d")[..]
     );
-    assert_eq!(out.lod().levels(), &[vec![0, 1, 2, 5, 8]]);
+    assert_eq!(out.lod().to_offsets(), [vec![0, 1, 2, 5, 8]]);
 }
 
 #[test]
@@ -277,14 +277,14 @@ fn split_spreads_the_batch_over_parts() {
     let parts = split(&t, 2).unwrap();
     assert_eq!(parts.len(), 2);
     assert_eq!(
-        parts[0].lod().levels(),
-        &[vec![0, 3, 4], vec![0, 3, 5, 9, 10]]
+        parts[0].lod().to_offsets(),
+        [vec![0, 3, 4], vec![0, 3, 5, 9, 10]]
     );
     assert_eq!(
         parts[0].as_slice::<i64>().unwrap(),
         &(0..10).collect::<Vec<_>>()[..]
     );
-    assert_eq!(parts[1].lod().levels(), &[vec![0, 2], vec![0, 2, 5]]);
+    assert_eq!(parts[1].lod().to_offsets(), [vec![0, 2], vec![0, 2, 5]]);
     // Views: no copy.
     let whole = t.as_bytes().as_ptr_range();
     assert!(parts.iter().all(|p| whole.contains(&p.as_bytes().as_ptr())));

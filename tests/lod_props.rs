@@ -227,7 +227,7 @@ fn assert_view(
     let lod = view.lod();
     assert_eq!(lod.to_lengths(), lengths);
     // A level with no sequence (below an empty range) holds the offset [0].
-    for (level, lens) in lod.levels().iter().zip(lengths) {
+    for (level, lens) in lod.levels().zip(lengths) {
         if lens.is_empty() {
             assert_eq!(*level, vec![0]);
         }
@@ -434,7 +434,7 @@ proptest! {
     fn lengths_to_offsets_to_lengths_is_identity(c in case()) {
         let lod = c.lod();
         prop_assert_eq!(lod.to_lengths(), c.lengths.clone());
-        for (offsets, lengths) in lod.levels().iter().zip(&c.lengths) {
+        for (offsets, lengths) in lod.levels().zip(&c.lengths) {
             let mut sum = 0;
             let mut naive = vec![0];
             for &len in lengths {

@@ -300,10 +300,12 @@ pub fn to_arrow(
     let levels = tensor
         .lod()
         .levels()
-        .iter()
         .map(|level| LevelSource {
             raw: level.raw(),
-            shared: Some(arrow_buffer_of(level.buffer())),
+            shared: tensor
+                .lod()
+                .storage()
+                .map(|s| level_arrow_buffer(s, level.raw())),
         })
         .collect();
     build(
@@ -351,6 +353,19 @@ pub fn tensor_buffers_to_arrow(
 }
 
 /// An Arrow buffer over the bytes of `buf`, keeping its storage alive.
+/// An Arrow buffer over `raw`, the raw offsets of a level of a LoD whose
+/// block is `storage` ([`Lod::storage`](crate::Lod::storage)), sharing the
+/// storage (no copy).
+fn level_arrow_buffer(storage: &Arc<dyn crate::buffer::ByteStorage>, raw: &[u64]) -> Buffer {
+    use zerocopy::IntoBytes;
+    // SAFETY: a LoD's levels are windows of its block's bytes
+    // (`Lod::storage`), so `raw` lies in `storage.bytes()`. The owner is a
+    // clone of the storage's Arc, so the storage outlives the Arrow buffer;
+    // `ByteStorage` is an unsafe trait whose implementations promise that a
+    // shared storage's bytes stay where they are, unchanged, while it lives.
+    unsafe { shared_buffer(Arc::new(storage.clone()), raw.as_bytes()) }
+}
+
 fn arrow_buffer_of(buf: &crate::buffer::Buffer) -> Buffer {
     let bytes = buf.as_slice();
     // SAFETY: `bytes` are `buf.storage().bytes()[buf.range()]`. The owner is a
@@ -490,7 +505,7 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
 ///     vec![Some(vec![Some(1), Some(2)]), Some(vec![]), Some(vec![Some(3)])]));
 /// let field = Field::new("x", array.data_type().clone(), true);
 /// let t = from_arrow(&field, &array, &ArrowOptions::default())?;
-/// assert_eq!(t.lod().levels(), &[vec![0, 2, 2, 3]]);
+/// assert_eq!(t.lod().to_offsets(), [vec![0, 2, 2, 3]]);
 /// assert_eq!(t.as_slice::<i32>()?, &[1, 2, 3]);
 /// // A slice is rebased:
 /// let t = from_arrow(&field, &array.slice(1, 2), &ArrowOptions::default())?;

@@ -113,7 +113,7 @@ impl Stats {
                     .levels
                     .resize_with(lod.num_levels(), LevelStats::default);
             }
-            for (level, summary) in lod.levels().iter().zip(stats.levels.iter_mut()) {
+            for (level, summary) in lod.levels().zip(stats.levels.iter_mut()) {
                 for length in level.lengths() {
                     summary.push(length);
                 }

@@ -4,7 +4,7 @@
 use crate::buffer::{Buffer, ByteStorage};
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::lod::{Lod, Offsets};
+use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use std::ops::Range;
 use std::sync::Arc;
@@ -57,13 +57,9 @@ impl TensorBuffers {
     ///
     /// See the [type-level example](TensorBuffers).
     pub fn to_tensor(&self) -> Result<LodTensor> {
-        let levels = self
-            .lod
-            .iter()
-            .map(|r| Offsets::try_new(Buffer::try_new(self.storage.clone(), r.clone())?))
-            .collect::<Result<Vec<_>>>()?;
-        let lod = Lod::try_from_offset_buffers(levels)?;
-        let body = Buffer::try_new(self.storage.clone(), self.body.clone())?;
+        let whole = Buffer::from_storage(self.storage.clone());
+        let lod = Lod::try_from_buffer(&whole, &self.lod)?;
+        let body = whole.slice(self.body.clone())?;
         LodTensor::try_from_parts(self.dtype, self.shape.clone(), body, lod)
     }
 }
@@ -99,7 +95,7 @@ mod tests {
             body: end..end,
         };
         let t = parts.to_tensor().unwrap();
-        assert_eq!(t.lod().levels(), &[vec![0], vec![0]]);
+        assert_eq!(t.lod().to_offsets(), [vec![0], vec![0]]);
         assert_eq!(t.shape(), &[0, 2]);
     }
 

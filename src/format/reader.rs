@@ -8,7 +8,7 @@ use super::layout::{
     INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG, Trailer, check_footer_region,
     file_start_len, pad64, parse_file_start, read_struct, same_crc,
 };
-use super::section::{self, BatchMeta};
+use super::section::{self, BatchMeta, Section};
 use super::source::{
     MemorySource, MmapSource, OpenReads, Pattern, PreadSource, RangeSource, read_one,
 };
@@ -127,6 +127,9 @@ const NOT_A_BATCH: usize = usize::MAX - 1;
 /// ```
 pub struct LodtFile {
     source: Arc<dyn RangeSource>,
+    /// The whole file as one buffer, when the source has it (a map or bytes
+    /// in memory): batches are windows of it, borrowed.
+    whole: Option<Buffer>,
     len: u64,
     version: Version,
     metadata: BTreeMap<String, String>,
@@ -314,8 +317,10 @@ impl LodtFile {
         let (footer_offset, entries) = parse_footer(&reads, len, data_start)?;
         let batches = (0..entries.len()).map(|_| OnceLock::new()).collect();
         drop(reads);
+        let whole = source.whole().map(|s| Buffer::from_storage(s.clone()));
         Ok(LodtFile {
             source,
+            whole,
             len,
             version,
             metadata,
@@ -420,22 +425,41 @@ impl LodtFile {
     /// assert_eq!(file.batch_range(0)?.start % 64, 0);
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
+    #[inline]
     pub fn batch_range(&self, k: usize) -> Result<Range<u64>> {
         let e = self.entry(k)?;
         Ok(e.offset.get()..e.offset.get() + e.length.get())
     }
 
+    #[inline]
     fn entry(&self, k: usize) -> Result<&IndexEntry> {
-        self.entries.get(k).ok_or(FormatError::NoSuchBatch {
+        match self.entries.get(k) {
+            Some(e) => Ok(e),
+            None => Err(self.no_such_batch(k)),
+        }
+    }
+
+    fn no_such_batch(&self, k: usize) -> FormatError {
+        FormatError::NoSuchBatch {
             index: k,
             count: self.entries.len(),
-        })
+        }
     }
 
     /// The bytes of batch `k` (in range: checked when the footer was
-    /// parsed), read from the source: one range, nothing of other batches.
-    fn section(&self, k: usize) -> Result<(Buffer, u64)> {
+    /// parsed): a window of the whole file when the source has it
+    /// ([`RangeSource::whole`]), otherwise read from the source: one range,
+    /// nothing of other batches.
+    #[inline]
+    fn section(&self, k: usize) -> Result<(Section<'_>, u64)> {
         let r = self.batch_range(k)?;
+        if let Some(whole) = &self.whole {
+            // Inside the file (checked with the footer); a range past
+            // `usize` fails `borrowed`'s check.
+            let at = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+            let (start, end) = (at(r.start), at(r.end));
+            return Ok((Section::borrowed(whole, start..end)?, r.start));
+        }
         let source = self.source.as_ref();
         let section = read_one(source, r.clone(), || {
             format!(
@@ -445,23 +469,22 @@ impl LodtFile {
                 source.describe()
             )
         })?;
-        Ok((section, r.start))
+        Ok((Section::owned(section), r.start))
     }
 
     /// Batch `k`, checked on first access, when the API used reads batches
     /// in pattern `api` (for the hints given to the source on first access).
-    fn meta(&self, k: usize, api: Pattern) -> Result<(&BatchMeta, Buffer, u64)> {
-        let cell = self.batches.get(k).ok_or(FormatError::NoSuchBatch {
-            index: k,
-            count: self.entries.len(),
-        })?;
+    fn meta(&self, k: usize, api: Pattern) -> Result<(&BatchMeta, Section<'_>, u64)> {
+        let Some(cell) = self.batches.get(k) else {
+            return Err(self.no_such_batch(k));
+        };
         if let Some(meta) = cell.get() {
             let (section, offset) = self.section(k)?;
             return Ok((meta, section, offset));
         }
         self.hint(k, api);
         let (section, offset) = self.section(k)?;
-        let meta = section::parse_batch(section.as_slice(), offset, k as u64)?;
+        let meta = section::parse_batch(section.bytes(), offset, k as u64)?;
         let e = self.entry(k)?;
         let at = || Location::batch(k as u64, Part::Index);
         same_crc(at(), e.header_crc.get(), meta.header_crc)?;
@@ -525,11 +548,13 @@ impl LodtFile {
     ///
     /// The first touch of a batch tells the source to read its section (see
     /// [`Advice`]).
+    #[inline]
     pub fn batch(&self, k: usize) -> Result<BatchView<'_>> {
         self.batch_as(k, Pattern::Random)
     }
 
     /// Batch `k`, touched by an API that reads batches in pattern `api`.
+    #[inline]
     fn batch_as(&self, k: usize, api: Pattern) -> Result<BatchView<'_>> {
         let (meta, section, offset) = self.meta(k, api)?;
         Ok(BatchView {
@@ -577,11 +602,7 @@ impl LodtFile {
         let tm = view.meta.tensors.get(t).ok_or_else(|| view.no_such(name))?;
         // Ranges within the section's storage (the whole file for a map or
         // bytes in memory, the section alone for positional reads).
-        let abs = |b: usize| {
-            let r = view.meta.range(b);
-            let base = view.section.range().start;
-            base + r.start..base + r.end
-        };
+        let abs = |b: usize| view.section.in_storage(view.meta.range(b));
         Ok(TensorBuffers {
             storage: view.section.storage().clone(),
             dtype: tm.dtype,
@@ -627,7 +648,8 @@ impl LodtFile {
 
     /// Batch `k`'s metadata and section, for `verify` (a scan).
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
-        self.meta(k, Pattern::Sequential)
+        let (meta, section, offset) = self.meta(k, Pattern::Sequential)?;
+        Ok((meta, section.to_buffer()?, offset))
     }
 }
 
@@ -746,7 +768,7 @@ pub struct BatchView<'a> {
     k: usize,
     meta: &'a BatchMeta,
     /// The batch's bytes (a window of the map, or a copy read for it).
-    section: Buffer,
+    section: Section<'a>,
     offset: u64,
 }
 
@@ -870,9 +892,10 @@ impl<'a> BatchView<'a> {
     /// assert!(err.to_string().contains("it has: t"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn tensor(&self, name: &str) -> Result<LodTensor> {
         let t = self.position(name)?;
-        Ok(self.tensor_at(t)?.1)
+        section::tensor(&self.section, self.meta, t)
     }
 
     /// The `i`-th tensor and its name.
@@ -885,7 +908,8 @@ impl<'a> BatchView<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensor)> {
-        section::tensor(&self.section, self.meta, i)
+        let tensor = section::tensor(&self.section, self.meta, i)?;
+        Ok((self.meta.tensors[i].name.as_str(), tensor))
     }
 
     /// Every tensor with its name, in order.

@@ -16,14 +16,83 @@ use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_crc32, check_meta_len,
     check_zero, crc32, pad64, parse_json, read_struct, same_crc, to_usize,
 };
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, ByteStorage, check_range};
 use crate::dtype::{DType, Element};
+use crate::lod::Lod;
 use crate::lod::check_view_levels;
-use crate::lod::{Lod, Offsets};
 use crate::tensor::{check_parts, checked_byte_len};
 use crate::{Error, LodTensor};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
+use std::sync::Arc;
+
+/// The bytes of one batch: a window of the file's whole storage, borrowed
+/// from the reader (reaching a batch then takes no reference count; its
+/// tensors take one each for the LoD and the body), or a buffer read for it.
+#[derive(Debug, Clone)]
+pub(crate) struct Section<'a> {
+    buf: Cow<'a, Buffer>,
+    /// The batch's bytes within `buf`.
+    range: Range<usize>,
+}
+
+impl<'a> Section<'a> {
+    /// Bytes `range` of `whole` (an error if they are not inside it).
+    #[inline]
+    pub(crate) fn borrowed(whole: &'a Buffer, range: Range<usize>) -> Result<Self> {
+        check_range(&range, whole.len())?;
+        Ok(Section {
+            buf: Cow::Borrowed(whole),
+            range,
+        })
+    }
+
+    /// All of `buf`, read for the batch.
+    pub(crate) fn owned(buf: Buffer) -> Self {
+        let range = 0..buf.len();
+        Section {
+            buf: Cow::Owned(buf),
+            range,
+        }
+    }
+
+    /// The batch's bytes.
+    #[inline]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        self.buf.as_slice().get(self.range.clone()).unwrap_or(&[])
+    }
+
+    /// The batch's bytes as a buffer of their own (one more reference to
+    /// the storage).
+    pub(crate) fn to_buffer(&self) -> Result<Buffer> {
+        Ok(self.buf.slice(self.range.clone())?)
+    }
+
+    /// The storage holding the batch's bytes.
+    pub(crate) fn storage(&self) -> &Arc<dyn ByteStorage> {
+        self.buf.storage()
+    }
+
+    /// `r`, relative to the batch, relative to `buf`.
+    #[inline]
+    fn in_buf(&self, r: Range<usize>) -> Range<usize> {
+        self.range.start + r.start..self.range.start + r.end
+    }
+
+    /// `r`, relative to the batch, relative to the storage.
+    pub(crate) fn in_storage(&self, r: Range<usize>) -> Range<usize> {
+        let base = self.buf.range().start + self.range.start;
+        base + r.start..base + r.end
+    }
+
+    /// Bytes `r` of the batch, as a buffer sharing the storage.
+    #[inline]
+    fn slice(&self, r: Range<usize>) -> Result<Buffer> {
+        check_range(&r, self.range.len())?;
+        Ok(self.buf.slice(self.in_buf(r))?)
+    }
+}
 
 /// A checked batch: everything about it except its body checksums.
 #[derive(Debug)]
@@ -390,30 +459,29 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
 
 /// Tensor `t` of a checked batch whose bytes are `section`: an owned tensor
 /// whose LoD offsets and body are windows of the section's storage (no copy).
-pub(crate) fn tensor<'a>(
-    section: &Buffer,
-    meta: &'a BatchMeta,
-    t: usize,
-) -> Result<(&'a str, LodTensor)> {
-    let tm = meta
-        .tensors
-        .get(t)
-        .ok_or(FormatError::Core(Error::OutOfRange {
+/// (Its name is `meta.tensors[t].name`: the result stays small, and moves
+/// without a call to `memcpy`.)
+#[inline]
+pub(crate) fn tensor(section: &Section<'_>, meta: &BatchMeta, t: usize) -> Result<LodTensor> {
+    let Some(tm) = meta.tensors.get(t) else {
+        return Err(FormatError::Core(Error::OutOfRange {
             what: "tensor",
             index: t as u64,
             len: meta.tensors.len() as u64,
-        }))?;
-    let window = |b: usize| section.slice(meta.range(b));
-    let mut levels = crate::lod::Levels::new();
-    for &b in &tm.lod {
-        levels.push(Offsets::try_new(window(b)?)?);
-    }
+        }));
+    };
     // LoD rules, shape and body length were checked by `parse_batch`
     // (`check_tensor`) before the batch was handed out; only the buffers'
     // ranges and alignment are checked again as they are wrapped (O(levels)).
-    let lod = Lod::from_checked_buffers(levels);
-    let tensor = LodTensor::from_checked_parts(tm.dtype, &tm.shape, window(tm.body)?, lod);
-    Ok((tm.name.as_str(), tensor))
+    // The LoD holds one reference to the storage, the body another.
+    let lod = Lod::from_buffer_windows(
+        &section.buf,
+        tm.lod.iter().map(|&b| section.in_buf(meta.range(b))),
+    )?;
+    let body = section.slice(meta.range(tm.body))?;
+    Ok(LodTensor::from_checked_parts(
+        tm.dtype, &tm.shape, body, lod,
+    ))
 }
 
 /// Checks the checksum of every buffer of a checked batch (bodies included)

@@ -96,7 +96,10 @@ pub trait RangeSource: Send + Sync {
     }
 
     /// The whole file as one storage, when the source has it (a map or bytes
-    /// in memory).
+    /// in memory). The reader then takes each batch's section as a window of
+    /// it (borrowed: reaching a batch takes no reference count) instead of
+    /// calling [`RangeSource::read_range`], so a source that returns it must
+    /// read ranges as windows of it, with no other effect.
     fn whole(&self) -> Option<&Arc<dyn ByteStorage>> {
         None
     }

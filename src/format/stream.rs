@@ -302,11 +302,12 @@ impl<R: Read> StreamReader<R> {
 
 /// Builds an owned batch whose tensors' offsets and bodies are windows of `buf`.
 fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
-    let section = Buffer::from_storage(buf);
+    let section = section::Section::owned(Buffer::from_storage(buf));
     let mut batch = Batch::new();
     *batch.metadata_mut() = meta.metadata.clone();
     for i in 0..meta.tensors.len() {
-        let (name, tensor) = section::tensor(&section, meta, i)?;
+        let tensor = section::tensor(&section, meta, i)?;
+        let name = meta.tensors.get(i).map_or("", |t| t.name.as_str());
         batch.push(name, tensor)?;
     }
     Ok(batch)

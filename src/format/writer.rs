@@ -913,11 +913,11 @@ fn plan_batch(batch: &Batch, index: u64, start: u64) -> Result<Plan<'_>> {
     let mut tensors = Vec::with_capacity(batch.len());
     for (name, t) in batch.iter() {
         let mut lod = Vec::new();
-        for level in t.lod().levels() {
+        for (l, level) in t.lod().levels().enumerate() {
             lod.push(buffers.len() as u64);
             let bytes = level.rebased_bytes();
             shared.push(match bytes {
-                Cow::Borrowed(_) => Some(level.buffer().clone()),
+                Cow::Borrowed(_) => t.lod().level_buffer(l),
                 Cow::Owned(_) => None,
             });
             buffers.push(bytes);

@@ -20,297 +20,29 @@
 //! sequences of level `l + 1`; against a tensor, the last offset of the last
 //! level equals the number of rows.
 
-use crate::buffer::Buffer;
+mod offsets;
+
+pub use offsets::{Offsets, OffsetsIter};
+
+use crate::buffer::{Buffer, ByteStorage};
 use crate::error::{Error, LodRule, Result};
 use smallvec::SmallVec;
-use std::borrow::Cow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
+use std::ptr::NonNull;
+use std::sync::Arc;
 use zerocopy::FromBytes;
-
-/// One level of a LoD: a window of `u64` offsets in a shared [`Buffer`].
-///
-/// The window holds the raw offsets as stored; the level's offsets are those
-/// values minus the first one ("rebased on read"), so a slice of a LoD is a
-/// narrower window of the same buffer, made in O(1) with no offset copied:
-///
-/// ```text
-///  buffer:  [0, 3, 5, 9, 10, 12, 15]      window [10, 12, 15] reads as [0, 2, 5]
-/// ```
-///
-/// Equality, hashing and [`Offsets::to_vec`] see the rebased values.
-///
-/// ```
-/// use lodt::Lod;
-/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
-/// let (article2, rows) = lod.branch(&[2])?;
-/// assert_eq!(rows, 10..15);
-/// let level = &article2.levels()[0];
-/// assert_eq!(level.raw(), &[10, 12, 15]);
-/// assert_eq!(level.to_vec(), vec![0, 2, 5]);
-/// assert_eq!(*level, vec![0, 2, 5]);
-/// # Ok::<(), lodt::Error>(())
-/// ```
-#[derive(Clone)]
-pub struct Offsets {
-    /// Invariant: 8-aligned, a whole number of `u64`s, at least one of them.
-    buf: Buffer,
-}
-
-impl Offsets {
-    /// Offsets over `buf`, which must hold at least one little-endian `u64`,
-    /// 8-byte aligned. The values are not checked against the LoD rules here;
-    /// [`Lod::try_from_offset_buffers`] does that.
-    ///
-    /// ```
-    /// use lodt::{buffer::Buffer, lod::Offsets};
-    /// let o = Offsets::try_new(Buffer::from_vec(vec![0u64, 2, 5]))?;
-    /// assert_eq!(o.len(), 3);
-    /// assert!(Offsets::try_new(Buffer::from_vec(vec![0u8; 12])).is_err());
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn try_new(buf: Buffer) -> Result<Self> {
-        let bytes = buf.as_slice();
-        if <[u64]>::ref_from_bytes(bytes).is_err() || bytes.is_empty() {
-            return Err(Error::Mismatch {
-                what: "LoD offsets buffer (bytes; a non-zero multiple of 8, 8-aligned)",
-                expected: bytes.len().next_multiple_of(8).max(8) as u64,
-                found: bytes.len() as u64,
-            });
-        }
-        Ok(Offsets { buf })
-    }
-
-    fn from_vec(values: Vec<u64>) -> Self {
-        Offsets {
-            buf: Buffer::from_vec(values),
-        }
-    }
-
-    /// The raw offsets of the window, not rebased. The first is the level's base.
-    ///
-    /// ```
-    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
-    /// assert_eq!(lod.levels()[0].raw(), &[0, 2, 5]);
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn raw(&self) -> &[u64] {
-        // Aligned and sized: checked when the offsets were made.
-        <[u64]>::ref_from_bytes(self.buf.as_slice()).unwrap_or(&[])
-    }
-
-    /// The first raw offset, which the level's offsets are relative to.
-    ///
-    /// ```
-    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
-    /// assert_eq!(lod.branch(&[2])?.0.levels()[0].base(), 10);
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn base(&self) -> u64 {
-        self.raw().first().copied().unwrap_or(0)
-    }
-
-    /// The number of offsets (one more than the number of sequences).
-    ///
-    /// ```
-    /// assert_eq!(lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?.levels()[0].len(), 3);
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn len(&self) -> usize {
-        self.buf.len() / 8
-    }
-
-    /// Always false: a level holds at least one offset.
-    ///
-    /// ```
-    /// assert!(!lodt::Lod::try_from_offsets(vec![vec![0, 2]])?.levels()[0].is_empty());
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The number of sequences (`len() - 1`).
-    ///
-    /// ```
-    /// assert_eq!(lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?.levels()[0].num_sequences(), 2);
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn num_sequences(&self) -> usize {
-        self.len().saturating_sub(1)
-    }
-
-    /// Offset `i`, rebased.
-    ///
-    /// ```
-    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
-    /// let (b, _) = lod.branch(&[2])?;
-    /// assert_eq!((b.levels()[0].get(1), b.levels()[0].get(3)), (Some(2), None));
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn get(&self, i: usize) -> Option<u64> {
-        let raw = self.raw();
-        raw.get(i).map(|&o| o - raw[0])
-    }
-
-    /// The offsets, rebased.
-    ///
-    /// ```
-    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
-    /// assert_eq!(lod.levels()[0].iter().collect::<Vec<_>>(), vec![0, 2, 5]);
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
-        let raw = self.raw();
-        let base = self.base();
-        raw.iter().map(move |&o| o - base)
-    }
-
-    /// The lengths of the sequences.
-    ///
-    /// ```
-    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
-    /// assert_eq!(lod.levels()[0].lengths().collect::<Vec<_>>(), vec![2, 3]);
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn lengths(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
-        self.raw().windows(2).map(|w| w[1] - w[0])
-    }
-
-    /// The offsets, rebased, copied into a `Vec`.
-    ///
-    /// ```
-    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
-    /// assert_eq!(lod.levels()[0].to_vec(), vec![0, 2, 5]);
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn to_vec(&self) -> Vec<u64> {
-        self.iter().collect()
-    }
-
-    /// The rebased offsets as little-endian bytes, as files store them:
-    /// borrowed from the buffer when the level is not a slice (its first
-    /// offset is 0), a rebased copy otherwise.
-    ///
-    /// ```
-    /// use std::borrow::Cow;
-    /// let lod = lodt::Lod::try_from_lengths(&[vec![1, 2]])?;
-    /// assert!(matches!(lod.levels()[0].rebased_bytes(), Cow::Borrowed(_)));
-    /// let (tail, _) = lod.slice_level(0, 1, 2)?;
-    /// let bytes = tail.levels()[0].rebased_bytes();
-    /// assert_eq!((bytes.len(), &bytes[..8], bytes[8]), (16, &[0u8; 8][..], 2));
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn rebased_bytes(&self) -> Cow<'_, [u8]> {
-        if self.base() == 0 {
-            Cow::Borrowed(self.buf.as_slice())
-        } else {
-            Cow::Owned(self.iter().flat_map(u64::to_le_bytes).collect())
-        }
-    }
-
-    /// The buffer holding the raw offsets (a window of a shared storage).
-    ///
-    /// ```
-    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 2, 5]])?;
-    /// assert_eq!(lod.levels()[0].buffer().len(), 24);
-    /// # Ok::<(), lodt::Error>(())
-    /// ```
-    pub fn buffer(&self) -> &Buffer {
-        &self.buf
-    }
-
-    /// Offsets `begin..=end_inclusive` of the window: a narrower window of
-    /// the same buffer. Callers pass indices in range (the LoD's own walks).
-    fn window(&self, begin: usize, end_inclusive: usize) -> Offsets {
-        match self.buf.slice(begin * 8..(end_inclusive + 1) * 8) {
-            Ok(buf) => Offsets { buf },
-            // Unreachable for a valid LoD; a one-offset level keeps the
-            // invariant rather than panic.
-            Err(_) => Offsets::from_vec(vec![0]),
-        }
-    }
-
-    fn same_window(&self, other: &Offsets) -> bool {
-        self.buf.shares_storage(&other.buf) && self.buf.range() == other.buf.range()
-    }
-}
-
-impl<'a> IntoIterator for &'a Offsets {
-    type Item = u64;
-    type IntoIter = Box<dyn ExactSizeIterator<Item = u64> + 'a>;
-    /// The offsets, rebased ([`Offsets::iter`]).
-    fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
-    }
-}
-
-impl AsRef<[u64]> for Offsets {
-    /// The raw offsets ([`Offsets::raw`]).
-    fn as_ref(&self) -> &[u64] {
-        self.raw()
-    }
-}
-
-impl PartialEq for Offsets {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl Eq for Offsets {}
-
-impl PartialEq<[u64]> for Offsets {
-    fn eq(&self, other: &[u64]) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter().copied())
-    }
-}
-
-impl PartialEq<Vec<u64>> for Offsets {
-    fn eq(&self, other: &Vec<u64>) -> bool {
-        *self == other[..]
-    }
-}
-
-impl<const N: usize> PartialEq<[u64; N]> for Offsets {
-    fn eq(&self, other: &[u64; N]) -> bool {
-        *self == other[..]
-    }
-}
-
-impl Hash for Offsets {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.len().hash(state);
-        for o in self.iter() {
-            o.hash(state);
-        }
-    }
-}
-
-impl serde::Serialize for Offsets {
-    /// A list of the rebased offsets.
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.iter())
-    }
-}
-
-impl fmt::Debug for Offsets {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
 
 /// An owned, validated LoD: offsets, top level first (Paddle's `LoD`).
 ///
-/// Each level is an [`Offsets`] window of a shared buffer, so cloning a LoD,
-/// slicing it ([`Lod::branch`], [`Lod::slice_level`]) or sharing it between
-/// tensors (Paddle's `ShareConstLODFrom`) costs O(levels) and copies no
-/// offset. A LoD with no levels is the LoD of a plain tensor (a model
-/// parameter).
+/// The levels are windows of one shared block of `u64`s (a `Vec`, or the
+/// bytes of a memory-mapped file), held by one reference count for the whole
+/// LoD: cloning a LoD, slicing it ([`Lod::branch`], [`Lod::slice_level`]) or
+/// sharing it between tensors (Paddle's `ShareConstLODFrom`) costs O(levels),
+/// one reference count, and copies no offset. Each level is read as
+/// [`Offsets`] ([`Lod::level`], [`Lod::levels`]). A LoD with no levels is the
+/// LoD of a plain tensor (a model parameter) and holds no block.
 ///
 /// ```
 /// use lodt::Lod;
@@ -319,18 +51,45 @@ impl fmt::Debug for Offsets {
 /// assert_eq!(lod.to_string(), "{{0, 3, 4, 6}{0, 3, 5, 9, 10, 12, 15}}");
 /// assert_eq!(lod.num_rows(), Some(15));
 /// ```
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Default)]
 pub struct Lod {
-    /// Up to [`INLINE_LEVELS`] levels live inline: a slice allocates nothing.
-    levels: Levels,
+    /// The block every level is a window of; `None` when there are no levels.
+    block: Option<Arc<dyn ByteStorage>>,
+    /// Each level's raw window of `block`'s bytes (aligned `u64`s, at least
+    /// one per level of a valid LoD). Up to [`INLINE_LEVELS`] levels live
+    /// inline: a slice allocates nothing.
+    levels: Windows,
 }
+
+// SAFETY: the windows point into `block`, which the LoD keeps alive and which
+// is `Send + Sync`; the LoD only reads through them (`&self`), as reading
+// `block.bytes()` would, and never asks the block for mutable access.
+unsafe impl Send for Lod {}
+// SAFETY: as for `Send`: shared access only reads the block's bytes.
+unsafe impl Sync for Lod {}
 
 /// How many levels a [`Lod`] holds without a heap allocation (Paddle's
 /// models rarely use more than two).
 const INLINE_LEVELS: usize = 2;
 
-/// A LoD's levels: inline up to [`INLINE_LEVELS`], on the heap beyond.
-pub(crate) type Levels = SmallVec<[Offsets; INLINE_LEVELS]>;
+/// A LoD's level windows: inline up to [`INLINE_LEVELS`], on the heap beyond.
+type Windows = SmallVec<[NonNull<[u64]>; INLINE_LEVELS]>;
+
+/// The raw window `range` (bytes) of `bytes`, as `u64` offsets: inside the
+/// bytes, 8-aligned, a non-zero multiple of 8 bytes.
+#[inline]
+fn offsets_window(bytes: &[u8], range: Range<usize>) -> Result<NonNull<[u64]>> {
+    crate::buffer::check_range(&range, bytes.len())?;
+    let window = &bytes[range];
+    match <[u64]>::ref_from_bytes(window) {
+        Ok(raw) if !raw.is_empty() => Ok(NonNull::from(raw)),
+        _ => Err(Error::Mismatch {
+            what: "LoD offsets buffer (bytes; a non-zero multiple of 8, 8-aligned)",
+            expected: window.len().next_multiple_of(8).max(8) as u64,
+            found: window.len() as u64,
+        }),
+    }
+}
 
 fn out_of_range(what: &'static str, index: usize, len: usize) -> Error {
     Error::OutOfRange {
@@ -453,15 +212,15 @@ pub fn check_view_levels<L: AsRef<[u64]>>(levels: &[L], rows: Option<u64>) -> Re
     }
 }
 
-/// Turns lengths into offsets starting at 0, with checked sums.
-pub(crate) fn lengths_to_offsets(lengths: &[u64]) -> Result<Vec<u64>> {
-    let mut offsets = Vec::with_capacity(lengths.len() + 1);
-    offsets.push(0u64);
+/// Appends to `out` the offsets of `lengths`, starting at 0, with checked sums.
+fn append_offsets(out: &mut Vec<u64>, lengths: &[u64]) -> Result<()> {
+    out.reserve(lengths.len() + 1);
+    out.push(0u64);
     let mut total = 0u64;
     let mut overflow = false;
     // `extend` from a slice iterator writes without a capacity check per
     // element; overflow is recorded and reported after the loop.
-    offsets.extend(lengths.iter().map(|&len| {
+    out.extend(lengths.iter().map(|&len| {
         let (sum, wrapped) = total.overflowing_add(len);
         overflow |= wrapped;
         total = sum;
@@ -472,7 +231,7 @@ pub(crate) fn lengths_to_offsets(lengths: &[u64]) -> Result<Vec<u64>> {
             what: "LoD offsets from lengths",
         });
     }
-    Ok(offsets)
+    Ok(())
 }
 
 impl Lod {
@@ -483,7 +242,8 @@ impl Lod {
     /// ```
     pub fn empty() -> Self {
         Lod {
-            levels: Levels::new(),
+            block: None,
+            levels: Windows::new(),
         }
     }
 
@@ -516,32 +276,51 @@ impl Lod {
         Ok(Lod::from_validated(levels))
     }
 
-    /// Builds a LoD over offset buffers with no copy (for example windows of a
-    /// memory-mapped file), checked like [`Lod::try_from_stored`]: each level's
-    /// raw offsets start at 0 and obey `CheckLoD`, or are the zero-sequence
-    /// levels below an empty slice.
+    /// Builds a LoD whose levels are windows of one buffer, with no copy (for
+    /// example the offsets of a tensor in a memory-mapped file): `levels`
+    /// gives each level's byte range within `block`, top level first. Each
+    /// range must lie inside the buffer and hold 8-aligned little-endian
+    /// `u64`s, at least one; the levels are checked like
+    /// [`Lod::try_from_stored`]: each level's raw offsets start at 0 and obey
+    /// `CheckLoD`, or are the zero-sequence levels below an empty slice. The
+    /// LoD holds one reference to the buffer's storage.
     ///
     /// ```
-    /// use lodt::{buffer::Buffer, lod::Offsets, Lod};
-    /// let level = Offsets::try_new(Buffer::from_vec(vec![0u64, 1, 3]))?;
-    /// let lod = Lod::try_from_offset_buffers(vec![level.clone()])?;
-    /// assert!(lod.levels()[0].buffer().shares_storage(level.buffer()));
-    /// let bad = Offsets::try_new(Buffer::from_vec(vec![0u64, 3, 1]))?;
-    /// assert!(Lod::try_from_offset_buffers(vec![bad]).is_err());
+    /// use lodt::{buffer::Buffer, Lod};
+    /// let block = Buffer::from_vec(vec![0u64, 2, 0, 1, 3]);
+    /// let lod = Lod::try_from_buffer(&block, &[0..16, 16..40])?;
+    /// assert_eq!(lod.to_offsets(), vec![vec![0, 2], vec![0, 1, 3]]);
+    /// assert!(lod.level_buffer(1).unwrap().shares_storage(&block));
+    /// assert!(Lod::try_from_buffer(&block, &[8..24]).is_err()); // [2, 0]: not a LoD
+    /// assert!(Lod::try_from_buffer(&block, &[0..12]).is_err()); // not whole u64s
+    /// assert!(Lod::try_from_buffer(&block, &[0..48]).is_err()); // past the end
     /// # Ok::<(), lodt::Error>(())
     /// ```
-    pub fn try_from_offset_buffers(levels: Vec<Offsets>) -> Result<Self> {
-        let levels = Levels::from_vec(levels);
-        check_view_levels(&levels, None)?;
-        Ok(Lod { levels })
+    pub fn try_from_buffer(block: &Buffer, levels: &[Range<usize>]) -> Result<Self> {
+        let lod = Lod::from_buffer_windows(block, levels.iter().cloned())?;
+        {
+            let raw: SmallVec<[&[u64]; 4]> = lod.levels.iter().map(|w| lod.raw(w)).collect();
+            check_view_levels(&raw, None)?;
+        }
+        Ok(lod)
     }
 
-    /// Wraps offset buffers already checked with [`check_view_levels`] (a
-    /// reader's batch check).
-    pub(crate) fn from_checked_buffers(levels: impl Into<Levels>) -> Self {
-        Lod {
-            levels: levels.into(),
+    /// A LoD over windows `ranges` (bytes, relative to `block`) of `block`,
+    /// checked for range and alignment only: the caller checked the levels
+    /// with [`check_view_levels`] (a reader's batch check). O(levels), one
+    /// reference count.
+    #[inline]
+    pub(crate) fn from_buffer_windows(
+        block: &Buffer,
+        ranges: impl IntoIterator<Item = Range<usize>>,
+    ) -> Result<Self> {
+        let bytes = block.as_slice();
+        let mut levels = Windows::new();
+        for r in ranges {
+            levels.push(offsets_window(bytes, r)?);
         }
+        let block = (!levels.is_empty()).then(|| block.storage().clone());
+        Ok(Lod { block, levels })
     }
 
     /// Builds a LoD from lengths (Paddle's `recursive_sequence_lengths`).
@@ -549,26 +328,79 @@ impl Lod {
     /// ```
     /// use lodt::Lod;
     /// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
-    /// assert_eq!(lod.levels(), &[vec![0, 3, 4, 6], vec![0, 3, 5, 9, 10, 12, 15]]);
+    /// assert_eq!(lod.to_offsets(), [vec![0, 3, 4, 6], vec![0, 3, 5, 9, 10, 12, 15]]);
     /// ```
     pub fn try_from_lengths<L: AsRef<[u64]>>(lengths: &[L]) -> Result<Self> {
-        let levels = lengths
+        let total = lengths
             .iter()
-            .map(|l| lengths_to_offsets(l.as_ref()))
-            .collect::<Result<Vec<_>>>()?;
+            .fold(0usize, |n, l| n.saturating_add(l.as_ref().len() + 1));
+        let mut block = Vec::with_capacity(total);
+        let mut bounds: SmallVec<[Range<usize>; 4]> = SmallVec::new();
+        for l in lengths {
+            let start = block.len();
+            append_offsets(&mut block, l.as_ref())?;
+            bounds.push(start..block.len());
+        }
         // Prefix sums start at 0 and never decrease: only the length and the
         // level-to-level rules can fail.
-        check_levels_with(&levels, None, false)?;
-        Ok(Lod::from_validated(levels))
+        {
+            let levels: SmallVec<[&[u64]; 4]> = bounds.iter().map(|r| &block[r.clone()]).collect();
+            check_levels_with(&levels, None, false)?;
+        }
+        Ok(Lod::from_block(block, &bounds))
     }
 
     /// Wraps levels cut from a validated LoD. They obey every rule but one: a
     /// slice of an empty range keeps, at each level below it, a single offset
-    /// `[0]` (zero sequences), which user input may not have.
-    pub(crate) fn from_validated(levels: Vec<Vec<u64>>) -> Self {
-        Lod {
-            levels: levels.into_iter().map(Offsets::from_vec).collect(),
+    /// `[0]` (zero sequences), which user input may not have. The levels go
+    /// into one block (a single level is kept as it is, with no copy).
+    pub(crate) fn from_validated(mut levels: Vec<Vec<u64>>) -> Self {
+        if levels.len() == 1 {
+            let block = levels.pop().unwrap_or_default();
+            let len = block.len();
+            return Lod::from_block(block, std::slice::from_ref(&(0..len)));
         }
+        let total = levels.iter().map(Vec::len).sum();
+        let mut block = Vec::with_capacity(total);
+        let mut bounds: SmallVec<[Range<usize>; 4]> = SmallVec::new();
+        for level in &levels {
+            let start = block.len();
+            block.extend_from_slice(level);
+            bounds.push(start..block.len());
+        }
+        Lod::from_block(block, &bounds)
+    }
+
+    /// A LoD whose level `l` is `block[bounds[l]]` (indices in `u64`s, inside
+    /// the block).
+    fn from_block(block: Vec<u64>, bounds: &[Range<usize>]) -> Self {
+        if bounds.is_empty() {
+            return Lod::empty();
+        }
+        let block = Arc::new(block);
+        let levels = bounds
+            .iter()
+            .map(|r| NonNull::from(block.get(r.clone()).unwrap_or(&[])))
+            .collect();
+        // Moving the `Arc` does not move the `Vec`'s heap buffer the windows
+        // point into.
+        let block: Arc<dyn ByteStorage> = block;
+        Lod {
+            block: Some(block),
+            levels,
+        }
+    }
+
+    /// The raw offsets of window `w` (one of `self.levels`).
+    #[inline]
+    fn raw(&self, w: &NonNull<[u64]>) -> &[u64] {
+        // SAFETY: every window was made from a shared borrow of the bytes of
+        // `self.block` (checked in range and aligned for `u64`), which the LoD
+        // keeps alive; the `ByteStorage` contract keeps those bytes at the
+        // same address and unchanged while the storage is shared, and the
+        // LoD never takes mutable access to it. The borrow returned is tied
+        // to `&self`, so it cannot outlive the block.
+        unsafe { w.as_ref() }
     }
 
     /// The lengths form (Paddle's `recursive_sequence_lengths`).
@@ -579,18 +411,23 @@ impl Lod {
     /// assert_eq!(lod.to_lengths(), vec![vec![3, 1, 2]]);
     /// ```
     pub fn to_lengths(&self) -> Vec<Vec<u64>> {
-        self.levels.iter().map(|l| l.lengths().collect()).collect()
+        self.levels().map(|l| l.lengths().collect()).collect()
     }
 
-    /// The levels, top level first. Each compares equal to its rebased
-    /// offsets; [`Lod::to_offsets`] copies them out.
+    /// The levels, top level first, each borrowed as [`Offsets`] (which
+    /// compare equal to their rebased offsets); [`Lod::to_offsets`] copies
+    /// them out.
     ///
     /// ```
-    /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 1]]).unwrap();
-    /// assert_eq!(lod.levels(), &[vec![0, 1]]);
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![2], vec![1, 3]]).unwrap();
+    /// let levels: Vec<_> = lod.levels().collect();
+    /// assert_eq!(levels, [&vec![0, 2], &vec![0, 1, 4]]);
+    /// assert_eq!(lod.levels().map(|l| l.num_sequences()).sum::<usize>(), 3);
     /// ```
-    pub fn levels(&self) -> &[Offsets] {
-        &self.levels
+    pub fn levels(
+        &self,
+    ) -> impl ExactSizeIterator<Item = &Offsets> + DoubleEndedIterator + Clone + '_ {
+        self.levels.iter().map(|w| Offsets::from_raw(self.raw(w)))
     }
 
     /// The offsets of every level, rebased, copied out.
@@ -600,7 +437,7 @@ impl Lod {
     /// assert_eq!(lod.to_offsets(), vec![vec![0, 1]]);
     /// ```
     pub fn to_offsets(&self) -> Vec<Vec<u64>> {
-        self.levels.iter().map(Offsets::to_vec).collect()
+        self.levels().map(Offsets::to_vec).collect()
     }
 
     /// Level `level`, if it exists.
@@ -611,13 +448,52 @@ impl Lod {
     /// assert!(lod.level(1).is_none());
     /// ```
     pub fn level(&self, level: usize) -> Option<&Offsets> {
-        self.levels.get(level)
+        self.levels
+            .get(level)
+            .map(|w| Offsets::from_raw(self.raw(w)))
     }
 
     fn window(&self, level: usize) -> Result<&Offsets> {
-        self.levels
-            .get(level)
+        self.level(level)
             .ok_or_else(|| out_of_range("level", level, self.levels.len()))
+    }
+
+    /// The storage of the block the levels are windows of (`None` for a LoD
+    /// with no levels): a `Vec`, or the storage of the buffer the LoD was
+    /// read from, such as a memory map. Every level's [`Offsets::raw`] lies
+    /// in its bytes, so a consumer may keep a level's bytes alive by keeping
+    /// this storage (what [`Lod::level_buffer`] does).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// let (b, _) = lod.branch(&[2])?;
+    /// assert!(Arc::ptr_eq(b.storage().unwrap(), lod.storage().unwrap()));
+    /// assert!(lodt::Lod::empty().storage().is_none());
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn storage(&self) -> Option<&Arc<dyn ByteStorage>> {
+        self.block.as_ref()
+    }
+
+    /// The raw window of level `level` as a [`Buffer`] of the block's storage
+    /// (no copy; one more reference to the storage), for consumers that keep
+    /// the offsets' bytes (a zero-copy Arrow array, a writer).
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
+    /// let (b, _) = lod.branch(&[2])?;
+    /// let buf = b.level_buffer(0).unwrap();
+    /// assert_eq!(buf.len(), 24); // raw offsets [10, 12, 15]
+    /// assert!(buf.shares_storage(&lod.level_buffer(1).unwrap()));
+    /// assert!(b.level_buffer(1).is_none());
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn level_buffer(&self, level: usize) -> Option<Buffer> {
+        let block = self.block.as_ref()?;
+        let raw = self.raw(self.levels.get(level)?);
+        let start = (raw.as_ptr() as usize).checked_sub(block.bytes().as_ptr() as usize)?;
+        Buffer::try_new(block.clone(), start..start + std::mem::size_of_val(raw)).ok()
     }
 
     /// The number of levels (`LoD.size()`).
@@ -625,6 +501,7 @@ impl Lod {
     /// ```
     /// assert_eq!(lodt::Lod::try_from_lengths(&[vec![2], vec![1, 1]]).unwrap().num_levels(), 2);
     /// ```
+    #[inline]
     pub fn num_levels(&self) -> usize {
         self.levels.len()
     }
@@ -657,7 +534,7 @@ impl Lod {
     /// let (branch, _) = lod.branch(&[2]).unwrap();
     /// assert_eq!(branch.offsets(0).unwrap().collect::<Vec<_>>(), vec![0, 2, 5]);
     /// ```
-    pub fn offsets(&self, level: usize) -> Result<impl ExactSizeIterator<Item = u64> + '_> {
+    pub fn offsets(&self, level: usize) -> Result<OffsetsIter<'_>> {
         Ok(self.window(level)?.iter())
     }
 
@@ -667,7 +544,10 @@ impl Lod {
     /// let lod = lodt::Lod::try_from_offsets(vec![vec![0, 3, 4, 6]]).unwrap();
     /// assert_eq!(lod.lengths(0).unwrap().collect::<Vec<_>>(), vec![3, 1, 2]);
     /// ```
-    pub fn lengths(&self, level: usize) -> Result<impl ExactSizeIterator<Item = u64> + '_> {
+    pub fn lengths(
+        &self,
+        level: usize,
+    ) -> Result<impl ExactSizeIterator<Item = u64> + DoubleEndedIterator + '_> {
         Ok(self.window(level)?.lengths())
     }
 
@@ -680,7 +560,7 @@ impl Lod {
     /// assert_eq!(branch.raw_level(0), Some(&[10, 12, 15][..]));
     /// ```
     pub fn raw_level(&self, level: usize) -> Option<&[u64]> {
-        self.levels.get(level).map(Offsets::raw)
+        self.levels.get(level).map(|w| self.raw(w))
     }
 
     /// The number of rows the LoD indexes (the span of the last level), or
@@ -691,8 +571,11 @@ impl Lod {
     /// ```
     pub fn num_rows(&self) -> Option<u64> {
         self.levels.last().map(|w| {
-            let raw = w.raw();
-            raw.last().copied().unwrap_or(0) - w.base()
+            let raw = self.raw(w);
+            match (raw.first(), raw.last()) {
+                (Some(first), Some(last)) => last - first,
+                _ => 0,
+            }
         })
     }
 
@@ -704,10 +587,12 @@ impl Lod {
     /// assert_eq!(lod.branch(&[2]).unwrap().0.base_row(), Some(10));
     /// ```
     pub fn base_row(&self) -> Option<u64> {
-        self.levels.last().map(Offsets::base)
+        self.levels
+            .last()
+            .map(|w| self.raw(w).first().copied().unwrap_or(0))
     }
 
-    /// Whether both LoDs are the same windows of the same buffers (shared, as
+    /// Whether both LoDs are the same windows of the same block (shared, as
     /// after a clone or Paddle's `ShareConstLODFrom`), not merely equal.
     ///
     /// ```
@@ -717,12 +602,12 @@ impl Lod {
     /// assert!(a == b && !a.ptr_eq(&b));
     /// ```
     pub fn ptr_eq(&self, other: &Lod) -> bool {
-        self.levels.len() == other.levels.len()
-            && self
-                .levels
-                .iter()
-                .zip(&other.levels)
-                .all(|(a, b)| a.same_window(b))
+        let same_block = match (&self.block, &other.block) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        same_block && self.levels == other.levels
     }
 
     /// Checks the LoD against a tensor with `rows` rows (the last rule of `CheckLoD`).
@@ -740,7 +625,7 @@ impl Lod {
                 let last = self.levels.len() - 1;
                 Err(Error::InvalidLod {
                     level: last,
-                    index: self.levels[last].len() - 1,
+                    index: self.raw(&self.levels[last]).len() - 1,
                     rule: LodRule::RowMismatch,
                     expected: rows,
                     found,
@@ -808,29 +693,41 @@ impl Lod {
     /// assert_eq!(rows, 9..15);
     /// ```
     pub fn slice_level(&self, level: usize, begin: usize, end: usize) -> Result<(Lod, Range<u64>)> {
-        let window = self.window(level)?;
-        let sequences = window.num_sequences();
+        let window = self.window(level)?.raw();
+        let sequences = window.len().saturating_sub(1);
         if end > sequences {
             return Err(out_of_range("sequence range end", end, sequences + 1));
         }
         if begin > end {
             return Err(out_of_range("sequence range start", begin, end + 1));
         }
-        let mut levels = Levels::new();
-        levels.push(window.window(begin, end));
+        let mut levels = Windows::new();
+        levels.push(NonNull::from(&window[begin..=end]));
         self.narrow_below(level, &mut levels);
         let rows = self.rows_of(&levels);
-        Ok((Lod { levels }, rows))
+        Ok((self.with_windows(levels), rows))
+    }
+
+    /// A LoD over `levels`, windows of this LoD's block (one more reference
+    /// to it, none when there are no levels).
+    #[inline]
+    fn with_windows(&self, levels: Windows) -> Lod {
+        let block = if levels.is_empty() {
+            None
+        } else {
+            self.block.clone()
+        };
+        Lod { block, levels }
     }
 
     /// Pushes, for each level below `level`, the window its parent (the last
     /// window in `levels`) selects.
-    fn narrow_below(&self, level: usize, levels: &mut Levels) {
+    fn narrow_below(&self, level: usize, levels: &mut Windows) {
         for l in level + 1..self.levels.len() {
-            let parent_base = self.levels[l - 1].base();
+            let parent_base = self.raw(&self.levels[l - 1])[0];
             let (start, end) = match levels.last() {
                 Some(parent) => {
-                    let raw = parent.raw();
+                    let raw = self.raw(parent);
                     (
                         raw.first().copied().unwrap_or(0),
                         raw.last().copied().unwrap_or(0),
@@ -838,18 +735,19 @@ impl Lod {
                 }
                 None => (parent_base, parent_base),
             };
-            levels.push(
-                self.levels[l].window((start - parent_base) as usize, (end - parent_base) as usize),
-            );
+            let below = self.raw(&self.levels[l]);
+            levels.push(NonNull::from(
+                &below[(start - parent_base) as usize..=(end - parent_base) as usize],
+            ));
         }
     }
 
     /// The rows, relative to this LoD, that narrowed windows span.
-    fn rows_of(&self, narrowed: &[Offsets]) -> Range<u64> {
+    fn rows_of(&self, narrowed: &[NonNull<[u64]>]) -> Range<u64> {
         match (self.levels.last(), narrowed.last()) {
             (Some(full), Some(w)) => {
-                let raw = w.raw();
-                let base = full.base();
+                let raw = self.raw(w);
+                let base = self.raw(full)[0];
                 raw.first().copied().unwrap_or(0) - base..raw.last().copied().unwrap_or(0) - base
             }
             _ => 0..0,
@@ -866,6 +764,7 @@ impl Lod {
     /// assert_eq!((rest.num_levels(), rows), (0, 10..12));
     /// assert_eq!(lod.branch(&[0, 2]).unwrap().1, 5..9);
     /// ```
+    #[inline]
     pub fn branch(&self, path: &[usize]) -> Result<(Lod, Range<u64>)> {
         let levels = self.levels.len();
         if path.len() > levels {
@@ -875,11 +774,11 @@ impl Lod {
             let rows = 0..self.num_rows().unwrap_or(0);
             return Ok((self.clone(), rows));
         }
-        // Walk positions in each level's raw window (no buffer touched but
+        // Walk positions in each level's raw window (no block touched but
         // to read): `lo..=hi` is the window at the current level.
-        let (mut lo, mut hi) = (0usize, self.levels[0].len().saturating_sub(1));
-        for (l, &index) in path.iter().enumerate() {
-            let raw = self.levels[l].raw();
+        let (mut lo, mut hi) = (0usize, self.raw(&self.levels[0]).len().saturating_sub(1));
+        for (w, &index) in self.levels.iter().zip(path) {
+            let raw = self.raw(w);
             if index >= hi - lo {
                 return Err(out_of_range("branch index", index, hi - lo));
             }
@@ -889,16 +788,21 @@ impl Lod {
         }
         // `lo..=hi` now indexes level `path.len()` (or, past the last
         // level, the rows of this LoD). Windows only for the levels kept.
-        let mut kept = Levels::new();
-        for l in path.len()..levels {
-            let level = &self.levels[l];
-            let raw = level.raw();
-            let base = raw[0];
-            let (first, last) = (raw[lo], raw[hi]);
-            kept.push(level.window(lo, hi));
-            (lo, hi) = ((first - base) as usize, (last - base) as usize);
-        }
-        Ok((Lod { levels: kept }, lo as u64..hi as u64))
+        // (Collected, not pushed: one capacity check, not one per level.)
+        let kept: Windows = self.levels[path.len()..]
+            .iter()
+            .map(|w| {
+                let raw = self.raw(w);
+                let base = raw[0];
+                let window = &raw[lo..=hi];
+                (lo, hi) = (
+                    (window[0] - base) as usize,
+                    (window[window.len() - 1] - base) as usize,
+                );
+                NonNull::from(window)
+            })
+            .collect();
+        Ok((self.with_windows(kept), lo as u64..hi as u64))
     }
 
     /// The LoD of sequences `begin..end` of level `level`, rebased, with the
@@ -907,7 +811,7 @@ impl Lod {
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
     /// let sliced = lod.slice_in_level(0, 1, 3).unwrap();
-    /// assert_eq!(sliced.levels(), &[vec![0, 1, 3], vec![0, 1, 3, 6]]);
+    /// assert_eq!(sliced.to_offsets(), [vec![0, 1, 3], vec![0, 1, 3, 6]]);
     /// ```
     pub fn slice_in_level(&self, level: usize, begin: usize, end: usize) -> Result<Lod> {
         Ok(self.slice_level(level, begin, end)?.0)
@@ -991,9 +895,9 @@ impl fmt::Display for Lod {
     /// rebased offsets.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("{")?;
-        for w in &self.levels {
+        for level in self.levels() {
             f.write_str("{")?;
-            for (i, o) in w.iter().enumerate() {
+            for (i, o) in level.iter().enumerate() {
                 if i > 0 {
                     f.write_str(", ")?;
                 }
@@ -1007,7 +911,27 @@ impl fmt::Display for Lod {
 
 impl fmt::Debug for Lod {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lod").field("levels", &self.levels).finish()
+        let levels: SmallVec<[&Offsets; 4]> = self.levels().collect();
+        f.debug_struct("Lod").field("levels", &levels).finish()
+    }
+}
+
+impl PartialEq for Lod {
+    /// Equal levels (rebased offsets), wherever they are stored.
+    fn eq(&self, other: &Self) -> bool {
+        self.num_levels() == other.num_levels() && self.levels().eq(other.levels())
+    }
+}
+
+impl Eq for Lod {}
+
+impl Hash for Lod {
+    /// Hashes the rebased offsets, consistently with `Eq`.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.num_levels().hash(state);
+        for level in self.levels() {
+            level.hash(state);
+        }
     }
 }
 
@@ -1031,8 +955,8 @@ mod tests {
     fn lengths_and_offsets_convert_both_ways() {
         let lod = seed();
         assert_eq!(
-            lod.levels(),
-            &[vec![0, 3, 4, 6], vec![0, 3, 5, 9, 10, 12, 15]]
+            lod.to_offsets(),
+            [vec![0, 3, 4, 6], vec![0, 3, 5, 9, 10, 12, 15]]
         );
         assert_eq!(
             lod.to_lengths(),
@@ -1144,8 +1068,8 @@ mod tests {
     fn slice_in_level_drops_levels_above() {
         let lod = seed();
         assert_eq!(
-            lod.slice_in_level(1, 2, 4).unwrap().levels(),
-            &[vec![0, 4, 5]]
+            lod.slice_in_level(1, 2, 4).unwrap().to_offsets(),
+            [vec![0, 4, 5]]
         );
         assert!(lod.slice_in_level(0, 2, 4).is_err());
         assert!(lod.slice_in_level(2, 0, 0).is_err());
@@ -1155,7 +1079,7 @@ mod tests {
     fn append_checks_levels() {
         let mut lod = Lod::empty();
         lod.append_lengths(&[vec![2], vec![1, 1]]).unwrap();
-        assert_eq!(lod.levels(), &[vec![0, 2], vec![0, 1, 2]]);
+        assert_eq!(lod.to_offsets(), [vec![0, 2], vec![0, 1, 2]]);
         let before = lod.clone();
         assert!(lod.append_lengths(&[vec![1], vec![1, 1]]).is_err());
         assert_eq!(lod, before);
@@ -1184,7 +1108,7 @@ mod tests {
         let view = &lod;
         let (b2, rows) = view.branch(&[2]).unwrap();
         assert_eq!(rows, 10..15);
-        assert_eq!(b2.levels(), &[vec![0, 2, 5]]);
+        assert_eq!(b2.to_offsets(), [vec![0, 2, 5]]);
         assert_eq!(b2.to_string(), "{{0, 2, 5}}");
         let (b20, rows) = view.branch(&[2, 0]).unwrap();
         assert_eq!((b20.num_levels(), rows), (0, 10..12));
@@ -1217,7 +1141,7 @@ mod tests {
     fn empty_sequences_slice_cleanly() {
         let lod = Lod::try_from_offsets(vec![vec![0, 0, 2], vec![0, 0, 3]]).unwrap();
         let (b, rows) = lod.branch(&[0]).unwrap();
-        assert_eq!(b.levels(), &[vec![0u64]]);
+        assert_eq!(b.to_offsets(), [vec![0u64]]);
         assert_eq!(rows, 0..0);
         let (b, rows) = lod.branch(&[1, 1]).unwrap();
         assert_eq!((b.num_levels(), rows), (0, 0..3));
@@ -1228,9 +1152,9 @@ mod tests {
         let lod = seed();
         let (b, _) = lod.branch(&[2]).unwrap();
         assert!(
-            b.levels()[0]
-                .buffer()
-                .shares_storage(lod.levels()[1].buffer())
+            b.level_buffer(0)
+                .unwrap()
+                .shares_storage(&lod.level_buffer(1).unwrap())
         );
         assert_eq!(b.base_row(), Some(10));
         assert!(lod.ptr_eq(&lod.clone()));

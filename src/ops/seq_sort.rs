@@ -102,7 +102,7 @@ impl SortedSequences {
     /// ```
     /// let lod = lodt::Lod::try_from_lengths(&[vec![2, 1], vec![1, 3, 3]]).unwrap();
     /// let s = lodt::ops::SortedSequences::try_new(&lod, 0).unwrap();
-    /// assert_eq!(s.lod().levels(), &[vec![0, 2, 3]]);
+    /// assert_eq!(s.lod().to_offsets(), [vec![0, 2, 3]]);
     /// ```
     pub fn lod(&self) -> &Lod {
         &self.lod
@@ -233,7 +233,7 @@ impl SortedSequences {
                 found: x.lod().num_levels() as u64,
             });
         }
-        for (l, level) in self.lod.levels().iter().enumerate() {
+        for (l, level) in self.lod.levels().enumerate() {
             if !x.lod().offsets(l)?.eq(level.iter()) {
                 return Err(Error::InvalidArgument(format!(
                     "the input's LoD level {l} differs from the sorted LoD {}",
@@ -310,15 +310,17 @@ impl SortedSequences {
             }
         }
         let merged = merge(items)?;
-        let mut levels = self.lod.levels().to_vec();
-        levels.extend(merged.lod().levels().iter().cloned());
+        let mut levels = self.lod.to_offsets();
+        levels.extend(merged.lod().to_offsets());
         // The sorted levels index exactly the merged items (each step's batch
-        // was checked above), and the merged levels are valid below them.
+        // was checked above), and the merged levels are valid below them:
+        // copied into one block (O(offsets), next to the merge's copy of
+        // the items).
         LodTensor::try_from_parts(
             merged.dtype(),
             merged.shape().to_vec(),
             merged.buffer().clone(),
-            Lod::from_checked_buffers(levels),
+            Lod::from_validated(levels),
         )
     }
 }

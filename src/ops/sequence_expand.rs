@@ -169,11 +169,11 @@ mod tests {
         let y = Lod::try_from_offsets(vec![vec![0, 0, 2]]).unwrap();
         let out = sequence_expand(&x, &y, 0).unwrap();
         assert_eq!(out.as_slice::<i32>().unwrap(), &[2, 3, 2, 3]);
-        assert_eq!(out.lod().levels(), &[vec![0, 2, 4]]);
+        assert_eq!(out.lod().to_offsets(), [vec![0, 2, 4]]);
         let y = Lod::try_from_offsets(vec![vec![0, 0, 0]]).unwrap();
         let out = sequence_expand(&x, &y, 0).unwrap();
         assert_eq!(out.shape(), &[0, 1]);
-        assert_eq!(out.lod().levels(), &[vec![0]]);
+        assert_eq!(out.lod().to_offsets(), [vec![0]]);
     }
 
     #[test]

@@ -59,7 +59,7 @@ fn check_parts_arg(n: usize) -> Result<()> {
 /// let parts = split(&t, 2)?;
 /// assert_eq!(parts.len(), 2);
 /// assert_eq!(parts[1].as_slice::<i64>()?, &[10, 11, 12, 13, 14]);
-/// assert_eq!(parts[1].lod().levels(), &[vec![0, 2], vec![0, 2, 5]]);
+/// assert_eq!(parts[1].lod().to_offsets(), [vec![0, 2], vec![0, 2, 5]]);
 /// let whole = t.as_bytes().as_ptr_range();
 /// assert!(whole.contains(&parts[1].as_bytes().as_ptr()));
 /// // Four parts of a batch of 3: step 1, so only three parts.
@@ -223,8 +223,8 @@ mod tests {
         let parts = split(&t, 2).unwrap();
         assert_eq!(parts[0].rows(), 10);
         assert_eq!(
-            parts[0].lod().levels(),
-            &[vec![0, 3, 4], vec![0, 3, 5, 9, 10]]
+            parts[0].lod().to_offsets(),
+            [vec![0, 3, 4], vec![0, 3, 5, 9, 10]]
         );
         assert_eq!(merge(&parts).unwrap(), t);
         assert_eq!(parts[1].as_slice::<i64>().unwrap(), &[10, 11, 12, 13, 14]);
@@ -278,7 +278,7 @@ mod tests {
         let merged = merge([&e_i8, &x, &e_u8]).unwrap();
         assert_eq!(merged.dtype(), DType::Float32);
         assert_eq!(merged.shape(), &[2, 3]);
-        assert_eq!(merged.lod().levels(), &[vec![0, 0, 1, 2, 2, 2]]);
+        assert_eq!(merged.lod().to_offsets(), [vec![0, 0, 1, 2, 2, 2]]);
         assert_eq!(
             merged.as_slice::<f32>().unwrap(),
             x.as_slice::<f32>().unwrap()
@@ -332,6 +332,6 @@ mod tests {
         let all_empty = merge([&e_i8, &e_u8]).unwrap();
         assert_eq!(all_empty.dtype(), DType::Int8);
         assert_eq!(all_empty.shape(), &[0]);
-        assert_eq!(all_empty.lod().levels(), &[vec![0, 0, 0, 0]]);
+        assert_eq!(all_empty.lod().to_offsets(), [vec![0, 0, 0, 0]]);
     }
 }
