@@ -287,6 +287,17 @@ impl MmapSource {
         }
     }
 
+    /// Whether the first and the last page of `r` are in memory: then the
+    /// section is taken to be read already, and `MADV_WILLNEED` (which looks
+    /// up every page of the range: about 60 µs for a warm 4 MiB section) is
+    /// skipped. Two `mincore` calls, about a microsecond.
+    fn resident(&self, r: &Range<u64>) -> bool {
+        let (Ok(first), Ok(last)) = (usize::try_from(r.start), usize::try_from(r.end)) else {
+            return false;
+        };
+        r.start < r.end && self.map.resident(first) && self.map.resident(last - 1)
+    }
+
     /// Whether random access, asking for `n` more bytes, is still sparse
     /// (less than 1 / [`DENSE`] of the file asked for so far).
     fn sparse(&self, n: u64) -> bool {
@@ -326,6 +337,9 @@ impl RangeSource for MmapSource {
                 }
                 for r in ranges {
                     let len = r.end.saturating_sub(r.start);
+                    if self.resident(r) {
+                        continue;
+                    }
                     if len <= WILLNEED_WHOLE {
                         self.will_need(r.clone());
                     } else {

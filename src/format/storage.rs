@@ -110,6 +110,39 @@ impl MappedFile {
         let _ = self.map.advise(memmap2::Advice::HugePage);
     }
 
+    /// Whether the page holding byte `offset` of the map is in memory
+    /// (`mincore`: in the page cache for a file the caller owns or may write,
+    /// else mapped into this process). `false` where unknown: past the end,
+    /// on an error, or off Linux.
+    pub(crate) fn resident(&self, offset: usize) -> bool {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            if offset >= self.map.len() {
+                return false;
+            }
+            let mut status = 0u8;
+            // SAFETY: sysconf reads no memory of ours. The map starts on a
+            // page boundary and `offset` is inside it, so the page-aligned
+            // address `page` lies inside the mapping; mincore of 1 byte from
+            // there covers one page and writes one status byte into `status`,
+            // a valid `u8` of ours.
+            let rc = unsafe {
+                let size = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap_or(0);
+                if !size.is_power_of_two() {
+                    return false;
+                }
+                let page = (self.map.as_ptr() as usize + offset) & !(size - 1);
+                libc::mincore(page as *mut libc::c_void, 1, &mut status)
+            };
+            rc == 0 && status & 1 == 1
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let _ = offset;
+            false
+        }
+    }
+
     /// Asks the OS to start reading `range` of the map now (`MADV_WILLNEED`:
     /// the pages are read in large requests, and the faults that follow wait
     /// for them instead of each reading its own; a hint, errors are ignored).
@@ -217,6 +250,22 @@ unsafe impl ByteStorage for GrowBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_just_written_is_resident_and_past_the_end_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.bin");
+        std::fs::write(&path, vec![7u8; 3 * 4096 + 10]).unwrap();
+        let map = MappedFile::open(&path).unwrap();
+        // Written by this process (its owner): mincore reports the page cache.
+        #[cfg(target_os = "linux")]
+        {
+            assert!(map.resident(0));
+            assert!(map.resident(3 * 4096 + 9));
+        }
+        assert!(!map.resident(3 * 4096 + 10));
+        assert!(!map.resident(usize::MAX));
+    }
 
     #[test]
     fn growbuf_grows_and_stays_aligned() {
