@@ -33,7 +33,8 @@ cmd = ["cargo", "fuzz", "run", "-O", a.target, f"corpus/{a.target}", f"seeds/{a.
 log = open(os.path.join(a.logdir, f"{a.target}.log"), "a")
 start = time.time()
 proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                        text=True, errors="replace", env=dict(os.environ, RUSTC_BOOTSTRAP="1"))
+                        text=True, errors="replace", env=dict(os.environ, RUSTC_BOOTSTRAP="1"),
+                        start_new_session=True)
 state = {"cov": -1, "grew": start, "stopped": None}
 
 
@@ -45,7 +46,8 @@ def watchdog():
         elif now - start > a.cap:
             state["stopped"] = f"cap of {a.cap:.0f} s"
         if state["stopped"]:
-            proc.send_signal(signal.SIGINT)
+            # To the whole group: cargo does not pass a signal on to the fuzzer.
+            os.killpg(proc.pid, signal.SIGINT)
             return
         time.sleep(5)
 
