@@ -10,7 +10,7 @@
 //! peers run random DIR               open, then the sentences of DIR/queries.npy
 //! peers run scan DIR                 open, then every batch
 //! peers write DIR REPS               the writer vs write_all of the same bytes
-//! peers verify DIR REPS              verify vs a one-core CRC32 of the same bytes
+//! peers verify DIR REPS              verify vs a CRC32 of the same bytes (one core, all cores)
 //! peers overhead                     per-batch overhead of 70-word batches
 //! peers write-only DIR REPS          the writer alone (for a profiler)
 //! peers write-pattern DIR REPS       data.lodt's bytes written with the writer's
@@ -352,8 +352,9 @@ fn report(names: &[&str], log: Vec<Vec<f64>>, bytes: usize) -> Res<()> {
 fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
     let path = dir.join("data.lodt");
     let bytes = std::fs::read(&path)?;
-    let names = ["lodt_verify", "crc32_one_core"];
-    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 2];
+    let names = ["lodt_verify", "crc32_one_core", "crc32_all_cores"];
+    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     for _ in 0..reps {
         time(
             &mut log[0],
@@ -368,6 +369,21 @@ fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
             || {},
             || {
                 std::hint::black_box(crc32fast::hash(std::hint::black_box(&bytes)));
+                Ok(())
+            },
+        )?;
+        // The floor of a parallel check: the same bytes cut in one part per
+        // core, each checksummed on its own thread (memory bandwidth shared).
+        time(
+            &mut log[2],
+            || {},
+            || {
+                let part = bytes.len().div_ceil(cores);
+                std::thread::scope(|s| {
+                    for c in bytes.chunks(part.max(1)) {
+                        s.spawn(move || std::hint::black_box(crc32fast::hash(c)));
+                    }
+                });
                 Ok(())
             },
         )?;

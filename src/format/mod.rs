@@ -41,6 +41,7 @@
 
 mod batch_io;
 mod buffers;
+mod coalesce;
 mod error;
 pub mod layout;
 mod reader;
