@@ -41,7 +41,6 @@
 
 mod batch_io;
 mod buffers;
-mod coalesce;
 mod error;
 pub mod layout;
 mod reader;
