@@ -359,6 +359,49 @@ fn a_schema_group_with_more_children_than_the_schema_holds_is_refused() {
     }
 }
 
+/// Found by the `parquet_reader` fuzz target (an OOM: 5.4 GB asked for by
+/// parquet's `schema_from_array_helper`). parquet reads a field of the
+/// footer it knows by its id, whatever type the field header gives it, so a
+/// walk by the header types found no schema where parquet read one. lodt
+/// reads the footer as parquet does.
+#[test]
+fn a_schema_behind_a_mistyped_field_is_checked_as_parquet_reads_it() {
+    let path = data("tests/data/repro/schema_behind_mistyped_field.parquet");
+    let err = ParquetReader::open(&path, &ArrowOptions::default())
+        .err()
+        .unwrap();
+    expect_decode(
+        err,
+        &path.display().to_string(),
+        "Parquet footer",
+        "schema element 12 has 675454979 children, and 1 elements follow it",
+    );
+
+    // The same trick, made by hand: `version` (field 1) claims to be a
+    // string of 2 bytes, which a walk by types skips (the schema's list
+    // header), but parquet reads it as the varint 0x02, then the schema,
+    // whose group claims 2^28 children (2 GiB of pointers).
+    let mut footer = vec![0x18, 0x02, 0x19, 0x3C]; // 1: "binary" 2; 2: 3 structs
+    footer.extend([0x48, 0x01, b'r', 0x15, 0x02, 0x00]); // root "r", 1 child
+    footer.extend([0x35, 0x00, 0x18, 0x01, b'g', 0x15, 0x80, 0x80, 0x80, 0x80, 0x02, 0x00]);
+    footer.extend([0x15, 0x02, 0x25, 0x00, 0x18, 0x01, b'x', 0x00]); // INT32 "x"
+    footer.extend([0x16, 0x00, 0x19, 0x0C, 0x00]); // 3: num_rows 0, 4: no row groups
+    let mut file = b"PAR1".to_vec();
+    file.extend(&footer);
+    file.extend((footer.len() as u32).to_le_bytes());
+    file.extend(b"PAR1");
+    let err = match read_parquet_file(&file) {
+        Err(e) => e,
+        Ok(_) => panic!("a group of 2^28 children opened"),
+    };
+    expect_decode(
+        err,
+        "x.parquet",
+        "Parquet footer",
+        "schema element 1 has 268435456 children, and 1 elements follow it",
+    );
+}
+
 fn nested_schema_parquet(groups: usize) -> Vec<u8> {
     fn varint(out: &mut Vec<u8>, mut v: u64) {
         while v >= 0x80 {

@@ -386,25 +386,31 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
     if let Err(thrift::Skim::Refused(message)) = thrift::skim_struct(&footer, 0) {
         return Err(decode_error(file, "Parquet footer", message));
     }
-    if let Some((index, children, after)) = thrift::oversized_group(&footer) {
+    let children = match thrift::schema_children(&footer) {
+        Ok(children) => children,
+        Err(thrift::Skim::Refused(message)) => {
+            return Err(decode_error(file, "Parquet footer", message))
+        }
+        // parquet fails before it builds a schema, and says why.
+        Err(thrift::Skim::Unparsed) => return Ok(()),
+    };
+    if let Some((index, n, after)) = thrift::oversized_group(&children) {
         return Err(decode_error(
             file,
             "Parquet footer",
-            format!(
-                "schema element {index} has {children} children, and {after} elements follow it"
-            ),
+            format!("schema element {index} has {n} children, and {after} elements follow it"),
         ));
     }
-    match thrift::schema_depth(&footer, MAX_PARQUET_SCHEMA_DEPTH) {
-        Some(depth) if depth > MAX_PARQUET_SCHEMA_DEPTH => Err(decode_error(
+    if thrift::schema_depth(&children, MAX_PARQUET_SCHEMA_DEPTH) > MAX_PARQUET_SCHEMA_DEPTH {
+        return Err(decode_error(
             file,
             "Parquet footer",
             format!(
                 "the schema nests groups more than {MAX_PARQUET_SCHEMA_DEPTH} deep (lodt's limit; pyarrow reads at most 100 levels)"
             ),
-        )),
-        _ => Ok(()),
+        ));
     }
+    Ok(())
 }
 
 /// Checks the page headers of every column chunk of row group `index`
@@ -604,9 +610,10 @@ fn plain_bits(column: &::parquet::schema::types::ColumnDescriptor) -> u64 {
     }
 }
 
-/// Just enough of Thrift's compact protocol to find the nesting depth of a
-/// Parquet schema (`FileMetaData` field 2, a list of `SchemaElement`s whose
-/// field 5 is `num_children`), without recursion deeper than 32.
+/// Just enough of Thrift's compact protocol, read as parquet 60 reads it, to
+/// check what parquet sizes allocations by before it decodes: the schema's
+/// child counts (`FileMetaData` field 2, a list of `SchemaElement`s whose
+/// field 5 is `num_children`) and page headers.
 #[cfg(feature = "parquet")]
 mod thrift {
     struct Input<'a> {
@@ -658,10 +665,15 @@ mod thrift {
         }
 
         /// A field header: `(type, id)`, type 0 for the end of the struct.
+        /// As parquet 60 reads one: a low nibble of 0 ends the struct
+        /// whatever the high one holds, and a type above 13 fails.
         fn field(&mut self, last: i16) -> Option<(u8, i16)> {
             let b = self.byte()?;
-            if b == 0 {
+            if b & 0x0F == 0 {
                 return Some((0, 0));
+            }
+            if b & 0x0F > 13 {
+                return None;
             }
             let delta = i16::from(b >> 4);
             let id = if delta == 0 {
@@ -681,81 +693,6 @@ mod thrift {
                 n => u64::from(n),
             };
             Some((b & 0x0F, count))
-        }
-
-        /// Skips a value of compact type `ty` (in a list, booleans take a byte).
-        fn skip_value(&mut self, ty: u8, in_list: bool, depth: usize) -> Option<()> {
-            if depth == 0 {
-                return None;
-            }
-            match ty {
-                1 | 2 if in_list => self.skip(1),
-                1 | 2 => Some(()),
-                3 => self.skip(1),
-                4..=6 => self.varint().map(|_| ()),
-                7 => self.skip(8),
-                8 => {
-                    let n = self.varint()?;
-                    self.skip(n)
-                }
-                9 | 10 => {
-                    let (element, count) = self.list()?;
-                    for _ in 0..count {
-                        self.skip_value(element, true, depth - 1)?;
-                    }
-                    Some(())
-                }
-                11 => {
-                    let count = self.varint()?;
-                    if count > 0 {
-                        let types = self.byte()?;
-                        for _ in 0..count {
-                            self.skip_value(types >> 4, true, depth - 1)?;
-                            self.skip_value(types & 0x0F, true, depth - 1)?;
-                        }
-                    }
-                    Some(())
-                }
-                12 => self.skip_struct(depth - 1),
-                13 => self.skip(16),
-                _ => None,
-            }
-        }
-
-        fn skip_struct(&mut self, depth: usize) -> Option<()> {
-            let mut last = 0;
-            loop {
-                let (ty, id) = self.field(last)?;
-                if ty == 0 {
-                    return Some(());
-                }
-                self.skip_value(ty, false, depth)?;
-                last = id;
-            }
-        }
-
-        /// A `SchemaElement`'s `num_children` (field 5, an i32).
-        fn num_children(&mut self) -> Option<i64> {
-            let mut last = 0;
-            let mut children = 0;
-            loop {
-                let (ty, id) = self.field(last)?;
-                // As parquet 60 reads a SchemaElement: a field it knows by
-                // its id, whatever type its field header gives.
-                match (ty, id) {
-                    (0, _) => return Some(children),
-                    (_, 5) => children = self.zigzag_i32()?,
-                    (_, 1 | 2 | 3 | 6 | 7 | 8 | 9) => {
-                        self.zigzag()?;
-                    }
-                    (_, 4) => {
-                        let n = self.varint()?;
-                        self.skip(n)?;
-                    }
-                    _ => self.skip_value(ty, false, 32)?,
-                }
-                last = id;
-            }
         }
     }
 
@@ -961,73 +898,245 @@ mod thrift {
         }
     }
 
-    /// The first schema element of a `FileMetaData` encoding whose
-    /// `num_children` is negative or more than the elements after it:
-    /// `(index, num_children, elements after it)`. parquet sizes a vector by
-    /// `num_children` before it reads them (2^31 of them asked it for 16 GiB;
-    /// found by the `convert` fuzz target). `None` when every count fits, or
-    /// the encoding does not parse that far.
-    pub(super) fn oversized_group(footer: &[u8]) -> Option<(u64, i64, u64)> {
-        let mut input = Input {
-            bytes: footer,
-            at: 0,
-        };
-        let mut last = 0;
-        loop {
-            let (ty, id) = input.field(last)?;
+    /// A field of a struct parquet knows, as parquet reads it: by its id,
+    /// whatever type its field header gives.
+    #[derive(Clone, Copy)]
+    enum Known {
+        /// An integer or enum: a varint.
+        Int,
+        /// A boolean: no bytes, and a field header of type 1 or 2 (parquet
+        /// fails on another).
+        Bool,
+        /// An `i8`: one byte.
+        Byte,
+        /// A string: a varint length, then that many bytes of UTF-8.
+        Str,
+        /// A struct with no fields: one zero byte.
+        Empty,
+        /// A `LogicalType` (a union).
+        LogicalType,
+        /// A `TimeUnit` (a union of empty structs, ids 1 to 3).
+        TimeUnit,
+        /// A struct whose fields the function names.
+        Fields(fn(i16) -> Known),
+        /// An unknown field: skipped by the type its header gives.
+        Skip,
+    }
+
+    impl Strict<'_> {
+        /// One value of kind `known` whose field header gave type `ty`.
+        fn known_value(&mut self, known: Known, ty: u8) -> Option<()> {
+            let input = &mut self.input;
+            match known {
+                Known::Int => input.varint().map(|_| ()),
+                Known::Bool => matches!(ty, 1 | 2).then_some(()),
+                Known::Byte => input.skip(1),
+                Known::Str => {
+                    let n = input.varint()?;
+                    let start = input.at;
+                    input.skip(n)?;
+                    std::str::from_utf8(&input.bytes[start..input.at])
+                        .ok()
+                        .map(|_| ())
+                }
+                Known::Empty => (input.byte()? == 0).then_some(()),
+                Known::LogicalType => self.union(|id| {
+                    Some(match id {
+                        1..=4 | 6 | 11..=15 | 19 => Known::Empty,
+                        // DecimalType: scale, precision.
+                        5 => Known::Fields(|f| match f {
+                            1 | 2 => Known::Int,
+                            _ => Known::Skip,
+                        }),
+                        // TimeType and TimestampType: isAdjustedToUTC, unit.
+                        7 | 8 => Known::Fields(|f| match f {
+                            1 => Known::Bool,
+                            2 => Known::TimeUnit,
+                            _ => Known::Skip,
+                        }),
+                        // IntType: bitWidth, isSigned.
+                        10 => Known::Fields(|f| match f {
+                            1 => Known::Byte,
+                            2 => Known::Bool,
+                            _ => Known::Skip,
+                        }),
+                        // VariantType: specification_version.
+                        16 => Known::Fields(|f| match f {
+                            1 => Known::Byte,
+                            _ => Known::Skip,
+                        }),
+                        // GeometryType: crs.
+                        17 => Known::Fields(|f| match f {
+                            1 => Known::Str,
+                            _ => Known::Skip,
+                        }),
+                        // GeographyType: crs, algorithm.
+                        18 => Known::Fields(|f| match f {
+                            1 => Known::Str,
+                            2 => Known::Int,
+                            _ => Known::Skip,
+                        }),
+                        _ => Known::Skip,
+                    })
+                }),
+                Known::TimeUnit => self.union(|id| (1..=3).contains(&id).then_some(Known::Empty)),
+                Known::Fields(kind) => self.record(kind),
+                Known::Skip => self.value(ty, 64),
+            }
+        }
+
+        /// A struct whose fields `kind` knows (the others are skipped).
+        fn record(&mut self, kind: impl Fn(i16) -> Known) -> Option<()> {
+            self.record_with(kind, |_, _| {})
+        }
+
+        /// [`Self::record`], handing each `Int` field to `int` after it is read.
+        fn record_with(
+            &mut self,
+            kind: impl Fn(i16) -> Known,
+            mut int: impl FnMut(i16, i64),
+        ) -> Option<()> {
+            let mut last = 0;
+            loop {
+                let (ty, id) = self.input.field(last)?;
+                if ty == 0 {
+                    return Some(());
+                }
+                match kind(id) {
+                    Known::Int => int(id, self.input.zigzag_i32()?),
+                    known => self.known_value(known, ty)?,
+                }
+                last = id;
+            }
+        }
+
+        /// A union: exactly one field, then the end. `variant` gives the
+        /// kind of a variant by its id, `None` for one parquet fails on.
+        fn union(&mut self, variant: impl Fn(i16) -> Option<Known>) -> Option<()> {
+            let (ty, id) = self.input.field(0)?;
             if ty == 0 {
                 return None;
             }
-            if id == 2 && ty == 9 {
-                break;
-            }
-            input.skip_value(ty, false, 32)?;
-            last = id;
+            self.known_value(variant(id)?, ty)?;
+            let (ty, _) = self.input.field(id)?;
+            (ty == 0).then_some(())
         }
-        let (_, count) = input.list()?;
-        for k in 0..count {
-            let children = input.num_children()?;
-            let after = count - k - 1;
-            if children < 0 || children as u64 > after {
-                return Some((k, children, after));
-            }
+
+        /// A `list<struct>` header as parquet's `read_thrift_vec` reads one:
+        /// the element type must be a struct, and the count at most
+        /// `i32::MAX` and at most the bytes left. Returns the count.
+        fn struct_list(&mut self) -> Option<u64> {
+            let (element, count) = self.input.list()?;
+            let left = (self.input.bytes.len() - self.input.at) as u64;
+            (element == 12 && count <= i32::MAX as u64 && count <= left).then_some(count)
         }
-        None
     }
 
-    /// How deep the schema in a `FileMetaData` encoding nests groups (the
-    /// root is 1), counting no further than just past `limit`; `None` when
-    /// the encoding does not parse that far.
-    pub(super) fn schema_depth(footer: &[u8], limit: usize) -> Option<usize> {
-        let mut input = Input {
-            bytes: footer,
-            at: 0,
+    /// The `num_children` of every schema element of a `FileMetaData`
+    /// encoding, in order (0 where it is not set), read as parquet 60 reads
+    /// the footer (`parquet_metadata_from_bytes`) as far as the end of the
+    /// schema: each field parquet knows by its id, whatever type its field
+    /// header gives (a fuzzed footer whose `num_rows` claimed to be a string
+    /// hid a schema from a walk by types; parquet then asked for 5.4 GB).
+    /// `Err(Skim::Unparsed)` when parquet fails before it has read the whole
+    /// schema, so builds none.
+    pub(super) fn schema_children(footer: &[u8]) -> Result<Vec<i64>, Skim> {
+        let mut strict = Strict {
+            input: Input {
+                bytes: footer,
+                at: 0,
+            },
+            refused: None,
         };
+        let children = read_schema(&mut strict);
+        children.ok_or_else(|| strict.refused.map_or(Skim::Unparsed, Skim::Refused))
+    }
+
+    fn read_schema(strict: &mut Strict<'_>) -> Option<Vec<i64>> {
         let mut last = 0;
         loop {
-            let (ty, id) = input.field(last)?;
-            if ty == 0 {
-                return Some(0);
+            let (ty, id) = strict.input.field(last)?;
+            match id {
+                _ if ty == 0 => return None, // no schema: parquet fails
+                1 | 3 => {
+                    strict.input.varint()?;
+                }
+                2 => break,
+                4 => return None, // row groups before the schema: parquet fails
+                5 => {
+                    // list<KeyValue>: key, value.
+                    for _ in 0..strict.struct_list()? {
+                        strict.record(|f| match f {
+                            1 | 2 => Known::Str,
+                            _ => Known::Skip,
+                        })?;
+                    }
+                }
+                6 => strict.known_value(Known::Str, ty)?,
+                7 => {
+                    // list<ColumnOrder>: a union of empty structs, others skipped.
+                    for _ in 0..strict.struct_list()? {
+                        strict.union(|id| {
+                            Some(match id {
+                                1..=3 => Known::Empty,
+                                _ => Known::Skip,
+                            })
+                        })?;
+                    }
+                }
+                _ => strict.value(ty, 64)?,
             }
-            if id == 2 && ty == 9 {
-                break;
-            }
-            input.skip_value(ty, false, 32)?;
             last = id;
         }
-        let (_, count) = input.list()?;
+        let count = strict.struct_list()?;
+        let mut children = Vec::new();
+        for _ in 0..count {
+            let mut n = 0;
+            strict.record_with(
+                |f| match f {
+                    1..=3 | 5..=9 => Known::Int,
+                    4 => Known::Str,
+                    10 => Known::LogicalType,
+                    _ => Known::Skip,
+                },
+                |f, v| {
+                    if f == 5 {
+                        n = v;
+                    }
+                },
+            )?;
+            children.push(n);
+        }
+        Some(children)
+    }
+
+    /// The first schema element whose `num_children` (from
+    /// [`schema_children`]) is negative or more than the elements after it:
+    /// `(index, num_children, elements after it)`. parquet sizes a vector by
+    /// `num_children` before it reads them (2^31 of them asked it for 16 GiB;
+    /// found by the `convert` fuzz target).
+    pub(super) fn oversized_group(children: &[i64]) -> Option<(u64, i64, u64)> {
+        let count = children.len() as u64;
+        children.iter().enumerate().find_map(|(k, &n)| {
+            let after = count - k as u64 - 1;
+            (n < 0 || n as u64 > after).then_some((k as u64, n, after))
+        })
+    }
+
+    /// How deep the schema whose child counts are `children` nests groups
+    /// (the root is 1), counting no further than just past `limit`.
+    pub(super) fn schema_depth(children: &[i64], limit: usize) -> usize {
         let mut open: Vec<i64> = Vec::new();
         let mut depth = 0;
-        for _ in 0..count {
-            let children = input.num_children()?;
+        for &n in children {
             if let Some(parent) = open.last_mut() {
                 *parent -= 1;
             }
-            if children > 0 {
-                open.push(children);
+            if n > 0 {
+                open.push(n);
                 depth = depth.max(open.len());
                 if depth > limit {
-                    return Some(depth);
+                    return depth;
                 }
             } else {
                 while open.last().is_some_and(|&left| left <= 0) {
@@ -1035,7 +1144,7 @@ mod thrift {
                 }
             }
         }
-        Some(depth)
+        depth
     }
 }
 
@@ -1094,13 +1203,18 @@ mod tests {
             let footer_len =
                 u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap());
             let footer = &bytes[bytes.len() - 8 - footer_len as usize..bytes.len() - 8];
+            let children = thrift::schema_children(footer).ok().unwrap();
             assert_eq!(
-                thrift::schema_depth(footer, 1000),
-                Some(depth),
+                thrift::schema_depth(&children, 1000),
+                depth,
                 "{levels} levels"
             );
         }
-        assert_eq!(thrift::schema_depth(&[0x19, 0x1C], 10), None); // cut short
+        // cut short
+        assert!(matches!(
+            thrift::schema_children(&[0x19, 0x1C]),
+            Err(thrift::Skim::Unparsed)
+        ));
     }
 
     #[test]
