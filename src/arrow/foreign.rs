@@ -389,7 +389,7 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
     let children = match thrift::schema_children(&footer) {
         Ok(children) => children,
         Err(thrift::Skim::Refused(message)) => {
-            return Err(decode_error(file, "Parquet footer", message))
+            return Err(decode_error(file, "Parquet footer", message));
         }
         // parquet fails before it builds a schema, and says why.
         Err(thrift::Skim::Unparsed) => return Ok(()),

@@ -39,6 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod aligned;
 mod batch_io;
 mod buffers;
 mod error;

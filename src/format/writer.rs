@@ -1,6 +1,7 @@
 //! [`Writer`]: writes a `.lodt` file batch by batch, never seeking back.
 
 use super::LodtFile;
+use super::aligned::AlignedWriter;
 use super::error::{FormatError, Result};
 use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, BufferJson, FileHeader, FileMetaJson, FooterHeader,
@@ -14,7 +15,7 @@ use crate::buffer::Buffer;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
@@ -100,7 +101,7 @@ pub struct FileSink {
 #[derive(Debug)]
 enum Out {
     /// A new file; `None` once committed.
-    New(Option<BufWriter<AtomicFile>>),
+    New(Option<AlignedWriter<AtomicFile>>),
     /// Appending in place.
     Append(Append),
 }
@@ -110,7 +111,7 @@ enum Out {
 struct Append {
     /// The file, a duplicate of the lock's descriptor; `None` once committed
     /// or rolled back.
-    file: Option<BufWriter<File>>,
+    file: Option<AlignedWriter<File>>,
     /// The file's writer lock, held until the append is committed or rolled back.
     lock: Option<WriterLock>,
     path: PathBuf,
@@ -130,7 +131,7 @@ impl Append {
             return Ok(());
         };
         // Discard what is still buffered: it must not reach the file.
-        let (mut file, _) = buffered.into_parts();
+        let mut file = buffered.into_inner_discarding();
         let old_len = self.footer_offset + self.old_footer.len() as u64;
         // Cut first: it frees space, which a full disk needs.
         file.set_len(old_len)?;
@@ -161,7 +162,7 @@ impl Append {
         }
     }
 
-    fn out(&mut self) -> std::io::Result<&mut BufWriter<File>> {
+    fn out(&mut self) -> std::io::Result<&mut AlignedWriter<File>> {
         self.file.as_mut().ok_or_else(|| {
             std::io::Error::other(format!(
                 "the append to {} is over (committed or rolled back)",
@@ -241,9 +242,7 @@ impl FileSink {
                     .take()
                     .ok_or_else(|| FormatError::io("committing", finished()))?;
                 let ctx = format!("writing {}", w.get_ref().temp_path().display());
-                let atomic = w
-                    .into_inner()
-                    .map_err(|e| FormatError::io(ctx, e.into_error()))?;
+                let atomic = w.into_inner().map_err(|e| FormatError::io(ctx, e))?;
                 atomic.commit()?;
             }
             Out::Append(_) => {
@@ -359,7 +358,7 @@ impl Writer<FileSink> {
     ) -> Result<Self> {
         let file = AtomicFile::create_with(path, options.fsync)?;
         let sink = FileSink {
-            out: Out::New(Some(BufWriter::with_capacity(1 << 16, file))),
+            out: Out::New(Some(AlignedWriter::new(file, 0))),
             fsync: options.fsync,
         };
         let mut w = Writer::try_new(sink, metadata)?;
@@ -447,7 +446,7 @@ impl Writer<FileSink> {
             .map_err(|e| FormatError::io(ctx(), e))?;
         let sink = FileSink {
             out: Out::Append(Append {
-                file: Some(BufWriter::with_capacity(1 << 16, file)),
+                file: Some(AlignedWriter::new(file, end)),
                 lock: Some(lock),
                 path,
                 footer_offset: end,
