@@ -292,6 +292,21 @@ fn thrift_lists_of_booleans_in_parquet_headers_are_refused() {
         .unwrap();
     expect_decode(err, &path.display().to_string(), "Parquet footer", MESSAGE);
 
+    // A list of booleans where only a walk by field ids finds one: `version`
+    // (field 1) claims to be 7 bytes of binary, which a walk by header types
+    // skips, but parquet reads the 7 as a varint and then skips field 16, a
+    // list of 2^31 - 1 booleans.
+    let footer = [0x18, 0x07, 0xF9, 0xF1, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00];
+    let mut file = b"PAR1".to_vec();
+    file.extend(footer);
+    file.extend((footer.len() as u32).to_le_bytes());
+    file.extend(b"PAR1");
+    let err = match read_parquet_file(&file) {
+        Err(e) => e,
+        Ok(_) => panic!("a footer of a hidden boolean list opened"),
+    };
+    expect_decode(err, "x.parquet", "Parquet footer", MESSAGE);
+
     // The file they were made from reads.
     let good = ParquetReader::open(
         data("tests/data/arrow/batch0.parquet"),

@@ -383,16 +383,13 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
     let mut footer = vec![0u8; footer_len as usize];
     reader.read_exact(&mut footer)?;
     reader.seek(SeekFrom::Start(0))?;
-    if let Err(thrift::Skim::Refused(message)) = thrift::skim_struct(&footer, 0) {
+    let footer = thrift::read_footer(&footer);
+    if let Some(message) = footer.refused {
         return Err(decode_error(file, "Parquet footer", message));
     }
-    let children = match thrift::schema_children(&footer) {
-        Ok(children) => children,
-        Err(thrift::Skim::Refused(message)) => {
-            return Err(decode_error(file, "Parquet footer", message));
-        }
-        // parquet fails before it builds a schema, and says why.
-        Err(thrift::Skim::Unparsed) => return Ok(()),
+    // Without a whole schema parquet fails before it builds one, and says why.
+    let Some(children) = footer.children else {
+        return Ok(());
     };
     if let Some((index, n, after)) = thrift::oversized_group(&children) {
         return Err(decode_error(
@@ -747,7 +744,7 @@ mod thrift {
                     }
                     Some(())
                 }
-                12 => self.fields(depth - 1, 0).map(|_| ()),
+                12 => self.fields(depth - 1),
                 13 => input.skip(16),
                 _ => None,
             }
@@ -791,20 +788,15 @@ mod thrift {
             }
         }
 
-        /// Skims a struct's fields; returns the value of its integer field `wanted`.
-        fn fields(&mut self, depth: usize, wanted: i16) -> Option<Option<i64>> {
-            let mut last = 0;
-            let mut found = None;
+        /// Skims a struct's fields as parquet skips them: each field header
+        /// read as if it followed field 0 (a delta never overflows).
+        fn fields(&mut self, depth: usize) -> Option<()> {
             loop {
-                let (ty, id) = self.input.field(last)?;
-                match (ty, id) {
-                    (0, _) => return Some(found),
-                    (4..=6, id) if id == wanted && wanted != 0 => {
-                        found = Some(self.input.zigzag()?);
-                    }
-                    _ => self.value(ty, depth)?,
+                let (ty, _) = self.input.field(0)?;
+                if ty == 0 {
+                    return Some(());
                 }
-                last = id;
+                self.value(ty, depth)?;
             }
         }
     }
@@ -883,21 +875,6 @@ mod thrift {
         }
     }
 
-    /// Skims the struct that starts `bytes` as parquet skims it (64 levels
-    /// deep at most, parquet's limit) and returns its length in bytes and the
-    /// value of its integer field `wanted` (0 for none). Refuses a struct
-    /// holding a list, set or map of booleans.
-    pub(super) fn skim_struct(bytes: &[u8], wanted: i16) -> Result<(usize, Option<i64>), Skim> {
-        let mut strict = Strict {
-            input: Input { bytes, at: 0 },
-            refused: None,
-        };
-        match strict.fields(64, wanted) {
-            Some(found) => Ok((strict.input.at, found)),
-            None => Err(strict.refused.map_or(Skim::Unparsed, Skim::Refused)),
-        }
-    }
-
     /// A field of a struct parquet knows, as parquet reads it: by its id,
     /// whatever type its field header gives.
     #[derive(Clone, Copy)]
@@ -909,19 +886,146 @@ mod thrift {
         Bool,
         /// An `i8`: one byte.
         Byte,
+        /// A double: eight bytes.
+        Double,
         /// A string: a varint length, then that many bytes of UTF-8.
         Str,
+        /// Binary: a varint length, then that many bytes.
+        Bin,
         /// A struct with no fields: one zero byte.
         Empty,
-        /// A `LogicalType` (a union).
-        LogicalType,
-        /// A `TimeUnit` (a union of empty structs, ids 1 to 3).
-        TimeUnit,
+        /// A list whose header must give element type `.0` (parquet's
+        /// `validate_list_type`), of elements of kind `.1`.
+        List(u8, &'static Known),
         /// A struct whose fields the function names.
         Fields(fn(i16) -> Known),
+        /// A union whose variants the function names (`None`: parquet fails).
+        Union(fn(i16) -> Option<Known>),
         /// An unknown field: skipped by the type its header gives.
         Skip,
     }
+
+    /// Thrift compact element types, as a list header gives them.
+    const I32: u8 = 5;
+    const I64: u8 = 6;
+    const STRUCT: u8 = 12;
+
+    const INT: Known = Known::Int;
+    const KEY_VALUE: Known = Known::Fields(|f| match f {
+        1 | 2 => Known::Str,
+        _ => Known::Skip,
+    });
+    /// `ColumnOrder`: a union of empty structs; an unknown variant is skipped.
+    const COLUMN_ORDER: Known = Known::Union(|id| {
+        Some(match id {
+            1..=3 => Known::Empty,
+            _ => Known::Skip,
+        })
+    });
+    const TIME_UNIT: Known = Known::Union(|id| (1..=3).contains(&id).then_some(Known::Empty));
+    const LOGICAL_TYPE: Known = Known::Union(|id| {
+        Some(match id {
+            1..=4 | 6 | 11..=15 | 19 => Known::Empty,
+            // DecimalType: scale, precision.
+            5 => Known::Fields(|f| match f {
+                1 | 2 => Known::Int,
+                _ => Known::Skip,
+            }),
+            // TimeType and TimestampType: isAdjustedToUTC, unit.
+            7 | 8 => Known::Fields(|f| match f {
+                1 => Known::Bool,
+                2 => TIME_UNIT,
+                _ => Known::Skip,
+            }),
+            // IntType: bitWidth, isSigned.
+            10 => Known::Fields(|f| match f {
+                1 => Known::Byte,
+                2 => Known::Bool,
+                _ => Known::Skip,
+            }),
+            // VariantType: specification_version.
+            16 => Known::Fields(|f| match f {
+                1 => Known::Byte,
+                _ => Known::Skip,
+            }),
+            // GeometryType: crs.
+            17 => Known::Fields(|f| match f {
+                1 => Known::Str,
+                _ => Known::Skip,
+            }),
+            // GeographyType: crs, algorithm.
+            18 => Known::Fields(|f| match f {
+                1 => Known::Str,
+                2 => Known::Int,
+                _ => Known::Skip,
+            }),
+            _ => Known::Skip,
+        })
+    });
+    /// `SchemaElement` (its `num_children`, field 5, is read apart).
+    fn schema_element(f: i16) -> Known {
+        match f {
+            1..=3 | 5..=9 => Known::Int,
+            4 => Known::Str,
+            10 => LOGICAL_TYPE,
+            _ => Known::Skip,
+        }
+    }
+    const STATISTICS: Known = Known::Fields(|f| match f {
+        1 | 2 | 5 | 6 => Known::Bin,
+        3 | 4 | 9 => Known::Int,
+        7 | 8 => Known::Bool,
+        _ => Known::Skip,
+    });
+    const PAGE_ENCODING_STATS: Known = Known::Fields(|f| match f {
+        1..=3 => Known::Int,
+        _ => Known::Skip,
+    });
+    const SIZE_STATISTICS: Known = Known::Fields(|f| match f {
+        1 => Known::Int,
+        2 | 3 => Known::List(I64, &INT),
+        _ => Known::Skip,
+    });
+    const GEOSPATIAL_STATISTICS: Known = Known::Fields(|f| match f {
+        // BoundingBox: eight doubles.
+        1 => Known::Fields(|f| match f {
+            1..=8 => Known::Double,
+            _ => Known::Skip,
+        }),
+        2 => Known::List(I32, &INT),
+        _ => Known::Skip,
+    });
+    /// `ColumnMetaData`, as parquet's `read_column_metadata` reads it
+    /// (`path_in_schema` and `key_value_metadata` are skipped by type).
+    const COLUMN_META_DATA: Known = Known::Fields(|f| match f {
+        1 | 4..=7 | 9..=11 | 14 | 15 => Known::Int,
+        2 => Known::List(I32, &INT),
+        12 => STATISTICS,
+        13 => Known::List(STRUCT, &PAGE_ENCODING_STATS),
+        16 => SIZE_STATISTICS,
+        17 => GEOSPATIAL_STATISTICS,
+        _ => Known::Skip,
+    });
+    /// `ColumnChunk`, as parquet's `read_column_chunk` reads it (built
+    /// without encryption, it skips fields 8 and 9 by type).
+    const COLUMN_CHUNK: Known = Known::Fields(|f| match f {
+        1 => Known::Str,
+        2 | 4..=7 => Known::Int,
+        3 => COLUMN_META_DATA,
+        _ => Known::Skip,
+    });
+    const SORTING_COLUMN: Known = Known::Fields(|f| match f {
+        1 => Known::Int,
+        2 | 3 => Known::Bool,
+        _ => Known::Skip,
+    });
+    /// `RowGroup`, as parquet's `read_row_group` reads it.
+    const ROW_GROUP: Known = Known::Fields(|f| match f {
+        1 => Known::List(STRUCT, &COLUMN_CHUNK),
+        2 | 3 | 5 | 7 => Known::Int,
+        4 => Known::List(STRUCT, &SORTING_COLUMN),
+        _ => Known::Skip,
+    });
 
     impl Strict<'_> {
         /// One value of kind `known` whose field header gave type `ty`.
@@ -931,66 +1035,29 @@ mod thrift {
                 Known::Int => input.varint().map(|_| ()),
                 Known::Bool => matches!(ty, 1 | 2).then_some(()),
                 Known::Byte => input.skip(1),
-                Known::Str => {
+                Known::Double => input.skip(8),
+                Known::Str | Known::Bin => {
                     let n = input.varint()?;
                     let start = input.at;
                     input.skip(n)?;
-                    std::str::from_utf8(&input.bytes[start..input.at])
-                        .ok()
-                        .map(|_| ())
+                    let utf8 = std::str::from_utf8(&input.bytes[start..input.at]).is_ok();
+                    (utf8 || matches!(known, Known::Bin)).then_some(())
                 }
                 Known::Empty => (input.byte()? == 0).then_some(()),
-                Known::LogicalType => self.union(|id| {
-                    Some(match id {
-                        1..=4 | 6 | 11..=15 | 19 => Known::Empty,
-                        // DecimalType: scale, precision.
-                        5 => Known::Fields(|f| match f {
-                            1 | 2 => Known::Int,
-                            _ => Known::Skip,
-                        }),
-                        // TimeType and TimestampType: isAdjustedToUTC, unit.
-                        7 | 8 => Known::Fields(|f| match f {
-                            1 => Known::Bool,
-                            2 => Known::TimeUnit,
-                            _ => Known::Skip,
-                        }),
-                        // IntType: bitWidth, isSigned.
-                        10 => Known::Fields(|f| match f {
-                            1 => Known::Byte,
-                            2 => Known::Bool,
-                            _ => Known::Skip,
-                        }),
-                        // VariantType: specification_version.
-                        16 => Known::Fields(|f| match f {
-                            1 => Known::Byte,
-                            _ => Known::Skip,
-                        }),
-                        // GeometryType: crs.
-                        17 => Known::Fields(|f| match f {
-                            1 => Known::Str,
-                            _ => Known::Skip,
-                        }),
-                        // GeographyType: crs, algorithm.
-                        18 => Known::Fields(|f| match f {
-                            1 => Known::Str,
-                            2 => Known::Int,
-                            _ => Known::Skip,
-                        }),
-                        _ => Known::Skip,
-                    })
-                }),
-                Known::TimeUnit => self.union(|id| (1..=3).contains(&id).then_some(Known::Empty)),
-                Known::Fields(kind) => self.record(kind),
+                Known::List(element, kind) => {
+                    for _ in 0..self.list_of(element)? {
+                        self.known_value(*kind, element)?;
+                    }
+                    Some(())
+                }
+                Known::Fields(kind) => self.record_with(kind, |_, _| {}),
+                Known::Union(variant) => self.union(variant),
                 Known::Skip => self.value(ty, 64),
             }
         }
 
-        /// A struct whose fields `kind` knows (the others are skipped).
-        fn record(&mut self, kind: impl Fn(i16) -> Known) -> Option<()> {
-            self.record_with(kind, |_, _| {})
-        }
-
-        /// [`Self::record`], handing each `Int` field to `int` after it is read.
+        /// A struct whose fields `kind` knows (the others are skipped),
+        /// handing each `Int` field to `int` after it is read.
         fn record_with(
             &mut self,
             kind: impl Fn(i16) -> Known,
@@ -1012,7 +1079,7 @@ mod thrift {
 
         /// A union: exactly one field, then the end. `variant` gives the
         /// kind of a variant by its id, `None` for one parquet fails on.
-        fn union(&mut self, variant: impl Fn(i16) -> Option<Known>) -> Option<()> {
+        fn union(&mut self, variant: fn(i16) -> Option<Known>) -> Option<()> {
             let (ty, id) = self.input.field(0)?;
             if ty == 0 {
                 return None;
@@ -1022,25 +1089,44 @@ mod thrift {
             (ty == 0).then_some(())
         }
 
-        /// A `list<struct>` header as parquet's `read_thrift_vec` reads one:
-        /// the element type must be a struct, and the count at most
-        /// `i32::MAX` and at most the bytes left. Returns the count.
-        fn struct_list(&mut self) -> Option<u64> {
-            let (element, count) = self.input.list()?;
+        /// A list header as parquet reads it where it expects elements of
+        /// type `element` (`validate_list_type`: an empty list written as a
+        /// 0 byte counts as a list of bytes): its count, at most `i32::MAX`
+        /// and at most the bytes left (parquet fails on the bytes running
+        /// out, or before, as every element takes a byte at least).
+        fn list_of(&mut self, element: u8) -> Option<u64> {
+            let (found, count) = match self.input.list()? {
+                (0, 0) => (3, 0),
+                (1 | 2, count) => (2, count),
+                other => other,
+            };
             let left = (self.input.bytes.len() - self.input.at) as u64;
-            (element == 12 && count <= i32::MAX as u64 && count <= left).then_some(count)
+            let expected = if element == 1 { 2 } else { element };
+            (found == expected && count <= i32::MAX as u64 && count <= left).then_some(count)
         }
     }
 
-    /// The `num_children` of every schema element of a `FileMetaData`
-    /// encoding, in order (0 where it is not set), read as parquet 60 reads
-    /// the footer (`parquet_metadata_from_bytes`) as far as the end of the
-    /// schema: each field parquet knows by its id, whatever type its field
-    /// header gives (a fuzzed footer whose `num_rows` claimed to be a string
-    /// hid a schema from a walk by types; parquet then asked for 5.4 GB).
-    /// `Err(Skim::Unparsed)` when parquet fails before it has read the whole
-    /// schema, so builds none.
-    pub(super) fn schema_children(footer: &[u8]) -> Result<Vec<i64>, Skim> {
+    /// What lodt checks of a Parquet footer, read as parquet 60 reads a
+    /// `FileMetaData` (`parquet_metadata_from_bytes`): each field parquet
+    /// knows by its id, whatever type its field header gives, the others
+    /// skipped by their type (and a list, set or map of booleans among
+    /// those refused). A fuzzed footer whose `num_rows` claimed to be a
+    /// string hid a schema from a walk by header types, where parquet read
+    /// one that asked for 5.4 GB.
+    pub(super) struct Footer {
+        /// The `num_children` of every element of the schema parquet builds
+        /// (its first), in order (0 where unset); `None` when parquet fails
+        /// before it has read a whole schema.
+        pub children: Option<Vec<i64>>,
+        /// Why lodt refuses the footer, if it does.
+        pub refused: Option<String>,
+        /// Where the `FileMetaData` ends, when it reads to its end.
+        #[cfg_attr(not(test), allow(dead_code))]
+        pub end: Option<usize>,
+    }
+
+    /// Reads `footer` as parquet 60 does (see [`Footer`]).
+    pub(super) fn read_footer(footer: &[u8]) -> Footer {
         let mut strict = Strict {
             input: Input {
                 bytes: footer,
@@ -1048,66 +1134,47 @@ mod thrift {
             },
             refused: None,
         };
-        let children = read_schema(&mut strict);
-        children.ok_or_else(|| strict.refused.map_or(Skim::Unparsed, Skim::Refused))
+        let mut children = None;
+        let end = file_metadata(&mut strict, &mut children).map(|()| strict.input.at);
+        Footer {
+            children,
+            refused: strict.refused,
+            end,
+        }
     }
 
-    fn read_schema(strict: &mut Strict<'_>) -> Option<Vec<i64>> {
+    /// `FileMetaData`; `None` where parquet fails (or lodt refuses).
+    fn file_metadata(strict: &mut Strict<'_>, schema: &mut Option<Vec<i64>>) -> Option<()> {
         let mut last = 0;
         loop {
             let (ty, id) = strict.input.field(last)?;
             match id {
-                _ if ty == 0 => return None, // no schema: parquet fails
-                1 | 3 => {
-                    strict.input.varint()?;
-                }
-                2 => break,
-                4 => return None, // row groups before the schema: parquet fails
-                5 => {
-                    // list<KeyValue>: key, value.
-                    for _ in 0..strict.struct_list()? {
-                        strict.record(|f| match f {
-                            1 | 2 => Known::Str,
-                            _ => Known::Skip,
+                _ if ty == 0 => return Some(()),
+                // The first schema; parquet skips any later one by its type.
+                2 if schema.is_none() => {
+                    let mut children = Vec::new();
+                    for _ in 0..strict.list_of(STRUCT)? {
+                        let mut n = 0;
+                        strict.record_with(schema_element, |f, v| {
+                            if f == 5 {
+                                n = v;
+                            }
                         })?;
+                        children.push(n);
                     }
+                    *schema = Some(children);
                 }
+                // Row groups before the schema: parquet fails.
+                4 if schema.is_none() => return None,
+                1 | 3 => strict.known_value(Known::Int, ty)?,
+                4 => strict.known_value(Known::List(STRUCT, &ROW_GROUP), ty)?,
+                5 => strict.known_value(Known::List(STRUCT, &KEY_VALUE), ty)?,
                 6 => strict.known_value(Known::Str, ty)?,
-                7 => {
-                    // list<ColumnOrder>: a union of empty structs, others skipped.
-                    for _ in 0..strict.struct_list()? {
-                        strict.union(|id| {
-                            Some(match id {
-                                1..=3 => Known::Empty,
-                                _ => Known::Skip,
-                            })
-                        })?;
-                    }
-                }
+                7 => strict.known_value(Known::List(STRUCT, &COLUMN_ORDER), ty)?,
                 _ => strict.value(ty, 64)?,
             }
             last = id;
         }
-        let count = strict.struct_list()?;
-        let mut children = Vec::new();
-        for _ in 0..count {
-            let mut n = 0;
-            strict.record_with(
-                |f| match f {
-                    1..=3 | 5..=9 => Known::Int,
-                    4 => Known::Str,
-                    10 => Known::LogicalType,
-                    _ => Known::Skip,
-                },
-                |f, v| {
-                    if f == 5 {
-                        n = v;
-                    }
-                },
-            )?;
-            children.push(n);
-        }
-        Some(children)
     }
 
     /// The first schema element whose `num_children` (from
@@ -1203,7 +1270,9 @@ mod tests {
             let footer_len =
                 u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap());
             let footer = &bytes[bytes.len() - 8 - footer_len as usize..bytes.len() - 8];
-            let children = thrift::schema_children(footer).ok().unwrap();
+            let read = thrift::read_footer(footer);
+            assert_eq!(read.end, Some(footer.len()));
+            let children = read.children.unwrap();
             assert_eq!(
                 thrift::schema_depth(&children, 1000),
                 depth,
@@ -1211,10 +1280,37 @@ mod tests {
             );
         }
         // cut short
-        assert!(matches!(
-            thrift::schema_children(&[0x19, 0x1C]),
-            Err(thrift::Skim::Unparsed)
-        ));
+        assert!(thrift::read_footer(&[0x19, 0x1C]).children.is_none());
+    }
+
+    /// The footer of a Parquet file (between the data and the last 8 bytes).
+    #[cfg(feature = "parquet")]
+    fn parquet_footer(bytes: &[u8]) -> &[u8] {
+        let n = bytes.len();
+        let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+        &bytes[n - 8 - len..n - 8]
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn the_footer_walk_reads_real_footers_to_their_last_byte() {
+        // Written by pyarrow (statistics, key-value metadata, logical types,
+        // encoding stats, size statistics) and by lodt.
+        for name in [
+            "arrow/batch0.parquet",
+            "arrow/batch1.parquet",
+            "max_ratio_zstd.parquet",
+            "max_ratio_snappy.parquet",
+            "max_ratio_lz4.parquet",
+        ] {
+            let bytes =
+                std::fs::read(format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+            let footer = parquet_footer(&bytes);
+            let read = thrift::read_footer(footer);
+            assert_eq!(read.refused, None, "{name}");
+            assert_eq!(read.end, Some(footer.len()), "{name}");
+            assert!(read.children.unwrap().len() > 1, "{name}");
+        }
     }
 
     #[test]
