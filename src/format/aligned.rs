@@ -42,7 +42,8 @@ impl<F: Write> AlignedWriter<F> {
     pub(super) fn new(inner: F, start: u64) -> Self {
         Self {
             inner,
-            buf: Vec::with_capacity(CAPACITY + ALIGN),
+            // At most CAPACITY before a write, which adds less than 2 * ALIGN.
+            buf: Vec::with_capacity(CAPACITY + 2 * ALIGN),
             pos: start,
         }
     }
