@@ -361,9 +361,12 @@ pub(crate) const MAX_PARQUET_SCHEMA_DEPTH: usize = 128;
 
 /// Checks, before parquet decodes the footer, that the schema it holds does
 /// not nest groups deeper than [`MAX_PARQUET_SCHEMA_DEPTH`]. Reads the footer
-/// (the file's last 8 bytes give its length) and skims its Thrift encoding
-/// for the schema elements' child counts. A footer that does not parse is
-/// left to parquet, which reports it (before building any tree).
+/// (the file's last 8 bytes give its length) and reads its Thrift encoding as
+/// parquet does ([`thrift::read_footer`]) for the schema elements' child
+/// counts, refusing a group claiming more children than follow it and a list
+/// of booleans parquet would skip. A footer parquet fails on before it has a
+/// whole schema is left to parquet, which reports it (before building any
+/// tree).
 #[cfg(feature = "parquet")]
 pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> Result<()> {
     use std::io::{Read, Seek, SeekFrom};
@@ -693,7 +696,7 @@ mod thrift {
         }
     }
 
-    /// Why [`skim_struct`] stopped.
+    /// Why a walk of a page header stopped.
     pub(super) enum Skim {
         /// The bytes end before the struct does, or do not parse.
         Unparsed,
@@ -1178,7 +1181,7 @@ mod thrift {
     }
 
     /// The first schema element whose `num_children` (from
-    /// [`schema_children`]) is negative or more than the elements after it:
+    /// [`read_footer`]) is negative or more than the elements after it:
     /// `(index, num_children, elements after it)`. parquet sizes a vector by
     /// `num_children` before it reads them (2^31 of them asked it for 16 GiB;
     /// found by the `convert` fuzz target).
