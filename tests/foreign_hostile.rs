@@ -287,9 +287,7 @@ fn thrift_lists_of_booleans_in_parquet_headers_are_refused() {
     );
 
     let path = data("tests/data/repro/bool_list_footer.parquet");
-    let err = ParquetReader::open(&path, &ArrowOptions::default())
-        .err()
-        .unwrap();
+    let err = open_err(&path);
     expect_decode(err, &path.display().to_string(), "Parquet footer", MESSAGE);
 
     // A list of booleans where only a walk by field ids finds one: `version`
@@ -297,10 +295,7 @@ fn thrift_lists_of_booleans_in_parquet_headers_are_refused() {
     // skips, but parquet reads the 7 as a varint and then skips field 16, a
     // list of 2^31 - 1 booleans.
     let footer = [0x18, 0x07, 0xF9, 0xF1, 0xFF, 0xFF, 0xFF, 0xFF, 0x07, 0x00];
-    let mut file = b"PAR1".to_vec();
-    file.extend(footer);
-    file.extend((footer.len() as u32).to_le_bytes());
-    file.extend(b"PAR1");
+    let file = parquet_of_footer(&footer);
     let err = match read_parquet_file(&file) {
         Err(e) => e,
         Ok(_) => panic!("a footer of a hidden boolean list opened"),
@@ -354,9 +349,7 @@ fn a_page_header_running_past_the_end_of_the_file_is_an_error() {
 #[test]
 fn a_schema_group_with_more_children_than_the_schema_holds_is_refused() {
     let path = data("tests/data/repro/huge_num_children.parquet");
-    let err = ParquetReader::open(&path, &ArrowOptions::default())
-        .err()
-        .unwrap();
+    let err = open_err(&path);
     match &err {
         Error::Decode {
             file,
@@ -382,9 +375,7 @@ fn a_schema_group_with_more_children_than_the_schema_holds_is_refused() {
 #[test]
 fn a_schema_behind_a_mistyped_field_is_checked_as_parquet_reads_it() {
     let path = data("tests/data/repro/schema_behind_mistyped_field.parquet");
-    let err = ParquetReader::open(&path, &ArrowOptions::default())
-        .err()
-        .unwrap();
+    let err = open_err(&path);
     expect_decode(
         err,
         &path.display().to_string(),
@@ -403,10 +394,7 @@ fn a_schema_behind_a_mistyped_field_is_checked_as_parquet_reads_it() {
     ]);
     footer.extend([0x15, 0x02, 0x25, 0x00, 0x18, 0x01, b'x', 0x00]); // INT32 "x"
     footer.extend([0x16, 0x00, 0x19, 0x0C, 0x00]); // 3: num_rows 0, 4: no row groups
-    let mut file = b"PAR1".to_vec();
-    file.extend(&footer);
-    file.extend((footer.len() as u32).to_le_bytes());
-    file.extend(b"PAR1");
+    let file = parquet_of_footer(&footer);
     let err = match read_parquet_file(&file) {
         Err(e) => e,
         Ok(_) => panic!("a group of 2^28 children opened"),
@@ -417,6 +405,23 @@ fn a_schema_behind_a_mistyped_field_is_checked_as_parquet_reads_it() {
         "Parquet footer",
         "schema element 1 has 268435456 children, and 1 elements follow it",
     );
+}
+
+/// A Parquet file of no data pages: the magic, `footer`, its length, the magic.
+fn parquet_of_footer(footer: &[u8]) -> Vec<u8> {
+    let mut file = b"PAR1".to_vec();
+    file.extend(footer);
+    file.extend((footer.len() as u32).to_le_bytes());
+    file.extend(b"PAR1");
+    file
+}
+
+/// The error opening the Parquet file at `path` gives.
+fn open_err(path: &std::path::Path) -> Error {
+    match ParquetReader::open(path, &ArrowOptions::default()) {
+        Err(e) => e,
+        Ok(_) => panic!("{} opened", path.display()),
+    }
 }
 
 fn nested_schema_parquet(groups: usize) -> Vec<u8> {
@@ -437,11 +442,7 @@ fn nested_schema_parquet(groups: usize) -> Vec<u8> {
     }
     footer.extend([0x15, 0x02, 0x25, 0x00, 0x18, 0x01, b'x', 0x00]); // INT32, REQUIRED, "x"
     footer.extend([0x16, 0x00, 0x19, 0x0C, 0x00]); // 3: num_rows 0, 4: no row groups
-    let mut file = b"PAR1".to_vec();
-    file.extend(&footer);
-    file.extend((footer.len() as u32).to_le_bytes());
-    file.extend(b"PAR1");
-    file
+    parquet_of_footer(&footer)
 }
 
 #[test]
