@@ -763,34 +763,6 @@ mod thrift {
             Some(())
         }
 
-        /// Reads a struct as parquet reads one it knows: the fields `ints`
-        /// as varints and `bools` as booleans (no bytes; parquet refuses one
-        /// of another type, and so does this), whatever their encoded type,
-        /// the others skimmed. Returns the value of field `wanted`.
-        fn known(&mut self, ints: &[i16], bools: &[i16], wanted: i16) -> Option<Option<i64>> {
-            let mut last = 0;
-            let mut found = None;
-            loop {
-                let (ty, id) = self.input.field(last)?;
-                if ty == 0 {
-                    return Some(found);
-                }
-                if ints.contains(&id) {
-                    let v = self.input.zigzag_i32()?;
-                    if id == wanted {
-                        found = Some(v);
-                    }
-                } else if bools.contains(&id) {
-                    if !matches!(ty, 1 | 2) {
-                        return None;
-                    }
-                } else {
-                    self.value(ty, 63)?;
-                }
-                last = id;
-            }
-        }
-
         /// Skims a struct's fields as parquet skips them: each field header
         /// read as if it followed field 0 (a delta never overflows).
         fn fields(&mut self, depth: usize) -> Option<()> {
@@ -853,17 +825,21 @@ mod thrift {
                     .map(|v| header.uncompressed_page_size = Some(v)),
                 4 => strict.input.zigzag_i32().map(|_| ()),
                 // DataPageHeader: num_values, encoding, two level encodings.
-                5 => strict
-                    .known(&[1, 2, 3, 4], &[], 2)
-                    .map(|v| header.encoding = v),
+                5 => strict.known_int(|f| (1..=4).contains(&f), |_| false, 2, &mut header.encoding),
                 // DictionaryPageHeader: num_values, encoding, is_sorted.
-                7 => strict
-                    .known(&[1, 2], &[3], 1)
-                    .map(|v| header.dictionary_values = v),
+                7 => strict.known_int(
+                    |f| (1..=2).contains(&f),
+                    |f| f == 3,
+                    1,
+                    &mut header.dictionary_values,
+                ),
                 // DataPageHeaderV2: five counts and lengths, encoding, is_compressed.
-                8 => strict
-                    .known(&[1, 2, 3, 4, 5, 6], &[7], 4)
-                    .map(|v| header.encoding = v),
+                8 => strict.known_int(
+                    |f| (1..=6).contains(&f),
+                    |f| f == 7,
+                    4,
+                    &mut header.encoding,
+                ),
                 _ => strict.value(ty, 64),
             };
             if read.is_none() {
@@ -1078,6 +1054,35 @@ mod thrift {
                 }
                 last = id;
             }
+        }
+
+        /// A struct parquet knows whose fields `int` are integers and `bool`
+        /// booleans (the others skipped); sets `found` to its integer field
+        /// `wanted` (`None` when absent).
+        fn known_int(
+            &mut self,
+            int: impl Fn(i16) -> bool,
+            bool: impl Fn(i16) -> bool,
+            wanted: i16,
+            found: &mut Option<i64>,
+        ) -> Option<()> {
+            *found = None;
+            self.record_with(
+                |f| {
+                    if int(f) {
+                        Known::Int
+                    } else if bool(f) {
+                        Known::Bool
+                    } else {
+                        Known::Skip
+                    }
+                },
+                |f, v| {
+                    if f == wanted {
+                        *found = Some(v);
+                    }
+                },
+            )
         }
 
         /// A union: exactly one field, then the end. `variant` gives the

@@ -6,7 +6,7 @@
 //! bytes written in aligned runs. A `.lodt` batch is a few small pieces
 //! (header, metadata, padding, checksum table) around large buffers, so a
 //! plain `BufWriter` issues writes of any length at any offset. Measured on
-//! the 519 MiB benchmark file (README, "Write"), the writer's own call
+//! the 529 MiB benchmark file (README, "Write"), the writer's own call
 //! boundaries cost 139 ms where 1 MiB calls cost 116 ms; the same
 //! boundaries rounded to 64 KiB cost 120 ms.
 //!
