@@ -342,6 +342,34 @@ fn a_page_header_running_past_the_end_of_the_file_is_an_error() {
     }
 }
 
+/// Found by the `parquet_reader` fuzz target (a contained panic): parquet
+/// unwraps the header a data page's type names (`PageMetadata::try_from`).
+/// The file is `dict_page_missing.parquet` with the field id of its data
+/// page's `data_page_header` (5) changed to one parquet does not know (15),
+/// so the page claims type `DATA_PAGE` and has no such header.
+#[test]
+fn a_data_page_without_its_header_is_refused() {
+    let mut bytes = std::fs::read(data("tests/data/repro/dict_page_missing.parquet")).unwrap();
+    // The page header at byte 93: type 0, two sizes, then field 5 (a struct
+    // two ids on: 0x2c). 0xcc is a struct twelve ids on: field 15.
+    assert_eq!(&bytes[93..100], &[0x15, 0x00, 0x15, 0x32, 0x15, 0x36, 0x2c]);
+    bytes[99] = 0xcc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no_data_page_header.parquet");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = ParquetReader::open(&path, &ArrowOptions::default())
+        .unwrap()
+        .next()
+        .expect("a first batch")
+        .unwrap_err();
+    expect_decode(
+        err,
+        &path.display().to_string(),
+        "row group 0 column \"words.list.element.list.element\"",
+        "the page header at byte 93: a data page without its data_page_header",
+    );
+}
+
 /// Found by the `convert` fuzz target (an OOM): parquet sizes a vector by a
 /// schema element's `num_children` before reading them, so a count of about
 /// 425 million asked for 3.4 GB. lodt checks each count against the schema

@@ -484,12 +484,24 @@ pub(crate) fn check_parquet_page_headers(
             let Some((header_len, header)) = header else {
                 break;
             };
+            // parquet reads a data page's header by its type, and unwraps it
+            // (`PageMetadata::try_from`: it panics when the header is absent).
+            let data_page = match header.page_type {
+                Some(0) => Some(("data_page_header", header.data_page)),
+                Some(3) => Some(("data_page_header_v2", header.data_page_v2)),
+                _ => None,
+            };
+            if let Some((name, None)) = data_page {
+                return Err(refuse(pos, format!("a data page without its {name}")));
+            }
             // parquet sets up a column's dictionary decoder when it reads a
             // dictionary page, and panics at a dictionary-encoded data page
             // that comes before any (`Decoder for dict should have been set`).
-            match (header.page_type, header.encoding) {
+            // The encoding is the one in the header the page's type names.
+            let encoding = data_page.and_then(|(_, found)| found.flatten());
+            match (header.page_type, encoding) {
                 (Some(2), _) => dictionary = true,
-                (Some(0 | 3), Some(encoding @ (2 | 8))) if !dictionary => {
+                (Some(_), Some(encoding @ (2 | 8))) if !dictionary => {
                     let name = if encoding == 2 {
                         "PLAIN_DICTIONARY"
                     } else {
@@ -785,8 +797,12 @@ mod thrift {
         pub uncompressed_page_size: Option<i64>,
         /// Field 3, `compressed_page_size`.
         pub compressed_page_size: Option<i64>,
-        /// The values' `encoding` of a data page (v1: field 5.2; v2: field 8.4).
-        pub encoding: Option<i64>,
+        /// Field 5, `data_page_header`, when present: its values'
+        /// `encoding` (field 5.2), when present.
+        pub data_page: Option<Option<i64>>,
+        /// Field 8, `data_page_header_v2`, when present: its values'
+        /// `encoding` (field 8.4), when present.
+        pub data_page_v2: Option<Option<i64>>,
         /// A dictionary page's `num_values` (field 7.1).
         pub dictionary_values: Option<i64>,
     }
@@ -825,7 +841,10 @@ mod thrift {
                     .map(|v| header.uncompressed_page_size = Some(v)),
                 4 => strict.input.zigzag_i32().map(|_| ()),
                 // DataPageHeader: num_values, encoding, two level encodings.
-                5 => strict.known_int(|f| (1..=4).contains(&f), |_| false, 2, &mut header.encoding),
+                5 => {
+                    let found = header.data_page.insert(None);
+                    strict.known_int(|f| (1..=4).contains(&f), |_| false, 2, found)
+                }
                 // DictionaryPageHeader: num_values, encoding, is_sorted.
                 7 => strict.known_int(
                     |f| (1..=2).contains(&f),
@@ -834,12 +853,10 @@ mod thrift {
                     &mut header.dictionary_values,
                 ),
                 // DataPageHeaderV2: five counts and lengths, encoding, is_compressed.
-                8 => strict.known_int(
-                    |f| (1..=6).contains(&f),
-                    |f| f == 7,
-                    4,
-                    &mut header.encoding,
-                ),
+                8 => {
+                    let found = header.data_page_v2.insert(None);
+                    strict.known_int(|f| (1..=6).contains(&f), |f| f == 7, 4, found)
+                }
                 _ => strict.value(ty, 64),
             };
             if read.is_none() {
@@ -1319,6 +1336,32 @@ mod tests {
             assert_eq!(read.end, Some(footer.len()), "{name}");
             assert!(read.children.unwrap().len() > 1, "{name}");
         }
+    }
+
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn a_page_header_keeps_each_data_page_header_apart() {
+        // type 0 (DATA_PAGE), sizes 1 and 1; field 5 (num_values 1, encoding
+        // 8 = RLE_DICTIONARY, level encodings 0); field 8 (num_values 1, no
+        // nulls, 1 row, encoding 0 = PLAIN, level lengths 0).
+        let bytes = [
+            0x15, 0x00, 0x15, 0x02, 0x15, 0x02, //
+            0x2C, 0x15, 0x02, 0x15, 0x10, 0x15, 0x00, 0x15, 0x00, 0x00, //
+            0x3C, 0x15, 0x02, 0x15, 0x00, 0x15, 0x02, 0x15, 0x00, 0x15, 0x00, 0x15, 0x00, 0x00,
+            0x00,
+        ];
+        let (len, header) = thrift::skim_page_header(&bytes).unwrap_or_else(|_| panic!());
+        assert_eq!(len, bytes.len());
+        assert_eq!(header.page_type, Some(0));
+        // parquet decodes a DATA_PAGE by field 5: the check must see
+        // RLE_DICTIONARY there, not field 8's PLAIN.
+        assert_eq!(header.data_page, Some(Some(8)));
+        assert_eq!(header.data_page_v2, Some(Some(0)));
+        // Without field 5 (its header byte turned into field 15's).
+        let mut without = bytes;
+        without[6] = 0xCC;
+        let (_, header) = thrift::skim_page_header(&without).unwrap_or_else(|_| panic!());
+        assert_eq!(header.data_page, None);
     }
 
     #[test]
