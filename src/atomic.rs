@@ -734,6 +734,9 @@ impl Write for AtomicFile {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         self.file.write_all(buf)
     }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.file.write_vectored(bufs)
+    }
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
     }

@@ -7,17 +7,25 @@ mod common;
 use lodt::format::save_batch;
 use lodt::{Batch, Lod, LodTensor, LodtFile};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
-/// Counts the bytes allocated on this thread's watch (tests run one at a time
-/// through `measure`, which holds a lock).
+/// Counts the bytes allocated by each thread (other tests run on other
+/// threads at the same time, and must not count).
 struct Counting;
-static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static ALLOCATED: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count(bytes: usize) {
+    // `try_with`: not during the thread's TLS teardown.
+    let _ = ALLOCATED.try_with(|a| a.set(a.get() + bytes));
+}
 
 // SAFETY: forwards to the system allocator, only counting sizes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        count(layout.size());
         // SAFETY: same layout, forwarded.
         unsafe { System.alloc(layout) }
     }
@@ -26,7 +34,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATED.fetch_add(new_size, Ordering::Relaxed);
+        count(new_size);
         // SAFETY: same arguments, forwarded.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -35,13 +43,11 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+/// The bytes `f` allocates on this thread, and its result.
 fn allocated_by<R>(f: impl FnOnce() -> R) -> (usize, R) {
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let before = ALLOCATED.load(Ordering::Relaxed);
+    let before = ALLOCATED.with(Cell::get);
     let r = f();
-    (ALLOCATED.load(Ordering::Relaxed) - before, r)
+    (ALLOCATED.with(Cell::get) - before, r)
 }
 
 use common::seed_tensor;

@@ -1,4 +1,5 @@
-//! A write buffer whose writes start and end on [`ALIGN`]-byte file offsets.
+//! A write queue whose writes start and end on [`ALIGN`]-byte file offsets,
+//! and which holds large buffers by reference instead of copying them.
 //!
 //! The kernel's buffered write path caches a file in folios (runs of pages)
 //! no larger than a write's alignment allows: writes that start and end
@@ -10,127 +11,232 @@
 //! boundaries cost 139 ms where 1 MiB calls cost 116 ms; the same
 //! boundaries rounded to 64 KiB cost 120 ms.
 //!
-//! [`AlignedWriter`] copies the head of a large write (up to the next
-//! boundary) into its buffer, writes the buffer, writes the whole aligned
-//! runs of the data directly, and keeps the tail: at most `2 * ALIGN` bytes
-//! of each large write are copied. Small writes are buffered as `BufWriter`
-//! buffers them; the buffer is written out in aligned runs too. Only
-//! [`Write::flush`] (at the end of a file) writes a run that ends off a
-//! boundary.
+//! [`Spool`] queues small pieces by copying them into a buffer of its own,
+//! and large shared [`Buffer`]s by holding a reference (a clone of the
+//! `Arc`), never copying their bytes. [`Spool::write_aligned`] writes the
+//! queue up to its last boundary with vectored writes (one system call for a
+//! batch of a few buffers) and keeps the rest, a reference to the tail of a
+//! buffer included; [`Spool::write_all`] (at the end of a file) writes what
+//! is left, the one run that may end off a boundary.
 
-use std::io::Write;
+use crate::buffer::Buffer;
+use std::collections::VecDeque;
+use std::io::{IoSlice, Write};
 
 /// The file-offset alignment of every write but the last, in bytes.
 pub(super) const ALIGN: usize = 64 << 10;
 
-/// The buffer's size: once it holds this much, its aligned part is written.
-const CAPACITY: usize = 4 * ALIGN;
+/// Shared buffers of at least this many bytes are held, not copied: below,
+/// a copy costs less than the extra segment of a vectored write.
+pub(super) const SHARE_MIN: usize = 8 << 10;
 
-/// Buffers writes to `F` so that each write to it starts and ends on an
-/// [`ALIGN`]-byte offset of the file (the first may start off one: the file
-/// offset the writer starts at is `start`).
+/// The most segments given to one vectored write (Linux's `IOV_MAX`; std
+/// passes at most that many anyway).
+const MAX_SEGMENTS: usize = 1024;
+
+/// A queued piece: bytes the spool owns (from `.1` on), or a shared buffer.
 #[derive(Debug)]
-pub(super) struct AlignedWriter<F: Write> {
-    inner: F,
-    buf: Vec<u8>,
-    /// The file offset of `buf[0]`.
-    pos: u64,
+enum Piece {
+    Owned(Vec<u8>, usize),
+    Shared(Buffer),
 }
 
-impl<F: Write> AlignedWriter<F> {
-    /// A writer whose first byte lands at file offset `start`.
-    pub(super) fn new(inner: F, start: u64) -> Self {
+impl Piece {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Owned(v, from) => &v[*from..],
+            Piece::Shared(b) => b.as_slice(),
+        }
+    }
+}
+
+/// Bytes queued for a file, written in runs that start and end on
+/// [`ALIGN`]-byte file offsets (the first may start off one: the file offset
+/// the spool starts at is `start`).
+///
+/// Nothing reaches the file until [`Spool::write_aligned`] or
+/// [`Spool::write_all`]; dropping the spool drops what is queued.
+#[derive(Debug)]
+pub(super) struct Spool {
+    pieces: VecDeque<Piece>,
+    /// Small pieces copied since the last shared one.
+    small: Vec<u8>,
+    /// The file offset of the first queued byte.
+    pos: u64,
+    /// Bytes queued, `small` included.
+    queued: usize,
+}
+
+impl Spool {
+    /// A spool whose first byte lands at file offset `start`.
+    pub(super) fn new(start: u64) -> Self {
         Self {
-            inner,
-            // At most CAPACITY before a write, which adds less than 2 * ALIGN.
-            buf: Vec::with_capacity(CAPACITY + 2 * ALIGN),
+            pieces: VecDeque::new(),
+            small: Vec::new(),
             pos: start,
+            queued: 0,
         }
     }
 
-    /// The wrapped file.
-    pub(super) fn get_ref(&self) -> &F {
-        &self.inner
+    /// Queues a copy of `bytes`.
+    pub(super) fn copy(&mut self, bytes: &[u8]) {
+        self.small.extend_from_slice(bytes);
+        self.queued += bytes.len();
     }
 
-    /// The wrapped file, after writing out what is buffered.
-    pub(super) fn into_inner(mut self) -> std::io::Result<F> {
-        self.flush()?;
-        Ok(self.inner)
+    /// Queues `buffer`'s bytes: held by reference from [`SHARE_MIN`] bytes,
+    /// copied below.
+    pub(super) fn share(&mut self, buffer: &Buffer) {
+        if buffer.len() < SHARE_MIN {
+            return self.copy(buffer.as_slice());
+        }
+        self.seal();
+        self.queued += buffer.len();
+        self.pieces.push_back(Piece::Shared(buffer.clone()));
     }
 
-    /// The wrapped file, dropping what is buffered (it never reaches the file).
-    pub(super) fn into_inner_discarding(self) -> F {
-        self.inner
+    /// Moves the small pieces gathered so far into the queue.
+    fn seal(&mut self) {
+        if !self.small.is_empty() {
+            let small = std::mem::take(&mut self.small);
+            self.pieces.push_back(Piece::Owned(small, 0));
+        }
     }
 
-    /// Bytes from the end of the buffer to the next boundary.
-    fn to_boundary(&self) -> usize {
-        let end = self.pos + self.buf.len() as u64;
-        ((ALIGN as u64 - end % ALIGN as u64) % ALIGN as u64) as usize
+    /// Writes the queue up to its last [`ALIGN`]-byte file offset, and keeps
+    /// the rest.
+    pub(super) fn write_aligned(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        let end = self.pos + self.queued as u64;
+        let cut = end - end % ALIGN as u64;
+        let n = cut.saturating_sub(self.pos) as usize;
+        self.write_first(out, n)
     }
 
-    /// Writes the first `n` buffered bytes and keeps the rest.
-    fn write_buffered(&mut self, n: usize) -> std::io::Result<()> {
+    /// Writes everything queued.
+    pub(super) fn write_all(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        self.write_first(out, self.queued)
+    }
+
+    /// Writes the first `n` queued bytes and drops them from the queue.
+    fn write_first(&mut self, out: &mut impl Write, n: usize) -> std::io::Result<()> {
         if n == 0 {
             return Ok(());
         }
-        self.inner.write_all(&self.buf[..n])?;
-        self.buf.drain(..n);
-        self.pos += n as u64;
+        self.seal();
+        let mut left = n;
+        while left > 0 {
+            let written = {
+                let mut segments = Vec::with_capacity(self.pieces.len().min(MAX_SEGMENTS));
+                let mut take = left;
+                for piece in self.pieces.iter().take(MAX_SEGMENTS) {
+                    let bytes = piece.bytes();
+                    let k = bytes.len().min(take);
+                    segments.push(IoSlice::new(&bytes[..k]));
+                    take -= k;
+                    if take == 0 {
+                        break;
+                    }
+                }
+                write_segments(out, &mut segments)?
+            };
+            self.consume(written);
+            left -= written;
+        }
         Ok(())
+    }
+
+    /// Drops the first `n` queued bytes (all in sealed pieces).
+    fn consume(&mut self, mut n: usize) {
+        self.pos += n as u64;
+        self.queued -= n;
+        while n > 0 {
+            let Some(front) = self.pieces.front_mut() else {
+                return;
+            };
+            let len = front.bytes().len();
+            if n >= len {
+                n -= len;
+                if let Some(Piece::Owned(mut v, _)) = self.pieces.pop_front()
+                    && self.small.is_empty()
+                {
+                    // Keep the allocation for the next small pieces.
+                    v.clear();
+                    self.small = v;
+                }
+                continue;
+            }
+            match front {
+                Piece::Owned(_, from) => *from += n,
+                Piece::Shared(b) => {
+                    let rest = b.len();
+                    // In range: n < len == rest.
+                    if let Ok(tail) = b.slice(n..rest) {
+                        *b = tail;
+                    }
+                }
+            }
+            return;
+        }
     }
 }
 
-impl<F: Write> Write for AlignedWriter<F> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.write_all(data).map(|()| data.len())
-    }
-
-    fn write_all(&mut self, mut data: &[u8]) -> std::io::Result<()> {
-        let head = self.to_boundary();
-        if data.len() >= head + ALIGN {
-            // Fill the buffer to a boundary, write it, then every whole
-            // aligned run of `data` directly; the tail is buffered below.
-            self.buf.extend_from_slice(&data[..head]);
-            data = &data[head..];
-            self.write_buffered(self.buf.len())?;
-            let direct = data.len() - data.len() % ALIGN;
-            self.inner.write_all(&data[..direct])?;
-            self.pos += direct as u64;
-            data = &data[direct..];
+/// Writes `segments` whole, a vectored write at a time; returns their length.
+fn write_segments(out: &mut impl Write, segments: &mut [IoSlice<'_>]) -> std::io::Result<usize> {
+    let total = segments.iter().map(|s| s.len()).sum();
+    let mut view = segments;
+    while !view.is_empty() {
+        match out.write_vectored(view) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    "failed to write whole buffer",
+                ));
+            }
+            Ok(k) => IoSlice::advance_slices(&mut view, k),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        self.buf.extend_from_slice(data);
-        if self.buf.len() >= CAPACITY {
-            // Write up to the last boundary inside the buffer.
-            let keep = (self.pos + self.buf.len() as u64) % ALIGN as u64;
-            self.write_buffered(self.buf.len() - keep as usize)?;
-        }
-        Ok(())
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.write_buffered(self.buf.len())?;
-        self.inner.flush()
-    }
+    Ok(total)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Records the offset and length of every write it is given.
-    #[derive(Default)]
+    /// Records the offset and length of every write, and the address of
+    /// every segment, it is given; takes at most `limit` bytes a call.
     struct Calls {
         bytes: Vec<u8>,
         calls: Vec<(usize, usize)>,
+        segments: Vec<*const u8>,
+        limit: usize,
+    }
+
+    impl Calls {
+        fn new(start: usize, limit: usize) -> Self {
+            Calls {
+                bytes: vec![0; start],
+                calls: Vec::new(),
+                segments: Vec::new(),
+                limit,
+            }
+        }
     }
 
     impl Write for Calls {
         fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-            self.calls.push((self.bytes.len(), data.len()));
-            self.bytes.extend_from_slice(data);
-            Ok(data.len())
+            self.write_vectored(&[IoSlice::new(data)])
+        }
+        fn write_vectored(&mut self, data: &[IoSlice<'_>]) -> std::io::Result<usize> {
+            let at = self.bytes.len();
+            for s in data {
+                self.segments.push(s.as_ptr());
+                let room = self.limit - (self.bytes.len() - at);
+                self.bytes.extend_from_slice(&s[..s.len().min(room)]);
+            }
+            self.calls.push((at, self.bytes.len() - at));
+            Ok(self.bytes.len() - at)
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
@@ -139,15 +245,11 @@ mod tests {
 
     #[test]
     fn every_write_but_the_last_starts_and_ends_on_a_boundary() {
-        for start in [0u64, 100, ALIGN as u64 - 1] {
-            let mut w = AlignedWriter::new(
-                Calls {
-                    bytes: vec![0; start as usize],
-                    ..Default::default()
-                },
-                start,
-            );
-            let mut expected = vec![0; start as usize];
+        for start in [0usize, 100, ALIGN - 1] {
+            let mut spool = Spool::new(start as u64);
+            let mut out = Calls::new(start, usize::MAX);
+            let mut expected = vec![0; start];
+            let mut shared = Vec::new();
             // Small and large pieces, as a batch writes them.
             for (i, len) in [200, 64, 527_000, 3, 16_000, 64, 1 << 20, 0, 5, 2 * ALIGN]
                 .into_iter()
@@ -156,24 +258,52 @@ mod tests {
                 .enumerate()
             {
                 let piece: Vec<u8> = (0..len).map(|k| (i * 31 + k) as u8).collect();
-                w.write_all(&piece).unwrap();
                 expected.extend_from_slice(&piece);
+                let buffer = Buffer::from_vec(piece);
+                spool.share(&buffer);
+                if buffer.len() >= SHARE_MIN {
+                    shared.push(buffer);
+                }
+                if i % 3 == 2 {
+                    spool.write_aligned(&mut out).unwrap();
+                }
             }
-            let calls = w.into_inner().unwrap();
-            assert_eq!(calls.bytes, expected, "start {start}");
-            let (last, rest) = calls.calls.split_last().unwrap();
+            spool.write_all(&mut out).unwrap();
+            assert_eq!(out.bytes, expected, "start {start}");
+            let (last, rest) = out.calls.split_last().unwrap();
             for &(offset, len) in rest {
                 assert_eq!((offset + len) % ALIGN, 0, "a write ends off a boundary");
-                assert!(offset == start as usize || offset % ALIGN == 0);
+                assert!(offset == start || offset % ALIGN == 0);
             }
             assert_eq!(last.0 + last.1, expected.len());
+            // Large buffers reach the writer as themselves, not as copies.
+            for b in &shared {
+                assert!(out.segments.contains(&b.as_slice().as_ptr()));
+            }
         }
     }
 
     #[test]
-    fn discarding_drops_what_is_buffered() {
-        let mut w = AlignedWriter::new(Calls::default(), 0);
-        w.write_all(&[7; 10]).unwrap();
-        assert!(w.into_inner_discarding().bytes.is_empty());
+    fn short_writes_are_continued() {
+        let mut spool = Spool::new(0);
+        let mut out = Calls::new(0, 1000);
+        let big = Buffer::from_vec((0..3 * ALIGN + 7).map(|k| k as u8).collect::<Vec<_>>());
+        spool.copy(&[9; 10]);
+        spool.share(&big);
+        spool.write_aligned(&mut out).unwrap();
+        assert_eq!(out.bytes.len(), 3 * ALIGN);
+        spool.write_all(&mut out).unwrap();
+        assert_eq!(&out.bytes[..10], &[9; 10]);
+        assert_eq!(&out.bytes[10..], big.as_slice());
+    }
+
+    #[test]
+    fn nothing_is_written_before_it_is_asked_for() {
+        let mut spool = Spool::new(0);
+        spool.copy(&[7; 10]);
+        spool.share(&Buffer::from_vec(vec![1u8; ALIGN / 2]));
+        let mut out = Calls::new(0, usize::MAX);
+        spool.write_aligned(&mut out).unwrap();
+        assert!(out.bytes.is_empty());
     }
 }

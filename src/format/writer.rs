@@ -1,7 +1,7 @@
 //! [`Writer`]: writes a `.lodt` file batch by batch, never seeking back.
 
 use super::LodtFile;
-use super::aligned::AlignedWriter;
+use super::aligned::Spool;
 use super::error::{FormatError, Result};
 use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, BufferJson, FileHeader, FileMetaJson, FooterHeader,
@@ -101,7 +101,7 @@ pub struct FileSink {
 #[derive(Debug)]
 enum Out {
     /// A new file; `None` once committed.
-    New(Option<AlignedWriter<AtomicFile>>),
+    New(Option<AtomicFile>),
     /// Appending in place.
     Append(Append),
 }
@@ -111,7 +111,7 @@ enum Out {
 struct Append {
     /// The file, a duplicate of the lock's descriptor; `None` once committed
     /// or rolled back.
-    file: Option<AlignedWriter<File>>,
+    file: Option<File>,
     /// The file's writer lock, held until the append is committed or rolled back.
     lock: Option<WriterLock>,
     path: PathBuf,
@@ -127,11 +127,9 @@ impl Append {
     /// old length and writes the old footer back. A no-op once committed or
     /// rolled back.
     fn roll_back(&mut self) -> std::io::Result<()> {
-        let Some(buffered) = self.file.take() else {
+        let Some(mut file) = self.file.take() else {
             return Ok(());
         };
-        // Discard what is still buffered: it must not reach the file.
-        let mut file = buffered.into_inner_discarding();
         let old_len = self.footer_offset + self.old_footer.len() as u64;
         // Cut first: it frees space, which a full disk needs.
         file.set_len(old_len)?;
@@ -162,7 +160,7 @@ impl Append {
         }
     }
 
-    fn out(&mut self) -> std::io::Result<&mut AlignedWriter<File>> {
+    fn out(&mut self) -> std::io::Result<&mut File> {
         self.file.as_mut().ok_or_else(|| {
             std::io::Error::other(format!(
                 "the append to {} is over (committed or rolled back)",
@@ -197,6 +195,15 @@ impl Write for FileSink {
             },
         }
     }
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        match &mut self.out {
+            Out::New(w) => w.as_mut().ok_or_else(finished)?.write_vectored(bufs),
+            Out::Append(a) => match a.out()?.write_vectored(bufs) {
+                Ok(n) => Ok(n),
+                Err(e) => Err(a.fail(e)),
+            },
+        }
+    }
     fn flush(&mut self) -> std::io::Result<()> {
         match &mut self.out {
             Out::New(w) => w.as_mut().ok_or_else(finished)?.flush(),
@@ -211,7 +218,7 @@ impl Write for FileSink {
 impl FileSink {
     fn path(&self) -> PathBuf {
         match &self.out {
-            Out::New(Some(w)) => w.get_ref().path().to_path_buf(),
+            Out::New(Some(w)) => w.path().to_path_buf(),
             Out::New(None) => PathBuf::new(),
             Out::Append(a) => a.path.clone(),
         }
@@ -225,7 +232,7 @@ impl FileSink {
         if let Out::Append(a) = &mut self.out
             && fsync
         {
-            let r = a.out().and_then(|w| w.get_ref().sync_all());
+            let r = a.out().and_then(|w| w.sync_all());
             if let Err(e) = r {
                 return Err(FormatError::io(ctx, a.fail(e)));
             }
@@ -238,11 +245,9 @@ impl FileSink {
     fn commit(&mut self, end: u64) -> Result<()> {
         match &mut self.out {
             Out::New(w) => {
-                let w = w
+                let atomic = w
                     .take()
                     .ok_or_else(|| FormatError::io("committing", finished()))?;
-                let ctx = format!("writing {}", w.get_ref().temp_path().display());
-                let atomic = w.into_inner().map_err(|e| FormatError::io(ctx, e))?;
                 atomic.commit()?;
             }
             Out::Append(_) => {
@@ -252,8 +257,7 @@ impl FileSink {
                 };
                 // An append never makes the file shorter; drop stale bytes if
                 // it somehow would have.
-                let r = a.out().and_then(|w| {
-                    let file = w.get_ref();
+                let r = a.out().and_then(|file| {
                     if file.metadata()?.len() > end {
                         file.set_len(end)?;
                     }
@@ -320,6 +324,9 @@ pub struct Writer<W: Write> {
     crc_plan: CrcPlan,
     /// The checksum thread, started on the first buffer large enough.
     crc_thread: Option<CrcThread>,
+    /// For files: what is written waits here until it can go out in aligned
+    /// runs (`format/aligned.rs`). Other sinks get each piece as it comes.
+    spool: Option<Spool>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -358,10 +365,10 @@ impl Writer<FileSink> {
     ) -> Result<Self> {
         let file = AtomicFile::create_with(path, options.fsync)?;
         let sink = FileSink {
-            out: Out::New(Some(AlignedWriter::new(file, 0))),
+            out: Out::New(Some(file)),
             fsync: options.fsync,
         };
-        let mut w = Writer::try_new(sink, metadata)?;
+        let mut w = Writer::start(sink, metadata, Some(Spool::new(0)))?;
         w.commit = Some(FileSink::commit);
         Ok(w)
     }
@@ -446,7 +453,7 @@ impl Writer<FileSink> {
             .map_err(|e| FormatError::io(ctx(), e))?;
         let sink = FileSink {
             out: Out::Append(Append {
-                file: Some(AlignedWriter::new(file, end)),
+                file: Some(file),
                 lock: Some(lock),
                 path,
                 footer_offset: end,
@@ -466,6 +473,7 @@ impl Writer<FileSink> {
             stats: WriteStats::default(),
             crc_plan: CrcPlan::default_for_machine(),
             crc_thread: None,
+            spool: Some(Spool::new(end)),
         })
     }
 }
@@ -485,6 +493,12 @@ impl<W: Write> Writer<W> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_new(sink: W, metadata: BTreeMap<String, String>) -> Result<Self> {
+        Self::start(sink, metadata, None)
+    }
+
+    /// [`Writer::try_new`], queuing what it writes in `spool` (when given)
+    /// until whole aligned runs can go out.
+    fn start(sink: W, metadata: BTreeMap<String, String>, spool: Option<Spool>) -> Result<Self> {
         let meta = serde_json::to_vec(&FileMetaJson { metadata })
             .map_err(|e| FormatError::Unwritable(format!("file metadata: {e}")))?;
         if meta.len() as u64 > MAX_METADATA_LEN {
@@ -505,6 +519,7 @@ impl<W: Write> Writer<W> {
             stats: WriteStats::default(),
             crc_plan: CrcPlan::default_for_machine(),
             crc_thread: None,
+            spool,
         };
         w.put(header.as_bytes())?;
         w.put(&meta)?;
@@ -547,6 +562,12 @@ impl<W: Write> Writer<W> {
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.sink()?;
+        if let Some(spool) = &mut self.spool {
+            spool.copy(bytes);
+            self.pos += bytes.len() as u64;
+            return Ok(());
+        }
         let pos = self.pos;
         let r = self.sink()?.write_all(bytes);
         match r {
@@ -559,6 +580,42 @@ impl<W: Write> Writer<W> {
                 Err(FormatError::io(format!("writing at offset {pos}"), e))
             }
         }
+    }
+
+    /// Writes `bytes`, which are `shared`'s when given: a file's spool holds
+    /// such a buffer instead of copying it.
+    fn put_shared(&mut self, bytes: &[u8], shared: Option<&Buffer>) -> Result<()> {
+        self.sink()?;
+        match (&mut self.spool, shared) {
+            (Some(spool), Some(b)) if b.len() == bytes.len() => {
+                spool.share(b);
+                self.pos += bytes.len() as u64;
+                Ok(())
+            }
+            _ => self.put(bytes),
+        }
+    }
+
+    /// Writes what the spool holds: up to its last aligned offset, or
+    /// (`all`) everything.
+    fn drain(&mut self, all: bool) -> Result<()> {
+        let Some(spool) = &mut self.spool else {
+            return Ok(());
+        };
+        let sink = match self.sink.as_mut() {
+            Some(sink) if !self.failed => sink,
+            _ => return Ok(()),
+        };
+        let at = self.pos;
+        let r = if all {
+            spool.write_all(sink)
+        } else {
+            spool.write_aligned(sink)
+        };
+        r.map_err(|e| {
+            self.failed = true;
+            FormatError::io(format!("writing the bytes before offset {at}"), e)
+        })
     }
 
     fn pad(&mut self) -> Result<()> {
@@ -679,13 +736,18 @@ impl<W: Write> Writer<W> {
     ) -> Result<Vec<u32>> {
         let mut crcs = Vec::with_capacity(plan.buffers.len());
         let mut pending = Vec::new();
-        for ((b, &at), jobs) in plan.buffers.iter().zip(&plan.offsets).zip(offloaded) {
+        let buffers = plan.buffers.iter().zip(&plan.shared);
+        for (((b, shared), &at), jobs) in buffers.zip(&plan.offsets).zip(offloaded) {
             self.pad_to(at)?;
             match jobs {
                 Some(jobs) => {
-                    self.put(b)?;
+                    self.put_shared(b, shared.as_ref())?;
                     pending.push((crcs.len(), jobs));
                     crcs.push(0);
+                }
+                None if self.spool.is_some() && shared.is_some() => {
+                    crcs.push(crc32(b));
+                    self.put_shared(b, shared.as_ref())?;
                 }
                 None => {
                     let mut h = crc32fast::Hasher::new();
@@ -697,6 +759,8 @@ impl<W: Write> Writer<W> {
                 }
             }
         }
+        // Out to the file while the checksum thread works.
+        self.drain(false)?;
         if let Some(thread) = &self.crc_thread {
             for (i, jobs) in pending {
                 if let Some(c) = crcs.get_mut(i) {
@@ -730,12 +794,14 @@ impl<W: Write> Writer<W> {
         if self.appending {
             // Make the new batches durable before the footer that points at
             // them, so a crash cannot leave a footer over missing data.
+            self.drain(true)?;
             if let Some(sync) = self.sync {
                 sync(self.sink()?)?;
             }
         }
         let footer = footer_bytes(&self.entries, self.pos);
         self.put(&footer)?;
+        self.drain(true)?;
         let end = self.pos;
         let sink = self.sink()?;
         sink.flush()
