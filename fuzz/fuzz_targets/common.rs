@@ -9,7 +9,9 @@
 //! arrow-rs or parquet is logged once per location (`UPSTREAM PANIC ...` on
 //! stderr) and left to unwind. If lodt contains it, the run goes on; if it
 //! escapes lodt's API, libfuzzer-sys's `catch_unwind` around the target
-//! aborts, and the input is a crash.
+//! aborts, and the input is a crash. With `LODT_FUZZ_BACKTRACE` set, each
+//! upstream panic's first report comes with a backtrace (to name the caller
+//! of a panic raised in a helper crate such as `bytes`).
 
 #![allow(dead_code)]
 
@@ -41,6 +43,9 @@ pub fn install_hook() {
                     .or_else(|| info.payload().downcast_ref::<String>().cloned())
                     .unwrap_or_default();
                 eprintln!("UPSTREAM PANIC at {location}: {message}");
+                if std::env::var_os("LODT_FUZZ_BACKTRACE").is_some() {
+                    eprintln!("{}", std::backtrace::Backtrace::force_capture());
+                }
             }
         } else {
             eprintln!("PANIC IN LODT: {info}");
