@@ -582,12 +582,12 @@ impl<W: Write> Writer<W> {
         }
     }
 
-    /// Writes `bytes`, which are `shared`'s when given: a file's spool holds
-    /// such a buffer instead of copying it.
+    /// Writes `bytes`, which `shared` holds when given: a file's spool holds
+    /// such a buffer instead of copying it (when it is the same memory).
     fn put_shared(&mut self, bytes: &[u8], shared: Option<&Buffer>) -> Result<()> {
         self.sink()?;
         match (&mut self.spool, shared) {
-            (Some(spool), Some(b)) if b.len() == bytes.len() => {
+            (Some(spool), Some(b)) if std::ptr::eq(b.as_slice(), bytes) => {
                 spool.share(b);
                 self.pos += bytes.len() as u64;
                 Ok(())
@@ -745,15 +745,22 @@ impl<W: Write> Writer<W> {
                     pending.push((crcs.len(), jobs));
                     crcs.push(0);
                 }
-                None if self.spool.is_some() && shared.is_some() => {
-                    crcs.push(crc32(b));
-                    self.put_shared(b, shared.as_ref())?;
-                }
                 None => {
+                    // A file's spool holds each chunk of a shared buffer, and
+                    // writes it out while it is still in cache.
+                    let spooled = self.spool.is_some();
                     let mut h = crc32fast::Hasher::new();
-                    for chunk in b.chunks(CHUNK) {
+                    for (i, chunk) in b.chunks(CHUNK).enumerate() {
                         h.update(chunk);
-                        self.put(chunk)?;
+                        let start = i * CHUNK;
+                        let piece = shared
+                            .as_ref()
+                            .filter(|_| spooled)
+                            .and_then(|s| s.slice(start..start + chunk.len()).ok());
+                        self.put_shared(chunk, piece.as_ref())?;
+                        if chunk.len() == CHUNK {
+                            self.drain(false)?;
+                        }
                     }
                     crcs.push(h.finalize());
                 }
@@ -1082,7 +1089,10 @@ mod tests {
     /// not start at 0 and so are rebased copies).
     fn batches() -> Vec<Batch> {
         let mut out = Vec::new();
-        for (k, rows) in [0usize, 1, 3, 1000, 4099, 20_000].into_iter().enumerate() {
+        for (k, rows) in [0usize, 1, 3, 1000, 4099, 20_000, 300_000]
+            .into_iter()
+            .enumerate()
+        {
             let values: Vec<f32> = (0..rows).map(|i| (i * 31 + k) as f32).collect();
             let lod = if rows < 2 {
                 Lod::empty()
@@ -1141,6 +1151,40 @@ mod tests {
         }
         // And the machine's default.
         assert!(write_with(CrcPlan::default_for_machine()).0 == expected);
+    }
+
+    /// Files go through the spool (aligned runs, shared buffers held):
+    /// their bytes are the ones any other sink gets, created or appended.
+    #[test]
+    fn files_hold_the_bytes_any_sink_gets() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = WriteOptions { fsync: false };
+        let serial = CrcPlan {
+            offload_min: usize::MAX,
+            part: 1,
+        };
+        for plan in [serial, CrcPlan::default_for_machine()] {
+            let (expected, _) = write_with(plan);
+            let path = dir.path().join("f.lodt");
+            let mut w = Writer::create_with(&path, Default::default(), options).unwrap();
+            w.crc_plan = plan;
+            for b in batches() {
+                w.write(&b).unwrap();
+            }
+            w.finish().unwrap();
+            assert!(std::fs::read(&path).unwrap() == expected);
+            let mut w = Writer::append_with(&path, options).unwrap();
+            w.crc_plan = plan;
+            for b in batches() {
+                w.write(&b).unwrap();
+            }
+            w.finish().unwrap();
+            let file = LodtFile::open(&path).unwrap();
+            file.verify().unwrap();
+            assert_eq!(file.num_batches(), 2 * batches().len());
+            let last = file.batch(file.num_batches() - 1).unwrap();
+            assert!(last.to_batch().unwrap() == batches().pop().unwrap());
+        }
     }
 
     #[test]
