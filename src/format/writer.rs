@@ -280,9 +280,12 @@ impl FileSink {
 }
 
 /// Writes a `.lodt` file one batch at a time, streaming: each batch is written
-/// as soon as it is given and never held afterwards (the writer keeps only 24
-/// bytes of index per batch), and the writer never seeks back. `finish` writes
-/// the footer.
+/// as soon as it is given, and the writer never seeks back. `finish` writes
+/// the footer. The writer keeps 24 bytes of index per batch; a file writer
+/// also keeps the last bytes of the latest batch, under 64 KiB, until the
+/// next batch or `finish` lets them go out on a 64 KiB file offset (the page
+/// cache takes aligned writes faster), holding a reference to the batch's
+/// buffer rather than a copy.
 ///
 /// - [`Writer::create`] writes a new file atomically: into a temporary file in
 ///   the same directory, renamed over the destination by `finish` (after an
