@@ -34,6 +34,11 @@ pub(super) const SHARE_MIN: usize = 8 << 10;
 /// passes at most that many anyway).
 const MAX_SEGMENTS: usize = 1024;
 
+/// The most bytes given to one vectored write: every segment and their sum
+/// stay within what any platform's `IoSlice` (32-bit lengths on Windows) and
+/// `usize` (32-bit targets) can hold. Linux writes at most 2 GiB a call.
+const MAX_RUN: u64 = 1 << 30;
+
 /// A queued piece: bytes the spool owns (from `.1` on), or a shared buffer.
 #[derive(Debug)]
 enum Piece {
@@ -63,8 +68,9 @@ pub(super) struct Spool {
     small: Vec<u8>,
     /// The file offset of the first queued byte.
     pos: u64,
-    /// Bytes queued, `small` included.
-    queued: usize,
+    /// Bytes queued, `small` included (a batch may queue one buffer many
+    /// times, past what a 32-bit `usize` holds).
+    queued: u64,
 }
 
 impl Spool {
@@ -81,7 +87,7 @@ impl Spool {
     /// Queues a copy of `bytes`.
     pub(super) fn copy(&mut self, bytes: &[u8]) {
         self.small.extend_from_slice(bytes);
-        self.queued += bytes.len();
+        self.queued += bytes.len() as u64;
     }
 
     /// Queues `buffer`'s bytes: held by reference from [`SHARE_MIN`] bytes,
@@ -91,7 +97,7 @@ impl Spool {
             return self.copy(buffer.as_slice());
         }
         self.seal();
-        self.queued += buffer.len();
+        self.queued += buffer.len() as u64;
         self.pieces.push_back(Piece::Shared(buffer.clone()));
     }
 
@@ -106,10 +112,9 @@ impl Spool {
     /// Writes the queue up to its last [`ALIGN`]-byte file offset, and keeps
     /// the rest.
     pub(super) fn write_aligned(&mut self, out: &mut impl Write) -> std::io::Result<()> {
-        let end = self.pos + self.queued as u64;
+        let end = self.pos + self.queued;
         let cut = end - end % ALIGN as u64;
-        let n = cut.saturating_sub(self.pos) as usize;
-        self.write_first(out, n)
+        self.write_first(out, cut.saturating_sub(self.pos))
     }
 
     /// Writes everything queued.
@@ -118,7 +123,7 @@ impl Spool {
     }
 
     /// Writes the first `n` queued bytes and drops them from the queue.
-    fn write_first(&mut self, out: &mut impl Write, n: usize) -> std::io::Result<()> {
+    fn write_first(&mut self, out: &mut impl Write, n: u64) -> std::io::Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -127,7 +132,8 @@ impl Spool {
         while left > 0 {
             let written = {
                 let mut segments = Vec::with_capacity(self.pieces.len().min(MAX_SEGMENTS));
-                let mut take = left;
+                // At most MAX_RUN bytes, so every length below fits a `usize`.
+                let mut take = left.min(MAX_RUN) as usize;
                 for piece in self.pieces.iter().take(MAX_SEGMENTS) {
                     let bytes = piece.bytes();
                     let k = bytes.len().min(take);
@@ -140,7 +146,7 @@ impl Spool {
                 write_segments(out, &mut segments)?
             };
             self.consume(written);
-            left -= written;
+            left -= written as u64;
         }
         Ok(())
     }
@@ -148,7 +154,7 @@ impl Spool {
     /// Drops the first `n` queued bytes (all in sealed pieces).
     fn consume(&mut self, mut n: usize) {
         self.pos += n as u64;
-        self.queued -= n;
+        self.queued -= n as u64;
         while n > 0 {
             let Some(front) = self.pieces.front_mut() else {
                 return;
@@ -295,6 +301,97 @@ mod tests {
         spool.write_all(&mut out).unwrap();
         assert_eq!(&out.bytes[..10], &[9; 10]);
         assert_eq!(&out.bytes[10..], big.as_slice());
+    }
+
+    /// Says `Interrupted` on every other call; takes at most `limit` bytes.
+    struct Flaky {
+        bytes: Vec<u8>,
+        calls: usize,
+        limit: usize,
+    }
+
+    impl Write for Flaky {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(data)])
+        }
+        fn write_vectored(&mut self, data: &[IoSlice<'_>]) -> std::io::Result<usize> {
+            self.calls += 1;
+            if self.calls % 2 == 1 {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            assert!(data.len() <= MAX_SEGMENTS, "{} segments", data.len());
+            let mut n = 0;
+            for s in data {
+                let k = s.len().min(self.limit - n);
+                self.bytes.extend_from_slice(&s[..k]);
+                n += k;
+            }
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn many_pieces_interrupts_and_short_writes_keep_every_byte_in_order() {
+        // 1,500 shared buffers with one-byte copies between them: more
+        // segments than one vectored write takes.
+        let mut spool = Spool::new(0);
+        let mut out = Flaky {
+            bytes: Vec::new(),
+            calls: 0,
+            limit: 1000,
+        };
+        let mut expected = Vec::new();
+        for i in 0..1500usize {
+            spool.copy(&[i as u8]);
+            expected.push(i as u8);
+            let piece: Vec<u8> = (0..SHARE_MIN + i).map(|k| (k * 7 + i) as u8).collect();
+            expected.extend_from_slice(&piece);
+            spool.share(&Buffer::from_vec(piece));
+        }
+        spool.write_aligned(&mut out).unwrap();
+        assert_eq!(out.bytes.len() % ALIGN, 0);
+        spool.write_all(&mut out).unwrap();
+        assert!(out.bytes == expected);
+    }
+
+    /// Takes nothing.
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Ok(0)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_sink_that_takes_nothing_is_an_error() {
+        let mut spool = Spool::new(0);
+        spool.copy(&[1; 100]);
+        let e = spool.write_all(&mut Full).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WriteZero);
+    }
+
+    #[test]
+    fn one_buffer_queued_many_times_is_written_each_time() {
+        let big = Buffer::from_vec((0..ALIGN + 3).map(|k| k as u8).collect::<Vec<_>>());
+        let mut spool = Spool::new(5);
+        for _ in 0..4 {
+            spool.share(&big);
+        }
+        assert_eq!(spool.queued, 4 * (ALIGN as u64 + 3));
+        let mut out = Calls::new(5, usize::MAX);
+        spool.write_all(&mut out).unwrap();
+        assert_eq!(out.bytes.len(), 5 + 4 * (ALIGN + 3));
+        for k in 0..4 {
+            let at = 5 + k * (ALIGN + 3);
+            assert!(&out.bytes[at..at + ALIGN + 3] == big.as_slice());
+        }
     }
 
     #[test]

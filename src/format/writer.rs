@@ -199,7 +199,16 @@ impl Write for FileSink {
         match &mut self.out {
             Out::New(w) => w.as_mut().ok_or_else(finished)?.write_vectored(bufs),
             Out::Append(a) => match a.out()?.write_vectored(bufs) {
+                // A file that takes nothing of a non-empty write is full (or
+                // broken): roll back now, as for any other failed write.
+                Ok(0) if bufs.iter().any(|b| !b.is_empty()) => Err(a.fail(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    "the file took no bytes",
+                ))),
                 Ok(n) => Ok(n),
+                // One system call, which a signal may interrupt: the caller
+                // retries it, and the append goes on.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Err(e),
                 Err(e) => Err(a.fail(e)),
             },
         }
@@ -282,10 +291,12 @@ impl FileSink {
 /// Writes a `.lodt` file one batch at a time, streaming: each batch is written
 /// as soon as it is given, and the writer never seeks back. `finish` writes
 /// the footer. The writer keeps 24 bytes of index per batch; a file writer
-/// also keeps the last bytes of the latest batch, under 64 KiB, until the
-/// next batch or `finish` lets them go out on a 64 KiB file offset (the page
-/// cache takes aligned writes faster), holding a reference to the batch's
-/// buffer rather than a copy.
+/// also keeps the bytes of the latest batch past its last 64 KiB file offset
+/// (the last of its buffer bytes, under 64 KiB, and the checksum table after
+/// them) until the next batch or `finish` lets them go out on a 64 KiB file
+/// offset (the page cache takes aligned writes faster). It holds a reference
+/// to the batch's last buffer rather than a copy, which keeps that buffer's
+/// memory alive until then (and makes a `make_mut` on it copy).
 ///
 /// - [`Writer::create`] writes a new file atomically: into a temporary file in
 ///   the same directory, renamed over the destination by `finish` (after an
