@@ -776,3 +776,45 @@ fn a_dictionary_count_in_an_overlong_varint_is_read_as_parquet_reads_it() {
         other => panic!("expected Error::Decode, got {other:?}"),
     }
 }
+
+/// Found by the `parquet_reader` fuzz target (an OOM: a 29 GB allocation):
+/// column `y` claims (in the file's Arrow schema) fixed-size lists of
+/// 1,835,365,481 doubles, and its rows are null; parquet's fixed-size list
+/// reader fills each null slot with that many nulls. lodt has parquet decode
+/// such a column as a plain list and checks every slot itself.
+#[test]
+fn null_fixed_size_lists_claiming_a_huge_size_are_refused_without_allocating_it() {
+    let path = data("tests/data/repro/null_fixed_size_lists_claiming_a_huge_size.parquet");
+    let mut reader = ParquetReader::open(&path, &ArrowOptions::default()).unwrap();
+    assert_eq!(
+        reader.schema().field_with_name("y").unwrap().data_type(),
+        &arrow_schema::DataType::FixedSizeList(
+            std::sync::Arc::new(arrow_schema::Field::new(
+                "element",
+                arrow_schema::DataType::Float64,
+                true
+            )),
+            1_835_365_481
+        )
+    );
+    let err = reader.next().expect("a first batch").unwrap_err();
+    assert!(
+        matches!(&err, Error::NullValue { column, row: 0 } if column == "y"),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "column \"y\": null value at tensor row 0 (a LoD tensor has no nulls)"
+    );
+    // The rest of the row group is refused too (more null rows, then levels
+    // that run out), without allocating more than the file holds.
+    let rest: Vec<_> = reader.collect();
+    assert!(!rest.is_empty());
+    assert!(
+        rest.iter().all(|r| r
+            .as_ref()
+            .is_err_and(|e| matches!(e, Error::NullValue { .. })
+                || e.to_string().contains("Insufficient repetition levels"))),
+        "{rest:?}"
+    );
+}

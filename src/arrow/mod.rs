@@ -49,6 +49,8 @@ mod batch_io;
 mod changes;
 mod error;
 mod file;
+#[cfg(feature = "parquet")]
+mod fixed_lists;
 mod foreign;
 pub mod ipc;
 #[cfg(feature = "parquet")]

@@ -25,6 +25,7 @@
 //! ```
 
 use super::batch::{BatchEncoder, record_batch_to_batch};
+use super::fixed_lists::{decode_schema, restore, with_type};
 use super::foreign::{
     check_parquet_metadata, check_parquet_page_headers, check_parquet_schema_depth, check_schema,
     contain, decode_error,
@@ -40,9 +41,10 @@ use ::parquet::arrow::{ArrowWriter, ProjectionMask};
 use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::properties::WriterProperties;
 use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
+use arrow_schema::{Schema, SchemaRef};
 use std::fs::File;
 use std::io::Write;
+use std::sync::Arc;
 
 /// Writes batches to a Parquet file. See the [module docs](self).
 pub struct ParquetWriter<W: Write + Send> {
@@ -212,9 +214,11 @@ pub const MAX_BATCH_ROWS: usize = 1 << 20;
 /// 128 groups) is checked before parquet decodes the footer, its row counts
 /// and column chunk ranges before parquet uses them, the page headers of a
 /// row group before parquet reads it (no Thrift list of booleans, no
-/// dictionary-encoded page without a dictionary), the arrays parquet decodes
-/// are validated (`ArrayData::validate_full`), and a panic inside parquet is
-/// contained. Every such failure is an [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and
+/// dictionary-encoded page without a dictionary), a `FixedSizeList` is
+/// decoded as a `LargeList` and its slots checked before it is rebuilt (so
+/// the size claimed by the file's Arrow schema sizes no allocation), the
+/// arrays parquet decodes are validated (`ArrayData::validate_full`), and a
+/// panic inside parquet is contained. Every such failure is an [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) naming the file and
 /// section (`Parquet footer`, `row group 2`, `row group 2 column "x"`), and
 /// an error inside a row group ends that row group (the next one is read
 /// next). A column of a type lodt does not read is an [`Error::Unsupported`]
@@ -225,6 +229,9 @@ pub struct ParquetReader {
     file: File,
     name: String,
     metadata: ArrowReaderMetadata,
+    /// What parquet decodes with: `metadata` with every `FixedSizeList`
+    /// read as a `LargeList` (see `fixed_lists.rs`).
+    decode: ArrowReaderMetadata,
     options: ArrowOptions,
     max_batch_rows: usize,
     /// The selected columns ([`ParquetReader::with_columns`]) and their schema.
@@ -273,10 +280,24 @@ impl ParquetReader {
             },
         )?;
         check_parquet_metadata(&name, metadata.metadata(), file_len)?;
+        let decode = match decode_schema(metadata.schema()) {
+            None => metadata.clone(),
+            Some(schema) => contain(
+                "parquet",
+                &name,
+                || SECTION.into(),
+                || {
+                    let options = ArrowReaderOptions::new().with_schema(Arc::new(schema));
+                    ArrowReaderMetadata::try_new(metadata.metadata().clone(), options)
+                        .map_err(|e| decode_error(&name, SECTION, format!("parquet: {e}")))
+                },
+            )?,
+        };
         Ok(ParquetReader {
             file,
             name,
             metadata,
+            decode,
             options: *options,
             max_batch_rows: MAX_BATCH_ROWS,
             projection: None,
@@ -393,7 +414,7 @@ impl ParquetReader {
                 contain("parquet", name, section, || {
                     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
                         PageSource(file),
-                        self.metadata.clone(),
+                        self.decode.clone(),
                     )
                     .with_row_groups(vec![index])
                     .with_batch_size(rows.min(self.max_batch_rows));
@@ -434,6 +455,36 @@ impl ParquetReader {
         })
     }
 
+    /// `record_batch` (decoded with `self.decode`, columns in the order
+    /// asked) with the file's `FixedSizeList` types back.
+    fn restore_fixed(&self, record_batch: RecordBatch) -> Result<RecordBatch> {
+        if self.decode.schema() == self.metadata.schema() {
+            return Ok(record_batch);
+        }
+        let file_schema = match &self.projection {
+            Some((_, schema)) => schema,
+            None => self.metadata.schema(),
+        };
+        let decoded = record_batch.schema();
+        let mut fields = Vec::with_capacity(decoded.fields().len());
+        let mut columns = Vec::with_capacity(decoded.fields().len());
+        // Column by column: the decoded batch has the file schema's (or the
+        // projection's) columns, in its order.
+        let columns_of_file = file_schema.fields().iter();
+        for ((field, array), file_field) in decoded
+            .fields()
+            .iter()
+            .zip(record_batch.columns())
+            .zip(columns_of_file)
+        {
+            let target = file_field.data_type();
+            columns.push(restore(field.name(), array, target)?);
+            fields.push(with_type(field, target));
+        }
+        let schema = Schema::new_with_metadata(fields, decoded.metadata().clone());
+        Ok(RecordBatch::try_new(Arc::new(schema), columns)?)
+    }
+
     fn convert(&self, record_batch: RecordBatch) -> Result<Batch> {
         // A projection reads the columns in file order: put them in the order asked.
         let record_batch = match &self.projection {
@@ -448,6 +499,7 @@ impl ParquetReader {
             }
             None => record_batch,
         };
+        let record_batch = self.restore_fixed(record_batch)?;
         let mut batch = record_batch_to_batch(&record_batch, &self.options)?;
         for (key, value) in self.metadata.schema().metadata().iter() {
             batch
