@@ -818,3 +818,63 @@ fn null_fixed_size_lists_claiming_a_huge_size_are_refused_without_allocating_it(
         "{rest:?}"
     );
 }
+
+/// A Parquet list column whose Arrow schema (`ARROW:schema`) says
+/// `FixedSizeList` of 2 while a row holds 3 values: the reader refuses the
+/// row group, naming the tensor row, instead of trusting the size.
+#[test]
+fn a_fixed_size_list_slot_of_another_length_is_a_decode_error() {
+    use arrow_array::{Array, ArrayRef, Int8Array, ListArray, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use parquet::arrow::{ArrowWriter, arrow_writer::ArrowWriterOptions, encode_arrow_schema};
+    use parquet::file::{metadata::KeyValue, properties::WriterProperties};
+    use std::sync::Arc;
+    let item = Arc::new(Field::new("item", DataType::Int8, true));
+    let lists = ListArray::try_new(
+        item.clone(),
+        arrow_buffer::OffsetBuffer::new(vec![0i32, 2, 5].into()),
+        Arc::new(Int8Array::from(vec![1i8, 2, 3, 4, 5])),
+        None,
+    )
+    .unwrap();
+    let written = Arc::new(Schema::new(vec![Field::new(
+        "x",
+        lists.data_type().clone(),
+        true,
+    )]));
+    let claimed = Schema::new(vec![Field::new(
+        "x",
+        DataType::FixedSizeList(item, 2),
+        true,
+    )]);
+    let properties = WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![KeyValue::new(
+            "ARROW:schema".into(),
+            encode_arrow_schema(&claimed),
+        )]))
+        .build();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("short_fixed_size_list.parquet");
+    let file = std::fs::File::create(&path).unwrap();
+    let options = ArrowWriterOptions::new()
+        .with_properties(properties)
+        .with_skip_arrow_metadata(true);
+    let mut writer = ArrowWriter::try_new_with_options(file, written.clone(), options).unwrap();
+    let column: ArrayRef = Arc::new(lists);
+    writer
+        .write(&RecordBatch::try_new(written, vec![column]).unwrap())
+        .unwrap();
+    writer.close().unwrap();
+    let mut reader = ParquetReader::open(&path, &ArrowOptions::default()).unwrap();
+    assert!(matches!(
+        reader.schema().field(0).data_type(),
+        DataType::FixedSizeList(_, 2)
+    ));
+    let err = reader.next().expect("a first batch").unwrap_err();
+    expect_decode(
+        err,
+        &path.display().to_string(),
+        "row group 0",
+        "column \"x\": a fixed-size list of tensor row 1 holds 3 values, not the 2 of its type FixedSizeList(2 x Int8)",
+    );
+}

@@ -62,7 +62,8 @@ fn decode_type(data_type: &DataType) -> DataType {
 
 /// `array`, decoded with [`decode_schema`]'s type, as `target` (the file's
 /// type). Errors name `column`: a null slot is an [`Error::NullValue`], a
-/// slot of the wrong length an [`Error::InvalidArgument`].
+/// slot of the wrong length an [`Error::InvalidArgument`] (which the reader
+/// reports as an [`Error::Decode`] of its row group).
 pub(crate) fn restore(column: &str, array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
     if !has_fixed(target) {
         return Ok(array.clone());

@@ -457,7 +457,8 @@ impl ParquetReader {
 
     /// `record_batch` (decoded with `self.decode`, columns in the order
     /// asked) with the file's `FixedSizeList` types back.
-    fn restore_fixed(&self, record_batch: RecordBatch) -> Result<RecordBatch> {
+    /// A slot of the wrong length is an [`Error::Decode`] of row group `index`.
+    fn restore_fixed(&self, index: usize, record_batch: RecordBatch) -> Result<RecordBatch> {
         if self.decode.schema() == self.metadata.schema() {
             return Ok(record_batch);
         }
@@ -478,14 +479,20 @@ impl ParquetReader {
             .zip(columns_of_file)
         {
             let target = file_field.data_type();
-            columns.push(restore(field.name(), array, target)?);
+            let restored = restore(field.name(), array, target).map_err(|e| match e {
+                Error::InvalidArgument(message) => {
+                    decode_error(&self.name, &format!("row group {index}"), message)
+                }
+                other => other,
+            })?;
+            columns.push(restored);
             fields.push(with_type(field, target));
         }
         let schema = Schema::new_with_metadata(fields, decoded.metadata().clone());
         Ok(RecordBatch::try_new(Arc::new(schema), columns)?)
     }
 
-    fn convert(&self, record_batch: RecordBatch) -> Result<Batch> {
+    fn convert(&self, index: usize, record_batch: RecordBatch) -> Result<Batch> {
         // A projection reads the columns in file order: put them in the order asked.
         let record_batch = match &self.projection {
             Some((indices, _)) => {
@@ -499,7 +506,7 @@ impl ParquetReader {
             }
             None => record_batch,
         };
-        let record_batch = self.restore_fixed(record_batch)?;
+        let record_batch = self.restore_fixed(index, record_batch)?;
         let mut batch = record_batch_to_batch(&record_batch, &self.options)?;
         for (key, value) in self.metadata.schema().metadata().iter() {
             batch
@@ -518,7 +525,10 @@ impl Iterator for ParquetReader {
         loop {
             if let Some((index, reader)) = &mut self.current {
                 match Self::read_next(&self.name, *index, reader) {
-                    Ok(Some(record_batch)) => return Some(self.convert(record_batch)),
+                    Ok(Some(record_batch)) => {
+                        let index = *index;
+                        return Some(self.convert(index, record_batch));
+                    }
                     Ok(None) => self.current = None,
                     Err(e) => {
                         // The row group reader may be midway through a page
