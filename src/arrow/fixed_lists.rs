@@ -12,7 +12,9 @@
 //! copying them.
 
 use super::{Error, Result};
-use arrow_array::{Array, ArrayRef, FixedSizeListArray, LargeListArray, ListArray};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, GenericListArray, LargeListArray, OffsetSizeTrait,
+};
 use arrow_schema::{DataType, Field, FieldRef, Schema};
 use std::sync::Arc;
 
@@ -126,7 +128,7 @@ fn restore_in(
                 per_row.saturating_mul(width.max(1)),
             )?;
             Ok(Arc::new(
-                // With its length: a list of size 0 cannot be told it from its values.
+                // With its length: that of a list of size 0 is not in its values.
                 FixedSizeListArray::try_new_with_length(
                     field.clone(),
                     *size,
@@ -138,33 +140,28 @@ fn restore_in(
             ))
         }
         DataType::LargeList(field) => {
-            let list: &LargeListArray = array.as_any().downcast_ref().ok_or_else(mismatch)?;
-            let child = restore_in(column, list.values(), field.data_type(), 1)?;
-            Ok(Arc::new(
-                LargeListArray::try_new(
-                    field.clone(),
-                    list.offsets().clone(),
-                    child,
-                    list.nulls().cloned(),
-                )
-                .map_err(|e| Error::InvalidArgument(format!("column {column:?}: {e}")))?,
-            ))
+            restore_list::<i64>(column, array, field).ok_or_else(mismatch)?
         }
-        DataType::List(field) => {
-            let list: &ListArray = array.as_any().downcast_ref().ok_or_else(mismatch)?;
-            let child = restore_in(column, list.values(), field.data_type(), 1)?;
-            Ok(Arc::new(
-                ListArray::try_new(
-                    field.clone(),
-                    list.offsets().clone(),
-                    child,
-                    list.nulls().cloned(),
-                )
-                .map_err(|e| Error::InvalidArgument(format!("column {column:?}: {e}")))?,
-            ))
-        }
+        DataType::List(field) => restore_list::<i32>(column, array, field).ok_or_else(mismatch)?,
         _ => Ok(array.clone()),
     }
+}
+
+/// A list of `field`s, its child restored (`None`: `array` is not such a list).
+fn restore_list<O: OffsetSizeTrait>(
+    column: &str,
+    array: &ArrayRef,
+    field: &FieldRef,
+) -> Option<Result<ArrayRef>> {
+    let list: &GenericListArray<O> = array.as_any().downcast_ref()?;
+    Some(
+        restore_in(column, list.values(), field.data_type(), 1).and_then(|child| {
+            let offsets = list.offsets().clone();
+            GenericListArray::<O>::try_new(field.clone(), offsets, child, list.nulls().cloned())
+                .map(|l| Arc::new(l) as ArrayRef)
+                .map_err(|e| Error::InvalidArgument(format!("column {column:?}: {e}")))
+        }),
+    )
 }
 
 /// The field `field` with `data_type` (the decoded batch's field, restored).
