@@ -87,6 +87,63 @@ def write_pq(name, table, **kw):
     open(os.path.join(dirs["convert"], name + ".parquet.in"), "wb").write(b"\x02" + data)
 
 
+def leaf_encodings(table):
+    """A non-dictionary encoding for each column: delta for integers, byte
+    stream split for floats, RLE for booleans."""
+    enc = {}
+    for field in table.schema:
+        t = field.type
+        while hasattr(t, "value_type"):
+            t = t.value_type
+        if pa.types.is_integer(t):
+            enc[field.name] = "DELTA_BINARY_PACKED"
+        elif pa.types.is_floating(t) and not pa.types.is_float16(t):
+            enc[field.name] = "BYTE_STREAM_SPLIT"
+        elif pa.types.is_boolean(t):
+            enc[field.name] = "RLE"
+    return enc
+
+
+def write_variants(name, table):
+    """The codecs, encodings and page layouts parquet reads (and a few it is
+    built without: gzip, brotli), so the fuzzer starts from valid pages of each."""
+    variants = {
+        "lz4": dict(compression="lz4"),
+        "zstd": dict(compression="zstd", data_page_version="2.0"),
+        "gzip": dict(compression="gzip"),
+        "brotli": dict(compression="brotli"),
+        "delta": dict(use_dictionary=False, column_encoding=leaf_encodings(table)),
+        "pages": dict(data_page_size=32, write_batch_size=1, row_group_size=2),
+        "index": dict(write_page_index=True, write_statistics=True),
+        "bare": dict(store_schema=False, write_statistics=False, use_dictionary=False),
+        "crc": dict(write_page_checksum=True),
+    }
+    for suffix, kw in variants.items():
+        try:
+            write_pq(f"{name}_{suffix}", table, **kw)
+        except (pa.ArrowException, ValueError, TypeError) as e:
+            print(f"skipped {name}_{suffix}: {e}")
+
+
+def write_ipc_compressed(name, table, batches):
+    for codec in ("lz4", "zstd"):
+        options = ipc.IpcWriteOptions(compression=codec)
+        sink = pa.BufferOutputStream()
+        with ipc.new_file(sink, table.schema, options=options) as w:
+            for b in batches:
+                w.write_batch(b)
+        data = sink.getvalue().to_pybytes()
+        open(os.path.join(dirs["ipc_file"], f"{name}_{codec}.arrow"), "wb").write(data)
+        open(os.path.join(dirs["convert"], f"{name}_{codec}.arrow.in"), "wb").write(b"\x00" + data)
+        sink = pa.BufferOutputStream()
+        with ipc.new_stream(sink, table.schema, options=options) as w:
+            for b in batches:
+                w.write_batch(b)
+        data = sink.getvalue().to_pybytes()
+        open(os.path.join(dirs["ipc_stream"], f"{name}_{codec}.arrows"), "wb").write(data)
+        open(os.path.join(dirs["convert"], f"{name}_{codec}.arrows.in"), "wb").write(b"\x01" + data)
+
+
 for name, table in tables():
     batches = table.to_batches()
     if table.num_rows >= 2:
@@ -97,3 +154,26 @@ for name, table in tables():
         write_pq(name + "_plain_v2", table, use_dictionary=False, data_page_version="2.0",
                  compression="none", write_statistics=False)
         write_pq(name + "_v1_snappy", table, data_page_version="1.0", compression="snappy")
+    if name in ("basic", "prims", "nulls", "deep", "fsl_nested", "flat"):
+        write_variants(name, table)
+    if name in ("basic", "nulls"):
+        write_ipc_compressed(name, table, batches)
+
+# Larger inputs: many pages per column chunk, dictionary fallback, long runs.
+rng = np.random.default_rng(7)
+lengths = rng.integers(0, 6, 300)
+values = rng.integers(-1000, 1000, int(lengths.sum()))
+offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+big = pa.table({
+    "ids": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.int64())),
+    "runs": pa.array([[i // 60] * 3 for i in range(300)], pa.list_(pa.int32())),
+    "w": pa.array(rng.standard_normal((300, 2)).astype(np.float32).tolist(),
+                  pa.list_(pa.float32(), 2)),
+})
+write_pq("big_pages", big, row_group_size=120, data_page_size=256, write_batch_size=16)
+write_pq("big_dict_fallback", big, dictionary_pagesize_limit=64, data_page_size=512)
+write_pq("big_delta_zstd", big, use_dictionary=False, data_page_version="2.0",
+         compression="zstd", column_encoding={"ids": "DELTA_BINARY_PACKED",
+                                              "runs": "DELTA_BINARY_PACKED",
+                                              "w": "BYTE_STREAM_SPLIT"})
+write_ipc("big", big, big.to_batches(max_chunksize=100))
