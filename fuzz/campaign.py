@@ -6,7 +6,9 @@ run goes to LOGDIR/TARGET.log with the seconds since the start; the last line
 is a summary. A crash, timeout or OOM ends the run early (rc != 0) and leaves
 its input in artifacts/TARGET/.
 
-Run from fuzz/ (the corpus grows in corpus/TARGET, seeded from seeds/TARGET):
+Run from fuzz/ (the corpus grows in corpus/TARGET, seeded from seeds/TARGET
+and, if there is one, from the corpus an earlier campaign kept with keep.py,
+kept/TARGET.tar.xz):
 
     python3 campaign.py TARGET [--flat 600] [--cap 2700] [--logdir logs]
 """
@@ -15,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import tarfile
 import threading
 import time
 
@@ -27,6 +30,17 @@ a = ap.parse_args()
 
 for d in (f"corpus/{a.target}", f"artifacts/{a.target}", a.logdir):
     os.makedirs(d, exist_ok=True)
+# The corpus an earlier campaign kept (keep.py), if any: only plain files, by
+# their base names, and none that is already in the corpus.
+kept = f"kept/{a.target}.tar.xz"
+if os.path.exists(kept):
+    with tarfile.open(kept) as tar:
+        for member in tar:
+            name = os.path.basename(member.name)
+            path = os.path.join(f"corpus/{a.target}", name)
+            if member.isfile() and name and not os.path.exists(path):
+                with open(path, "wb") as f:
+                    f.write(tar.extractfile(member).read())
 cmd = ["cargo", "fuzz", "run", "-O", a.target, f"corpus/{a.target}", f"seeds/{a.target}", "--",
        "-max_len=65536", "-rss_limit_mb=2048", "-malloc_limit_mb=2048", "-timeout=10",
        "-print_final_stats=1", f"-artifact_prefix=artifacts/{a.target}/"]
