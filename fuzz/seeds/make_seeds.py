@@ -62,16 +62,16 @@ def tables():
         {"lodt.k": "v", "other": "w"})
 
 
-def write_ipc(name, table, batches):
+def write_ipc(name, table, batches, options=None):
     sink = pa.BufferOutputStream()
-    with ipc.new_file(sink, table.schema) as w:
+    with ipc.new_file(sink, table.schema, options=options) as w:
         for b in batches:
             w.write_batch(b)
     data = sink.getvalue().to_pybytes()
     open(os.path.join(dirs["ipc_file"], name + ".arrow"), "wb").write(data)
     open(os.path.join(dirs["convert"], name + ".arrow.in"), "wb").write(b"\x00" + data)
     sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, table.schema) as w:
+    with ipc.new_stream(sink, table.schema, options=options) as w:
         for b in batches:
             w.write_batch(b)
     data = sink.getvalue().to_pybytes()
@@ -127,21 +127,7 @@ def write_variants(name, table):
 
 def write_ipc_compressed(name, table, batches):
     for codec in ("lz4", "zstd"):
-        options = ipc.IpcWriteOptions(compression=codec)
-        sink = pa.BufferOutputStream()
-        with ipc.new_file(sink, table.schema, options=options) as w:
-            for b in batches:
-                w.write_batch(b)
-        data = sink.getvalue().to_pybytes()
-        open(os.path.join(dirs["ipc_file"], f"{name}_{codec}.arrow"), "wb").write(data)
-        open(os.path.join(dirs["convert"], f"{name}_{codec}.arrow.in"), "wb").write(b"\x00" + data)
-        sink = pa.BufferOutputStream()
-        with ipc.new_stream(sink, table.schema, options=options) as w:
-            for b in batches:
-                w.write_batch(b)
-        data = sink.getvalue().to_pybytes()
-        open(os.path.join(dirs["ipc_stream"], f"{name}_{codec}.arrows"), "wb").write(data)
-        open(os.path.join(dirs["convert"], f"{name}_{codec}.arrows.in"), "wb").write(b"\x01" + data)
+        write_ipc(f"{name}_{codec}", table, batches, ipc.IpcWriteOptions(compression=codec))
 
 
 for name, table in tables():
