@@ -878,3 +878,50 @@ fn a_fixed_size_list_slot_of_another_length_is_a_decode_error() {
         "column \"x\": a fixed-size list of tensor row 1 holds 3 values, not the 2 of its type FixedSizeList(2 x Int8)",
     );
 }
+
+/// Inputs of the sixth fuzz campaign that reach parquet panics: two that
+/// lodt's page checks are meant to foresee but that these pages get past
+/// (`PageMetadata::try_from`'s `unwrap`, `Decoder for dict should have been
+/// set`), and one in `DeltaBitPackDecoder::get`. Each is read as the fuzz
+/// target read it (options and batch rows chosen from its length); the
+/// boundary contains the panic and returns `Error::Decode` naming the file.
+#[test]
+fn parquet_panics_past_the_page_checks_are_contained_as_decode_errors() {
+    let cases = [
+        (
+            "data_page_without_its_header_past_the_checks.parquet",
+            ArrowOptions::default(),
+            1 << 20,
+        ),
+        (
+            "dict_page_missing_past_the_checks.parquet",
+            ArrowOptions::default().with_null_lists(lodt::arrow::NullLists::Empty),
+            1 << 20,
+        ),
+        ("delta_bit_pack_overrun.parquet", ArrowOptions::default(), 2),
+    ];
+    for (name, options, rows) in cases {
+        let path = data(&format!("tests/data/repro/{name}"));
+        let results = catch_unwind(AssertUnwindSafe(|| {
+            match ParquetReader::open(&path, &options) {
+                Ok(reader) => reader
+                    .with_max_batch_rows(rows)
+                    .map(|b| b.map(|_| ()))
+                    .collect::<Vec<_>>(),
+                Err(e) => vec![Err(e)],
+            }
+        }))
+        .unwrap_or_else(|_| panic!("{name}: a panic escaped lodt"));
+        let mut contained = 0;
+        for err in results.into_iter().filter_map(Result::err) {
+            match err {
+                Error::Decode { file, message, .. } => {
+                    assert_eq!(file, path.display().to_string(), "{name}");
+                    contained += usize::from(message.contains("panicked"));
+                }
+                other => panic!("{name}: expected Error::Decode, got {other:?}"),
+            }
+        }
+        assert_eq!(contained, 1, "{name}: one contained panic");
+    }
+}
