@@ -879,28 +879,196 @@ fn a_fixed_size_list_slot_of_another_length_is_a_decode_error() {
     );
 }
 
-/// Inputs of the sixth fuzz campaign that reach parquet panics: two that
-/// lodt's page checks are meant to foresee but that these pages get past
-/// (`PageMetadata::try_from`'s `unwrap`, `Decoder for dict should have been
-/// set`), and one in `DeltaBitPackDecoder::get`. Each is read as the fuzz
-/// target read it (options and batch rows chosen from its length); the
-/// boundary contains the panic and returns `Error::Decode` naming the file.
+/// A Thrift compact `i32` field header and value: field `delta` ids on, zigzag varint.
+fn thrift_i32(out: &mut Vec<u8>, delta: u8, value: i32) {
+    out.push(delta << 4 | 5);
+    let mut v = ((value << 1) ^ (value >> 31)) as u32;
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// parquet reads the `index_page_header` of a page header (field 6) as a
+/// struct by its id, whatever type the field header gives; the walk read it
+/// by its type, so a flipped type byte stopped the walk where parquet went on
+/// (how the sixth campaign's two inputs got past it). Here
+/// `dict_page_missing.parquet`'s data page names its `data_page_header` with
+/// a map's type one id further on (field 6): parquet reads that struct as
+/// the index page header, and the data page has no header of its own.
 #[test]
-fn parquet_panics_past_the_page_checks_are_contained_as_decode_errors() {
+fn an_index_page_header_of_any_field_type_is_read_as_parquet_reads_it() {
+    let mut bytes = std::fs::read(data("tests/data/repro/dict_page_missing.parquet")).unwrap();
+    assert_eq!(&bytes[93..100], &[0x15, 0x00, 0x15, 0x32, 0x15, 0x36, 0x2c]);
+    bytes[99] = 0x3b; // field 6 (three ids on), type 11 (a map)
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index_page_header_as_a_map.parquet");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = ParquetReader::open(&path, &ArrowOptions::default())
+        .unwrap()
+        .next()
+        .expect("a first batch")
+        .unwrap_err();
+    expect_decode(
+        err,
+        &path.display().to_string(),
+        "row group 0 column \"words.list.element.list.element\"",
+        "the page header at byte 93: a data page without its data_page_header",
+    );
+}
+
+/// When parquet peeks at the page after a list column's data page
+/// (`at_record_boundary`) and finds an index page, it reads the next header
+/// right after the index page's header instead of after its bytes. A file
+/// whose second page is an index page with a dictionary-encoded data page
+/// header as its bytes (and no dictionary page in the chunk) made parquet
+/// panic (`Decoder for dict should have been set`) while the walk, which
+/// skipped the index page's bytes, saw nothing wrong. The walk now follows
+/// both ways past an index page.
+#[test]
+fn a_header_hidden_in_an_index_page_is_checked_as_parquet_peeks_at_it() {
+    use arrow_array::{Array, ArrayRef, Int64Array, ListArray, RecordBatch};
+    use arrow_schema::{Field, Schema};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let item = Arc::new(Field::new("item", arrow_schema::DataType::Int64, false));
+    let lists = ListArray::try_new(
+        item,
+        arrow_buffer::OffsetBuffer::new((0..=6).map(|i| i * 2).collect::<Vec<i32>>().into()),
+        Arc::new(Int64Array::from_iter_values(100..112)),
+        None,
+    )
+    .unwrap();
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "x",
+        lists.data_type().clone(),
+        false,
+    )]));
+    let properties = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_write_batch_size(2)
+        .set_data_page_row_count_limit(2)
+        .build();
+    let mut bytes = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut bytes, schema.clone(), Some(properties)).unwrap();
+    let column: ArrayRef = Arc::new(lists);
+    writer
+        .write(&RecordBatch::try_new(schema, vec![column]).unwrap())
+        .unwrap();
+    writer.close().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pages.parquet");
+    std::fs::write(&path, &bytes).unwrap();
+    // The written file reads back: three pages of two rows each.
+    let mut values = Vec::new();
+    for batch in ParquetReader::open(&path, &ArrowOptions::default()).unwrap() {
+        let batch = batch.unwrap();
+        values.extend_from_slice(batch.get("x").unwrap().as_slice::<i64>().unwrap());
+    }
+    assert_eq!(values, (100..112).collect::<Vec<i64>>());
+    let metadata = ParquetMetaDataReader::new()
+        .with_page_index_policy(PageIndexPolicy::Required)
+        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+        .unwrap();
+    let pages = metadata
+        .page_index_for_row_group(0)
+        .page_locations(0)
+        .unwrap()
+        .clone();
+    assert_eq!(pages.len(), 3, "{pages:?}");
+    let (at, len) = (
+        pages[1].offset as usize,
+        pages[1].compressed_page_size as usize,
+    );
+
+    // The hidden page: two values encoded RLE_DICTIONARY (8), after their
+    // levels (repetition, then definition: each a 4-byte length and one
+    // RLE run of two) and the indices' bit width and run; padded so that it
+    // ends where the third page starts (a 17-byte header after the index
+    // page's 7), and parquet's peek after it finds that page.
+    let mut page = vec![2, 0, 0, 0, 4, 0, 2, 0, 0, 0, 4, 1, 1, 4, 0];
+    page.resize(len - 7 - 17, 0);
+    let mut hidden = Vec::new();
+    thrift_i32(&mut hidden, 1, 0); // type DATA_PAGE
+    thrift_i32(&mut hidden, 1, page.len() as i32); // uncompressed_page_size
+    thrift_i32(&mut hidden, 1, page.len() as i32); // compressed_page_size
+    hidden.push(0x2c); // field 5, data_page_header
+    thrift_i32(&mut hidden, 1, 2); // num_values
+    thrift_i32(&mut hidden, 1, 8); // encoding RLE_DICTIONARY
+    thrift_i32(&mut hidden, 1, 3); // definition_level_encoding RLE
+    thrift_i32(&mut hidden, 1, 3); // repetition_level_encoding RLE
+    hidden.extend([0, 0]);
+    hidden.extend(page);
+    assert_eq!(hidden.len(), len - 7);
+    // The index page in the second page's place, its bytes the hidden header.
+    let mut index = Vec::new();
+    let body = (len - 7) as i32; // sizes of one varint byte: a header of 7 bytes
+    thrift_i32(&mut index, 1, 1); // type INDEX_PAGE
+    thrift_i32(&mut index, 1, body);
+    thrift_i32(&mut index, 1, body);
+    index.push(0);
+    assert_eq!(index.len(), 7, "a body of {body} bytes");
+    index.extend(&hidden);
+    index.resize(len, 0);
+    bytes[at..at + len].copy_from_slice(&index);
+    let path = dir.path().join("hidden.parquet");
+    std::fs::write(&path, &bytes).unwrap();
+
+    let results: Vec<_> = ParquetReader::open(&path, &ArrowOptions::default())
+        .unwrap()
+        .collect();
+    let err = results
+        .into_iter()
+        .find_map(Result::err)
+        .expect("the file is refused");
+    expect_decode(
+        err,
+        &path.display().to_string(),
+        "row group 0 column \"x.list.item\"",
+        &format!(
+            "the page header at byte {}: a data page encoded RLE_DICTIONARY, and no dictionary page before it in the column chunk",
+            at + 7
+        ),
+    );
+}
+
+/// Inputs of the sixth fuzz campaign that reached parquet panics. Two got
+/// past lodt's page checks (`PageMetadata::try_from`'s `unwrap`, `Decoder
+/// for dict should have been set`): a flipped byte made a page header's
+/// `data_page_header` field 6, `index_page_header`, with a map's type, which
+/// parquet reads as a struct by its id and the walk had skipped as a map, so
+/// it stopped where parquet went on. Now the page checks refuse both files
+/// before parquet runs (no panic to contain). The third panics in
+/// `DeltaBitPackDecoder::get`, which no header check foresees: the boundary
+/// contains it. Each is read as the fuzz target read it (options and batch
+/// rows chosen from its length); every error is `Error::Decode` naming the file.
+#[test]
+fn parquet_inputs_past_the_old_page_checks_are_refused_or_contained() {
     let cases = [
         (
             "data_page_without_its_header_past_the_checks.parquet",
             ArrowOptions::default(),
             1 << 20,
+            Some("a data page without its data_page_header"),
         ),
         (
             "dict_page_missing_past_the_checks.parquet",
             ArrowOptions::default().with_null_lists(lodt::arrow::NullLists::Empty),
             1 << 20,
+            Some("and no dictionary page before it in the column chunk"),
         ),
-        ("delta_bit_pack_overrun.parquet", ArrowOptions::default(), 2),
+        (
+            "delta_bit_pack_overrun.parquet",
+            ArrowOptions::default(),
+            2,
+            None,
+        ),
     ];
-    for (name, options, rows) in cases {
+    for (name, options, rows, refused) in cases {
         let path = data(&format!("tests/data/repro/{name}"));
         let results = catch_unwind(AssertUnwindSafe(|| {
             match ParquetReader::open(&path, &options) {
@@ -913,15 +1081,29 @@ fn parquet_panics_past_the_page_checks_are_contained_as_decode_errors() {
         }))
         .unwrap_or_else(|_| panic!("{name}: a panic escaped lodt"));
         let mut contained = 0;
+        let mut messages = Vec::new();
         for err in results.into_iter().filter_map(Result::err) {
             match err {
                 Error::Decode { file, message, .. } => {
                     assert_eq!(file, path.display().to_string(), "{name}");
                     contained += usize::from(message.contains("panicked"));
+                    messages.push(message);
                 }
                 other => panic!("{name}: expected Error::Decode, got {other:?}"),
             }
         }
-        assert_eq!(contained, 1, "{name}: one contained panic");
+        match refused {
+            Some(expected) => {
+                assert_eq!(
+                    contained, 0,
+                    "{name}: refused before parquet panics: {messages:?}"
+                );
+                assert!(
+                    messages.iter().any(|m| m.contains(expected)),
+                    "{name}: {expected:?} in {messages:?}"
+                );
+            }
+            None => assert_eq!(contained, 1, "{name}: one contained panic"),
+        }
     }
 }
