@@ -1107,3 +1107,21 @@ fn parquet_inputs_past_the_old_page_checks_are_refused_or_contained() {
         }
     }
 }
+
+/// Found by the `parquet_reader` fuzz target (a contained panic, seventh
+/// campaign): parquet's Arrow schema conversion reads a schema root whose
+/// `converted_type` is `LIST` as a list and asserts on its repetition, which
+/// a root has not (`BasicTypeInfo::repetition`). lodt refuses such a root
+/// from the footer before parquet builds the schema.
+#[test]
+fn a_schema_root_annotated_as_a_list_is_refused() {
+    let path = data("tests/data/repro/root_annotated_list.parquet");
+    let results = catch_unwind(AssertUnwindSafe(|| open_err(&path)))
+        .unwrap_or_else(|_| panic!("a panic escaped lodt"));
+    expect_decode(
+        results,
+        &path.display().to_string(),
+        "Parquet footer",
+        "the schema's root is annotated LIST; the root is the message, never a list",
+    );
+}

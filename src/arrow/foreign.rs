@@ -401,6 +401,18 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
             format!("schema element {index} has {n} children, and {after} elements follow it"),
         ));
     }
+    // parquet's Arrow schema conversion reads the root as a list when its
+    // converted_type is LIST (3), and asserts on the root's repetition, which
+    // a root has not (found by the `parquet_reader` fuzz target).
+    if let (Some(3), Some(&n)) = (footer.root_converted, children.first())
+        && n > 0
+    {
+        return Err(decode_error(
+            file,
+            "Parquet footer",
+            "the schema's root is annotated LIST; the root is the message, never a list",
+        ));
+    }
     if thrift::schema_depth(&children, MAX_PARQUET_SCHEMA_DEPTH) > MAX_PARQUET_SCHEMA_DEPTH {
         return Err(decode_error(
             file,
@@ -1168,6 +1180,9 @@ mod thrift {
         /// (its first), in order (0 where unset); `None` when parquet fails
         /// before it has read a whole schema.
         pub children: Option<Vec<i64>>,
+        /// The `converted_type` (field 6) of that schema's root element,
+        /// when it has one.
+        pub root_converted: Option<i64>,
         /// Why lodt refuses the footer, if it does.
         pub refused: Option<String>,
         /// Where the `FileMetaData` ends, when it reads to its end.
@@ -1185,16 +1200,23 @@ mod thrift {
             refused: None,
         };
         let mut children = None;
-        let end = file_metadata(&mut strict, &mut children).map(|()| strict.input.at);
+        let mut root_converted = None;
+        let end = file_metadata(&mut strict, &mut children, &mut root_converted)
+            .map(|()| strict.input.at);
         Footer {
             children,
+            root_converted,
             refused: strict.refused,
             end,
         }
     }
 
     /// `FileMetaData`; `None` where parquet fails (or lodt refuses).
-    fn file_metadata(strict: &mut Strict<'_>, schema: &mut Option<Vec<i64>>) -> Option<()> {
+    fn file_metadata(
+        strict: &mut Strict<'_>,
+        schema: &mut Option<Vec<i64>>,
+        root_converted: &mut Option<i64>,
+    ) -> Option<()> {
         let mut last = 0;
         loop {
             let (ty, id) = strict.input.field(last)?;
@@ -1203,12 +1225,12 @@ mod thrift {
                 // The first schema; parquet skips any later one by its type.
                 2 if schema.is_none() => {
                     let mut children = Vec::new();
-                    for _ in 0..strict.list_of(STRUCT)? {
+                    for k in 0..strict.list_of(STRUCT)? {
                         let mut n = 0;
-                        strict.record_with(schema_element, |f, v| {
-                            if f == 5 {
-                                n = v;
-                            }
+                        strict.record_with(schema_element, |f, v| match f {
+                            5 => n = v,
+                            6 if k == 0 => *root_converted = Some(v),
+                            _ => {}
                         })?;
                         children.push(n);
                     }
