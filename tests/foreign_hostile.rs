@@ -1095,10 +1095,10 @@ fn parquet_inputs_past_the_old_page_checks_are_refused_or_contained() {
 #[test]
 fn a_schema_root_annotated_as_a_list_is_refused() {
     let path = data("tests/data/repro/root_annotated_list.parquet");
-    let results = catch_unwind(AssertUnwindSafe(|| open_err(&path)))
+    let err = catch_unwind(AssertUnwindSafe(|| open_err(&path)))
         .unwrap_or_else(|_| panic!("a panic escaped lodt"));
     expect_decode(
-        results,
+        err,
         &path.display().to_string(),
         "Parquet footer",
         "the schema's root is annotated LIST; the root is the message, never a list",
