@@ -448,8 +448,9 @@ pub(crate) fn check_parquet_schema_depth(file: &str, reader: &std::fs::File) -> 
 /// page, it reads the next header right after the index page's header,
 /// without skipping the page's bytes. So at an index page the walk forks and
 /// follows both ways; each position is walked at most twice (before and
-/// after a dictionary page), so its work stays in proportion to the chunk. (Found reading parquet's page reader after the `parquet_reader`
-/// fuzz target's inputs that got past the walk through
+/// after a dictionary page), so its work stays in proportion to the chunk.
+/// (Found reading parquet's page reader after the `parquet_reader` fuzz
+/// target's inputs that got past the walk through
 /// `thrift::skim_page_header`'s field 6.)
 #[cfg(feature = "parquet")]
 pub(crate) fn check_parquet_page_headers(
