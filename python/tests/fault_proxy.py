@@ -1,0 +1,244 @@
+"""A fault-injecting HTTP reverse proxy for the object-store tests.
+
+The proxy listens on 127.0.0.1 and forwards every request, unchanged (the
+``Host`` header included, so request signatures stay valid), to an upstream
+server on 127.0.0.1 (moto's S3 server, Azurite). A client is pointed at the
+proxy instead of the server. Faults are rules: each names the requests it
+matches and what it does to them::
+
+    with FaultProxy(upstream_port) as proxy:
+        proxy.add(Fault("drop_response", method="PUT", path="_manifest"))
+        ...  # the first matching PUT reaches the server; its answer never comes back
+        assert proxy.hits("PUT", "_manifest") == 2
+
+Actions:
+
+``drop_response``
+    forward the request (the server acts on it), then close the connection
+    without answering: a lost response after a committed write.
+``stall``
+    forward the request, then hold the connection open without answering for
+    ``seconds`` before closing it: the client times out.
+``status``
+    answer ``status`` without forwarding (the server never sees the request).
+``status_after``
+    forward the request, then answer ``status`` instead of the server's answer
+    (e.g. 412 or 500 to a request the server carried out).
+``flip``
+    forward the request, then flip the bits of ``mask`` in the response body's
+    byte at ``offset`` (negative counts from the end).
+
+A rule applies to ``times`` matching requests (``None``: all of them) after
+skipping the first ``skip``. ``proxy.log`` records every request as
+``(method, path, what happened)``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Optional
+
+# Headers that belong to one connection and are not forwarded.
+_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
+
+ACTIONS = ("drop_response", "stall", "status", "status_after", "flip")
+
+
+@dataclass
+class Fault:
+    """One fault rule (see the module docstring)."""
+
+    action: str
+    method: Optional[str] = None
+    path: Optional[str] = None
+    times: Optional[int] = 1
+    skip: int = 0
+    status: int = 500
+    seconds: float = 30.0
+    offset: int = 0
+    mask: int = 0x01
+    # Extra condition on (method, path, headers); all given conditions must hold.
+    when: Optional[Callable[[str, str, dict], bool]] = None
+    seen: int = field(default=0, init=False)
+    applied: int = field(default=0, init=False)
+
+    def __post_init__(self):
+        if self.action not in ACTIONS:
+            raise ValueError(f"unknown fault action {self.action!r}; expected one of {ACTIONS}")
+
+    def matches(self, method: str, path: str, headers: dict) -> bool:
+        if self.method is not None and method != self.method:
+            return False
+        if self.path is not None and self.path not in path:
+            return False
+        return self.when is None or bool(self.when(method, path, headers))
+
+    def take(self) -> bool:
+        """Counts one matching request; whether the fault applies to it."""
+        self.seen += 1
+        if self.seen <= self.skip:
+            return False
+        if self.times is not None and self.applied >= self.times:
+            return False
+        self.applied += 1
+        return True
+
+
+def conditional(method: str, path: str, headers: dict) -> bool:
+    """A ``when`` for conditional requests (``If-Match`` / ``If-None-Match``)."""
+    keys = {k.lower() for k in headers}
+    return "if-match" in keys or "if-none-match" in keys
+
+
+class FaultProxy:
+    """The proxy: ``with FaultProxy(upstream_port) as p:`` serves on ``p.port``."""
+
+    def __init__(self, upstream_port: int, upstream_host: str = "127.0.0.1"):
+        self.upstream = (upstream_host, upstream_port)
+        self.faults: list[Fault] = []
+        self.log: list[tuple[str, str, str]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def add(self, fault: Fault) -> Fault:
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear(self) -> None:
+        with self._lock:
+            self.faults.clear()
+
+    def hits(self, method: Optional[str] = None, path: Optional[str] = None) -> int:
+        """How many requests (of this method, with ``path`` in their path) arrived."""
+        with self._lock:
+            return sum(
+                1
+                for m, p, _ in self.log
+                if (method is None or m == method) and (path is None or path in p)
+            )
+
+    def _choose(self, method: str, path: str, headers: dict) -> Optional[Fault]:
+        with self._lock:
+            for fault in self.faults:
+                if fault.matches(method, path, headers) and fault.take():
+                    return fault
+            return None
+
+    def _record(self, method: str, path: str, what: str) -> None:
+        with self._lock:
+            self.log.append((method, path, what))
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "FaultProxy":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _handler_for(proxy: FaultProxy):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # quiet
+            pass
+
+        def _body(self) -> bytes:
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                out = bytearray()
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass
+                        return bytes(out)
+                    out += self.rfile.read(size)
+                    self.rfile.readline()
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length else b""
+
+        def _forward(self, body: bytes):
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+            if "Transfer-Encoding" in self.headers:
+                headers["Content-Length"] = str(len(body))
+            conn = http.client.HTTPConnection(*proxy.upstream, timeout=120)
+            try:
+                conn.request(self.command, self.path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                return resp.status, resp.reason, resp.getheaders(), data
+            finally:
+                conn.close()
+
+        def _reply(self, status: int, reason: str, headers, body: bytes) -> None:
+            self.send_response(status, reason)
+            for k, v in headers:
+                if k.lower() not in _HOP and k.lower() != "content-length":
+                    self.send_header(k, v)
+            if self.command == "HEAD":
+                length = next((v for k, v in headers if k.lower() == "content-length"), "0")
+                self.send_header("Content-Length", length)
+            else:
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            self.wfile.flush()
+
+        def _drop(self) -> None:
+            self.close_connection = True
+            try:
+                # RST rather than FIN: the client sees the connection die.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def _handle(self) -> None:
+            body = self._body()
+            headers = dict(self.headers.items())
+            fault = proxy._choose(self.command, self.path, headers)
+            if fault is not None and fault.action == "status":
+                proxy._record(self.command, self.path, f"status {fault.status} (not forwarded)")
+                self._reply(fault.status, "Injected", [("Content-Type", "text/plain")], b"injected fault")
+                return
+            status, reason, resp_headers, data = self._forward(body)
+            if fault is None:
+                proxy._record(self.command, self.path, str(status))
+                self._reply(status, reason, resp_headers, data)
+            elif fault.action == "drop_response":
+                proxy._record(self.command, self.path, f"{status}, response dropped")
+                self._drop()
+            elif fault.action == "stall":
+                proxy._record(self.command, self.path, f"{status}, stalled {fault.seconds} s")
+                time.sleep(fault.seconds)
+                self._drop()
+            elif fault.action == "status_after":
+                proxy._record(self.command, self.path, f"{status}, answered {fault.status}")
+                self._reply(fault.status, "Injected", [("Content-Type", "text/plain")], b"injected fault")
+            else:  # flip
+                flipped = bytearray(data)
+                if flipped:
+                    i = fault.offset if fault.offset >= 0 else len(flipped) + fault.offset
+                    i = min(max(i, 0), len(flipped) - 1)
+                    flipped[i] ^= fault.mask
+                proxy._record(self.command, self.path, f"{status}, body byte {fault.offset} flipped")
+                self._reply(status, reason, resp_headers, bytes(flipped))
+
+        do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = _handle
+
+    return Handler

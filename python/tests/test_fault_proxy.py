@@ -1,0 +1,99 @@
+"""The fault-injecting proxy the object-store tests rely on does what it says."""
+
+import http.client
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from fault_proxy import Fault, FaultProxy, conditional
+
+
+class _Store(BaseHTTPRequestHandler):
+    """A tiny upstream: PUT stores a body, GET returns it."""
+
+    protocol_version = "HTTP/1.1"
+    objects: dict = {}
+
+    def log_message(self, *args):
+        pass
+
+    def do_PUT(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        self.objects[self.path] = self.rfile.read(n)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self):
+        body = self.objects.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        body = body or b""
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def upstream():
+    _Store.objects = {}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Store)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def _request(port, method, path, body=None, headers=None, timeout=10):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def test_forwards_unchanged(upstream):
+    with FaultProxy(upstream) as proxy:
+        assert _request(proxy.port, "PUT", "/b/k", b"hello")[0] == 200
+        assert _request(proxy.port, "GET", "/b/k") == (200, b"hello")
+        assert proxy.log == [("PUT", "/b/k", "200"), ("GET", "/b/k", "200")]
+
+
+def test_drop_response_after_the_server_acted(upstream):
+    with FaultProxy(upstream) as proxy:
+        proxy.add(Fault("drop_response", method="PUT"))
+        with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
+            _request(proxy.port, "PUT", "/b/k", b"committed")
+        assert _Store.objects["/b/k"] == b"committed"  # the server did it
+        assert _request(proxy.port, "PUT", "/b/k", b"again")[0] == 200  # times=1
+
+
+def test_status_is_not_forwarded_and_status_after_is(upstream):
+    with FaultProxy(upstream) as proxy:
+        proxy.add(Fault("status", method="PUT", status=500))
+        assert _request(proxy.port, "PUT", "/b/x", b"1")[0] == 500
+        assert "/b/x" not in _Store.objects
+        proxy.add(Fault("status_after", method="PUT", status=412, when=conditional))
+        assert _request(proxy.port, "PUT", "/b/y", b"2", {"If-None-Match": "*"})[0] == 412
+        assert _Store.objects["/b/y"] == b"2"
+
+
+def test_stall_makes_the_client_time_out(upstream):
+    with FaultProxy(upstream) as proxy:
+        proxy.add(Fault("stall", method="PUT", seconds=3))
+        with pytest.raises(OSError):
+            _request(proxy.port, "PUT", "/b/s", b"late", timeout=0.5)
+        assert _Store.objects["/b/s"] == b"late"
+
+
+def test_flip_and_skip(upstream):
+    with FaultProxy(upstream) as proxy:
+        _request(proxy.port, "PUT", "/b/f", b"\x00\x00\x00\x00")
+        proxy.add(Fault("flip", method="GET", offset=2, mask=0x80, skip=1))
+        assert _request(proxy.port, "GET", "/b/f")[1] == b"\x00\x00\x00\x00"  # skipped
+        assert _request(proxy.port, "GET", "/b/f")[1] == b"\x00\x00\x80\x00"
+        assert _request(proxy.port, "GET", "/b/f")[1] == b"\x00\x00\x00\x00"  # times=1
+        assert proxy.hits("GET", "/b/f") == 3
