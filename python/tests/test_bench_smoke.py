@@ -1,0 +1,35 @@
+"""The peer benchmark (bench/peers.py with examples/peers.rs) runs to its
+table on tiny data, so that it cannot break silently between measured runs."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PEERS_BIN = REPO / "target" / "debug" / "examples" / "peers"
+
+
+def test_peers_benchmark_prints_its_table(tmp_path):
+    if not PEERS_BIN.exists():
+        pytest.skip("target/debug/examples/peers is not built (scripts/test builds it with cargo test)")
+    out = tmp_path / "results.json"
+    run = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "peers.py"), "--dir", str(tmp_path / "data"),
+         "--batches", "3", "--reps", "1", "--systems", "lodt,npy,ipc,parquet",
+         "--lodt-bin", str(PEERS_BIN), "--json", str(out)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "CHECKSUMS DIFFER" not in run.stdout
+    table = [line for line in run.stdout.splitlines() if line.startswith("| ")]
+    rows = {line.split(" | ")[0][2:] for line in table[2:]}
+    assert {"random/cold", "random/warm", "scan/warm", "open-doc/warm"} <= rows, run.stdout
+    assert any("verify" in r for r in rows) and any("write" in r for r in rows), run.stdout
+    results = json.loads(out.read_text())
+    # Every system read the same values (the checksum of each task agrees).
+    for task, r in results["reads"].items():
+        assert len(set(r["checksums"].values())) == 1, (task, r["checksums"])
+    assert results["dataset"]["batches"] == 3
