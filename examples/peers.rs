@@ -180,6 +180,7 @@ fn read_options() -> ReadOptions {
     ReadOptions {
         advice,
         mmap: std::env::var("PEERS_PREAD").is_err(),
+        ..Default::default()
     }
 }
 

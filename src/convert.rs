@@ -299,6 +299,12 @@ impl Format {
 
     /// Opens the file at `path`, in this format, as a reader of batches.
     ///
+    /// A path that is a FIFO or a device is read in order, as
+    /// [`Format::open_stream`] reads a pipe, in the
+    /// [streamable](Capabilities::streamable) formats (`.lodt`, Arrow IPC
+    /// streams, Paddle files); the others (Parquet, Arrow IPC files) need a
+    /// regular file and refuse it with a clear error.
+    ///
     /// [`ConvertOptions::names`] names the tensors of a format that stores
     /// none (an error for the others); [`ConvertOptions::batch_rows`]
     /// regroups the rows (see [`rebatch`]). The reader knows the number of

@@ -309,12 +309,18 @@ mod tests {
 
 /// How a reading command opens a `.lodt` file: `--no-mmap` reads with
 /// positional reads instead of a memory map (a file truncated by another
-/// process is then an error, never a crash).
+/// process is then an error, never a crash); `--check-bodies` checks a mapped
+/// batch's body checksums when it is first read.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct ReadArgs {
     /// Read with positional reads instead of a memory map.
     #[arg(long)]
     pub no_mmap: bool,
+    /// Check each batch's body checksums when it is first read, through a
+    /// memory map too (one more pass over the bodies). Batches read with
+    /// --no-mmap or from a URI are always checked.
+    #[arg(long)]
+    pub check_bodies: bool,
 }
 
 impl ReadArgs {
@@ -328,6 +334,7 @@ impl ReadArgs {
         }
         let options = lodt::format::ReadOptions {
             mmap: !self.no_mmap,
+            check_bodies: self.check_bodies,
             ..Default::default()
         };
         lodt::LodtFile::open_with(path, &options).map_err(|e| {
@@ -434,7 +441,9 @@ pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
     let by_extension = Format::from_path(path).ok().filter(|f| *f != Format::Lodt);
     let sniffed = || {
         let mut head = [0u8; 8];
-        let mut file = std::fs::File::open(path).ok()?;
+        // Not a FIFO or a device (opening a FIFO waits for a writer): the
+        // reader says what it is.
+        let mut file = lodt::format::open_regular(path).ok()?;
         let n = std::io::Read::read(&mut file, &mut head).ok()?;
         let head = &head[..n];
         if head.starts_with(b"PAR1") {

@@ -362,7 +362,15 @@ fn every_advice_reads_the_same_through_a_map_and_positional_reads() {
             Advice::Sequential,
             Advice::Off,
         ] {
-            let file = LodtFile::open_with(&path, &ReadOptions { mmap, advice }).unwrap();
+            let file = LodtFile::open_with(
+                &path,
+                &ReadOptions {
+                    mmap,
+                    advice,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             assert_eq!(file.advice(), advice);
             for k in [999, 0, 1, 2, 500] {
                 assert_eq!(file.read_batch(k).unwrap(), batch(k as u64));

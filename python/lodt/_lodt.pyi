@@ -158,7 +158,14 @@ class Batch(Mapping[str, LodTensor]):
 class File:
     """A ``.lodt`` file, memory-mapped: ``len(f)`` batches, ``f[k]`` read in place."""
 
-    def __init__(self, path: _PathLike, *, mmap: bool = True, storage_options: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        path: _PathLike,
+        *,
+        mmap: bool = True,
+        storage_options: Mapping[str, str] | None = None,
+        check_bodies: bool = False,
+    ) -> None:
         """Opens a ``.lodt`` file (see :func:`open`)."""
     def __len__(self) -> int: ...
     def __getitem__(self, k: int) -> Batch: ...
@@ -225,7 +232,14 @@ class DatasetReader:
     """An open sharded dataset (its manifest; shards opened when touched).
     ``lodt.Dataset`` wraps it."""
 
-    def __init__(self, path: _PathLike, *, mmap: bool = True, storage_options: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        path: _PathLike,
+        *,
+        mmap: bool = True,
+        storage_options: Mapping[str, str] | None = None,
+        check_bodies: bool = False,
+    ) -> None:
         """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest)."""
     @property
     def path(self) -> pathlib.Path:
@@ -356,9 +370,13 @@ def open(
     *,
     mmap: bool = True,
     storage_options: Mapping[str, str] | None = None,
+    check_bodies: bool = False,
 ) -> File:
     """Opens a ``.lodt`` file (memory-mapped by default), or one at a URI
-    (``s3://``, ``az://``, ``gs://``, ``http(s)://``) read by ranged requests."""
+    (``s3://``, ``az://``, ``gs://``, ``http(s)://``) read by ranged requests.
+    Batches read from a URI or into memory are checked, bodies included,
+    before use; a mapped batch's bodies only with ``check_bodies=True`` (on
+    its first read)."""
 
 def save(path: _PathLike, batches: _BatchLike | Iterable[_BatchLike], metadata: Mapping[str, str] | None = None) -> None:
     """Writes a ``.lodt`` file atomically."""

@@ -112,6 +112,12 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
       keys); credentials also come from the environment.
     * ``return_ids``: yield ``(ids, batch)``, ``ids`` an int64 array of the
       sequences' ids (dataset order numbers, as :meth:`sequence` takes).
+    * ``mmap``/``check_bodies``: local shards are memory-mapped (``mmap=False``:
+      positional reads). Every batch read from an object store or with
+      positional reads is checked against its checksums, bodies included,
+      before it is used (a damaged byte is a ValueError naming the shard and
+      batch); a mapped batch's bodies only with ``check_bodies=True``, on the
+      batch's first read (one pass over its bodies).
 
     Call :meth:`set_epoch` before each epoch (as with ``DistributedSampler``):
     every pass over the dataset begins where :meth:`set_epoch` or
@@ -137,6 +143,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         mmap: bool = True,
         return_ids: bool = False,
         storage_options: Mapping[str, str] | None = None,
+        check_bodies: bool = False,
     ) -> None:
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither (torch.distributed's, or 0 of 1)")
@@ -151,6 +158,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self.remainder = remainder
         self.prefetch = prefetch
         self.mmap = mmap
+        self.check_bodies = check_bodies
         self.return_ids = return_ids
         self.storage_options = dict(storage_options) if storage_options else None
         self._explicit = None if rank is None else (int(rank), int(world_size))  # type: ignore[arg-type]
@@ -173,7 +181,10 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         pid = os.getpid()
         if self._reader is None or self._pid != pid:
             self._reader = DatasetReader(
-                self.path, mmap=self.mmap, storage_options=self.storage_options
+                self.path,
+                mmap=self.mmap,
+                storage_options=self.storage_options,
+                check_bodies=self.check_bodies,
             )
             self._pid = pid
         return self._reader

@@ -64,24 +64,31 @@ pub(crate) fn store_at(
 
 #[pymethods]
 impl PyDatasetReader {
-    /// DatasetReader(path, *, mmap=True, storage_options=None)
+    /// DatasetReader(path, *, mmap=True, storage_options=None, check_bodies=False)
     ///
     /// Opens the dataset in directory `path`, or at a URI (`s3://`, `az://`,
     /// `gs://`, `http(s)://`; `storage_options` configure the store): its
     /// manifest only. `mmap=False` reads local shards with positional reads
-    /// instead of memory maps.
+    /// instead of memory maps; `check_bodies=True` checks a mapped batch's
+    /// bodies on its first read (batches read otherwise are always checked).
     #[new]
-    #[pyo3(signature = (path, *, mmap = true, storage_options = None))]
+    #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false))]
     fn py_new(
         py: Python<'_>,
         path: PathBuf,
         mmap: bool,
         storage_options: Option<BTreeMap<String, String>>,
+        check_bodies: bool,
     ) -> PyResult<Self> {
         let p = path.clone();
+        let read = lodt::format::ReadOptions {
+            mmap,
+            check_bodies,
+            ..Default::default()
+        };
         let dataset = py.detach(move || {
             guard("opening a dataset", || {
-                let store = store_at(&p, storage_options, |s| s.with_mmap(mmap))?;
+                let store = store_at(&p, storage_options, |s| s.with_read_options(read))?;
                 Dataset::open_in(store).map_err(dataset_err)
             })
         })?;

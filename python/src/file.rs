@@ -36,6 +36,7 @@ impl PyFile {
         py: Python<'_>,
         path: PathBuf,
         mmap: bool,
+        check_bodies: bool,
         storage_options: Option<std::collections::BTreeMap<String, String>>,
     ) -> PyResult<Self> {
         let p = path.clone();
@@ -49,7 +50,11 @@ impl PyFile {
                     };
                     lodt::remote::open_file(&location, &options)
                 } else if mmap {
-                    LodtFile::open(&p)
+                    let options = lodt::format::ReadOptions {
+                        check_bodies,
+                        ..Default::default()
+                    };
+                    LodtFile::open_with(&p, &options)
                 } else {
                     LodtFile::read(&p)
                 }
@@ -125,19 +130,20 @@ fn verify_report<'py>(
 
 #[pymethods]
 impl PyFile {
-    /// File(path, *, mmap=True, storage_options=None)
+    /// File(path, *, mmap=True, storage_options=None, check_bodies=False)
     ///
     /// Opens a `.lodt` file: memory-mapped (`mmap=True`), or read into memory;
-    /// or one at a URI (see `lodt.open`).
+    /// or one at a URI (see `lodt.open`, also for `check_bodies`).
     #[new]
-    #[pyo3(signature = (path, *, mmap = true, storage_options = None))]
+    #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false))]
     fn py_new(
         py: Python<'_>,
         path: PathBuf,
         mmap: bool,
         storage_options: Option<std::collections::BTreeMap<String, String>>,
+        check_bodies: bool,
     ) -> PyResult<Self> {
-        Self::open_path(py, path, mmap, storage_options)
+        Self::open_path(py, path, mmap, check_bodies, storage_options)
     }
 
     /// The number of batches.
@@ -334,7 +340,7 @@ impl BatchIter {
     }
 }
 
-/// open(path, *, mmap=True, storage_options=None) -> File
+/// open(path, *, mmap=True, storage_options=None, check_bodies=False) -> File
 ///
 /// Opens a `.lodt` file (memory-mapped by default; `mmap=False` reads it into
 /// memory, for files that other programs may change). `path` may be a URI
@@ -342,15 +348,22 @@ impl BatchIter {
 /// ranged requests (two to open it, one per batch first touched), with
 /// credentials from the environment and `storage_options` (object_store's
 /// configuration keys, such as `aws_endpoint`).
+///
+/// A batch read from a URI or into memory is checked against its checksums,
+/// bodies included, before any tensor of it is returned (a damaged byte is a
+/// ValueError naming the file and batch). A memory-mapped batch's bodies are
+/// checked only with `check_bodies=True`, the first time the batch is read
+/// (one pass over its bodies, once); `verify()` checks every byte.
 #[pyfunction]
-#[pyo3(signature = (path, *, mmap = true, storage_options = None))]
+#[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false))]
 pub fn open(
     py: Python<'_>,
     path: PathBuf,
     mmap: bool,
     storage_options: Option<std::collections::BTreeMap<String, String>>,
+    check_bodies: bool,
 ) -> PyResult<PyFile> {
-    PyFile::open_path(py, path, mmap, storage_options)
+    PyFile::open_path(py, path, mmap, check_bodies, storage_options)
 }
 
 /// Writes a `.lodt` file batch by batch: atomically (a new file appears at

@@ -26,7 +26,10 @@ Actions:
     (e.g. 412 or 500 to a request the server carried out).
 ``flip``
     forward the request, then flip the bits of ``mask`` in the response body's
-    byte at ``offset`` (negative counts from the end).
+    byte at ``offset`` (negative counts from the end); or, with ``at``, in the
+    byte at offset ``at`` of the object, in whichever response holds it (by
+    its ``Content-Range``): a response that does not is passed on unchanged
+    and does not count as one the rule applied to.
 
 A rule applies to ``times`` matching requests (``None``: all of them) after
 skipping the first ``skip``. ``proxy.log`` records every request as
@@ -61,6 +64,7 @@ class Fault:
     status: int = 500
     seconds: float = 30.0
     offset: int = 0
+    at: Optional[int] = None
     mask: int = 0x01
     # Extra condition on (method, path, headers); all given conditions must hold.
     when: Optional[Callable[[str, str, dict], bool]] = None
@@ -150,6 +154,19 @@ class FaultProxy:
         self.close()
 
 
+def _content_start(status: int, headers) -> int:
+    """The object offset of a response body's first byte: the start of its
+    ``Content-Range`` (``bytes a-b/n``), or 0 for a whole object; -1 when the
+    response holds no object bytes (an error)."""
+    for k, v in headers:
+        if k.lower() == "content-range":
+            try:
+                return int(v.split()[1].split("-")[0])
+            except (IndexError, ValueError):
+                return -1
+    return 0 if status == 200 else -1
+
+
 def _handler_for(proxy: FaultProxy):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -232,11 +249,25 @@ def _handler_for(proxy: FaultProxy):
                 self._reply(fault.status, "Injected", [("Content-Type", "text/plain")], b"injected fault")
             else:  # flip
                 flipped = bytearray(data)
-                if flipped:
+                if fault.at is not None:
+                    start = _content_start(status, resp_headers)
+                    i = fault.at - start if start >= 0 else -1
+                    if not 0 <= i < len(flipped):
+                        with proxy._lock:
+                            fault.applied -= 1
+                        proxy._record(self.command, self.path, str(status))
+                        self._reply(status, reason, resp_headers, data)
+                        return
+                    flipped[i] ^= fault.mask
+                    what = f"object byte {fault.at} flipped"
+                elif flipped:
                     i = fault.offset if fault.offset >= 0 else len(flipped) + fault.offset
                     i = min(max(i, 0), len(flipped) - 1)
                     flipped[i] ^= fault.mask
-                proxy._record(self.command, self.path, f"{status}, body byte {fault.offset} flipped")
+                    what = f"body byte {fault.offset} flipped"
+                else:
+                    what = "empty body, nothing flipped"
+                proxy._record(self.command, self.path, f"{status}, {what}")
                 self._reply(status, reason, resp_headers, bytes(flipped))
 
         do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = _handle

@@ -97,3 +97,53 @@ def test_flip_and_skip(upstream):
         assert _request(proxy.port, "GET", "/b/f")[1] == b"\x00\x00\x80\x00"
         assert _request(proxy.port, "GET", "/b/f")[1] == b"\x00\x00\x00\x00"  # times=1
         assert proxy.hits("GET", "/b/f") == 3
+
+
+class _Ranged(BaseHTTPRequestHandler):
+    """A tiny upstream serving one object, honouring ``Range: bytes=a-b``."""
+
+    protocol_version = "HTTP/1.1"
+    body = bytes(range(100))
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        rng = self.headers.get("Range")
+        if rng:
+            a, b = (int(x) for x in rng.split("=")[1].split("-"))
+            part = self.body[a : b + 1]
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {a}-{a + len(part) - 1}/{len(self.body)}")
+        else:
+            part = self.body
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(part)))
+        self.end_headers()
+        self.wfile.write(part)
+
+
+def test_flip_at_an_object_offset_in_whichever_response_holds_it():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ranged)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with FaultProxy(server.server_address[1]) as proxy:
+            fault = proxy.add(Fault("flip", method="GET", at=50, mask=0xFF))
+            want = bytes(range(100))
+            # A range without byte 50: unchanged, and not counted.
+            assert _request(proxy.port, "GET", "/o", headers={"Range": "bytes=0-9"})[1] == want[:10]
+            assert fault.applied == 0
+            # A range holding it: byte 50 flipped, at its place in the range.
+            got = _request(proxy.port, "GET", "/o", headers={"Range": "bytes=40-59"})[1]
+            assert got == want[40:50] + bytes([50 ^ 0xFF]) + want[51:60]
+            assert fault.applied == 1
+            # times=1: the next is passed on; a whole object counts from 0.
+            assert _request(proxy.port, "GET", "/o")[1] == want
+            proxy.add(Fault("flip", method="GET", at=99, mask=0x01))
+            got = _request(proxy.port, "GET", "/o")[1]
+            assert got == want[:99] + bytes([99 ^ 0x01])
+            assert "object byte 99 flipped" in proxy.log[-1][2]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -306,7 +306,9 @@ impl ParquetReader {
         })
     }
 
-    /// Opens the file at `path` (errors name the file by its path).
+    /// Opens the file at `path` (errors name the file by its path). A Parquet
+    /// file is read from its footer, at the end: a FIFO or a device is
+    /// refused with a clear error ([`open_regular`](crate::format::open_regular)).
     ///
     /// ```no_run
     /// let reader = lodt::arrow::parquet::ParquetReader::open("batches.parquet", &Default::default())?;
@@ -314,7 +316,8 @@ impl ParquetReader {
     /// ```
     pub fn open(path: impl AsRef<std::path::Path>, options: &ArrowOptions) -> Result<Self> {
         let path = path.as_ref();
-        Self::try_new_named(File::open(path)?, path.display().to_string(), options)
+        let file = crate::format::open_regular(path)?;
+        Self::try_new_named(file, path.display().to_string(), options)
     }
 
     /// Reads at most `rows` top-level rows into one batch (at least 1).

@@ -199,7 +199,8 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
 /// A dataset in a directory of a local (or mounted) file system.
 ///
 /// - Shards are memory-mapped ([`LodtFile::open`]), or read with
-///   positional reads ([`LocalStore::with_mmap`]).
+///   positional reads ([`LocalStore::with_mmap`]), as
+///   [`LocalStore::with_read_options`] says.
 /// - Manifests and shards are written atomically ([`AtomicFile`]: a
 ///   temporary file, synced, renamed over the destination).
 /// - The dataset's writer lock is an advisory `flock` on the directory
@@ -219,7 +220,7 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
 pub struct LocalStore {
     dir: PathBuf,
     fsync: bool,
-    mmap: bool,
+    read: crate::format::ReadOptions,
 }
 
 impl LocalStore {
@@ -233,7 +234,7 @@ impl LocalStore {
         LocalStore {
             dir: dir.as_ref().to_path_buf(),
             fsync: true,
-            mmap: true,
+            read: Default::default(),
         }
     }
 
@@ -261,7 +262,23 @@ impl LocalStore {
     /// # let _ = store;
     /// ```
     pub fn with_mmap(mut self, mmap: bool) -> Self {
-        self.mmap = mmap;
+        self.read.mmap = mmap;
+        self
+    }
+
+    /// How shards are opened ([`LodtFile::open_with`]): through a memory map
+    /// or with positional reads, with which access hints, and whether a
+    /// mapped batch's bodies are checked on its first touch
+    /// ([`ReadOptions::check_bodies`](crate::format::ReadOptions::check_bodies)).
+    ///
+    /// ```
+    /// use lodt::format::ReadOptions;
+    /// let checked = ReadOptions { check_bodies: true, ..Default::default() };
+    /// let store = lodt::dataset::LocalStore::new("d").with_read_options(checked);
+    /// # let _ = store;
+    /// ```
+    pub fn with_read_options(mut self, options: crate::format::ReadOptions) -> Self {
+        self.read = options;
         self
     }
 
@@ -355,11 +372,7 @@ impl DatasetStore for LocalStore {
 
     fn open_shard(&self, name: &str) -> Result<LodtFile> {
         let path = self.path(name)?;
-        let options = crate::format::ReadOptions {
-            mmap: self.mmap,
-            ..Default::default()
-        };
-        LodtFile::open_with(&path, &options)
+        LodtFile::open_with(&path, &self.read)
             .map_err(|source| DatasetError::shard(path.display().to_string(), source))
     }
 

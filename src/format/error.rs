@@ -276,6 +276,26 @@ pub enum FormatError {
     /// metadata limit).
     #[error("cannot write: {0}")]
     Unwritable(String),
+    /// Bytes of a batch as read from `file` (by positional reads, from an
+    /// object store or its disk cache: a copy) that do not pass the checks of
+    /// the batch's checksum table: the copy differs from what was written
+    /// (`spec/FORMAT.md` §7.1). `source` says where, and what was expected.
+    ///
+    /// ```
+    /// use lodt::format::{FormatError, Location, Part};
+    /// let inner = FormatError::Checksum { at: Location::tensor(3, "x", Part::Body), expected: 1, found: 2 };
+    /// let err = FormatError::BadRead { file: "s3://b/a.lodt".into(), source: Box::new(inner) };
+    /// assert!(err.to_string().starts_with("s3://b/a.lodt: checksum mismatch in batch 3, tensor \"x\", body"));
+    /// assert_eq!(err.location().unwrap().batch, Some(3));
+    /// ```
+    #[error("{file}: {source}")]
+    BadRead {
+        /// The file read (a path or a URI).
+        file: String,
+        /// The check that failed.
+        #[source]
+        source: Box<FormatError>,
+    },
     /// An error of the LoD tensor model.
     #[error(transparent)]
     Core(#[from] crate::Error),
@@ -324,6 +344,7 @@ impl FormatError {
             | FormatError::TooLarge { at, .. }
             | FormatError::NonZeroPadding { at, .. }
             | FormatError::Tensor { at, .. } => Some(at),
+            FormatError::BadRead { source, .. } => source.location(),
             _ => None,
         }
     }

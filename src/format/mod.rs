@@ -61,7 +61,9 @@ pub use layout::{
 };
 pub use reader::{Advice, BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
-pub use source::{MemorySource, MmapSource, OpenHint, Pattern, PreadSource, RangeSource};
+pub use source::{
+    MemorySource, MmapSource, OpenHint, Pattern, PreadSource, RangeSource, open_regular,
+};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
 pub use verify::{VerifyReport, verify};

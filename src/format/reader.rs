@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// How [`LodtFile::open_with`] reads a file.
@@ -27,6 +27,7 @@ use std::sync::{Arc, OnceLock};
 /// use lodt::format::{Advice, ReadOptions};
 /// assert!(ReadOptions::default().mmap);
 /// assert_eq!(ReadOptions::default().advice, Advice::Auto);
+/// assert!(!ReadOptions::default().check_bodies);
 /// let pread = ReadOptions { mmap: false, ..Default::default() };
 /// # let _ = pread;
 /// ```
@@ -40,6 +41,16 @@ pub struct ReadOptions {
     /// The access hints given to the OS (they matter when the file is not in
     /// the page cache): [`Advice::Auto`] by default.
     pub advice: Advice,
+    /// Check the checksums of a batch's tensor bodies the first time the
+    /// batch is touched, before any tensor of it is handed out, for a memory
+    /// map too (see [`LodtFile::with_check_bodies`]). Off by default: a
+    /// mapped batch's bodies are checked only by [`LodtFile::verify`], and
+    /// touching a batch costs no read of its bodies. On, the first touch of
+    /// a batch reads its bodies once (CRC32 at several GB/s per core, plus
+    /// reading them from disk when they are not in the page cache); later
+    /// touches cost nothing more. Batches read with positional reads
+    /// (`mmap: false`) are checked whatever this says.
+    pub check_bodies: bool,
 }
 
 impl Default for ReadOptions {
@@ -47,6 +58,7 @@ impl Default for ReadOptions {
         ReadOptions {
             mmap: true,
             advice: Advice::Auto,
+            check_bodies: false,
         }
     }
 }
@@ -90,6 +102,16 @@ pub enum Advice {
     Off,
 }
 
+/// What a batch is read for ([`LodtFile::meta`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// Its tensors are handed out: its bodies are checked first where the
+    /// reader checks them.
+    TensorsOut,
+    /// Its structure alone (`verify` checks every byte itself).
+    Structure,
+}
+
 /// How far ahead a scan asks the source to fetch.
 const READ_AHEAD: u64 = 16 << 20;
 
@@ -108,7 +130,13 @@ const NOT_A_BATCH: usize = usize::MAX - 1;
 /// - checks a batch's header, metadata, checksum table, buffer layout, LoD
 ///   checksums, LoD rules and body lengths the first time the batch is
 ///   accessed, before any view of it is handed out (and remembers the result);
-/// - leaves body checksums to [`LodtFile::verify`] (they cost a full read).
+/// - checks the body checksums of every batch read from a source that copies
+///   its bytes (positional reads, [`LodtFile::read`], an object store, a disk
+///   cache: a [`RangeSource`] with no [`RangeSource::whole`]), each time the
+///   batch is read and before any view of it is handed out; for a memory
+///   map or bytes in memory, only with [`LodtFile::with_check_bodies`]
+///   (the first time the batch is touched), and always in
+///   [`LodtFile::verify`] (`spec/FORMAT.md` §7.1).
 ///
 /// `LodtFile` is `Send + Sync`: many threads may read one file.
 ///
@@ -137,6 +165,11 @@ pub struct LodtFile {
     /// append rewriting the footer in place never changes what this reader sees.
     entries: Vec<IndexEntry>,
     batches: Vec<OnceLock<Box<BatchMeta>>>,
+    /// Whether each batch's bodies were checked (with `check_bodies`, for a
+    /// source that has the whole file: it does not change).
+    bodies_checked: Vec<AtomicBool>,
+    /// Check the bodies of a batch of the whole file on its first touch.
+    check_bodies: bool,
     footer_offset: u64,
     advice: Advice,
     /// The last batch touched for the first time ([`NOT_A_BATCH`]: none yet).
@@ -205,7 +238,48 @@ impl LodtFile {
         };
         Ok(Self::from_source(source)
             .map_err(|e| unfinished(path, e))?
-            .with_advice(options.advice))
+            .with_advice(options.advice)
+            .with_check_bodies(options.check_bodies))
+    }
+
+    /// The same file, checking (with `check`) the body checksums of a batch
+    /// of a memory map or of bytes in memory the first time the batch is
+    /// touched ([`LodtFile::batch`] and what calls it), before any tensor of
+    /// it is handed out: a damaged body is then an error
+    /// ([`FormatError::Checksum`] naming the batch and tensor) rather than
+    /// values. It costs one read of the batch's bodies, once (see
+    /// [`ReadOptions::check_bodies`]). Batches read from a source that copies
+    /// its bytes are checked on every read whatever this says.
+    ///
+    /// ```
+    /// let t = lodt::LodTensor::from_vec(vec![7u8; 8], vec![8], Default::default())?;
+    /// let mut bytes = lodt::format::to_bytes([&lodt::Batch::try_from_tensors([("t", t)])?], Default::default())?;
+    /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// let body = file.tensor_buffers(0, "t")?.body;
+    /// bytes[body.start] ^= 1; // a damaged body byte
+    /// let lazy = lodt::format::LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(lazy.batch(0)?.tensor("t")?.as_bytes()[0], 6); // not checked
+    /// let checked = lodt::format::LodtFile::from_bytes(&bytes)?.with_check_bodies(true);
+    /// assert!(checked.check_bodies());
+    /// let err = checked.batch(0).unwrap_err();
+    /// assert!(err.to_string().contains("checksum mismatch in batch 0, tensor \"t\", body"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_check_bodies(mut self, check: bool) -> Self {
+        self.check_bodies = check;
+        self
+    }
+
+    /// Whether the bodies of a batch of a memory map or of bytes in memory
+    /// are checked on its first touch ([`LodtFile::with_check_bodies`]).
+    ///
+    /// ```
+    /// let bytes = lodt::format::to_bytes([], Default::default())?;
+    /// assert!(!lodt::format::LodtFile::from_bytes(&bytes)?.check_bodies());
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn check_bodies(&self) -> bool {
+        self.check_bodies
     }
 
     /// The same file, giving the source the access hints `advice` says (see
@@ -236,7 +310,9 @@ impl LodtFile {
     }
 
     /// Reads the whole file at `path` into memory (no map), then checks it like
-    /// [`LodtFile::open`].
+    /// [`LodtFile::open`]. The copy's batches are checked as those of a
+    /// copying source are: their bodies too, the first time each batch is
+    /// touched ([`LodtFile::with_check_bodies`]).
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;
@@ -250,7 +326,7 @@ impl LodtFile {
     pub fn read(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let ctx = || format!("reading {}", path.display());
-        let mut file = std::fs::File::open(path).map_err(|e| FormatError::io(ctx(), e))?;
+        let mut file = super::source::open_regular(path).map_err(|e| FormatError::io(ctx(), e))?;
         let len = file
             .metadata()
             .map_err(|e| FormatError::io(ctx(), e))?
@@ -262,7 +338,9 @@ impl LodtFile {
         file.read_exact(bytes.as_mut_slice())
             .map_err(|e| FormatError::io(ctx(), e))?;
         let source = MemorySource::new(Arc::new(bytes), path.display().to_string());
-        Self::from_source(Arc::new(source)).map_err(|e| unfinished(path, e))
+        Ok(Self::from_source(Arc::new(source))
+            .map_err(|e| unfinished(path, e))?
+            .with_check_bodies(true))
     }
 
     /// Checks a file held in memory (copied into a 64-aligned buffer).
@@ -316,6 +394,7 @@ impl LodtFile {
         let (version, metadata, data_start) = parse_file_start(start.as_slice())?;
         let (footer_offset, entries) = parse_footer(&reads, len, data_start)?;
         let batches = (0..entries.len()).map(|_| OnceLock::new()).collect();
+        let bodies_checked = (0..entries.len()).map(|_| AtomicBool::new(false)).collect();
         drop(reads);
         let whole = source.whole().map(|s| Buffer::from_storage(s.clone()));
         Ok(LodtFile {
@@ -326,6 +405,8 @@ impl LodtFile {
             metadata,
             entries,
             batches,
+            bodies_checked,
+            check_bodies: false,
             footer_offset,
             advice: Advice::Auto,
             last_touched: AtomicUsize::new(NOT_A_BATCH),
@@ -473,23 +554,111 @@ impl LodtFile {
     }
 
     /// Batch `k`, checked on first access, when the API used reads batches
-    /// in pattern `api` (for the hints given to the source on first access).
-    fn meta(&self, k: usize, api: Pattern) -> Result<(&BatchMeta, Section<'_>, u64)> {
+    /// in pattern `api` (for the hints given to the source on first access);
+    /// `use_` says whether its tensors are handed out (then its bodies are
+    /// checked: every read of a copying source, the first touch with
+    /// `check_bodies`) or only its structure is wanted (`verify`, which
+    /// checks every byte itself, and [`LodtFile::check_batches`]).
+    #[inline]
+    fn meta(&self, k: usize, api: Pattern, use_: Use) -> Result<(&BatchMeta, Section<'_>, u64)> {
         let Some(cell) = self.batches.get(k) else {
             return Err(self.no_such_batch(k));
         };
-        if let Some(meta) = cell.get() {
+        if let Some(meta) = cell.get()
+            && self.whole.is_some()
+            && (use_ == Use::Structure || !self.bodies_pending(k))
+        {
             let (section, offset) = self.section(k)?;
             return Ok((meta, section, offset));
         }
-        self.hint(k, api);
-        let (section, offset) = self.section(k)?;
-        let meta = section::parse_batch(section.bytes(), offset, k as u64)?;
+        self.meta_checked(k, cell, api, use_)
+    }
+
+    /// Whether batch `k` of the whole file is still to have its bodies
+    /// checked before it is handed out.
+    #[inline]
+    fn bodies_pending(&self, k: usize) -> bool {
+        self.check_bodies
+            && self
+                .bodies_checked
+                .get(k)
+                .is_some_and(|c| !c.load(Ordering::Acquire))
+    }
+
+    /// [`LodtFile::meta`] past the fast path: a first touch, a read from a
+    /// copying source, or bodies to check. A copy that fails a check is read
+    /// again once if the source kept a copy of it (a disk cache entry, which
+    /// [`RangeSource::discard`] drops); the error names the source.
+    fn meta_checked<'a>(
+        &'a self,
+        k: usize,
+        cell: &'a OnceLock<Box<BatchMeta>>,
+        api: Pattern,
+        use_: Use,
+    ) -> Result<(&'a BatchMeta, Section<'a>, u64)> {
+        if cell.get().is_none() {
+            self.hint(k, api);
+        }
+        if self.whole.is_some() {
+            let (section, offset) = self.section(k)?;
+            let meta = self.parsed(k, cell, section.bytes(), offset)?.0;
+            if use_ == Use::TensorsOut && self.bodies_pending(k) {
+                section::check_unchecked_buffers(section.bytes(), meta, false)?;
+                if let Some(done) = self.bodies_checked.get(k) {
+                    done.store(true, Ordering::Release);
+                }
+            }
+            return Ok((meta, section, offset));
+        }
+        let attempt = || -> Result<(&'a BatchMeta, Section<'a>, u64)> {
+            let (section, offset) = self.section(k)?;
+            let (meta, parsed_now) = self.parsed(k, cell, section.bytes(), offset)?;
+            if use_ == Use::TensorsOut {
+                // The LoD of a batch parsed from this copy was checked by
+                // the parse; a batch parsed from an earlier copy has all of
+                // this copy's buffers checked.
+                section::check_unchecked_buffers(section.bytes(), meta, !parsed_now)?;
+            }
+            Ok((meta, section, offset))
+        };
+        let damaged = |e: &FormatError| e.location().is_some();
+        let result = match attempt() {
+            Err(e) if damaged(&e) && self.batch_range(k).is_ok_and(|r| self.source.discard(&r)) => {
+                attempt()
+            }
+            other => other,
+        };
+        result.map_err(|e| {
+            if damaged(&e) {
+                FormatError::BadRead {
+                    file: self.source.describe(),
+                    source: Box::new(e),
+                }
+            } else {
+                e
+            }
+        })
+    }
+
+    /// The metadata of batch `k`: parsed and checked from `bytes` (the
+    /// section, at file offset `offset`) and kept, unless it was before;
+    /// whether it was parsed now.
+    fn parsed<'a>(
+        &self,
+        k: usize,
+        cell: &'a OnceLock<Box<BatchMeta>>,
+        bytes: &[u8],
+        offset: u64,
+    ) -> Result<(&'a BatchMeta, bool)> {
+        if let Some(meta) = cell.get() {
+            return Ok((meta, false));
+        }
+        let meta = section::parse_batch(bytes, offset, k as u64)?;
         let e = self.entry(k)?;
         let at = || Location::batch(k as u64, Part::Index);
         same_crc(at(), e.header_crc.get(), meta.header_crc)?;
         same_crc(at(), e.table_crc.get(), meta.table_crc)?;
-        Ok((cell.get_or_init(|| Box::new(meta)), section, offset))
+        Ok((cell.get_or_init(|| Box::new(meta)), true))
     }
 
     /// Tells the source how batch `k`, touched for the first time, is about
@@ -556,7 +725,7 @@ impl LodtFile {
     /// Batch `k`, touched by an API that reads batches in pattern `api`.
     #[inline]
     fn batch_as(&self, k: usize, api: Pattern) -> Result<BatchView<'_>> {
-        let (meta, section, offset) = self.meta(k, api)?;
+        let (meta, section, offset) = self.meta(k, api, Use::TensorsOut)?;
         Ok(BatchView {
             k,
             meta,
@@ -641,14 +810,14 @@ impl LodtFile {
     /// ```
     pub fn check_batches(&self) -> Result<()> {
         for k in 0..self.num_batches() {
-            self.meta(k, Pattern::Sequential)?;
+            self.meta(k, Pattern::Sequential, Use::Structure)?;
         }
         Ok(())
     }
 
     /// Batch `k`'s metadata and section, for `verify` (a scan).
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
-        let (meta, section, offset) = self.meta(k, Pattern::Sequential)?;
+        let (meta, section, offset) = self.meta(k, Pattern::Sequential, Use::Structure)?;
         Ok((meta, section.to_buffer()?, offset))
     }
 }

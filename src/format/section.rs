@@ -512,6 +512,58 @@ pub(crate) fn check_buffers(
     Ok(())
 }
 
+/// Checks the checksums of a checked batch's buffers that [`parse_batch`]
+/// does not check (the bodies, and buffers no tensor uses), or with
+/// `lod_too` of every buffer (a new copy of a batch parsed from an earlier
+/// one). Each buffer is read once; padding, which no checksum covers and no
+/// tensor shows, is not read (`verify` checks it).
+pub(crate) fn check_unchecked_buffers(
+    section: &[u8],
+    meta: &BatchMeta,
+    lod_too: bool,
+) -> Result<()> {
+    let check = |i: usize| -> Result<()> {
+        let Some(b) = meta.buffers.get(i) else {
+            return Ok(());
+        };
+        let found = crc32_large(section.get(b.range.clone()).unwrap_or(&[]));
+        same_crc_at(|| buffer_location(meta, i), b.crc, found)
+    };
+    let mut used = 0;
+    for tm in &meta.tensors {
+        if lod_too {
+            for &b in &tm.lod {
+                check(b)?;
+            }
+        }
+        check(tm.body)?;
+        used += tm.lod.len() + 1;
+    }
+    if used < meta.buffers.len() {
+        let mut owned = vec![false; meta.buffers.len()];
+        for tm in &meta.tensors {
+            for &b in tm.lod.iter().chain(std::iter::once(&tm.body)) {
+                if let Some(o) = owned.get_mut(b) {
+                    *o = true;
+                }
+            }
+        }
+        for (i, _) in owned.iter().enumerate().filter(|(_, o)| !**o) {
+            check(i)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`same_crc`], with the location built only on a mismatch.
+fn same_crc_at(at: impl Fn() -> Location, expected: u32, found: u32) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        same_crc(at(), expected, found)
+    }
+}
+
 /// Where buffer `i` of a checked batch is: the tensor part that uses it, or
 /// the buffer itself when no tensor does (O(tensors): for error messages).
 pub(crate) fn buffer_location(meta: &BatchMeta, i: usize) -> Location {

@@ -13,6 +13,14 @@
 //! A source is synchronous, `Send + Sync`, and can fetch several ranges in one
 //! call ([`RangeSource::read_ranges`]): a remote source turns one call into one
 //! round of requests and owns whatever runtime it needs.
+//!
+//! A source with the whole file ([`RangeSource::whole`]: a map, bytes in
+//! memory) hands out windows of it; any other source copies the bytes it
+//! reads, and the reader checks every batch section it reads from one
+//! against the batch's checksum table, bodies included, before any tensor of
+//! it is handed out (`spec/FORMAT.md` §7.1): a copy damaged on its way (a
+//! disk, a network, a proxy, a cache) is an error naming the source and the
+//! batch, never values.
 
 use super::error::{FormatError, Result};
 use super::storage::MappedFile;
@@ -102,6 +110,22 @@ pub trait RangeSource: Send + Sync {
     /// read ranges as windows of it, with no other effect.
     fn whole(&self) -> Option<&Arc<dyn ByteStorage>> {
         None
+    }
+
+    /// Drops any copy of bytes `range` the source keeps (a disk cache
+    /// entry), after the reader found the bytes read for it damaged; whether
+    /// there was one, so that reading the range again fetches it anew. The
+    /// reader then reads the batch again, once. The default keeps nothing:
+    /// `false`.
+    ///
+    /// ```
+    /// use lodt::format::{MemorySource, RangeSource};
+    /// let src = MemorySource::new(std::sync::Arc::new(vec![0u8; 64]), "x");
+    /// assert!(!src.discard(&(0..64))); // bytes in memory: nothing to drop
+    /// ```
+    fn discard(&self, range: &Range<u64>) -> bool {
+        let _ = range;
+        false
     }
 
     /// What the source reads, for messages (a path or a URI).
@@ -250,14 +274,15 @@ const WILLNEED_EDGE: u64 = 2 << 20;
 const DENSE: u64 = 8;
 
 impl MmapSource {
-    /// Maps the file at `path`.
+    /// Maps the file at `path`, which must be a regular file (see
+    /// [`open_regular`]).
     ///
     /// ```
     /// assert!(lodt::format::MmapSource::open("/no/such/file").is_err());
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let file = File::open(path)
+        let file = open_regular(path)
             .map_err(|e| FormatError::io(format!("opening {}", path.display()), e))?;
         let map = Arc::new(MappedFile::from_file(&file, path)?);
         map.advise_huge_pages();
@@ -389,7 +414,8 @@ pub struct PreadSource {
 }
 
 impl PreadSource {
-    /// Opens the file at `path` for positional reads.
+    /// Opens the file at `path`, which must be a regular file (see
+    /// [`open_regular`]), for positional reads.
     ///
     /// ```
     /// assert!(lodt::format::PreadSource::open("/no/such/file").is_err());
@@ -397,7 +423,7 @@ impl PreadSource {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let ctx = || format!("opening {}", path.display());
-        let file = File::open(path).map_err(|e| FormatError::io(ctx(), e))?;
+        let file = open_regular(path).map_err(|e| FormatError::io(ctx(), e))?;
         let len = file
             .metadata()
             .map_err(|e| FormatError::io(ctx(), e))?
@@ -409,6 +435,112 @@ impl PreadSource {
             pattern: CurrentPattern::default(),
         })
     }
+}
+
+/// Opens the file at `path` for reading if it is a regular file (after
+/// following symbolic links), and refuses anything else with an error of kind
+/// [`std::io::ErrorKind::InvalidInput`] that says what it is: a FIFO (named
+/// pipe), a device, a socket or a directory has no size and cannot be read
+/// by ranges, and opening a FIFO would wait, forever, for a writer.
+///
+/// On Linux the file is opened without waiting (`O_NONBLOCK`, cleared again
+/// before it is returned), so a FIFO is refused at once; elsewhere its type
+/// is looked at before it is opened, too. Readers that read in order
+/// and accept pipes (the stream reader, `lodt convert` from stdin) do not use
+/// it.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// let err = lodt::format::open_regular(dir.path()).unwrap_err();
+/// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+/// assert!(err.to_string().contains("is a directory, not a regular file"));
+/// let path = dir.path().join("x.lodt");
+/// std::fs::write(&path, b"abc")?;
+/// assert_eq!(lodt::format::open_regular(&path)?.metadata()?.len(), 3);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn open_regular(path: impl AsRef<Path>) -> std::io::Result<File> {
+    let path = path.as_ref();
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let file = {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        options.open(path)?
+    };
+    // Elsewhere, the type is looked at before opening too.
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let file = {
+        let kind = std::fs::metadata(path)?.file_type();
+        if !kind.is_file() {
+            return Err(not_regular(path, &kind));
+        }
+        File::open(path)?
+    };
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(not_regular(path, &kind));
+    }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    clear_nonblocking(&file)?;
+    Ok(file)
+}
+
+/// The error for `path`, of type `kind`, which is not a regular file.
+fn not_regular(path: &Path, kind: &std::fs::FileType) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "{} is {}, not a regular file: a .lodt, Parquet or Arrow IPC file is read by ranges and needs one (a pipe is read in order by the stream readers: `lodt convert - OUT --format lodt`, `StreamReader`)",
+            path.display(),
+            file_kind(kind)
+        ),
+    )
+}
+
+/// What a file that is not a regular file is, for messages.
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// Clears `O_NONBLOCK` on `file` (set by [`open_regular`] so that opening a
+/// FIFO does not wait).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn clear_nonblocking(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl with F_GETFL/F_SETFL reads and sets the status flags of
+    // a descriptor that is open for as long as `file` is borrowed; it touches
+    // no memory of ours.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Ranges of `file` (of `len` bytes), each read into a 64-aligned buffer.

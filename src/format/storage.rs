@@ -34,14 +34,15 @@ pub struct MappedFile {
 }
 
 impl MappedFile {
-    /// Maps the file at `path` read-only.
+    /// Maps the file at `path` read-only. Anything but a regular file (a
+    /// FIFO, a device) is refused (see [`open_regular`](super::open_regular)).
     ///
     /// ```
     /// assert!(lodt::format::MappedFile::open("/no/such/file").is_err());
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let file = File::open(path)
+        let file = super::source::open_regular(path)
             .map_err(|e| FormatError::io(format!("opening {}", path.display()), e))?;
         Self::from_file(&file, path)
     }

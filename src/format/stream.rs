@@ -27,6 +27,10 @@ use zerocopy::little_endian::{U32, U64};
 /// stream that stops early (a file cut by a crash) yields every complete
 /// batch, then an error.
 ///
+/// It reads pipes, FIFOs, stdin and sockets as it reads files (it never
+/// seeks), unlike [`LodtFile`](super::LodtFile), which reads by ranges and
+/// refuses anything but a regular file.
+///
 /// ```
 /// use lodt::{Batch, LodTensor, format::{StreamReader, Writer}};
 /// let t = LodTensor::from_vec(vec![1u32, 2, 3], vec![3], Default::default())?;

@@ -84,6 +84,23 @@ impl DiskCache {
         Some(body.to_vec())
     }
 
+    /// Deletes the entry of `range` of version `version` of `uri` (found
+    /// damaged by its reader); whether there was one.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let cache = lodt::remote::DiskCache::new(dir.path(), 1 << 20)?;
+    /// cache.put("s3://b/a.lodt", "e", 0..4, b"abcd");
+    /// assert!(cache.remove("s3://b/a.lodt", "e", 0..4));
+    /// assert_eq!(cache.get("s3://b/a.lodt", "e", 0..4), None);
+    /// assert!(!cache.remove("s3://b/a.lodt", "e", 0..4));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn remove(&self, uri: &str, version: &str, range: std::ops::Range<u64>) -> bool {
+        let key = Self::key(uri, version, &range);
+        fs::remove_file(self.dir.join(Self::file_name(&key))).is_ok()
+    }
+
     /// Stores `bytes` as `range` of version `version` of `uri`. Failures are
     /// ignored (a cache that cannot be written is a cache that misses).
     pub fn put(&self, uri: &str, version: &str, range: std::ops::Range<u64>, bytes: &[u8]) {

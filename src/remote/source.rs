@@ -25,7 +25,9 @@ const HEAD_BYTES: u64 = 4 << 10;
 /// GETs carrying the ETag (`If-Match`), several at once up to
 /// [`RemoteOptions::max_concurrency`], served from the disk cache when one
 /// is configured ([`RemoteOptions::cache_dir`]). Bytes are copied into
-/// 64-byte-aligned buffers.
+/// 64-byte-aligned buffers, and the reader checks every batch read against
+/// its checksum table (bodies included); a cache entry that fails is dropped
+/// ([`RangeSource::discard`]) and the batch fetched again, once.
 ///
 /// See [`lodt::remote`](super) for an example.
 #[derive(Debug)]
@@ -233,6 +235,18 @@ impl RangeSource for ObjectSource {
         OpenHint {
             head: HEAD_BYTES,
             tail: self.len - self.tail_start,
+        }
+    }
+
+    /// Drops the disk cache's entry of `range`, if it has one (bytes kept
+    /// from the object's last bytes, read at open, are not a cache entry).
+    fn discard(&self, range: &Range<u64>) -> bool {
+        if range.start >= self.tail_start {
+            return false;
+        }
+        match (&self.cache, &self.version) {
+            (Some(cache), Some(version)) => cache.remove(&self.uri, version, range.clone()),
+            _ => false,
         }
     }
 
