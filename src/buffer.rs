@@ -10,6 +10,10 @@
 //! so a tensor read from a mapped file borrows both its body and its LoD from
 //! the map, and keeps the map alive.
 
+mod large;
+
+pub use large::Pages;
+
 use crate::error::{Error, Result};
 use std::fmt;
 use std::ops::Range;

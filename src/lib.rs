@@ -81,7 +81,7 @@
 //! | 0 | [`error`], [`dtype`], [`buffer`] | the core error enum; the 13 element types and the one dispatch over them ([`with_element!`]); shared byte storage ([`buffer::Buffer`], the `unsafe trait` [`buffer::ByteStorage`]) |
 //! | 1 | [`lod`] | [`Lod`] (its levels are windows of one shared block, one reference count per LoD) and its borrowed levels ([`lod::Offsets`]), the one home of Paddle's `CheckLoD` ([`lod::check_levels`]) |
 //! | 2 | [`tensor`] | [`LodTensor`]: owned, zero-copy slices; the rules between its parts; nested lists ([`Nested`]); the JSON printer |
-//! | 3 | [`ops`] | `sequence_expand`, split/merge, sort by length, pad/unpad |
+//! | 3 | [`ops`] | `sequence_expand`, split/merge, concatenation and gathers along the top level ([`ops::concat()`], [`ops::take()`]: every copy of whole sequences goes through them), sort by length, pad/unpad |
 //! | 3 | [`batch`] | [`Batch`]; the reader/writer contract ([`BatchReader`], [`BatchWriter`]); re-batching |
 //! | 4 | [`atomic`] | temp-file-and-rename writes, the writer lock |
 //! | 5 | [`format`](mod@format) | the `.lodt` format: [`LodtFile`] over a [`format::RangeSource`], [`Writer`], stream reader, verify, recover |

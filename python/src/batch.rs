@@ -1,7 +1,6 @@
 //! `lodt.Batch`: a mini-batch, a read-only mapping of names to tensors plus
 //! string metadata.
 
-use crate::core;
 use crate::error::{PyResult, core as core_err, type_error};
 use crate::tensor::{PyLodTensor, normalize, to_tensor};
 use lodt::Batch;
@@ -174,10 +173,7 @@ impl PyBatch {
     /// LoD) of the first tensor; 0 for an empty batch.
     #[getter]
     fn num_rows(&self) -> usize {
-        self.batch
-            .iter()
-            .next()
-            .map_or(0, |(_, t)| core::top_level_rows(t))
+        self.batch.top_level_rows()
     }
 
     /// take(indices) -> Batch
@@ -191,21 +187,7 @@ impl PyBatch {
             .map(|&i| normalize(i, n, "take"))
             .collect::<PyResult<Vec<_>>>()?;
         let batch = self.batch.clone();
-        let out = py.detach(move || -> lodt::Result<Batch> {
-            let mut out = Batch::new();
-            *out.metadata_mut() = batch.metadata().clone();
-            for (name, t) in batch.iter() {
-                if core::top_level_rows(t) != n {
-                    return Err(lodt::Error::Mismatch {
-                        what: "top-level rows of a batch's tensor (as the first tensor's)",
-                        expected: n as u64,
-                        found: core::top_level_rows(t) as u64,
-                    });
-                }
-                out.push(name, core::take(t, &indices)?)?;
-            }
-            Ok(out)
-        });
+        let out = py.detach(move || batch.take(&indices));
         Ok(PyBatch {
             batch: out.map_err(core_err)?,
         })

@@ -6,12 +6,11 @@
 //! a `RuntimeError`.
 
 use crate::batch::PyBatch;
-use crate::core;
-use crate::error::{PyResult, core as core_err, dataset as dataset_err, guard, value};
+use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{
     Batching, Dataset, Loader, LoaderOptions, LoaderState, LocalStore, Remainder, ShuffleOptions,
 };
-use lodt::{Batch, LodTensor};
+
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::collections::BTreeMap;
@@ -141,7 +140,11 @@ impl PyDatasetReader {
     /// Sequences `ids`, in that order, gathered into one batch (a copy).
     fn take(&self, py: Python<'_>, ids: Vec<u64>) -> PyResult<PyBatch> {
         let dataset = self.dataset.clone();
-        let batch = py.detach(move || guard("gathering sequences", || take(&dataset, &ids)))?;
+        let batch = py.detach(move || {
+            guard("gathering sequences", || {
+                dataset.take(&ids).map_err(dataset_err)
+            })
+        })?;
         Ok(PyBatch::new(batch))
     }
 
@@ -242,42 +245,6 @@ impl PyDatasetReader {
             self.dataset.num_sequences()
         )
     }
-}
-
-/// Sequences `ids` of `dataset` merged into one batch, in schema order.
-fn take(dataset: &Dataset, ids: &[u64]) -> PyResult<Batch> {
-    let schema = dataset.schema();
-    let mut columns: Vec<Vec<LodTensor>> =
-        vec![Vec::with_capacity(ids.len()); schema.tensors.len()];
-    for &id in ids {
-        let seq = dataset.sequence(id).map_err(dataset_err)?;
-        for (column, (_, t)) in columns.iter_mut().zip(seq.iter()) {
-            column.push(t.clone());
-        }
-    }
-    let mut out = Batch::new();
-    for (t, column) in schema.tensors.iter().zip(columns) {
-        let empty = match column.first() {
-            Some(first) => core::slice_top(first, 0, 0).map_err(core_err)?,
-            None => empty_tensor(dataset, &t.name)?,
-        };
-        let merged = core::concat(column, &empty).map_err(core_err)?;
-        out.push(t.name.clone(), merged).map_err(core_err)?;
-    }
-    Ok(out)
-}
-
-/// A tensor of no sequences with the schema's dtype, element shape and LoD
-/// levels (what `take([])` holds).
-fn empty_tensor(dataset: &Dataset, name: &str) -> PyResult<LodTensor> {
-    if dataset.num_sequences() == 0 {
-        return Err(value("take([]) of a dataset with no sequences"));
-    }
-    let first = dataset.sequence(0).map_err(dataset_err)?;
-    let t = first
-        .get(name)
-        .ok_or_else(|| value(format!("no tensor {name:?}")))?;
-    core::slice_top(t, 0, 0).map_err(core_err)
 }
 
 /// A loader at the start of `epoch`, or resumed from `state`.

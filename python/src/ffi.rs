@@ -15,7 +15,7 @@ use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::ffi_stream::{ArrayStreamReader, FFI_ArrowArrayStream};
 use arrow_data::ArrayData;
 use arrow_schema::Field;
-use lodt::buffer::{Buffer, ByteStorage};
+use lodt::buffer::Buffer;
 use numpy::npyffi::{NpyTypes, PY_ARRAY_API, PyArrayObject, get_type_object, npy_intp};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::prelude::*;
@@ -175,53 +175,4 @@ pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<(Field, ArrayStreamRe
     let field = Field::try_from(&schema).map_err(crate::error::arrow_rs)?;
     let reader = ArrayStreamReader::try_new(stream).map_err(crate::error::arrow_rs)?;
     Ok((field, reader))
-}
-
-/// A buffer for large tensors made by the bindings (gathers): an anonymous
-/// memory map advised to use transparent huge pages, as numpy does for large
-/// arrays. Filling fresh 4 KiB pages costs one page fault each, which
-/// dominated gathering tens of MiB; huge pages cut the faults 512-fold.
-pub struct HugeBuffer {
-    map: memmap2::MmapMut,
-    len: usize,
-}
-
-impl HugeBuffer {
-    /// Below this size a plain allocation is faster: glibc's malloc serves
-    /// it from the heap and reuses freed memory (its mmap threshold adapts up
-    /// to 32 MiB), so repeated gathers fault no page in.
-    pub const MIN: usize = 32 << 20;
-
-    /// A zeroed buffer of `len` bytes (`len >= 1`).
-    pub fn new(len: usize) -> std::io::Result<Self> {
-        let map = memmap2::MmapMut::map_anon(len)?;
-        #[cfg(target_os = "linux")]
-        {
-            // A hint: without transparent huge pages the map still works.
-            let _ = map.advise(memmap2::Advice::HugePage);
-        }
-        Ok(HugeBuffer { map, len })
-    }
-
-    /// A zeroed buffer of `len` bytes (`len >= 1`) in small pages, all
-    /// faulted in by one call (`MAP_POPULATE`): filling it then takes no page
-    /// fault, and no huge-page compaction can stall it.
-    pub fn new_prefaulted(len: usize) -> std::io::Result<Self> {
-        let map = memmap2::MmapOptions::new().len(len).populate().map_anon()?;
-        Ok(HugeBuffer { map, len })
-    }
-
-    /// The bytes, to fill.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.map[..self.len]
-    }
-}
-
-// SAFETY: the map is created once and never remapped or resized; its bytes
-// are written only through `as_mut_slice(&mut self)`, before the buffer is
-// shared (put behind an `Arc`), and `bytes` always returns the same window.
-unsafe impl ByteStorage for HugeBuffer {
-    fn bytes(&self) -> &[u8] {
-        &self.map[..self.len]
-    }
 }

@@ -8,7 +8,7 @@ use crate::error::{
     PyResult, convert as convert_err, format as format_err, paddle as paddle_err, value,
 };
 use crate::tensor::{PyLodTensor, normalize, to_tensor};
-use lodt::format::{FileSink, LodtFile, WriteOptions, Writer};
+use lodt::format::{FileSink, LodtFile, RowIndex, RowLocation, WriteOptions, Writer};
 use lodt::{Batch, LodTensor};
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
@@ -27,8 +27,8 @@ pub struct PyFile {
     file: Arc<LodtFile>,
     path: PathBuf,
     mapped: bool,
-    /// Cumulative top-level rows: `rows[k]` rows before batch `k` (computed on first use).
-    rows: OnceLock<Vec<usize>>,
+    /// The top-level rows of every batch (counted on first use).
+    rows: OnceLock<RowIndex>,
 }
 
 impl PyFile {
@@ -72,35 +72,21 @@ impl PyFile {
         normalize(k, self.file.num_batches(), "batch")
     }
 
-    fn cumulative_rows(&self, py: Python<'_>) -> PyResult<&Vec<usize>> {
-        if let Some(rows) = self.rows.get() {
-            return Ok(rows);
+    /// The file's row index (counted on first use).
+    fn row_index(&self, py: Python<'_>) -> PyResult<&RowIndex> {
+        if let Some(index) = self.rows.get() {
+            return Ok(index);
         }
         let file = self.file.clone();
-        let rows = py
-            .detach(move || {
-                let mut rows = Vec::with_capacity(file.num_batches() + 1);
-                let mut total = 0usize;
-                rows.push(0);
-                for k in 0..file.num_batches() {
-                    total = total.saturating_add(core::file_batch_rows(&file, k)?);
-                    rows.push(total);
-                }
-                Ok(rows)
-            })
-            .map_err(format_err)?;
-        Ok(self.rows.get_or_init(|| rows))
+        let index = py.detach(move || file.row_index()).map_err(format_err)?;
+        Ok(self.rows.get_or_init(|| index))
     }
 
-    /// The batch and row of global top-level row `i`.
-    fn locate(&self, py: Python<'_>, i: isize) -> PyResult<(usize, usize)> {
-        let rows = self.cumulative_rows(py)?;
-        let total = rows.last().copied().unwrap_or(0);
-        let i = normalize(i, total, "row")?;
-        // The last batch whose first row is <= i (batches may be empty).
-        let k = rows.partition_point(|&start| start <= i).saturating_sub(1);
-        let start = rows.get(k).copied().unwrap_or(0);
-        Ok((k, i - start))
+    /// Where global top-level row `i` (negative: from the end) is.
+    fn locate(&self, py: Python<'_>, i: isize) -> PyResult<RowLocation> {
+        let index = self.row_index(py)?;
+        let i = normalize(i, index.len(), "row")?;
+        index.locate(i).map_err(format_err)
     }
 }
 
@@ -208,7 +194,7 @@ impl PyFile {
     /// no LoD) over every batch: what `row`, `take` and `lodt.torch.FileDataset` index.
     #[getter]
     fn num_rows(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.cumulative_rows(py)?.last().copied().unwrap_or(0))
+        Ok(self.row_index(py)?.len())
     }
 
     /// batch_rows(k) -> int
@@ -216,8 +202,7 @@ impl PyFile {
     /// The number of top-level rows of batch `k`.
     fn batch_rows(&self, py: Python<'_>, k: isize) -> PyResult<usize> {
         let k = self.batch_index(k)?;
-        let rows = self.cumulative_rows(py)?;
-        Ok(rows[k + 1] - rows[k])
+        Ok(self.row_index(py)?.batch_rows(k).unwrap_or(0))
     }
 
     /// row(i) -> Batch
@@ -225,11 +210,9 @@ impl PyFile {
     /// Global top-level row `i` (counting over every batch): a batch whose
     /// tensors hold that one sequence (or row) each, read in place (no copy).
     fn row(&self, py: Python<'_>, i: isize) -> PyResult<PyBatch> {
-        let (k, r) = self.locate(py, i)?;
+        let at = self.locate(py, i)?;
         let file = self.file.clone();
-        let batch = py
-            .detach(move || core::file_row(&file, k, r))
-            .map_err(format_err)?;
+        let batch = py.detach(move || file.row(at)).map_err(format_err)?;
         Ok(PyBatch::new(batch))
     }
 
@@ -243,9 +226,7 @@ impl PyFile {
             .map(|&i| self.locate(py, i))
             .collect::<PyResult<Vec<_>>>()?;
         let file = self.file.clone();
-        let batch = py
-            .detach(move || core::file_take(&file, &rows))
-            .map_err(format_err)?;
+        let batch = py.detach(move || file.take(&rows)).map_err(format_err)?;
         Ok(PyBatch::new(batch))
     }
 

@@ -19,6 +19,7 @@
 pub mod rebatch;
 pub mod stats;
 pub mod stream;
+mod take;
 
 pub use stream::{
     BatchReader, BatchWriter, BoxBatchReader, BoxBatchWriter, ErrInto, WriteStats, copy, write_all,

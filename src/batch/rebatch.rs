@@ -38,9 +38,9 @@
 //! what it did.
 
 use super::{Batch, BatchReader};
+use crate::buffer::Pages;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use std::collections::BTreeMap;
 
@@ -94,60 +94,38 @@ impl Layout {
     }
 }
 
-/// One output tensor being assembled.
+/// One output tensor being assembled: views of the input rows it takes (no
+/// copy), joined in one pass when the output batch is complete.
 struct Column {
     layout: Layout,
-    levels: Vec<Vec<u64>>,
-    data: Vec<u8>,
-    rows: usize,
+    parts: Vec<LodTensor>,
 }
 
 impl Column {
     fn new(layout: Layout) -> Self {
         Column {
-            levels: vec![vec![0]; layout.levels],
             layout,
-            data: Vec::new(),
-            rows: 0,
+            parts: Vec::new(),
         }
     }
 
     /// Appends top-level rows `begin..end` of `tensor`.
     fn append(&mut self, tensor: &LodTensor, begin: usize, end: usize) -> Result<()> {
-        if self.layout.levels == 0 {
-            let row_bytes = tensor.row_bytes();
-            let bytes = tensor
-                .as_bytes()
-                .get(begin * row_bytes..end * row_bytes)
-                .ok_or(Error::OutOfRange {
-                    what: "row range",
-                    index: end as u64,
-                    len: tensor.rows() as u64 + 1,
-                })?;
-            self.data.extend_from_slice(bytes);
-            self.rows += end - begin;
-            return Ok(());
-        }
-        let view = tensor.slice_level(0, begin, end)?;
-        for (l, level) in self.levels.iter_mut().enumerate() {
-            let base = level.last().copied().unwrap_or(0);
-            for offset in view.lod().offsets(l)?.skip(1) {
-                level.push(base.checked_add(offset).ok_or(Error::Overflow {
-                    what: "rebatched LoD offset",
-                })?);
-            }
-        }
-        self.data.extend_from_slice(view.as_bytes());
-        self.rows += view.rows();
+        self.parts.push(tensor.slice_top(begin, end)?);
         Ok(())
     }
 
     fn finish(self) -> Result<(String, LodTensor)> {
-        let mut shape = Vec::with_capacity(1 + self.layout.element_shape.len());
-        shape.push(self.rows);
-        shape.extend_from_slice(&self.layout.element_shape);
-        let lod = Lod::try_from_stored(self.levels)?;
-        let tensor = LodTensor::try_new(self.layout.dtype, shape, self.data, lod)?;
+        // Every part has the layout's dtype, element shape and levels
+        // (checked as each input batch was admitted).
+        let parts: Vec<&LodTensor> = self.parts.iter().collect();
+        let tensor = crate::ops::concat::join(
+            &parts,
+            self.layout.dtype,
+            &self.layout.element_shape,
+            self.layout.levels,
+            Pages::Prefaulted,
+        )?;
         Ok((self.layout.name, tensor))
     }
 }
@@ -604,6 +582,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lod::Lod;
 
     fn words(lengths: Vec<u64>, first: i64) -> Batch {
         let rows = lengths.iter().sum::<u64>() as usize;

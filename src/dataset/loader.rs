@@ -2,7 +2,7 @@
 //! over a dataset's top-level sequences, re-batched into mini-batches.
 
 use super::error::{DatasetError, Result};
-use super::reader::{Dataset, SequenceLocation, slice_sequence};
+use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, Shuffle};
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
@@ -536,7 +536,7 @@ impl Producer {
         let id = self.dataset.id_of(at);
         let tensors = columns
             .iter()
-            .map(|c| slice_sequence(c, at.index))
+            .map(|c| c.slice_top(at.index, at.index.saturating_add(1)))
             .collect::<crate::Result<Vec<_>>>()
             .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
         if self.cache.len() >= CACHE {
@@ -609,8 +609,17 @@ impl Producer {
         let ids: Vec<u64> = seqs.iter().map(|s| s.id).collect();
         let mut batch = Batch::new();
         for (k, t) in self.dataset.schema().tensors.iter().enumerate() {
-            let merged = crate::ops::merge(seqs.iter().filter_map(|s| s.tensors.get(k)))
-                .map_err(|e| DatasetError::tensor(format!("merging tensor {:?}", t.name), e))?;
+            // One pass over the bytes (`ops::concat`): every sequence has the
+            // schema's layout, checked as its batch was read.
+            let parts: Vec<&LodTensor> = seqs.iter().filter_map(|s| s.tensors.get(k)).collect();
+            let merged = crate::ops::concat::join(
+                &parts,
+                t.dtype,
+                &t.element_shape,
+                t.lod_levels,
+                crate::buffer::Pages::Prefaulted,
+            )
+            .map_err(|e| DatasetError::tensor(format!("merging tensor {:?}", t.name), e))?;
             batch
                 .push(t.name.clone(), merged)
                 .map_err(|e| DatasetError::tensor("building a mini-batch", e))?;

@@ -69,6 +69,7 @@ mod manifest;
 mod reader;
 mod shuffle;
 mod store;
+mod take;
 mod writer;
 
 pub use error::{DatasetError, Result};

@@ -40,16 +40,6 @@ pub(crate) fn read_manifest_versioned(
     }
 }
 
-/// Top-level sequence `index` of `tensor`: a 1-sequence slice sharing its
-/// data (a 1-row slice for a tensor with no LoD).
-pub(crate) fn slice_sequence(tensor: &LodTensor, index: usize) -> crate::Result<LodTensor> {
-    if tensor.lod().num_levels() > 0 {
-        tensor.slice_level(0, index, index + 1)
-    } else {
-        tensor.slice_rows(index, index + 1)
-    }
-}
-
 /// Where a sequence is: shard, batch within the shard, top-level sequence
 /// within the batch.
 ///
@@ -612,7 +602,8 @@ impl Dataset {
         let columns = self.batch_columns(at.shard, at.batch)?;
         let mut out = Batch::new();
         for (t, column) in self.manifest.schema.tensors.iter().zip(&columns) {
-            let slice = slice_sequence(column, at.index)
+            let slice = column
+                .slice_top(at.index, at.index.saturating_add(1))
                 .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
             out.push(t.name.clone(), slice)
                 .map_err(|e| DatasetError::tensor(format!("sequence {id}"), e))?;

@@ -73,12 +73,9 @@ pub const MAX_METADATA_LEN: u64 = 16 << 20;
 /// ```
 pub const MAX_DIMS: usize = 64;
 
-/// The most LoD levels a tensor may have.
-///
-/// ```
-/// assert_eq!(lodt::format::MAX_LOD_LEVELS, 64);
-/// ```
-pub const MAX_LOD_LEVELS: usize = 64;
+/// The most LoD levels a tensor may have in a `.lodt` file (and a Paddle
+/// file): [`lod::MAX_LOD_LEVELS`](crate::lod::MAX_LOD_LEVELS).
+pub use crate::lod::MAX_LOD_LEVELS;
 
 /// The tag of a batch header.
 pub(crate) const BATCH_TAG: [u8; 8] = *b"LODTBTCH";

@@ -46,6 +46,7 @@ mod error;
 pub mod layout;
 mod reader;
 mod recover;
+mod rows;
 mod section;
 mod source;
 mod storage;
@@ -61,6 +62,7 @@ pub use layout::{
 };
 pub use reader::{Advice, BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
+pub use rows::{RowIndex, RowLocation};
 pub use source::{
     MemorySource, MmapSource, OpenHint, Pattern, PreadSource, RangeSource, open_regular,
 };

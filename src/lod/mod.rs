@@ -20,6 +20,7 @@
 //! sequences of level `l + 1`; against a tensor, the last offset of the last
 //! level equals the number of rows.
 
+mod concat;
 mod offsets;
 
 pub use offsets::{Offsets, OffsetsIter};
@@ -33,6 +34,16 @@ use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use zerocopy::FromBytes;
+
+/// The most LoD levels lodt's files hold: `.lodt` files (FORMAT.md) and
+/// Paddle files, whose format sets no limit but whose users never come near
+/// it. (Arrow and Parquet hold fewer: `lodt::arrow::MAX_LOD_LEVELS`.)
+///
+/// ```
+/// assert_eq!(lodt::lod::MAX_LOD_LEVELS, 64);
+/// assert_eq!(lodt::format::MAX_LOD_LEVELS, lodt::lod::MAX_LOD_LEVELS);
+/// ```
+pub const MAX_LOD_LEVELS: usize = 64;
 
 /// An owned, validated LoD: offsets, top level first (Paddle's `LoD`).
 ///

@@ -4,6 +4,7 @@
 //! |-------------------------------------------|----------------------------------------------------|
 //! | `sequence_expand` (repeat x along y's LoD)| [`sequence_expand()`]                              |
 //! | `SplitLoDTensor` / `MergeLoDTensor`       | [`split()`], [`merge()`]                           |
+//! | concatenate, gather along the top level   | [`concat()`], [`take()`] (one pass, no zero-fill)  |
 //! | `SortBySeqLen`, `SegmentInputs`, `ConcatOutputs` | [`SortedSequences`]                         |
 //!
 //! Every operation takes its tensors as `&LodTensor` (slices are tensors too,
@@ -23,11 +24,13 @@ use crate::buffer::AlignedBytes;
 use crate::error::{Error, Result};
 use crate::tensor::LodTensor;
 
+pub(crate) mod concat;
 pub mod pad;
 pub mod seq_sort;
 pub mod sequence_expand;
 pub mod split_merge;
 
+pub use concat::{concat, take};
 pub use seq_sort::SortedSequences;
 pub use sequence_expand::sequence_expand;
 pub use split_merge::{merge, split};
@@ -44,14 +47,9 @@ pub(crate) fn batch_size(x: &LodTensor) -> Option<usize> {
     }
 }
 
-/// Items `begin..end` of the top of a tensor: top-level sequences (keeping
-/// every level) when it has a LoD, rows otherwise. No copy.
+/// Items `begin..end` of the top of a tensor ([`LodTensor::slice_top`]).
 pub(crate) fn slice_top(x: &LodTensor, begin: usize, end: usize) -> Result<LodTensor> {
-    if x.lod().is_empty() {
-        x.slice_rows(begin, end)
-    } else {
-        x.slice_level(0, begin, end)
-    }
+    x.slice_top(begin, end)
 }
 
 /// A zeroed, 64-aligned buffer of `rows × row_bytes` bytes, the size checked.

@@ -13,9 +13,8 @@
 //!  part 1: top sequence  2..3   rows 10..15  lod {{0, 2}{0, 2, 5}}
 //! ```
 
-use super::{alloc_rows, batch_size, slice_top, try_vec};
+use super::{batch_size, slice_top, try_vec};
 use crate::error::{Error, Result};
-use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use std::borrow::Borrow;
 use std::ops::Range;
@@ -132,8 +131,6 @@ where
         .copied()
         .find(|p| p.rows() > 0)
         .unwrap_or(first);
-    let overflow = "merged tensor size";
-    let mut rows = 0usize;
     for part in &parts {
         if part.shape().is_empty() {
             return Err(Error::ShapeMismatch {
@@ -169,40 +166,23 @@ where
                 found: part.element_shape().iter().map(|&d| d as u64).collect(),
             });
         }
-        rows = rows
-            .checked_add(part.rows())
-            .ok_or(Error::Overflow { what: overflow })?;
     }
-    let row_bytes = reference.row_bytes();
-    let mut data = alloc_rows(rows, row_bytes, overflow)?;
-    let dst = data.as_mut_slice();
-    let mut at = 0usize;
-    for part in &parts {
-        let src = part.as_bytes();
-        // In range: `dst` holds the sum of the parts' rows.
-        dst[at..at + src.len()].copy_from_slice(src);
-        at += src.len();
-    }
-    let mut merged: Vec<Vec<u64>> = Vec::with_capacity(levels);
-    for l in 0..levels {
-        let mut level = vec![0u64];
-        for part in &parts {
-            let shift = level.last().copied().unwrap_or(0);
-            level.extend(part.lod().offsets(l)?.skip(1).map(|o| o + shift));
-        }
-        merged.push(level);
-    }
-    let mut shape = reference.shape().to_vec();
-    shape[0] = rows;
-    // Each level is a concatenation of valid levels, shifted to continue the
-    // one before: still valid (a level of [0] only if no part had sequences).
-    LodTensor::try_new(reference.dtype(), shape, data, Lod::from_validated(merged))
+    // One pass over the bytes; the LoD by `Lod::concat` (parts of 0 rows add
+    // their levels' empty sequences, whatever their dtype).
+    super::concat::join(
+        &parts,
+        reference.dtype(),
+        reference.element_shape(),
+        levels,
+        crate::buffer::Pages::Prefaulted,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dtype::DType;
+    use crate::lod::Lod;
 
     fn seed() -> LodTensor {
         let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();

@@ -59,7 +59,7 @@ pub enum PaddleError {
         found: u64,
     },
     /// A LoD level count above lodt's limit,
-    /// [`MAX_LOD_LEVELS`](crate::format::MAX_LOD_LEVELS) (64, as in `.lodt`
+    /// [`MAX_LOD_LEVELS`](crate::lod::MAX_LOD_LEVELS) (64, as in `.lodt`
     /// files; Arrow IPC and Parquet files hold at most
     /// 32, `lodt::arrow::MAX_LOD_LEVELS`). Paddle sets no limit, but no
     /// Paddle program uses more than a few levels, and no other format lodt

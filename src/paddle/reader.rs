@@ -237,11 +237,11 @@ pub(crate) fn read_record<R: BufRead>(input: &mut Input<R>) -> Result<LodTensor,
 
     let lod_offset = input.offset();
     let count = input.u64("LoD level count")?;
-    if count > crate::format::MAX_LOD_LEVELS as u64 {
+    if count > crate::lod::MAX_LOD_LEVELS as u64 {
         return Err(PaddleError::TooManyLevels {
             offset: lod_offset,
             found: count,
-            max: crate::format::MAX_LOD_LEVELS as u64,
+            max: crate::lod::MAX_LOD_LEVELS as u64,
         });
     }
     // Each level needs at least its 8-byte size field.

@@ -36,11 +36,11 @@ pub(crate) fn header(view: &LodTensor) -> Result<Vec<u8>, PaddleError> {
     })?;
 
     let lod = view.lod();
-    if lod.num_levels() > crate::format::MAX_LOD_LEVELS {
+    if lod.num_levels() > crate::lod::MAX_LOD_LEVELS {
         return Err(PaddleError::TooLarge {
             what: "the LoD level count (lodt reads Paddle files of at most 64 levels)",
             found: lod.num_levels() as u64,
-            max: crate::format::MAX_LOD_LEVELS as u64,
+            max: crate::lod::MAX_LOD_LEVELS as u64,
         });
     }
     for level in 0..lod.num_levels() {

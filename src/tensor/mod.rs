@@ -30,6 +30,7 @@ pub mod json;
 pub mod nested;
 
 mod check;
+mod top;
 mod typed_shape;
 
 pub(crate) use check::{check_lod_fits_shape, check_parts, checked_byte_len};

@@ -1,0 +1,315 @@
+//! A file's top-level rows counted across its batches: global row ↔ (batch,
+//! row) ([`RowIndex`]), and rows read in place ([`LodtFile::row`]) or gathered
+//! ([`LodtFile::take`]).
+
+use super::error::Result;
+use super::reader::LodtFile;
+use crate::buffer::Pages;
+use crate::ops::concat::{check_part, join};
+use crate::{Batch, Error, LodTensor};
+
+/// Where a top-level row of a file is: its batch, and its row in that batch.
+///
+/// ```
+/// let at = lodt::format::RowLocation { batch: 1, row: 0 };
+/// assert_eq!(at.batch, 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RowLocation {
+    /// The batch.
+    pub batch: usize,
+    /// The top-level row within the batch.
+    pub row: usize,
+}
+
+/// The top-level rows of every batch of a file, counted once
+/// ([`LodtFile::row_index`]): the number of rows, and where global row `i` is.
+/// A batch's rows are those of its first tensor (every tensor of a batch
+/// must have as many to be read by row).
+///
+/// ```
+/// use lodt::{format, Batch, LodTensor};
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("rows.lodt");
+/// let x = |n: usize| LodTensor::from_vec(vec![0u8; n], vec![n], Default::default());
+/// let mut w = format::Writer::create(&path, Default::default())?;
+/// w.write(&Batch::try_from_tensors([("x", x(2)?)])?)?;
+/// w.write(&Batch::try_from_tensors([("x", x(3)?)])?)?;
+/// w.finish()?;
+/// let index = format::LodtFile::open(&path)?.row_index()?;
+/// assert_eq!(index.len(), 5);
+/// assert_eq!(index.locate(3)?, format::RowLocation { batch: 1, row: 1 });
+/// assert!(index.locate(5).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowIndex {
+    /// `starts[k]`: the first global row of batch `k`; the last is the total.
+    starts: Vec<usize>,
+}
+
+impl RowIndex {
+    /// The number of top-level rows of the file.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// # lodt::format::save_batch(&path, &lodt::Batch::new())?;
+    /// assert_eq!(lodt::format::LodtFile::open(&path)?.row_index()?.len(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// Whether the file has no top-level row.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// # lodt::format::save_batch(&path, &lodt::Batch::new())?;
+    /// assert!(lodt::format::LodtFile::open(&path)?.row_index()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of top-level rows of batch `k` (`None` past the last batch).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// # let x = lodt::LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?;
+    /// # lodt::format::save_batch(&path, &lodt::Batch::try_from_tensors([("x", x)])?)?;
+    /// let index = lodt::format::LodtFile::open(&path)?.row_index()?;
+    /// assert_eq!((index.batch_rows(0), index.batch_rows(1)), (Some(2), None));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn batch_rows(&self, k: usize) -> Option<usize> {
+        Some(self.starts.get(k + 1)? - self.starts.get(k)?)
+    }
+
+    /// Where global top-level row `row` is.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// # let x = lodt::LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?;
+    /// # lodt::format::save_batch(&path, &lodt::Batch::try_from_tensors([("x", x)])?)?;
+    /// let index = lodt::format::LodtFile::open(&path)?.row_index()?;
+    /// assert_eq!(index.locate(1)?.row, 1);
+    /// assert!(index.locate(2).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn locate(&self, row: usize) -> Result<RowLocation> {
+        let total = self.len();
+        if row >= total {
+            return Err(Error::OutOfRange {
+                what: "row",
+                index: row as u64,
+                len: total as u64,
+            }
+            .into());
+        }
+        // The last batch whose first row is <= row (batches may be empty).
+        let batch = self.starts.partition_point(|&s| s <= row).saturating_sub(1);
+        let start = self.starts.get(batch).copied().unwrap_or(0);
+        Ok(RowLocation {
+            batch,
+            row: row - start,
+        })
+    }
+}
+
+impl LodtFile {
+    /// The number of top-level rows of batch `k`: those of its first tensor
+    /// (0 for a batch with no tensor).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// # let x = lodt::LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?;
+    /// # lodt::format::save_batch(&path, &lodt::Batch::try_from_tensors([("x", x)])?)?;
+    /// assert_eq!(lodt::format::LodtFile::open(&path)?.batch_rows(0)?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn batch_rows(&self, k: usize) -> Result<usize> {
+        let batch = self.batch(k)?;
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        Ok(batch.tensor_at(0)?.1.top_level_rows())
+    }
+
+    /// Counts the top-level rows of every batch (reads every batch's
+    /// header): keep the index to locate many rows.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// # let x = lodt::LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?;
+    /// # lodt::format::save_batch(&path, &lodt::Batch::try_from_tensors([("x", x)])?)?;
+    /// assert_eq!(lodt::format::LodtFile::open(&path)?.row_index()?.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn row_index(&self) -> Result<RowIndex> {
+        let n = self.num_batches();
+        let mut starts = Vec::new();
+        starts
+            .try_reserve_exact(n.saturating_add(1))
+            .map_err(|_| Error::Overflow { what: "row index" })?;
+        let mut total = 0usize;
+        starts.push(0);
+        for k in 0..n {
+            total = total
+                .checked_add(self.batch_rows(k)?)
+                .ok_or(Error::Overflow { what: "file rows" })?;
+            starts.push(total);
+        }
+        Ok(RowIndex { starts })
+    }
+
+    /// The number of top-level rows of the file ([`LodtFile::row_index`]'s
+    /// length).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// # let x = lodt::LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?;
+    /// # lodt::format::save_batch(&path, &lodt::Batch::try_from_tensors([("x", x)])?)?;
+    /// assert_eq!(lodt::format::LodtFile::open(&path)?.num_rows()?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_rows(&self) -> Result<usize> {
+        Ok(self.row_index()?.len())
+    }
+
+    /// The top-level row `at` in every tensor of its batch: a batch of one
+    /// sequence (or row) per tensor, read in place (no copy), with the
+    /// batch's metadata. Every tensor of the batch must have as many
+    /// top-level rows.
+    ///
+    /// ```
+    /// use lodt::{format, Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![1, 2, 3]])?)?;
+    /// format::save_batch(&path, &Batch::try_from_tensors([("x", x)])?)?;
+    /// let file = format::LodtFile::open(&path)?;
+    /// let row = file.row(file.row_index()?.locate(1)?)?;
+    /// assert_eq!(row.get("x").unwrap().as_slice::<i32>()?, &[1, 2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn row(&self, at: RowLocation) -> Result<Batch> {
+        let view = self.batch(at.batch)?;
+        let rows = self.batch_rows(at.batch)?;
+        let mut out = Batch::new();
+        *out.metadata_mut() = view.metadata().clone();
+        for i in 0..view.len() {
+            let (name, t) = view.tensor_at(i)?;
+            check_rows(at.batch, name, t.top_level_rows(), rows)?;
+            out.push(name, t.slice_top(at.row, at.row.saturating_add(1))?)?;
+        }
+        Ok(out)
+    }
+
+    /// Top-level rows `rows` gathered, in that order, into one new batch (a
+    /// copy, one pass over each tensor's bytes) with the tensors and metadata
+    /// of the first row's batch. Every batch touched must hold those tensors
+    /// with the same dtypes, element shapes and numbers of LoD levels.
+    ///
+    /// ```
+    /// use lodt::{format, Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// let x = |v: Vec<i64>| LodTensor::from_vec(v.clone(), vec![v.len()], Default::default());
+    /// let mut w = format::Writer::create(&path, Default::default())?;
+    /// w.write(&Batch::try_from_tensors([("x", x(vec![10, 11])?)])?)?;
+    /// w.write(&Batch::try_from_tensors([("x", x(vec![12])?)])?)?;
+    /// w.finish()?;
+    /// let file = format::LodtFile::open(&path)?;
+    /// let index = file.row_index()?;
+    /// let at = [2, 0, 2].map(|i| index.locate(i).unwrap());
+    /// assert_eq!(file.take(&at)?.get("x").unwrap().as_slice::<i64>()?, &[12, 10, 12]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn take(&self, rows: &[RowLocation]) -> Result<Batch> {
+        let mut touched: Vec<usize> = Vec::new();
+        touched
+            .try_reserve_exact(rows.len().max(1))
+            .map_err(|_| Error::Overflow { what: "rows taken" })?;
+        touched.extend(rows.iter().map(|at| at.batch));
+        touched.sort_unstable();
+        touched.dedup();
+        let first = match rows.first() {
+            Some(at) => at.batch,
+            None if self.num_batches() > 0 => {
+                touched.push(0);
+                0
+            }
+            None => return Ok(Batch::new()),
+        };
+        let views = touched
+            .iter()
+            .map(|&k| self.batch(k))
+            .collect::<Result<Vec<_>>>()?;
+        let counts = touched
+            .iter()
+            .map(|&k| self.batch_rows(k))
+            .collect::<Result<Vec<_>>>()?;
+        let Some(template) = views.iter().find(|b| b.index() == first) else {
+            return Ok(Batch::new());
+        };
+        let mut out = Batch::new();
+        *out.metadata_mut() = template.metadata().clone();
+        for name in template.names() {
+            let like = template.tensor(name)?;
+            let mut tensors: Vec<LodTensor> = Vec::with_capacity(views.len());
+            for (view, &count) in views.iter().zip(&counts) {
+                let t = view.tensor(name)?;
+                check_rows(view.index(), name, t.top_level_rows(), count)?;
+                check_part(&like, &t)?;
+                tensors.push(t);
+            }
+            let mut parts: Vec<LodTensor> = Vec::new();
+            parts
+                .try_reserve_exact(rows.len())
+                .map_err(|_| Error::Overflow { what: "rows taken" })?;
+            for at in rows {
+                // Present: `touched` holds every batch of `rows`.
+                let source = touched
+                    .binary_search(&at.batch)
+                    .ok()
+                    .and_then(|p| tensors.get(p))
+                    .ok_or(Error::OutOfRange {
+                        what: "batch",
+                        index: at.batch as u64,
+                        len: self.num_batches() as u64,
+                    })?;
+                parts.push(source.slice_top(at.row, at.row.saturating_add(1))?);
+            }
+            let refs: Vec<&LodTensor> = parts.iter().collect();
+            let gathered = join(
+                &refs,
+                like.dtype(),
+                like.element_shape(),
+                like.lod().num_levels(),
+                Pages::Huge,
+            )?;
+            out.push(name, gathered)?;
+        }
+        Ok(out)
+    }
+}
+
+fn check_rows(k: usize, name: &str, found: usize, expected: usize) -> Result<()> {
+    if found == expected {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "batch {k}: tensor {name:?} has {found} top-level rows, the batch's first tensor {expected}: \
+         row access needs every tensor of a batch to have as many"
+    ))
+    .into())
+}
