@@ -89,6 +89,8 @@
 //! | 5 | `arrow` (feature `arrow`) | Arrow arrays, IPC files and streams, Parquet (feature `parquet`) |
 //! | 6 | [`convert`] | the one list of formats ([`convert::Format`]) and `convert` |
 //! | 6 | [`dataset`] | sharded datasets: manifest, writer, shuffling resumable loader |
+//! | 7 | `remote` (feature `remote`) | files and datasets in object stores (S3, Azure, GCS, HTTP) through `object_store`: ranged reads, a disk cache, conditional commits |
+//! | 8 | [`location`] | the one place that tells a local path from a URI, and the one open-options type ([`location::OpenOptions`]): every entry point opens through it |
 //!
 //! ## Sharded datasets
 //!
@@ -117,6 +119,7 @@ pub mod dataset;
 pub mod dtype;
 pub mod error;
 pub mod format;
+pub mod location;
 pub mod lod;
 pub mod ops;
 pub mod paddle;

@@ -324,20 +324,18 @@ pub struct ReadArgs {
 }
 
 impl ReadArgs {
+    /// The crate's open options these flags ask for (credentials of object
+    /// stores from the environment).
+    pub fn options(&self) -> lodt::location::OpenOptions {
+        lodt::location::OpenOptions::default()
+            .with_mmap(!self.no_mmap)
+            .with_check_bodies(self.check_bodies)
+    }
+
     /// Opens `path` as asked; an error that does not name the file says
     /// which file it is about.
     pub fn open(&self, path: &Path) -> Result<lodt::LodtFile, CliError> {
-        let location = path.to_string_lossy();
-        if lodt::remote::is_uri(&location) {
-            return lodt::remote::open_file(&location, &lodt::remote::RemoteOptions::default())
-                .map_err(CliError::from);
-        }
-        let options = lodt::format::ReadOptions {
-            mmap: !self.no_mmap,
-            check_bodies: self.check_bodies,
-            ..Default::default()
-        };
-        lodt::LodtFile::open_with(path, &options).map_err(|e| {
+        lodt::location::open_file(&path.to_string_lossy(), &self.options()).map_err(|e| {
             let text = e.to_string();
             if text.contains(&path.display().to_string()) {
                 CliError::from(e)
@@ -435,7 +433,7 @@ pub fn convert_error(e: lodt::convert::ConvertError) -> CliError {
 /// extension or its first bytes): which commands read it.
 pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
     use lodt::convert::Format;
-    if lodt::remote::is_uri(&path.to_string_lossy()) {
+    if lodt::location::is_uri(&path.to_string_lossy()) {
         return None; // read by ranges, as a `.lodt` file
     }
     let by_extension = Format::from_path(path).ok().filter(|f| *f != Format::Lodt);
@@ -471,27 +469,17 @@ pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
     )))
 }
 
-/// Whether `location` names a dataset: a local directory, or a URI that does
-/// not end in `.lodt` (object stores have no directories to test).
+/// Whether `location` names a dataset ([`lodt::location::is_dataset`]).
 pub fn is_dataset(location: &Path) -> bool {
-    let text = location.to_string_lossy();
-    if lodt::remote::is_uri(&text) {
-        return !text.trim_end_matches('/').ends_with(".lodt");
-    }
-    location.is_dir()
+    lodt::location::is_dataset(&location.to_string_lossy())
 }
 
 /// The store of the dataset at `location` (a directory or a URI; credentials
-/// from the environment).
+/// from the environment), its shards memory-mapped or read by positional reads.
 pub fn dataset_store(
     location: &Path,
     mmap: bool,
 ) -> Result<std::sync::Arc<dyn lodt::dataset::DatasetStore>, lodt::dataset::DatasetError> {
-    let text = location.to_string_lossy();
-    if lodt::remote::is_uri(&text) {
-        return lodt::remote::store_for(&text, &lodt::remote::RemoteOptions::default());
-    }
-    Ok(std::sync::Arc::new(
-        lodt::dataset::LocalStore::new(location).with_mmap(mmap),
-    ))
+    let options = lodt::location::OpenOptions::default().with_mmap(mmap);
+    lodt::location::open_store(&location.to_string_lossy(), &options)
 }

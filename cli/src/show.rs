@@ -95,7 +95,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         None if common::is_dash(&args.file) => common::format_of(&args.file, None),
         None => Ok(Format::from_path(&args.file).unwrap_or(Format::Lodt)),
     }?;
-    let remote = lodt::remote::is_uri(&args.file.to_string_lossy());
+    let remote = lodt::location::is_uri(&args.file.to_string_lossy());
     if format == Format::Lodt && !common::is_dash(&args.file) && (remote || args.file.is_file()) {
         let file = args.read.open(&args.file)?;
         let batch = file.batch(args.batch)?;

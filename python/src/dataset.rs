@@ -8,7 +8,7 @@
 use crate::batch::PyBatch;
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{
-    Batching, Dataset, Loader, LoaderOptions, LoaderState, LocalStore, Remainder, ShuffleOptions,
+    Batching, Dataset, Loader, LoaderOptions, LoaderState, Remainder, ShuffleOptions,
 };
 
 use pyo3::prelude::*;
@@ -42,23 +42,13 @@ fn remainder(name: &str) -> PyResult<Remainder> {
     }
 }
 
-/// The store of the dataset at `path`: a URI's object store, or a local
-/// directory configured by `local`.
+/// The store of the dataset at `path` (a local directory or a URI), opened
+/// as `options` say.
 pub(crate) fn store_at(
     path: &std::path::Path,
-    storage_options: Option<BTreeMap<String, String>>,
-    local: impl FnOnce(LocalStore) -> LocalStore,
+    options: &lodt::location::OpenOptions,
 ) -> PyResult<Arc<dyn lodt::dataset::DatasetStore>> {
-    let location = path.to_string_lossy();
-    if lodt::remote::is_uri(&location) {
-        let options = lodt::remote::RemoteOptions {
-            options: storage_options.unwrap_or_default(),
-            ..Default::default()
-        };
-        lodt::remote::store_for(&location, &options).map_err(dataset_err)
-    } else {
-        Ok(Arc::new(local(LocalStore::new(path))))
-    }
+    lodt::location::open_store(&path.to_string_lossy(), options).map_err(dataset_err)
 }
 
 #[pymethods]
@@ -80,14 +70,10 @@ impl PyDatasetReader {
         check_bodies: bool,
     ) -> PyResult<Self> {
         let p = path.clone();
-        let read = lodt::format::ReadOptions {
-            mmap,
-            check_bodies,
-            ..Default::default()
-        };
+        let options = crate::file::open_options(mmap, check_bodies, storage_options);
         let dataset = py.detach(move || {
             guard("opening a dataset", || {
-                let store = store_at(&p, storage_options, |s| s.with_read_options(read))?;
+                let store = store_at(&p, &options)?;
                 Dataset::open_in(store).map_err(dataset_err)
             })
         })?;

@@ -92,7 +92,9 @@ impl PyDatasetWriter {
         let p = path.clone();
         let writer = py.detach(move || {
             guard("starting a dataset writer", || {
-                let store = crate::dataset::store_at(&p, storage_options, |s| s.with_fsync(fsync))?;
+                let open =
+                    crate::file::open_options(true, false, storage_options).with_fsync(fsync);
+                let store = crate::dataset::store_at(&p, &open)?;
                 match (mode.as_str(), writer_id) {
                     ("append", _) => DatasetWriter::append_in(store, options),
                     ("part", Some(id)) => DatasetWriter::create_part_in(store, &id, options),
@@ -216,7 +218,8 @@ pub fn commit_parts(
 ) -> PyResult<Py<pyo3::types::PyDict>> {
     let manifest = py.detach(move || {
         guard("merging partial manifests", || {
-            let store = crate::dataset::store_at(&path, storage_options, |s| s)?;
+            let options = crate::file::open_options(true, false, storage_options);
+            let store = crate::dataset::store_at(&path, &options)?;
             Dataset::commit_parts_in(store).map_err(dataset_err)
         })
     })?;

@@ -31,6 +31,21 @@ pub struct PyFile {
     rows: OnceLock<RowIndex>,
 }
 
+/// The crate's open options for the keywords every `open`-like call takes:
+/// `mmap` (local files: memory-mapped, or positional reads), `check_bodies`,
+/// and `storage_options` (object stores).
+pub(crate) fn open_options(
+    mmap: bool,
+    check_bodies: bool,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> lodt::location::OpenOptions {
+    let mut options = lodt::location::OpenOptions::default()
+        .with_mmap(mmap)
+        .with_check_bodies(check_bodies);
+    options.remote.options = storage_options.unwrap_or_default();
+    options
+}
+
 impl PyFile {
     fn open_path(
         py: Python<'_>,
@@ -39,31 +54,15 @@ impl PyFile {
         check_bodies: bool,
         storage_options: Option<std::collections::BTreeMap<String, String>>,
     ) -> PyResult<Self> {
-        let p = path.clone();
+        let location = path.to_string_lossy().into_owned();
+        let options = open_options(mmap, check_bodies, storage_options);
         let file = py
-            .detach(move || {
-                let location = p.to_string_lossy();
-                if lodt::remote::is_uri(&location) {
-                    let options = lodt::remote::RemoteOptions {
-                        options: storage_options.unwrap_or_default(),
-                        ..Default::default()
-                    };
-                    lodt::remote::open_file(&location, &options)
-                } else if mmap {
-                    let options = lodt::format::ReadOptions {
-                        check_bodies,
-                        ..Default::default()
-                    };
-                    LodtFile::open_with(&p, &options)
-                } else {
-                    LodtFile::read(&p)
-                }
-            })
+            .detach(move || lodt::location::open_file(&location, &options))
             .map_err(format_err)?;
         Ok(PyFile {
             file: Arc::new(file),
+            mapped: mmap && !lodt::location::is_uri(&path.to_string_lossy()),
             path,
-            mapped: mmap,
             rows: OnceLock::new(),
         })
     }
@@ -118,8 +117,9 @@ fn verify_report<'py>(
 impl PyFile {
     /// File(path, *, mmap=True, storage_options=None, check_bodies=False)
     ///
-    /// Opens a `.lodt` file: memory-mapped (`mmap=True`), or read into memory;
-    /// or one at a URI (see `lodt.open`, also for `check_bodies`).
+    /// Opens a `.lodt` file: memory-mapped (`mmap=True`), or read by
+    /// positional reads; or one at a URI (see `lodt.open`, also for
+    /// `check_bodies`).
     #[new]
     #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false))]
     fn py_new(
@@ -161,7 +161,8 @@ impl PyFile {
         self.path.clone()
     }
 
-    /// Whether the file is memory-mapped (else it was read into memory).
+    /// Whether the file is memory-mapped (else it is read by positional
+    /// reads, or by ranged requests from a URI).
     #[getter]
     fn mmap(&self) -> bool {
         self.mapped
@@ -323,14 +324,16 @@ impl BatchIter {
 
 /// open(path, *, mmap=True, storage_options=None, check_bodies=False) -> File
 ///
-/// Opens a `.lodt` file (memory-mapped by default; `mmap=False` reads it into
-/// memory, for files that other programs may change). `path` may be a URI
+/// Opens a `.lodt` file (memory-mapped by default; `mmap=False` reads each
+/// batch with positional reads when it is touched, for files that other
+/// programs may change, as `Dataset` and the CLI's `--no-mmap` do). `path`
+/// (a `str` or an `os.PathLike`) may be a URI
 /// (`s3://`, `az://`, `gs://`, `http(s)://`): the file is then read by
 /// ranged requests (two to open it, one per batch first touched), with
 /// credentials from the environment and `storage_options` (object_store's
 /// configuration keys, such as `aws_endpoint`).
 ///
-/// A batch read from a URI or into memory is checked against its checksums,
+/// A batch read from a URI or by positional reads is checked against its checksums,
 /// bodies included, before any tensor of it is returned (a damaged byte is a
 /// ValueError naming the file and batch). A memory-mapped batch's bodies are
 /// checked only with `check_bodies=True`, the first time the batch is read

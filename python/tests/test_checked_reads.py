@@ -124,7 +124,7 @@ def _damaged(tmp_path, name: str = "d.lodt") -> tuple:
 def test_positional_reads_check_bodies_and_maps_do_when_asked(tmp_path):
     path = _damaged(tmp_path)
     mismatch = r'checksum mismatch in batch 2, tensor "v", body'
-    # Read into memory (mmap=False): checked.
+    # Positional reads (mmap=False): checked.
     for f in (lodt.open(path, mmap=False), lodt.File(path, mmap=False)):
         np.array(f[0]["v"])
         with pytest.raises(ValueError, match=mismatch):

@@ -5,6 +5,7 @@ read from Python and checked against their expected JSON."""
 import gc
 import json
 import os
+import shutil
 import pickle
 import threading
 import time
@@ -50,9 +51,19 @@ def test_map_outlives_the_file_object(sample_file):
     assert type(arr.base).__name__ == "_StorageOwner"
 
 
-def test_read_into_memory(sample_file):
+def test_positional_reads(sample_file, tmp_path):
     f = lodt.open(sample_file, mmap=False)
     assert not f.mmap and f[0] == lodt.open(sample_file)[0]
+    # mmap=False means positional reads, as for Dataset and the CLI: a file
+    # cut short by another program after it was opened is an error, never a
+    # crash (SIGBUS) as a map's missing pages would be.
+    cut = tmp_path / "cut.lodt"
+    shutil.copyfile(sample_file, cut)
+    g = lodt.File(os.fspath(cut), mmap=False)
+    with open(cut, "r+b") as fh:
+        fh.truncate(200)
+    with pytest.raises((ValueError, OSError)):
+        g[2]
 
 
 def test_rows_and_take(sample_file):

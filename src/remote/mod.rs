@@ -2,14 +2,20 @@
 //! `azure://`), `gs://` and `http(s)://` URIs, through the `object_store`
 //! crate (feature `remote`).
 //!
-//! - [`open_file`] opens a `.lodt` file at a URI (or a local path) for random
-//!   access: [`ObjectSource`] is the [`RangeSource`](crate::format::RangeSource)
-//!   behind it.
-//! - [`store_for`] gives the [`DatasetStore`]
-//!   of a dataset at a URI (or a local directory), for
+//! Files, stores and datasets are opened by URI through
+//! [`location`](crate::location) (the one place that tells a URI from a local
+//! path), with [`RemoteOptions`] in its
+//! [`OpenOptions`](crate::location::OpenOptions):
+//!
+//! - [`location::open_file`](crate::location::open_file) opens a `.lodt` file
+//!   at a URI for random access: [`ObjectSource`] is the
+//!   [`RangeSource`](crate::format::RangeSource) behind it.
+//! - [`location::open_store`](crate::location::open_store) gives the
+//!   [`DatasetStore`] of a dataset at a URI ([`ObjectDatasetStore`]), for
 //!   [`Dataset::open_in`](crate::dataset::Dataset::open_in),
 //!   [`DatasetWriter::create_in`](crate::dataset::DatasetWriter::create_in)
-//!   and the rest; [`open_dataset`] opens one.
+//!   and the rest; [`location::open_dataset`](crate::location::open_dataset)
+//!   opens one.
 //!
 //! ## Requests
 //!
@@ -66,8 +72,8 @@
 //! [`DatasetError::ManifestChanged`](crate::dataset::DatasetError::ManifestChanged).
 //!
 //! ```no_run
-//! use lodt::remote::{open_file, RemoteOptions};
-//! let file = open_file("s3://bucket/train/batches.lodt", &RemoteOptions::default())?;
+//! use lodt::location::{open_file, OpenOptions};
+//! let file = open_file("s3://bucket/train/batches.lodt", &OpenOptions::default())?;
 //! let words = file.batch(0)?.tensor("words")?;
 //! # let _ = words;
 //! # Ok::<(), lodt::format::FormatError>(())
@@ -79,12 +85,13 @@ mod source;
 mod store;
 mod uri;
 
+pub use crate::location::is_uri;
 pub use cache::DiskCache;
 pub use source::ObjectSource;
 pub use store::{ObjectDatasetStore, PART_BYTES};
-pub use uri::{Location, is_uri};
+pub use uri::Location;
 
-use crate::dataset::{Dataset, DatasetStore, LocalStore};
+use crate::dataset::{DatasetStore, LocalStore};
 use crate::format::{FormatError, LodtFile};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -157,8 +164,9 @@ impl RemoteOptions {
     }
 }
 
-/// Opens the `.lodt` file at `location`: a URI (`s3://…`, `http://…`, …) or a
-/// local path (memory-mapped, as [`LodtFile::open`]).
+/// Opens the `.lodt` file at `location` (a URI, or a local path, then
+/// memory-mapped): [`location::open_file`](crate::location::open_file) with
+/// these remote options and the default local ones.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
@@ -170,18 +178,12 @@ impl RemoteOptions {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn open_file(location: &str, options: &RemoteOptions) -> Result<LodtFile, FormatError> {
-    match Location::parse(location, options).map_err(|e| FormatError::io(location, e))? {
-        Location::Local(path) => LodtFile::open(path),
-        Location::Remote { store, path, uri } => {
-            let source = ObjectSource::open(store, path, uri.clone(), options)
-                .map_err(|e| FormatError::io(format!("opening {uri}"), e))?;
-            LodtFile::from_source(Arc::new(source))
-        }
-    }
+    crate::location::open_file(location, &with_remote(options))
 }
 
-/// The [`DatasetStore`] of the dataset at `location`: an
-/// [`ObjectDatasetStore`] for a URI, a [`LocalStore`] for a local directory.
+/// The [`DatasetStore`] of the dataset at `location` (a URI or a local
+/// directory): [`location::open_store`](crate::location::open_store) with
+/// these remote options and the default local ones.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
@@ -194,18 +196,12 @@ pub fn store_for(
     location: &str,
     options: &RemoteOptions,
 ) -> Result<Arc<dyn DatasetStore>, crate::dataset::DatasetError> {
-    let parsed = Location::parse(location, options)
-        .map_err(|e| crate::dataset::DatasetError::io("opening", location.to_owned(), e))?;
-    Ok(match parsed {
-        Location::Local(dir) => Arc::new(LocalStore::new(dir)),
-        Location::Remote { store, path, uri } => {
-            Arc::new(ObjectDatasetStore::new(store, path, uri, options.clone()))
-        }
-    })
+    crate::location::open_store(location, &with_remote(options))
 }
 
-/// Opens the dataset at `location` (a URI or a local directory): one read,
-/// of the manifest.
+/// Opens the dataset at `location` (a URI or a local directory):
+/// [`location::open_dataset`](crate::location::open_dataset) with these
+/// remote options and the default local ones.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
@@ -217,6 +213,43 @@ pub fn store_for(
 pub fn open_dataset(
     location: &str,
     options: &RemoteOptions,
-) -> Result<Dataset, crate::dataset::DatasetError> {
-    Dataset::open_in(store_for(location, options)?)
+) -> Result<crate::dataset::Dataset, crate::dataset::DatasetError> {
+    crate::location::open_dataset(location, &with_remote(options))
+}
+
+fn with_remote(options: &RemoteOptions) -> crate::location::OpenOptions {
+    crate::location::OpenOptions {
+        remote: options.clone(),
+        ..Default::default()
+    }
+}
+
+/// Opens the `.lodt` object at `uri` ([`crate::location::open_file`] for a
+/// URI); a local path is opened as [`LodtFile::open`] would.
+pub(crate) fn open_object(uri: &str, options: &RemoteOptions) -> Result<LodtFile, FormatError> {
+    match Location::parse(uri, options).map_err(|e| FormatError::io(uri, e))? {
+        Location::Local(path) => LodtFile::open(path),
+        Location::Remote { store, path, uri } => {
+            let source = ObjectSource::open(store, path, uri.clone(), options)
+                .map_err(|e| FormatError::io(format!("opening {uri}"), e))?;
+            LodtFile::from_source(Arc::new(source))
+        }
+    }
+}
+
+/// The [`DatasetStore`] of the dataset at `uri`
+/// ([`crate::location::open_store`] for a URI): an [`ObjectDatasetStore`]; a
+/// local path gives a [`LocalStore`].
+pub(crate) fn object_store_for(
+    uri: &str,
+    options: &RemoteOptions,
+) -> Result<Arc<dyn DatasetStore>, crate::dataset::DatasetError> {
+    let parsed = Location::parse(uri, options)
+        .map_err(|e| crate::dataset::DatasetError::io("opening", uri.to_owned(), e))?;
+    Ok(match parsed {
+        Location::Local(dir) => Arc::new(LocalStore::new(dir)),
+        Location::Remote { store, path, uri } => {
+            Arc::new(ObjectDatasetStore::new(store, path, uri, options.clone()))
+        }
+    })
 }

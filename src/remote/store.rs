@@ -21,7 +21,7 @@ pub const PART_BYTES: usize = 8 << 20;
 type Result<T> = std::result::Result<T, DatasetError>;
 
 /// A dataset stored under a prefix of an object store (S3, Azure, GCS; HTTP
-/// for reading). Made by [`store_for`](super::store_for) from a URI.
+/// for reading). Made by [`location::open_store`](crate::location::open_store) from a URI.
 ///
 /// - Opening a dataset reads the manifest (one GET); a shard is opened
 ///   with [`ObjectSource`] when first touched.

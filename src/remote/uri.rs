@@ -1,6 +1,7 @@
 //! Telling a URI from a local path, and making the object store a URI names.
 
 use super::RemoteOptions;
+use crate::location::is_uri;
 use object_store::ObjectStore;
 use object_store::aws::AmazonS3Builder;
 use object_store::azure::MicrosoftAzureBuilder;
@@ -12,26 +13,6 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Whether `location` is a URI of a supported object store (`s3://`,
-/// `s3a://`, `gs://`, `az://`, `abfs://`, `abfss://`, `azure://`,
-/// `http://`, `https://`), rather than a local path.
-///
-/// ```
-/// assert!(lodt::remote::is_uri("s3://bucket/a.lodt"));
-/// assert!(lodt::remote::is_uri("https://host/data/a.lodt"));
-/// assert!(!lodt::remote::is_uri("data/a.lodt"));
-/// assert!(!lodt::remote::is_uri("C:/data/a.lodt"));
-/// ```
-pub fn is_uri(location: &str) -> bool {
-    const SCHEMES: [&str; 9] = [
-        "s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "http", "https",
-    ];
-    match location.split_once("://") {
-        Some((scheme, _)) => SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()),
-        None => false,
-    }
-}
 
 /// Where a file or dataset lives: a local path, or an object in a store.
 ///
@@ -66,7 +47,7 @@ pub enum Location {
 }
 
 impl Location {
-    /// Parses `location`: a URI ([`is_uri`]) makes the store of its scheme,
+    /// Parses `location`: a URI ([`is_uri`](crate::location::is_uri)) makes the store of its scheme,
     /// configured from the environment and `options`; anything else is a
     /// local path. No request is made.
     pub fn parse(location: &str, options: &RemoteOptions) -> io::Result<Location> {
