@@ -60,6 +60,7 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
     let options = WriterOptions {
         shard_bytes: 2048,
         metadata: [("source".to_string(), "lodt test vector".to_string())].into(),
+        commit_id: Some("test-vector".to_string()),
         ..Default::default()
     };
     let mut w = DatasetWriter::create_in(store.clone(), options).unwrap();

@@ -334,7 +334,7 @@ fn bad_manifests_are_clear_errors() {
         ("{\"format\":\"other\"}", "\"format\" field"),
         (
             &good.replace("\"major\":1", "\"major\":2") as &str,
-            "version 2.0",
+            "version 2.1",
         ),
         (
             &good.replace("shard-000000.lodt", "../shard-000000.lodt"),

@@ -81,6 +81,7 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
             "num_sequences": m.num_sequences(),
             "schema": m.schema,
             "metadata": m.metadata,
+            "commits": m.commits,
             "totals": totals,
             "shards": m.shards,
             "unlisted": unlisted,

@@ -311,8 +311,10 @@ class DatasetWriter:
         writer_id: str | None = None,
         fsync: bool = True,
         storage_options: Mapping[str, str] | None = None,
+        commit_id: str | None = None,
     ) -> None:
-        """``mode``: ``"create"``, ``"append"`` or ``"part"`` (with ``writer_id``)."""
+        """``mode``: ``"create"``, ``"append"`` or ``"part"`` (with ``writer_id``);
+        ``commit_id``: the write's idempotency key (default: a new one)."""
     def write(self, batch: _BatchLike) -> None:
         """Writes one batch (ValueError if it does not match the schema)."""
     def flush(self) -> None:
@@ -323,15 +325,23 @@ class DatasetWriter:
     @property
     def path(self) -> pathlib.Path:
         """The dataset's directory."""
-    def close(self) -> dict[str, int] | None:
-        """Writes the manifest; the totals ``{"shards", "batches", "sequences", "bytes"}``."""
+    @property
+    def commit_id(self) -> str:
+        """This write's commit id (given or new): retry with it after an error."""
+    @property
+    def already_committed(self) -> bool:
+        """The dataset listed this commit id already: nothing is written."""
+    def close(self) -> dict[str, Any] | None:
+        """Writes the manifest; ``{"shards", "batches", "sequences", "bytes", "commit_id"}``."""
     def abort(self) -> None:
         """Stops without replacing the manifest."""
     def __enter__(self) -> DatasetWriter: ...
     def __exit__(self, exc_type: object, exc_value: object = None, traceback: object = None) -> bool: ...
 
-def commit_parts(path: _PathLike, storage_options: Mapping[str, str] | None = None) -> dict[str, int]:
-    """Merges the partial manifests of parallel writers; the dataset's totals."""
+def commit_parts(
+    path: _PathLike, storage_options: Mapping[str, str] | None = None, commit_id: str | None = None
+) -> dict[str, Any]:
+    """Merges the partial manifests of parallel writers; the dataset's totals and ``"commit_id"``."""
 
 def merge_loader_states(states: Sequence[str]) -> str:
     """Merges every consumer's loader state (JSON texts) into one complete state."""

@@ -25,7 +25,8 @@ def write_dataset(
     writer_id: str | None = None,
     fsync: bool = True,
     storage_options: Mapping[str, str] | None = None,
-) -> dict[str, int]:
+    commit_id: str | None = None,
+) -> dict[str, Any]:
     """Writes ``batches`` as a sharded dataset in directory ``path``
     (``spec/DATASET.md``) and returns its totals
     ``{"shards", "batches", "sequences", "bytes"}``.
@@ -52,6 +53,16 @@ def write_dataset(
     concurrent writer's commit makes this one raise (its shards stay
     unlisted). ``storage_options`` configure the store (object_store's keys,
     such as ``aws_endpoint``); credentials also come from the environment.
+
+    ``commit_id`` is the write's idempotency key (1 to 128 of
+    ``A-Z a-z 0-9 . _ -``; default: a new random one, returned as
+    ``"commit_id"``), listed in the manifest once the write is committed. If
+    the answer to the manifest's write is lost (a dropped connection, a
+    timeout), the manifest is read again: listed means committed, and the
+    call succeeds. If the store cannot be read to check, OSError is raised
+    with ``outcome == "unknown"`` and ``commit_id``: call again with that
+    ``commit_id``; a write whose id is listed writes nothing, so the data is
+    never written twice.
     """
     if isinstance(batches, (Batch, _abc.Mapping)):
         batches = [batches]
@@ -63,9 +74,11 @@ def write_dataset(
         writer_id=writer_id,
         fsync=fsync,
         storage_options=storage_options,
+        commit_id=commit_id,
     )
     try:
-        for batch in batches:
+        # A write committed before (same commit_id) writes nothing.
+        for batch in () if writer.already_committed else batches:
             writer.write(batch)
     except BaseException:
         writer.abort()

@@ -10,10 +10,14 @@
   reads no data.
 * :func:`write_lodt` is a ``ray.data.Datasink``: every write task writes its
   blocks as a *part* of the dataset (``DatasetWriter(mode="part")``, a writer
-  id unique per task attempt), and the driver merges the parts of the
-  successful tasks with :func:`lodt.commit_parts` once, when every task has
-  succeeded; the parts of failed or retried attempts are deleted first. A
-  failed job leaves the previous manifest in force and deletes its parts.
+  id unique per task attempt, and a commit id per task,
+  ``ray-JOB-TASK``, the same for every attempt: an attempt finds a part an
+  earlier attempt committed, even one whose answer was lost, and writes
+  nothing), and the driver merges the parts of the successful tasks with
+  :func:`lodt.commit_parts` once (commit id ``ray-JOB``, or the one given),
+  when every task has succeeded; the parts of failed or retried attempts
+  are deleted first. A failed job leaves the previous manifest in force and
+  deletes its parts (never a shard the manifest lists).
 * :func:`collate_fn` makes ``iter_torch_batches`` give LoD batches back
   (jagged nested tensors, padded tensors + lengths, or :class:`lodt.Batch`);
   :func:`iter_lod_batches` does the same from Arrow batches, without the
@@ -390,6 +394,7 @@ class LodtDatasink(Datasink):
         shard_bytes: int = DEFAULT_SHARD_BYTES,
         mode: str = "create",
         storage_options: Mapping[str, str] | None = None,
+        commit_id: str | None = None,
     ) -> None:
         if mode not in ("create", "append"):
             raise ValueError(f"mode must be 'create' or 'append', found {mode!r}")
@@ -401,6 +406,10 @@ class LodtDatasink(Datasink):
         self.storage_options = _options(storage_options)
         #: This job's id: the prefix of its writer ids (``ray-JOB-TASK-ATTEMPT``).
         self.job = uuid.uuid4().hex[:12]
+        #: The commit id of the job's merge: given, or ``ray-JOB``.
+        self.commit_id = commit_id or f"ray-{self.job}"
+        #: The dataset listed ``commit_id`` when the job started: nothing is written.
+        self.already_committed = False
         _Store(self.uri, self.storage_options)  # checks the scheme now
         #: The totals of the committed dataset, after a successful write.
         self.totals: dict[str, int] | None = None
@@ -410,20 +419,50 @@ class LodtDatasink(Datasink):
         return "Lodt"
 
     def on_write_start(self) -> None:
-        """With ``mode="create"``: FileExistsError if a dataset is there."""
+        """Nothing to do if the dataset lists the job's commit id (the same
+        job was committed before); else with ``mode="create"``:
+        FileExistsError if a dataset is there."""
+        try:
+            reader = DatasetReader(self.uri, storage_options=self.storage_options)
+        except FileNotFoundError:
+            return
+        if self.commit_id in json.loads(reader.manifest_json()).get("commits", []):
+            self.already_committed = True
+            return
         if self.mode == "create":
-            try:
-                DatasetReader(self.uri, storage_options=self.storage_options)
-            except FileNotFoundError:
-                return
             raise FileExistsError(
                 f"a lodt dataset already exists at {self.uri}: use mode='append' to add to it"
             )
 
+    def _task_commit_id(self, task: int) -> str:
+        """The commit id of write task ``task``, the same for every attempt."""
+        return f"ray-{self.job}-{task:06d}"
+
+    def _committed_attempt(self, store: _Store, task: int) -> str | None:
+        """The writer id of an earlier attempt of write task ``task`` whose
+        part is committed (lists the task's commit id), if any."""
+        commit_id = self._task_commit_id(task)
+        for name in sorted(store.names()):
+            m = _PART.match(name)
+            if not m or m.group(2) != self.job or int(m.group(3)) != task:
+                continue
+            try:
+                part = json.loads(store.read(name))
+            except FileNotFoundError:
+                continue
+            if commit_id in part.get("commits", []):
+                return m.group(1)
+        return None
+
     def write(self, blocks: Iterable[Any], ctx: Any) -> None:
         """One write task: its blocks as the part ``ray-JOB-TASK-ATTEMPT``
         (aborted, its partial manifest unwritten, if anything fails)."""
-        writer_id = f"ray-{self.job}-{int(ctx.task_idx):06d}-{uuid.uuid4().hex[:8]}"
+        task = int(ctx.task_idx)
+        if self.already_committed:
+            return
+        if self._committed_attempt(_Store(self.uri, self.storage_options), task) is not None:
+            return  # an earlier attempt of this task committed its part
+        writer_id = f"ray-{self.job}-{task:06d}-{uuid.uuid4().hex[:8]}"
         writer: DatasetWriter | None = None
         try:
             for block in blocks:
@@ -437,6 +476,7 @@ class LodtDatasink(Datasink):
                         writer_id=writer_id,
                         shard_bytes=self.shard_bytes,
                         storage_options=self.storage_options,
+                        commit_id=self._task_commit_id(task),
                     )
                 for rb in table.combine_chunks().to_batches():
                     if rb.num_rows:
@@ -479,10 +519,12 @@ class LodtDatasink(Datasink):
         store = _Store(self.uri, self.storage_options)
         kept, doomed = self._ours(store)
         if everything:
+            listed = self._listed()
             doomed += [
                 n
                 for n in store.names()
-                if any(n == f"lodt-dataset.part.{w}.json" or n.startswith(w + "-shard-") for w in kept.values())
+                if n not in listed
+                and any(n == f"lodt-dataset.part.{w}.json" or n.startswith(w + "-shard-") for w in kept.values())
             ]
         # Partial manifests first: a shard whose part is gone is unlisted.
         for name in sorted(doomed, key=lambda n: not n.startswith("lodt-dataset.part.")):
@@ -492,6 +534,12 @@ class LodtDatasink(Datasink):
         """Deletes the parts of failed or retried attempts, checks the
         sequence count, and merges this job's parts (``commit_parts``)."""
         result = super().on_write_complete(write_result_blocks)
+        if self.already_committed:
+            self._cleanup(everything=True)
+            self.totals = dict(
+                _lodt.commit_parts(self.uri, storage_options=self.storage_options, commit_id=self.commit_id)
+            )
+            return result
         rows = getattr(result, "num_rows", None)
         store = _Store(self.uri, self.storage_options)
         self._cleanup(everything=False)
@@ -505,11 +553,15 @@ class LodtDatasink(Datasink):
                 f"write_lodt: the parts hold {written} sequences, the write tasks wrote {rows}; "
                 f"not committing"
             )
-        self.totals = dict(_lodt.commit_parts(self.uri, storage_options=self.storage_options))
+        self.totals = dict(
+            _lodt.commit_parts(self.uri, storage_options=self.storage_options, commit_id=self.commit_id)
+        )
         return result
 
     def on_write_failed(self, error: Exception) -> None:
-        """Deletes every part of this job; the manifest is unchanged."""
+        """Deletes every part of this job that the manifest does not list
+        (nothing if the manifest cannot be read: the merge's outcome may be
+        unknown)."""
         self._cleanup(everything=True)
 
 
@@ -522,7 +574,8 @@ def write_lodt(
     storage_options: Mapping[str, str] | None = None,
     concurrency: int | None = None,
     ray_remote_args: Mapping[str, Any] | None = None,
-) -> dict[str, int]:
+    commit_id: str | None = None,
+) -> dict[str, Any]:
     """Writes the Ray dataset ``ds`` as a sharded lodt dataset at ``uri``
     (a directory or an ``s3://`` URI) and returns the dataset's totals
     ``{"shards", "batches", "sequences", "bytes"}``.
@@ -542,8 +595,18 @@ def write_lodt(
     job at a time per dataset: a job deletes the unlisted parts and shards
     other write_lodt jobs left (such as those of a task still running when
     its job failed, which Ray cancels but does not wait for).
+
+    Retries are idempotent: a write task retried by Ray finds a part an
+    earlier attempt committed (commit id ``ray-JOB-TASK``) and writes
+    nothing, and a merge whose answer was lost is found in the manifest.
+    ``commit_id`` names the job's merge (default ``ray-JOB``, returned as
+    ``"commit_id"``): calling ``write_lodt`` again with the ``commit_id`` of
+    a job that was committed (after an error saying the outcome is unknown)
+    writes nothing and returns the dataset's totals.
     """
-    sink = LodtDatasink(uri, shard_bytes=shard_bytes, mode=mode, storage_options=storage_options)
+    sink = LodtDatasink(
+        uri, shard_bytes=shard_bytes, mode=mode, storage_options=storage_options, commit_id=commit_id
+    )
     ds.write_datasink(
         sink,
         concurrency=concurrency,

@@ -4,7 +4,10 @@
 
 use crate::batch::{metadata, to_batch};
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
-use lodt::dataset::{DEFAULT_SHARD_BYTES, Dataset, DatasetWriter, Manifest, WriterOptions};
+use lodt::dataset::{
+    DEFAULT_SHARD_BYTES, Dataset, DatasetError, DatasetWriter, Manifest, WriterOptions,
+};
+use pyo3::exceptions::{PyBlockingIOError, PyOSError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -21,16 +24,47 @@ use std::sync::Mutex;
 pub struct PyDatasetWriter {
     writer: Mutex<Option<DatasetWriter>>,
     path: PathBuf,
+    commit_id: String,
+    already_committed: bool,
 }
 
-/// A manifest's summary: `{"shards", "batches", "sequences", "bytes"}`.
-fn summary(py: Python<'_>, m: &Manifest) -> PyResult<Py<pyo3::types::PyDict>> {
+/// A manifest's summary: `{"shards", "batches", "sequences", "bytes",
+/// "commit_id"}` (the id of the write that returns it).
+fn summary(py: Python<'_>, m: &Manifest, commit_id: &str) -> PyResult<Py<pyo3::types::PyDict>> {
     let d = pyo3::types::PyDict::new(py);
     d.set_item("shards", m.num_shards())?;
     d.set_item("batches", m.num_batches())?;
     d.set_item("sequences", m.num_sequences())?;
     d.set_item("bytes", m.num_bytes())?;
+    d.set_item("commit_id", commit_id)?;
     Ok(d.unbind())
+}
+
+/// The Python exception of a failed commit, with attributes `commit_id`
+/// and `outcome` (`"conflict"`: another writer's commit is there instead,
+/// BlockingIOError; `"not committed"`: the manifest is unchanged, OSError;
+/// `"unknown"`: the manifest could not be read to check, OSError); other
+/// errors as `dataset_err`.
+fn commit_err(err: DatasetError) -> PyErr {
+    let outcome = match &err {
+        DatasetError::ManifestChanged { .. } => "conflict",
+        DatasetError::NotCommitted { .. } => "not committed",
+        DatasetError::CommitUnknown { .. } => "unknown",
+        _ => return dataset_err(err),
+    };
+    let id = err.commit_id().unwrap_or_default().to_owned();
+    let e = if outcome == "conflict" {
+        PyBlockingIOError::new_err(err.to_string())
+    } else {
+        PyOSError::new_err(err.to_string())
+    };
+    Python::attach(|py| {
+        let v = e.value(py);
+        // Setting attributes on a fresh OSError cannot fail.
+        let _ = v.setattr("commit_id", id);
+        let _ = v.setattr("outcome", outcome);
+    });
+    e
 }
 
 impl PyDatasetWriter {
@@ -46,14 +80,24 @@ impl PyDatasetWriter {
 #[pymethods]
 impl PyDatasetWriter {
     /// DatasetWriter(path, *, mode="create", shard_bytes=256 MiB, metadata=None,
-    ///               writer_id=None, fsync=True, storage_options=None)
+    ///               writer_id=None, fsync=True, storage_options=None, commit_id=None)
     ///
     /// `path` may be a URI of S3, Azure or GCS (`storage_options` configure
     /// the store): shards are uploaded, and the manifest is committed by a
     /// conditional put (a concurrent writer's commit makes `close` raise).
+    ///
+    /// `commit_id` (1 to 128 of `A-Z a-z 0-9 . _ -`; default: a new random
+    /// one, see the `commit_id` attribute) is the write's idempotency key:
+    /// the manifest lists it once the write is committed. If the answer to
+    /// the manifest's write is lost, `close` reads the manifest again and
+    /// succeeds if the id is there; if the store cannot be read, it raises
+    /// OSError with `outcome == "unknown"` and `commit_id`. A writer opened
+    /// with the id of a committed write has `already_committed` set and
+    /// writes nothing: retrying a write with its id never adds it twice.
     #[new]
     #[pyo3(signature = (path, *, mode = "create", shard_bytes = DEFAULT_SHARD_BYTES,
-        metadata = None, writer_id = None, fsync = true, storage_options = None))]
+        metadata = None, writer_id = None, fsync = true, storage_options = None,
+        commit_id = None))]
     // Python's keyword arguments, one parameter each.
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -65,6 +109,7 @@ impl PyDatasetWriter {
         writer_id: Option<String>,
         fsync: bool,
         storage_options: Option<std::collections::BTreeMap<String, String>>,
+        commit_id: Option<String>,
     ) -> PyResult<Self> {
         if shard_bytes == 0 {
             return Err(value("shard_bytes must be at least 1"));
@@ -73,6 +118,7 @@ impl PyDatasetWriter {
             shard_bytes,
             metadata: self::metadata(metadata)?,
             schema: None,
+            commit_id,
         };
         match (mode, &writer_id) {
             ("create" | "append", None) | ("part", Some(_)) => {}
@@ -104,6 +150,8 @@ impl PyDatasetWriter {
             })
         })?;
         Ok(PyDatasetWriter {
+            commit_id: writer.commit_id().to_owned(),
+            already_committed: writer.already_committed(),
             writer: Mutex::new(Some(writer)),
             path,
         })
@@ -139,7 +187,7 @@ impl PyDatasetWriter {
                 let w = slot
                     .as_mut()
                     .ok_or_else(|| value("the dataset writer is closed"))?;
-                w.flush().map_err(dataset_err)
+                w.flush().map_err(commit_err)
             })
         })
     }
@@ -157,18 +205,35 @@ impl PyDatasetWriter {
         self.path.clone()
     }
 
+    /// This write's commit id (the one given, or a new one): keep it to
+    /// retry the write after an error without writing its data twice.
+    #[getter]
+    fn commit_id(&self) -> String {
+        self.commit_id.clone()
+    }
+
+    /// Whether the dataset already listed this commit id when the writer
+    /// was opened (the same write was committed before): batches written
+    /// are discarded and `close` changes nothing.
+    #[getter]
+    fn already_committed(&self) -> bool {
+        self.already_committed
+    }
+
     /// close() -> dict | None
     ///
     /// Closes the last shard and writes the manifest; returns the dataset's
     /// (or the part's) totals `{"shards", "batches", "sequences", "bytes"}`
-    /// (None when already closed).
+    /// and the `"commit_id"` (None when already closed). A failed commit
+    /// raises BlockingIOError (another writer's commit is there instead) or
+    /// OSError (`outcome` "not committed" or "unknown"), with `commit_id`.
     fn close(&self, py: Python<'_>) -> PyResult<Option<Py<pyo3::types::PyDict>>> {
         let Some(w) = self.take()? else {
             return Ok(None);
         };
         let manifest =
-            py.detach(move || guard("finishing a dataset", || w.finish().map_err(dataset_err)))?;
-        Ok(Some(summary(py, &manifest)?))
+            py.detach(move || guard("finishing a dataset", || w.finish().map_err(commit_err)))?;
+        Ok(Some(summary(py, &manifest, &self.commit_id)?))
     }
 
     /// abort()
@@ -203,25 +268,33 @@ impl PyDatasetWriter {
     }
 }
 
-/// commit_parts(path, storage_options=None) -> dict
+/// commit_parts(path, storage_options=None, commit_id=None) -> dict
 ///
 /// Merges the partial manifests of parallel writers (`mode="part"`) into
 /// the dataset's manifest, under its writer lock; returns the dataset's
-/// totals. Conflicting schemas or metadata raise ValueError and change
-/// nothing.
+/// totals and the merge's `"commit_id"`. Conflicting schemas or metadata
+/// raise ValueError and change nothing. `commit_id` (default: a new one) is
+/// the merge's idempotency key, as for `DatasetWriter`: a merge whose id the
+/// manifest lists already writes nothing.
 #[pyfunction]
-#[pyo3(signature = (path, storage_options = None))]
+#[pyo3(signature = (path, storage_options = None, commit_id = None))]
 pub fn commit_parts(
     py: Python<'_>,
     path: PathBuf,
     storage_options: Option<std::collections::BTreeMap<String, String>>,
+    commit_id: Option<String>,
 ) -> PyResult<Py<pyo3::types::PyDict>> {
-    let manifest = py.detach(move || {
+    let (manifest, id) = py.detach(move || {
         guard("merging partial manifests", || {
             let options = crate::file::open_options(true, false, storage_options);
             let store = crate::dataset::store_at(&path, &options)?;
-            Dataset::commit_parts_in(store).map_err(dataset_err)
+            let id = match commit_id {
+                Some(id) => id,
+                None => lodt::dataset::new_commit_id(),
+            };
+            let manifest = Dataset::commit_parts_with(store, Some(&id)).map_err(commit_err)?;
+            Ok((manifest, id))
         })
     })?;
-    summary(py, &manifest)
+    summary(py, &manifest, &id)
 }

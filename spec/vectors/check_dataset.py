@@ -12,6 +12,7 @@ Exit status 0 when everything agrees.
 """
 
 import json
+import re
 import os
 import sys
 
@@ -124,6 +125,10 @@ def check(directory):
         manifest = json.load(f)
     need(manifest["format"] == "lodt-dataset", "format")
     need(manifest["version"]["major"] == 1, "major version")
+    commits = manifest.get("commits", [])  # 1.1, section 3.1
+    need(len(commits) <= 1024 and len(set(commits)) == len(commits), "commits: at most 1024, none twice")
+    for c in commits:
+        need(re.fullmatch(r"[A-Za-z0-9._-]{1,128}", c) is not None, "commit id " + repr(c))
     schema = manifest["schema"]["tensors"]
     counts, total = [], 0
     for entry in manifest["shards"]:

@@ -144,16 +144,70 @@ pub enum DatasetError {
         /// Why.
         reason: String,
     },
-    /// A conditional write of a manifest failed: another writer replaced (or
-    /// created) it after this writer read it. Nothing of this writer was
-    /// committed; its shards are left unlisted.
+    /// A store refused a conditional write ([`DatasetStore::write_if`](super::DatasetStore::write_if)):
+    /// the object is not at the version expected (an HTTP 412, or it exists
+    /// when it should not). What that means for a write is decided by
+    /// reading the manifest again (it may be this writer's own earlier
+    /// attempt): writers report [`DatasetError::ManifestChanged`] or success.
     #[error(
-        "{path} was changed by another writer since this writer read it; \
-         this writer's shards were not committed (reopen the dataset and write again)"
+        "the conditional write of {path} was refused: it is not at the version this writer read"
+    )]
+    PreconditionFailed {
+        /// The object's location.
+        path: String,
+    },
+    /// A conditional write of a manifest failed, and the manifest, read
+    /// again, shows another writer's commit and not this one's: nothing of
+    /// this writer was committed; its shards are left unlisted.
+    #[error(
+        "{path} was changed by another writer since this writer read it, and it does not list \
+         this write's commit id {commit_id:?}: this writer's shards were not committed \
+         (reopen the dataset and write again)"
     )]
     ManifestChanged {
         /// The manifest's location.
         path: String,
+        /// The id of the write that was not committed.
+        commit_id: String,
+    },
+    /// Writing a manifest failed, and the manifest, read again, is the one
+    /// this writer replaced and does not list its commit id: nothing of this
+    /// write is in the dataset. Writing again with the same commit id cannot
+    /// add the data twice (if the failed write still lands first, the retry
+    /// finds its id and writes nothing).
+    #[error(
+        "committing {path} failed ({cause}); the manifest, read again, is unchanged and does not \
+         list this write's commit id {commit_id:?}: nothing of this write is in the dataset. \
+         Writing again with commit id {commit_id:?} is safe (it cannot add the data twice)"
+    )]
+    NotCommitted {
+        /// The manifest's location.
+        path: String,
+        /// The id of the write.
+        commit_id: String,
+        /// Why the write failed.
+        cause: String,
+    },
+    /// Writing a manifest failed in a way that leaves its outcome unknown
+    /// (a lost answer, a timeout, a server error), and the manifest could
+    /// not be read again to find out. The write may or may not be
+    /// committed: its commit id, listed in the manifest's `commits`, tells.
+    #[error(
+        "the outcome of committing {path} is unknown: the write failed ({cause}) and the manifest \
+         could not be read again to check ({check}). The write is committed if the manifest's \
+         \"commits\" lists commit id {commit_id:?} (`lodt info --json` shows them). To make sure \
+         it is, retry it with the same commit id {commit_id:?}: a retry of a committed write \
+         writes nothing, so the data cannot end up in the dataset twice"
+    )]
+    CommitUnknown {
+        /// The manifest's location.
+        path: String,
+        /// The id of the write.
+        commit_id: String,
+        /// Why the write failed.
+        cause: String,
+        /// Why the manifest could not be read again.
+        check: String,
     },
     /// An argument that is not valid (a zero batch size, a rank not below the
     /// world size, a bad writer id, ...).
@@ -243,6 +297,23 @@ impl DatasetError {
         DatasetError::Tensor {
             context: context.into(),
             source,
+        }
+    }
+
+    /// The commit id of a write whose commit failed
+    /// ([`DatasetError::ManifestChanged`], [`DatasetError::NotCommitted`],
+    /// [`DatasetError::CommitUnknown`]): retrying with it is idempotent.
+    ///
+    /// ```
+    /// let e = lodt::dataset::DatasetError::ManifestChanged { path: "m".into(), commit_id: "c1".into() };
+    /// assert_eq!(e.commit_id(), Some("c1"));
+    /// ```
+    pub fn commit_id(&self) -> Option<&str> {
+        match self {
+            DatasetError::ManifestChanged { commit_id, .. }
+            | DatasetError::NotCommitted { commit_id, .. }
+            | DatasetError::CommitUnknown { commit_id, .. } => Some(commit_id),
+            _ => None,
         }
     }
 

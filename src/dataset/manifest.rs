@@ -34,9 +34,30 @@ pub const MANIFEST_MAJOR: u16 = 1;
 /// The minor version of the manifest this crate writes.
 ///
 /// ```
-/// assert_eq!(lodt::dataset::MANIFEST_MINOR, 0);
+/// assert_eq!(lodt::dataset::MANIFEST_MINOR, 1);
 /// ```
-pub const MANIFEST_MINOR: u16 = 0;
+pub const MANIFEST_MINOR: u16 = 1;
+
+/// How many commit ids a manifest keeps (`spec/DATASET.md` section 3.1): the
+/// ids of the last 1024 commits, oldest first. A write retried with the id
+/// of one of them is recognized as committed and writes nothing.
+///
+/// ```
+/// assert_eq!(lodt::dataset::COMMIT_HISTORY, 1024);
+/// ```
+pub const COMMIT_HISTORY: usize = 1024;
+
+/// The largest manifest read, in bytes (1 GiB: about four million shard
+/// entries of a typical size). A larger object (or a symlink to an endless
+/// device) is refused with an error instead of being read whole.
+///
+/// ```
+/// assert_eq!(lodt::dataset::MAX_MANIFEST_BYTES, 1 << 30);
+/// ```
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
+
+/// The longest commit id, in bytes.
+const MAX_COMMIT_ID: usize = 128;
 
 /// The longest shard or writer-id name accepted, in bytes.
 const MAX_NAME: usize = 200;
@@ -98,12 +119,30 @@ pub fn valid_writer_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
 }
 
+/// Whether `id` is a valid commit id (`spec/DATASET.md` section 3.1): 1 to
+/// 128 ASCII letters, digits, `.`, `_` and `-`.
+///
+/// ```
+/// use lodt::dataset::valid_commit_id;
+/// assert!(valid_commit_id("ray-0a1b2c3d4e5f-000007"));
+/// assert!(valid_commit_id("nightly.2026-11-26"));
+/// assert!(!valid_commit_id(""));
+/// assert!(!valid_commit_id("a b"));
+/// assert!(!valid_commit_id(&"x".repeat(129)));
+/// ```
+pub fn valid_commit_id(id: &str) -> bool {
+    (1..=MAX_COMMIT_ID).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 /// A manifest's format version: `major.minor`. Readers refuse another major
 /// and accept a newer minor, ignoring the fields it adds.
 ///
 /// ```
 /// let v = lodt::dataset::ManifestVersion::CURRENT;
-/// assert_eq!((v.major, v.minor), (1, 0));
+/// assert_eq!((v.major, v.minor), (1, 1));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestVersion {
@@ -435,6 +474,11 @@ pub struct Manifest {
     /// The dataset's key/value metadata.
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    /// The ids of the last [`COMMIT_HISTORY`] commits that wrote this
+    /// manifest, oldest first (`spec/DATASET.md` section 3.1; absent in a
+    /// 1.0 manifest). A write whose id is listed is committed.
+    #[serde(default)]
+    pub commits: Vec<String>,
     /// The shards, in dataset order.
     pub shards: Vec<ShardEntry>,
 }
@@ -452,8 +496,40 @@ impl Manifest {
             version: ManifestVersion::CURRENT,
             schema,
             metadata,
+            commits: Vec::new(),
             shards: Vec::new(),
         }
+    }
+
+    /// Whether commit `id` is listed (the write of that id is committed).
+    ///
+    /// ```
+    /// let mut m = lodt::dataset::Manifest::new(Default::default(), Default::default());
+    /// assert!(!m.has_commit("a"));
+    /// m.record_commit("a");
+    /// assert!(m.has_commit("a"));
+    /// ```
+    pub fn has_commit(&self, id: &str) -> bool {
+        self.commits.iter().any(|c| c == id)
+    }
+
+    /// Lists commit `id` last (moving it there if it was listed), keeping the
+    /// last [`COMMIT_HISTORY`] ids.
+    ///
+    /// ```
+    /// let mut m = lodt::dataset::Manifest::new(Default::default(), Default::default());
+    /// for i in 0..1100 {
+    ///     m.record_commit(&format!("c{i}"));
+    /// }
+    /// assert_eq!(m.commits.len(), lodt::dataset::COMMIT_HISTORY);
+    /// assert_eq!(m.commits.last().map(String::as_str), Some("c1099"));
+    /// assert!(!m.has_commit("c0") && m.has_commit("c76"));
+    /// ```
+    pub fn record_commit(&mut self, id: &str) {
+        self.commits.retain(|c| c != id);
+        self.commits.push(id.to_owned());
+        let excess = self.commits.len().saturating_sub(COMMIT_HISTORY);
+        self.commits.drain(..excess);
     }
 
     /// The number of shards.
@@ -524,7 +600,7 @@ impl Manifest {
     /// ```
     /// let m = lodt::dataset::Manifest::new(Default::default(), Default::default());
     /// let text = String::from_utf8(m.to_json_bytes()).unwrap();
-    /// assert!(text.starts_with(r#"{"format":"lodt-dataset","version":{"major":1,"minor":0}"#));
+    /// assert!(text.starts_with(r#"{"format":"lodt-dataset","version":{"major":1,"minor":1}"#));
     /// ```
     pub fn to_json_bytes(&self) -> Vec<u8> {
         // Serializing these plain structs and string maps cannot fail.
@@ -538,6 +614,8 @@ impl Manifest {
         out.push_str(&json(&self.schema));
         out.push_str(",\n\"metadata\":");
         out.push_str(&json(&self.metadata));
+        out.push_str(",\n\"commits\":");
+        out.push_str(&json(&self.commits));
         out.push_str(",\n\"shards\":[");
         for (i, shard) in self.shards.iter().enumerate() {
             out.push_str(if i == 0 { "\n" } else { ",\n" });
@@ -611,6 +689,23 @@ impl Manifest {
             self.schema
                 .check_self(&format!("the schema of {path}"))
                 .map_err(|e| bad(e.to_string()))?;
+        }
+        if self.commits.len() > COMMIT_HISTORY {
+            return Err(bad(format!(
+                "\"commits\" lists {} ids, expected at most {COMMIT_HISTORY}",
+                self.commits.len()
+            )));
+        }
+        let mut ids = HashSet::new();
+        for id in &self.commits {
+            if !valid_commit_id(id) {
+                return Err(bad(format!(
+                    "commit id {id:?}: a commit id must be 1 to {MAX_COMMIT_ID} ASCII letters, digits, '.', '_' or '-'"
+                )));
+            }
+            if !ids.insert(id.as_str()) {
+                return Err(bad(format!("commit id {id:?} is listed twice")));
+            }
         }
         let mut names = HashSet::new();
         let mut total: u64 = 0;
@@ -690,7 +785,8 @@ mod erased {
 /// Merges partial manifests into `base` (the dataset's manifest, if it has
 /// one): the first non-empty schema is the schema and every other non-empty
 /// one must equal it; metadata is the union and a key may not have two
-/// values; shards are `base`'s, then each part's in the order given. A shard
+/// values; the parts' commit ids are added to `base`'s (so a part writer
+/// retried after its part was merged finds its id in the manifest); shards are `base`'s, then each part's in the order given. A shard
 /// listed in two manifests must be described identically in both (it was
 /// merged before: it is kept once); otherwise that is a conflict.
 ///
@@ -739,6 +835,11 @@ pub fn merge_manifests(base: Option<&Manifest>, parts: &[Manifest]) -> Result<Ma
                         describe_schema(&out.schema)
                     ),
                 });
+            }
+        }
+        for id in &part.commits {
+            if !out.has_commit(id) {
+                out.record_commit(id);
             }
         }
         for (k, v) in &part.metadata {

@@ -23,6 +23,12 @@
 //!   rank and worker; prefetch thread; resumable, also on another world
 //!   size).
 //! - Storage: the [`DatasetStore`] seam; [`LocalStore`] is a directory.
+//! - Commits: every write (create, append, part, [`Dataset::commit_parts`])
+//!   has a commit id, given or generated, that the manifest lists once the
+//!   write is in. A failed manifest write is an unknown outcome: the writer
+//!   reads the manifest again and reports success if its id is there; a
+//!   write retried with the id of a committed write writes nothing
+//!   ([`DatasetWriter::already_committed`]).
 //!
 //! ```
 //! use lodt::dataset::{Batching, Dataset, DatasetWriter, Loader, LoaderOptions, ShuffleOptions, WriterOptions};
@@ -63,6 +69,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod commit;
 mod error;
 mod loader;
 mod manifest;
@@ -72,14 +79,15 @@ mod store;
 mod take;
 mod writer;
 
+pub use commit::new_commit_id;
 pub use error::{DatasetError, Result};
 pub use loader::{
     Batching, Loader, LoaderOptions, LoaderState, MiniBatch, Remainder, ShuffleOptions,
 };
 pub use manifest::{
-    FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MANIFEST_NAME, Manifest, ManifestVersion, Schema,
-    ShardEntry, TensorCounts, TensorSchema, merge_manifests, part_manifest_name, valid_shard_name,
-    valid_writer_id,
+    COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MANIFEST_NAME, MAX_MANIFEST_BYTES,
+    Manifest, ManifestVersion, Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
+    part_manifest_name, valid_commit_id, valid_shard_name, valid_writer_id,
 };
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};

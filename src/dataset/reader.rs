@@ -3,9 +3,7 @@
 //! touched, and a batch checked against the schema when first read.
 
 use super::error::{DatasetError, Result};
-use super::manifest::{
-    MANIFEST_NAME, Manifest, Schema, TensorCounts, footer_crc, merge_manifests, part_id,
-};
+use super::manifest::{MANIFEST_NAME, Manifest, Schema, TensorCounts, footer_crc, part_id};
 use super::store::{DatasetStore, LocalStore};
 use crate::batch::Batch;
 use crate::format::LodtFile;
@@ -185,7 +183,7 @@ impl Dataset {
         Ok(Self::from_manifest(store, manifest))
     }
 
-    fn from_manifest(store: Arc<dyn DatasetStore>, manifest: Manifest) -> Self {
+    pub(super) fn from_manifest(store: Arc<dyn DatasetStore>, manifest: Manifest) -> Self {
         let mut shard_starts = Vec::with_capacity(manifest.shards.len() + 1);
         let mut batch_starts = Vec::with_capacity(manifest.shards.len());
         let mut total = 0u64;
@@ -345,6 +343,16 @@ impl Dataset {
                 index: shard as u64,
                 len: self.manifest.shards.len() as u64,
             })
+    }
+
+    /// The manifest, giving up the dataset.
+    pub(super) fn into_manifest(self) -> Manifest {
+        self.manifest
+    }
+
+    /// Opens shard `shard` and checks it against the manifest.
+    pub(super) fn check_shard(&self, shard: usize) -> Result<()> {
+        self.opened(shard).map(|_| ())
     }
 
     fn opened(&self, shard: usize) -> Result<&OpenedShard> {
@@ -740,98 +748,5 @@ impl Dataset {
                 (n.ends_with(".lodt") && !listed.contains(n.as_str())) || part_id(n).is_some()
             })
             .collect())
-    }
-
-    /// Merges the partial manifests of the dataset in directory `dir` into
-    /// its manifest (creating it if there is none), then deletes them. See
-    /// [`Dataset::commit_parts_in`].
-    ///
-    /// ```
-    /// # use lodt::{Batch, LodTensor};
-    /// # let dir = tempfile::tempdir()?;
-    /// let mut w = lodt::dataset::DatasetWriter::create_part(dir.path(), "host1", Default::default())?;
-    /// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
-    /// w.finish()?;
-    /// let manifest = lodt::dataset::Dataset::commit_parts(dir.path())?;
-    /// assert_eq!(manifest.shards[0].name, "host1-shard-000000.lodt");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn commit_parts(dir: impl AsRef<Path>) -> Result<Manifest> {
-        Self::commit_parts_in(Arc::new(LocalStore::new(dir)))
-    }
-
-    /// Merges every partial manifest of `store` (`lodt-dataset.part.ID.json`,
-    /// in the order of their names) into the manifest with
-    /// [`merge_manifests`], refusing conflicts; checks that each new shard is
-    /// there with the size, batch count and footer CRC its part records;
-    /// writes the manifest atomically; then deletes the partial manifests.
-    ///
-    /// It holds the dataset's writer lock, and each partial manifest's lock
-    /// while it works, so a part writer finishing meanwhile fails (rather
-    /// than losing its shards) and can finish again. Merging is idempotent:
-    /// if it stops between writing the manifest and deleting the parts, the
-    /// next merge finds their shards already listed, identical, and keeps
-    /// them once.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// let store = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path()));
-    /// let manifest = lodt::dataset::Dataset::commit_parts_in(store)?; // no parts: an empty dataset
-    /// assert_eq!(manifest.num_shards(), 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn commit_parts_in(store: Arc<dyn DatasetStore>) -> Result<Manifest> {
-        let _lock = store.lock()?;
-        let mut locks = Vec::new();
-        let mut names = Vec::new();
-        let mut parts = Vec::new();
-        for name in store.list()? {
-            if part_id(&name).is_none() {
-                continue;
-            }
-            let Some(lock) = store.lock_object(&name)? else {
-                continue;
-            };
-            let Some(bytes) = store.read(&name)? else {
-                continue;
-            };
-            parts.push(Manifest::from_json_bytes(
-                &bytes,
-                &store.object_location(&name),
-            )?);
-            locks.push(lock);
-            names.push(name);
-        }
-        let (base, base_version) = match read_manifest_versioned(&*store, MANIFEST_NAME)? {
-            Some((m, v)) => (Some(m), Some(v)),
-            None => (None, None),
-        };
-        if parts.is_empty()
-            && let Some(base) = base
-        {
-            return Ok(base);
-        }
-        let merged = merge_manifests(base.as_ref(), &parts)?;
-        let old: HashSet<&str> = base
-            .iter()
-            .flat_map(|m| m.shards.iter().map(|s| s.name.as_str()))
-            .collect();
-        let check = Dataset::from_manifest(store.clone(), merged);
-        for (s, entry) in check.manifest.shards.iter().enumerate() {
-            if !old.contains(entry.name.as_str()) {
-                check.opened(s)?;
-            }
-        }
-        let merged = check.manifest;
-        store.write_if(
-            MANIFEST_NAME,
-            &merged.to_json_bytes(),
-            base_version.as_ref(),
-        )?;
-        for name in &names {
-            store.remove(name)?;
-        }
-        drop(locks);
-        Ok(merged)
     }
 }

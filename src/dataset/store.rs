@@ -134,7 +134,10 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
     }
 
     /// The whole content of a small object (a manifest), or `None` if there
-    /// is no such object.
+    /// is no such object. An object larger than
+    /// [`MAX_MANIFEST_BYTES`](super::MAX_MANIFEST_BYTES), or (in a local
+    /// directory) one that is not a regular file (a FIFO, a device, a
+    /// symlink to one), is an error, never read whole or waited on.
     fn read(&self, name: &str) -> Result<Option<Vec<u8>>>;
 
     /// Replaces object `name` by `bytes`, whole or not at all.
@@ -149,10 +152,15 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
 
     /// Replaces object `name` by `bytes` only if it is still at version
     /// `expected` (`None`: only if it does not exist), and returns the new
-    /// version; [`DatasetError::ManifestChanged`] otherwise. This is how
+    /// version; [`DatasetError::PreconditionFailed`] otherwise. This is how
     /// writers commit a manifest to a store without locks (an object
     /// store's conditional put). By default (stores whose writers are
     /// serialized by [`DatasetStore::lock`]), [`DatasetStore::write_atomic`].
+    ///
+    /// Any error leaves the outcome unknown to the caller (the answer of a
+    /// write the store carried out may be lost, and a retried request then
+    /// fails its own condition): writers read the object again to decide
+    /// (spec/DATASET.md section 5.3).
     fn write_if(
         &self,
         name: &str,
@@ -308,6 +316,75 @@ impl LocalStore {
     }
 }
 
+/// The content of the regular file at `path` (symlinks followed), at most
+/// `limit` bytes: a FIFO, a device or a directory is refused with
+/// `InvalidInput` before anything is read (opening a FIFO does not wait for
+/// a writer), a larger file with `FileTooLarge`.
+fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    use io::Read;
+    let not_regular = |what: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("expected a regular file, found {what}"),
+        )
+    };
+    let kind = |t: fs::FileType| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if t.is_fifo() {
+                return "a FIFO (named pipe)";
+            }
+            if t.is_char_device() || t.is_block_device() {
+                return "a device";
+            }
+            if t.is_socket() {
+                return "a socket";
+            }
+        }
+        if t.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        }
+    };
+    let meta = fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(kind(meta.file_type())));
+    }
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // Replaced by a FIFO since the check: opening does not block.
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(kind(meta.file_type())));
+    }
+    let too_large = |found: String| {
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("a manifest is at most {limit} bytes (MAX_MANIFEST_BYTES), found {found}"),
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_large(format!("{} bytes", meta.len())));
+    }
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(meta.len() as usize)
+        .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e.to_string()))?;
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large("more (the file grew while read)".into()));
+    }
+    Ok(bytes)
+}
+
 /// A shard written to a local temporary file, renamed into place on commit.
 struct LocalShardSink {
     out: BufWriter<AtomicFile>,
@@ -354,7 +431,7 @@ impl DatasetStore for LocalStore {
 
     fn read(&self, name: &str) -> Result<Option<Vec<u8>>> {
         let path = self.path(name)?;
-        match fs::read(&path) {
+        match read_regular(&path, super::MAX_MANIFEST_BYTES) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(DatasetError::io("reading", path.display().to_string(), e)),

@@ -1,6 +1,7 @@
 //! [`DatasetWriter`]: writes batches into shards of a target size and the
 //! manifest last, atomically.
 
+use super::commit::{Committed, Evidence, commit_id_or_new, commit_manifest};
 use super::error::{DatasetError, Result};
 use super::manifest::{
     MANIFEST_NAME, Manifest, Schema, ShardEntry, TensorCounts, footer_crc, part_manifest_name,
@@ -38,6 +39,11 @@ pub struct WriterOptions {
     pub metadata: BTreeMap<String, String>,
     /// The schema. `None`: the existing dataset's, or the first batch's.
     pub schema: Option<Schema>,
+    /// The write's commit id (its idempotency key, see
+    /// [`DatasetWriter::commit_id`]): 1 to 128 ASCII letters, digits, `.`,
+    /// `_` or `-`. `None`: a new random one. A write retried with the id of
+    /// a committed write writes nothing ([`DatasetWriter::already_committed`]).
+    pub commit_id: Option<String>,
 }
 
 impl Default for WriterOptions {
@@ -46,6 +52,7 @@ impl Default for WriterOptions {
             shard_bytes: DEFAULT_SHARD_BYTES,
             metadata: BTreeMap::new(),
             schema: None,
+            commit_id: None,
         }
     }
 }
@@ -77,6 +84,22 @@ struct OpenShard {
 /// Dropped without `finish`, the shard being written is deleted and the
 /// manifest is unchanged; shards closed before are left unlisted
 /// ([`Dataset::unlisted`](super::Dataset::unlisted) finds them).
+///
+/// Every write has a **commit id** ([`WriterOptions::commit_id`], or a new
+/// one: [`DatasetWriter::commit_id`]), which `finish` lists in the manifest
+/// (the last [`COMMIT_HISTORY`](super::COMMIT_HISTORY) ids are kept). If
+/// writing the manifest fails, the outcome is unknown (in an object store,
+/// the answer of a write the store carried out can be lost): the writer
+/// reads the manifest again and returns success if its id is there,
+/// [`DatasetError::ManifestChanged`] if another writer's commit is there
+/// instead, [`DatasetError::NotCommitted`] if the manifest is unchanged, and
+/// [`DatasetError::CommitUnknown`] if it cannot be read. A writer started
+/// with the id of a committed write is
+/// [`already_committed`](DatasetWriter::already_committed): it writes
+/// nothing, so retrying a write with its id never adds its data twice.
+/// (Checkpoints, [`DatasetWriter::flush`], are decided by their shards and
+/// record no id: a write retried after a failed checkpoint writes again
+/// what earlier checkpoints committed.)
 ///
 /// ```
 /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
@@ -112,6 +135,12 @@ pub struct DatasetWriter {
     /// was none), which its next write must replace (see
     /// [`DatasetStore::write_if`]).
     base: Option<ObjectVersion>,
+    /// This write's commit id.
+    commit_id: String,
+    /// The target already lists `commit_id`: nothing is written.
+    committed: bool,
+    /// The shards closed since the manifest was last written.
+    uncommitted: Vec<String>,
 }
 
 impl std::fmt::Debug for DatasetWriter {
@@ -151,28 +180,37 @@ impl DatasetWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn create_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
+        let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
         store.prepare()?;
         let lock = store.lock()?;
-        if read_manifest_versioned(&*store, MANIFEST_NAME)?.is_some() {
-            return Err(DatasetError::AlreadyExists {
-                path: store.location(),
-            });
-        }
-        let schema = options.schema.unwrap_or_default();
-        if !schema.is_empty() {
-            schema.check_self("the schema given")?;
-        }
-        let manifest = Manifest::new(schema, options.metadata);
-        let prefix = shard_prefix(&*store);
-        Self::start(
-            store,
-            MANIFEST_NAME.to_owned(),
-            prefix,
+        let (manifest, base, committed) = match read_manifest_versioned(&*store, MANIFEST_NAME)? {
+            // This create was committed before (its answer lost).
+            Some((manifest, version)) if manifest.has_commit(&commit_id) => {
+                (manifest, Some(version), true)
+            }
+            Some(_) => {
+                return Err(DatasetError::AlreadyExists {
+                    path: store.location(),
+                });
+            }
+            None => {
+                let schema = options.schema.unwrap_or_default();
+                if !schema.is_empty() {
+                    schema.check_self("the schema given")?;
+                }
+                (Manifest::new(schema, options.metadata), None, false)
+            }
+        };
+        let start = Start {
+            target: MANIFEST_NAME.to_owned(),
+            prefix: shard_prefix(&*store),
             manifest,
-            options.shard_bytes,
-            Some(lock),
-            None,
-        )
+            lock: Some(lock),
+            base,
+            commit_id,
+            committed,
+        };
+        Self::start(store, start, options.shard_bytes)
     }
 
     /// Adds shards to the dataset in directory `dir`. Its schema applies
@@ -211,6 +249,7 @@ impl DatasetWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn append_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
+        let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
         let lock = match store.lock() {
             Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
                 return Err(DatasetError::NotADataset {
@@ -225,18 +264,22 @@ impl DatasetWriter {
                     path: store.location(),
                 }
             })?;
-        adopt_schema(&mut manifest, options.schema)?;
-        manifest.metadata.extend(options.metadata);
+        let committed = manifest.has_commit(&commit_id);
+        if !committed {
+            adopt_schema(&mut manifest, options.schema)?;
+            manifest.metadata.extend(options.metadata);
+        }
         let prefix = shard_prefix(&*store);
-        Self::start(
-            store,
-            MANIFEST_NAME.to_owned(),
+        let start = Start {
+            target: MANIFEST_NAME.to_owned(),
             prefix,
             manifest,
-            options.shard_bytes,
-            Some(lock),
-            Some(base),
-        )
+            lock: Some(lock),
+            base: Some(base),
+            commit_id,
+            committed,
+        };
+        Self::start(store, start, options.shard_bytes)
     }
 
     /// Starts (or continues) the part of writer `writer_id` in directory
@@ -294,39 +337,48 @@ impl DatasetWriter {
                 "writer id {writer_id:?}: expected 1 to 64 ASCII letters, digits, '_' or '-'"
             )));
         }
+        let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
         store.prepare()?;
         let name = part_manifest_name(writer_id);
-        let (mut manifest, base) = match read_manifest_versioned(&*store, &name)? {
+        let part = read_manifest_versioned(&*store, &name)?;
+        let main = read_manifest(&*store)?;
+        // Committed before: listed by the part, or by the manifest a merge
+        // took the part into.
+        let committed = part.as_ref().is_some_and(|(m, _)| m.has_commit(&commit_id))
+            || main.as_ref().is_some_and(|m| m.has_commit(&commit_id));
+        let (mut manifest, base) = match part {
             Some((manifest, version)) => (manifest, Some(version)),
             None => {
-                let schema = read_manifest(&*store)?
-                    .map(|m| m.schema)
-                    .unwrap_or_default();
+                let schema = main.map(|m| m.schema).unwrap_or_default();
                 (Manifest::new(schema, BTreeMap::new()), None)
             }
         };
-        adopt_schema(&mut manifest, options.schema)?;
-        manifest.metadata.extend(options.metadata);
-        Self::start(
-            store,
-            name,
-            format!("{writer_id}-shard-"),
+        if !committed {
+            adopt_schema(&mut manifest, options.schema)?;
+            manifest.metadata.extend(options.metadata);
+        }
+        let start = Start {
+            target: name,
+            prefix: format!("{writer_id}-shard-"),
             manifest,
-            options.shard_bytes,
-            None,
+            lock: None,
             base,
-        )
+            commit_id,
+            committed,
+        };
+        Self::start(store, start, options.shard_bytes)
     }
 
-    fn start(
-        store: Arc<dyn DatasetStore>,
-        target: String,
-        prefix: String,
-        manifest: Manifest,
-        shard_bytes: u64,
-        lock: Option<StoreLock>,
-        base: Option<ObjectVersion>,
-    ) -> Result<Self> {
+    fn start(store: Arc<dyn DatasetStore>, start: Start, shard_bytes: u64) -> Result<Self> {
+        let Start {
+            target,
+            prefix,
+            manifest,
+            lock,
+            base,
+            commit_id,
+            committed,
+        } = start;
         if shard_bytes == 0 {
             return Err(DatasetError::InvalidArgument(
                 "shard_bytes must be at least 1".into(),
@@ -360,7 +412,56 @@ impl DatasetWriter {
             shard_bytes,
             _lock: lock,
             base,
+            commit_id,
+            committed,
+            uncommitted: Vec::new(),
         })
+    }
+
+    /// This write's commit id: [`WriterOptions::commit_id`], or a new one.
+    /// `finish` lists it in the manifest; keep it to retry the write after
+    /// an error ([`DatasetError::CommitUnknown`]) without writing its data
+    /// twice.
+    ///
+    /// ```
+    /// use lodt::dataset::{DatasetWriter, WriterOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// let options = WriterOptions { commit_id: Some("load-2026-11-26".into()), ..Default::default() };
+    /// let w = DatasetWriter::create(dir.path(), options)?;
+    /// assert_eq!(w.commit_id(), "load-2026-11-26");
+    /// let manifest = w.finish()?;
+    /// assert!(manifest.has_commit("load-2026-11-26"));
+    /// assert_eq!(DatasetWriter::create(dir.path().join("b"), Default::default())?.commit_id().len(), 32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn commit_id(&self) -> &str {
+        &self.commit_id
+    }
+
+    /// Whether the dataset already lists this writer's commit id (the same
+    /// write was committed before, and its answer lost): then `write`
+    /// discards its batches, `flush` does nothing and `finish` returns the
+    /// manifest as it is, so the data is not written twice.
+    ///
+    /// ```
+    /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+    /// use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let batch = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![7u8], vec![1], Default::default())?)])?;
+    /// let options = WriterOptions { commit_id: Some("job-1".into()), ..Default::default() };
+    /// for _ in 0..2 {
+    ///     // The same append run twice (say, retried after an error).
+    ///     let mut w = DatasetWriter::create(dir.path(), options.clone())?;
+    ///     w.write(&batch)?;
+    ///     w.finish()?;
+    /// }
+    /// let w = DatasetWriter::append(dir.path(), options)?;
+    /// assert!(w.already_committed());
+    /// assert_eq!(Dataset::open(dir.path())?.num_sequences(), 1); // once
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn already_committed(&self) -> bool {
+        self.committed
     }
 
     /// The manifest as [`DatasetWriter::finish`] would write it now (the
@@ -405,6 +506,10 @@ impl DatasetWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write(&mut self, batch: &Batch) -> Result<()> {
+        if self.committed {
+            self.batches += 1;
+            return Ok(());
+        }
         let context = || {
             format!(
                 "batch {} written to {}",
@@ -512,6 +617,7 @@ impl DatasetWriter {
                 file.num_batches(),
             ));
         }
+        self.uncommitted.push(shard.name.clone());
         self.manifest.shards.push(ShardEntry {
             name: shard.name,
             bytes: file.file_size(),
@@ -538,13 +644,44 @@ impl DatasetWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn flush(&mut self) -> Result<()> {
+        self.commit(false)
+    }
+
+    /// Closes the current shard and writes the manifest: a checkpoint
+    /// (decided by its shards), or the final commit (`last`: lists the
+    /// commit id, decided by it). See [`commit_manifest`].
+    fn commit(&mut self, last: bool) -> Result<()> {
+        if self.committed {
+            return Ok(());
+        }
         self.close_shard()?;
-        let version = self.store.write_if(
+        let evidence = if last {
+            self.manifest.record_commit(&self.commit_id);
+            Evidence::Id
+        } else {
+            Evidence::Shards(&self.uncommitted)
+        };
+        let committed = commit_manifest(
+            &*self.store,
             &self.target,
-            &self.manifest.to_json_bytes(),
+            &self.manifest,
             self.base.as_ref(),
+            &self.commit_id,
+            evidence,
         )?;
-        self.base = Some(version);
+        match committed {
+            Committed::AsWritten(version) => self.base = Some(version),
+            Committed::Found(manifest, version) => {
+                // Go on from the manifest as it is (later commits of others
+                // included), so a later checkpoint loses none of them.
+                self.manifest = manifest;
+                self.base = Some(version);
+            }
+        }
+        self.uncommitted.clear();
+        if last {
+            self.committed = true;
+        }
         Ok(())
     }
 
@@ -561,12 +698,23 @@ impl DatasetWriter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn finish(mut self) -> Result<Manifest> {
-        self.flush()?;
+        self.commit(true)?;
         Ok(std::mem::replace(
             &mut self.manifest,
             Manifest::new(Schema::default(), BTreeMap::new()),
         ))
     }
+}
+
+/// Where a writer starts: the manifest it replaces and what it found there.
+struct Start {
+    target: String,
+    prefix: String,
+    manifest: Manifest,
+    lock: Option<StoreLock>,
+    base: Option<ObjectVersion>,
+    commit_id: String,
+    committed: bool,
 }
 
 /// The prefix of the shard names of a writer of the main manifest:

@@ -71,6 +71,18 @@
 //! overwrite each other's manifest: the loser gets
 //! [`DatasetError::ManifestChanged`](crate::dataset::DatasetError::ManifestChanged).
 //!
+//! A conditional put is not idempotent, and its failure does not say
+//! whether it was applied: `object_store` retries it after a 5xx answer or
+//! a connection closed before the answer (at most
+//! [`RemoteOptions::max_retries`] times, within 60 s), and a retry whose
+//! first attempt was applied is refused (412); after a timeout (the
+//! client's `timeout` option, 30 s by default) it is not retried. So the
+//! writer never takes a failed put at its word: it reads the manifest again
+//! and reports success if the manifest lists the write's commit id (see
+//! [`DatasetWriter`](crate::dataset::DatasetWriter) and `spec/DATASET.md`
+//! section 5.3). A manifest is read only if its size is at most
+//! [`MAX_MANIFEST_BYTES`](crate::dataset::MAX_MANIFEST_BYTES).
+//!
 //! ```no_run
 //! use lodt::location::{open_file, OpenOptions};
 //! let file = open_file("s3://bucket/train/batches.lodt", &OpenOptions::default())?;

@@ -194,17 +194,34 @@ impl DatasetStore for ObjectDatasetStore {
     fn read_versioned(&self, name: &str) -> Result<Option<(Vec<u8>, ObjectVersion)>> {
         let path = self.path(name)?;
         let store = self.store.clone();
+        let limit = crate::dataset::MAX_MANIFEST_BYTES;
         let got = block_on(async move {
             let result = store.get(&path).await?;
             let version = ObjectVersion {
                 e_tag: result.meta.e_tag.clone(),
                 version: result.meta.version.clone(),
             };
-            Ok::<_, object_store::Error>((result.bytes().await?.to_vec(), version))
+            // The size comes from the answer's headers, before the body is
+            // read (the HTTP client stops a body at its announced length).
+            if result.meta.size > limit {
+                return Ok(Err(result.meta.size));
+            }
+            let bytes = result.bytes().await?.to_vec();
+            Ok::<_, object_store::Error>(Ok((bytes, version)))
         })
         .map_err(|e| DatasetError::io("reading", self.object_location(name), e))?;
         match got {
-            Ok(found) => Ok(Some(found)),
+            Ok(Ok(found)) => Ok(Some(found)),
+            Ok(Err(size)) => Err(DatasetError::io(
+                "reading",
+                self.object_location(name),
+                io::Error::new(
+                    io::ErrorKind::FileTooLarge,
+                    format!(
+                        "a manifest is at most {limit} bytes (MAX_MANIFEST_BYTES), found {size} bytes"
+                    ),
+                ),
+            )),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.io("reading", name, e)),
         }
@@ -251,7 +268,7 @@ impl DatasetStore for ObjectDatasetStore {
             Err(
                 object_store::Error::Precondition { .. }
                 | object_store::Error::AlreadyExists { .. },
-            ) => Err(DatasetError::ManifestChanged {
+            ) => Err(DatasetError::PreconditionFailed {
                 path: self.object_location(name),
             }),
             Err(e) => Err(self.io("writing", name, e)),
