@@ -57,8 +57,11 @@
 //! by `object_store`'s client with exponential backoff, at most
 //! [`RemoteOptions::max_retries`] times. A missing object, a truncated one
 //! (a range past its end) or one rewritten since it was opened is an error
-//! naming the URI; a corrupt one is detected by the `.lodt` checksums as a
-//! local file is.
+//! naming the URI. Every batch read (from the store or the disk cache) is
+//! checked against its checksum table, bodies included, before any tensor
+//! of it is handed out: a byte damaged in the store, on the way or in the
+//! cache is an error naming the URI and the batch, never data; a damaged
+//! cache entry is dropped and the batch fetched again, once.
 //!
 //! ## Writing
 //!

@@ -133,10 +133,7 @@ impl ObjectSource {
             return self.tail.slice(at).ok();
         }
         let (cache, version) = (self.cache.as_ref()?, self.version.as_ref()?);
-        let bytes = cache.get(&self.uri, version, r.clone())?;
-        Some(Buffer::from_storage(Arc::new(AlignedBytes::from_slice(
-            &bytes,
-        ))))
+        cache.get_buffer(&self.uri, version, r.clone())
     }
 
     /// Fetches `ranges` (none cached), at most `max_concurrency` at a time.
