@@ -448,7 +448,9 @@ class LodtDatasink(Datasink):
                 continue
             try:
                 part = json.loads(store.read(name))
-            except FileNotFoundError:
+            except OSError:
+                # Gone (merged or cleaned up), or unreadable now: this attempt
+                # writes, and the driver keeps one part per task.
                 continue
             if commit_id in part.get("commits", []):
                 return m.group(1)

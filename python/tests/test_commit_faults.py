@@ -225,3 +225,23 @@ def test_an_append_on_azure_whose_answer_is_lost_is_committed_once(azurite, faul
         assert totals["sequences"] == 20, totals
         assert _ids(uri, options) == list(range(10)) + list(range(100, 110))
         assert totals["commit_id"] in _manifest(uri, options)["commits"]
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_create_on_azure_whose_answer_is_lost_is_committed_once(azurite, fault, monkeypatch):  # noqa: F811
+    import os
+    from urllib.parse import urlparse
+
+    port = urlparse(os.environ["AZURITE_BLOB_STORAGE_URL"]).port
+    with FaultProxy(port) as proxy:
+        monkeypatch.setenv("AZURITE_BLOB_STORAGE_URL", proxy.endpoint)
+        options = dict(azurite, timeout=TIMEOUT)
+        uri = f"az://data/create-faults-{fault}"
+        faults = _arm(proxy, fault)
+        totals = lodt.write_dataset(uri, [_batch(0, 7)], storage_options=options, commit_id="az-create")
+        proxy.clear()
+        assert all(f.applied == 1 for f in faults), proxy.log
+        assert (totals["sequences"], totals["commit_id"]) == (7, "az-create")
+        again = lodt.write_dataset(uri, [_batch(0, 7)], storage_options=options, commit_id="az-create")
+        assert again["sequences"] == 7
+        assert _ids(uri, options) == list(range(7))

@@ -53,27 +53,33 @@ def test_a_ray_write_whose_answers_are_lost_is_committed_once(local_ray, source,
     assert manifest["commits"][-1] == totals["commit_id"]
 
 
-class _CommitsThenDies(lray.LodtDatasink):
-    """A sink whose first attempt of each write task commits its part and
-    then fails (as a worker lost after its commit): Ray retries the task."""
+def _commits_then_dies():
+    """A sink class defined here, so that Ray pickles it by value for its
+    workers."""
 
-    def __init__(self, *args, marks: str, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.marks = marks
+    class CommitsThenDies(lray.LodtDatasink):
+        """A sink whose first attempt of each write task commits its part and
+        then fails (as a worker lost after its commit): Ray retries the task."""
 
-    def write(self, blocks, ctx):
-        blocks = list(blocks)
-        before = set(os.listdir(self.uri)) if os.path.isdir(self.uri) else set()
-        super().write(blocks, ctx)
-        new = [n for n in os.listdir(self.uri) if n not in before and n.endswith(".lodt")]
-        mark = os.path.join(self.marks, f"task-{ctx.task_idx}")
-        if os.path.exists(mark):
-            # A retried attempt: record how many shards it wrote.
-            with open(os.path.join(self.marks, f"retry-{ctx.task_idx}"), "w") as f:
-                f.write(str(len(new)))
-            return
-        open(mark, "w").close()
-        raise RuntimeError("the task died after committing its part")
+        def __init__(self, *args, marks: str, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.marks = marks
+
+        def write(self, blocks, ctx):
+            blocks = list(blocks)
+            before = set(os.listdir(self.uri)) if os.path.isdir(self.uri) else set()
+            super().write(blocks, ctx)
+            new = [n for n in os.listdir(self.uri) if n not in before and n.endswith(".lodt")]
+            mark = os.path.join(self.marks, f"task-{ctx.task_idx}")
+            if os.path.exists(mark):
+                # A retried attempt: record how many shards it wrote.
+                with open(os.path.join(self.marks, f"retry-{ctx.task_idx}"), "w") as f:
+                    f.write(str(len(new)))
+                return
+            open(mark, "w").close()
+            raise RuntimeError("the task died after committing its part")
+
+    return CommitsThenDies
 
 
 def test_a_retried_write_task_writes_nothing_again(local_ray, source, tmp_path):  # noqa: F811
@@ -81,7 +87,7 @@ def test_a_retried_write_task_writes_nothing_again(local_ray, source, tmp_path):
     out = tmp_path / "retried"
     marks = tmp_path / "marks"
     marks.mkdir()
-    sink = _CommitsThenDies(out, shard_bytes=2048, marks=str(marks))
+    sink = _commits_then_dies()(out, shard_bytes=2048, marks=str(marks))
     ds = lray.read_lodt(path, override_num_blocks=2)
     ds.write_datasink(sink, ray_remote_args={"max_retries": 2, "retry_exceptions": True})
     retries = [n for n in os.listdir(marks) if n.startswith("retry-")]

@@ -70,7 +70,8 @@ pub(crate) enum Evidence<'a> {
     /// records it).
     Id,
     /// Every one of these shards is listed (a checkpoint, which records no
-    /// id: the shard names are this writer's own).
+    /// id: the shard names are this writer's own); with none, the manifest
+    /// read again is the one written.
     Shards(&'a [String]),
 }
 
@@ -118,6 +119,8 @@ pub(crate) fn commit_manifest(
     let found = read_manifest_versioned(store, target).map_err(unknown)?;
     let shows = |m: &Manifest| match evidence {
         Evidence::Id => m.has_commit(commit_id),
+        // A checkpoint that adds no shard shows only as the manifest itself.
+        Evidence::Shards([]) => m == manifest,
         Evidence::Shards(names) => {
             let listed: HashSet<&str> = m.shards.iter().map(|s| s.name.as_str()).collect();
             names.iter().all(|n| listed.contains(n.as_str()))

@@ -437,3 +437,52 @@ fn a_manifest_above_the_cap_is_refused_unread() {
         "{err}"
     );
 }
+
+#[test]
+fn a_1_0_manifest_reads_and_an_append_makes_it_1_1_with_its_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = DatasetWriter::create(dir.path(), options("first")).unwrap();
+    w.write(&batch(0, 3)).unwrap();
+    w.finish().unwrap();
+    let path = dir.path().join(MANIFEST_NAME);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let old = text
+        .replace("\"minor\":1", "\"minor\":0")
+        .replace("\n\"commits\":[\"first\"],", "");
+    assert_ne!(old, text);
+    std::fs::write(&path, &old).unwrap();
+    let ds = Dataset::open(dir.path()).unwrap();
+    assert!(ds.manifest().commits.is_empty());
+    let mut w = DatasetWriter::append(dir.path(), options("second")).unwrap();
+    w.write(&batch(3, 2)).unwrap();
+    let m = w.finish().unwrap();
+    assert_eq!(
+        (m.version.minor, m.commits.clone()),
+        (1, vec!["second".to_string()])
+    );
+    assert_eq!(Dataset::open(dir.path()).unwrap().num_sequences(), 5);
+}
+
+#[test]
+fn bad_commit_lists_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    DatasetWriter::create(dir.path(), options("x"))
+        .unwrap()
+        .finish()
+        .unwrap();
+    let path = dir.path().join(MANIFEST_NAME);
+    let good = std::fs::read_to_string(&path).unwrap();
+    let many: Vec<String> = (0..1025).map(|i| format!("\"c{i}\"")).collect();
+    for (commits, says) in [
+        ("[\"x\",\"x\"]", "commit id \"x\" is listed twice"),
+        ("[\"a b\"]", "commit id \"a b\": a commit id must be"),
+        (
+            &*format!("[{}]", many.join(",")),
+            "lists 1025 ids, expected at most 1024",
+        ),
+    ] {
+        std::fs::write(&path, good.replace("[\"x\"]", commits)).unwrap();
+        let err = Dataset::open(dir.path()).unwrap_err();
+        assert!(err.to_string().contains(says), "{says}: {err}");
+    }
+}

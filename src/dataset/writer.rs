@@ -4,8 +4,8 @@
 use super::commit::{Committed, Evidence, commit_id_or_new, commit_manifest};
 use super::error::{DatasetError, Result};
 use super::manifest::{
-    MANIFEST_NAME, Manifest, Schema, ShardEntry, TensorCounts, footer_crc, part_manifest_name,
-    valid_writer_id,
+    MANIFEST_NAME, Manifest, ManifestVersion, Schema, ShardEntry, TensorCounts, footer_crc,
+    part_manifest_name, valid_writer_id,
 };
 use super::reader::{read_manifest, read_manifest_versioned};
 use super::store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
@@ -655,6 +655,9 @@ impl DatasetWriter {
             return Ok(());
         }
         self.close_shard()?;
+        // Written by this crate: its version (an appended 1.0 manifest
+        // becomes 1.1, with commit ids).
+        self.manifest.version = ManifestVersion::CURRENT;
         let evidence = if last {
             self.manifest.record_commit(&self.commit_id);
             Evidence::Id
