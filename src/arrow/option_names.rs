@@ -31,12 +31,7 @@ impl std::str::FromStr for NullLists {
     /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     fn from_str(s: &str) -> Result<Self, ArrowError> {
-        [NullLists::Error, NullLists::Empty]
-            .into_iter()
-            .find(|v| v.name() == s)
-            .ok_or_else(|| {
-                ArrowError::InvalidArgument(format!("expected error or empty, found {s:?}"))
-            })
+        by_name([NullLists::Error, NullLists::Empty], NullLists::name, s)
     }
 }
 
@@ -66,11 +61,22 @@ impl std::str::FromStr for MetadataPolicy {
     /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     fn from_str(s: &str) -> Result<Self, ArrowError> {
-        [MetadataPolicy::Error, MetadataPolicy::KeepFirst]
-            .into_iter()
-            .find(|v| v.name() == s)
-            .ok_or_else(|| {
-                ArrowError::InvalidArgument(format!("expected error or first, found {s:?}"))
-            })
+        by_name(
+            [MetadataPolicy::Error, MetadataPolicy::KeepFirst],
+            MetadataPolicy::name,
+            s,
+        )
     }
+}
+
+/// The value of `values` whose `name` is `s`, or an error that lists the names.
+fn by_name<T: Copy, const N: usize>(
+    values: [T; N],
+    name: fn(T) -> &'static str,
+    s: &str,
+) -> Result<T, ArrowError> {
+    values.into_iter().find(|v| name(*v) == s).ok_or_else(|| {
+        let names: Vec<&str> = values.into_iter().map(name).collect();
+        ArrowError::InvalidArgument(format!("expected {}, found {s:?}", names.join(" or ")))
+    })
 }
