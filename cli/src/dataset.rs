@@ -336,7 +336,16 @@ pub fn convert(
     let mut count = 0u64;
     for batch in batches {
         let batch = batch.map_err(convert_failure)?;
-        writer.write(&batch).map_err(failure)?;
+        writer.write(&batch).map_err(|e| {
+            // Tensors whose row counts differ: name the columns that fit.
+            let hint = matches!(&e, DatasetError::SchemaMismatch { what, .. } if what.starts_with("top-level sequences"))
+                .then(|| crate::suggest::dataset_columns(input, options.columns.as_deref()))
+                .flatten();
+            match hint {
+                Some(flag) => failure(e).with_hint(&format!("; to convert this input, add: {flag}")),
+                None => failure(e),
+            }
+        })?;
         count += 1;
         progress.set_position(count);
     }

@@ -11,6 +11,23 @@ use std::path::Path;
 /// `None` when it cannot tell (another format, an unreadable file, no tensor
 /// that fits, or nothing to change).
 pub fn working_flags(input: &Path, columns: Option<&[String]>) -> Option<String> {
+    let (columns_flag, metadata_varies) = needs(input, columns)?;
+    let flags: Vec<String> = columns_flag
+        .into_iter()
+        .chain(metadata_varies.then(|| "--metadata first".to_string()))
+        .collect();
+    (!flags.is_empty()).then(|| flags.join(" "))
+}
+
+/// The `--columns` flag a dataset written from `input` needs (a dataset
+/// keeps each batch's metadata, so only the row counts matter), or `None`.
+pub fn dataset_columns(input: &Path, columns: Option<&[String]>) -> Option<String> {
+    needs(input, columns)?.0
+}
+
+/// The `--columns` flag that keeps the tensors whose top-level row counts
+/// agree (if some do not), and whether batch metadata varies.
+fn needs(input: &Path, columns: Option<&[String]>) -> Option<(Option<String>, bool)> {
     let file = LodtFile::open(input).ok()?;
     let mut kept: Option<Vec<String>> = None;
     let mut all: Vec<String> = Vec::new();
@@ -50,17 +67,14 @@ pub fn working_flags(input: &Path, columns: Option<&[String]>) -> Option<String>
         });
     }
     let kept = kept?;
-    let mut flags = Vec::new();
+    let mut flag = None;
     if kept.len() < all.len() {
         if kept.iter().any(|n| n.contains(',')) || kept.is_empty() {
             return None;
         }
-        flags.push(format!("--columns {}", kept.join(",")));
+        flag = Some(format!("--columns {}", kept.join(",")));
     }
-    if metadata_varies {
-        flags.push("--metadata first".to_string());
-    }
-    (!flags.is_empty()).then(|| flags.join(" "))
+    Some((flag, metadata_varies))
 }
 
 /// The CLI's error for a failed conversion of `input` (`None`: stdin), with

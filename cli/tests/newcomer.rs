@@ -136,6 +136,18 @@ fn convert_errors_name_every_flag_that_works_at_once() {
             "{stdout}"
         );
     }
+    // A dataset keeps each batch's metadata: only the columns are named.
+    let (_, stderr) = run(d, &["convert", "in.lodt", "ds/"], 1);
+    assert!(
+        stderr.contains("top-level sequences of tensor \"c\": expected 2")
+            && stderr.ends_with("; to convert this input, add: --columns a,b\n"),
+        "{stderr}"
+    );
+    let (stdout, _) = run(d, &["convert", "in.lodt", "ds/", "--columns", "a,b"], 0);
+    assert!(
+        stdout.contains("(1 shard, 3 batches, 6 sequences, "),
+        "{stdout}"
+    );
     // With the columns chosen, only the metadata flag is left to name.
     let (_, stderr) = run(
         d,
