@@ -118,7 +118,7 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
         };
         writeln!(
             out,
-            "{} {:<12} {:<8} element {:<10} lod {}  {}",
+            "{} {:<12} {:<8} element {:<10} lod {:<9} {}",
             if i == 0 { "schema   " } else { "         " },
             escape_text(&t.name),
             t.dtype.name(),
