@@ -328,6 +328,10 @@ impl Format {
         let path = path.as_ref();
         self.check_reader(&path.display().to_string(), options)?;
         let name = path.display().to_string();
+        // A path that is not there is "No such file", whatever its extension.
+        if let Err(source) = std::fs::metadata(path) {
+            return Err(ConvertError::Io { path: name, source });
+        }
         // A pipe or a device (a FIFO, /dev/stdin) is read as a stream.
         if !is_regular(path) {
             if !self.capabilities().streamable {
@@ -791,7 +795,7 @@ fn not_streamable(format: Format, name: &str) -> ConvertError {
         .map(|f| f.extension())
         .collect();
     ConvertError::Unsupported(format!(
-        "{name} is a pipe or a device, and a {} file needs a seekable file (its footer is at the end); the formats read from a pipe are {}",
+        "{name} is a pipe or a device, and the {} format needs a seekable file (its footer is at the end); the formats read from a pipe are {}",
         format.name(),
         streamable.join(", ")
     ))

@@ -39,6 +39,12 @@ impl CliError {
         }
     }
 
+    /// The error with `more` appended to its message.
+    pub fn with_hint(mut self, more: &str) -> Self {
+        self.message.push_str(more);
+        self
+    }
+
     /// The reader went away (`lodt show ... | head`): stop quietly.
     fn closed_pipe() -> Self {
         CliError {
@@ -226,6 +232,12 @@ pub fn escape_json(json: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// `1 batch`, `2 batches`: a count and its noun, singular or plural.
+pub fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `[a, b, c]`.

@@ -8,7 +8,7 @@
 //! to `large_list`, `fixed_size_list` to the tensor extension) are warned
 //! about on stderr.
 
-use crate::common::{self, CliError, human};
+use crate::common::{self, CliError, human, plural};
 use indicatif::{ProgressBar, ProgressStyle};
 use lodt::arrow::{Compression, MetadataPolicy, NullLists};
 use lodt::batch::rebatch::{BatchBytes, RebatchReport, rebatch, rebatch_bytes};
@@ -74,19 +74,13 @@ fn parse_compression(text: &str) -> Result<Compression, String> {
 }
 
 fn parse_null_lists(text: &str) -> Result<NullLists, String> {
-    match text {
-        "error" => Ok(NullLists::Error),
-        "empty" => Ok(NullLists::Empty),
-        _ => Err(format!("expected error or empty, found {text:?}")),
-    }
+    text.parse()
+        .map_err(|e: lodt::arrow::ArrowError| e.to_string())
 }
 
 fn parse_metadata(text: &str) -> Result<MetadataPolicy, String> {
-    match text {
-        "error" => Ok(MetadataPolicy::Error),
-        "first" => Ok(MetadataPolicy::KeepFirst),
-        _ => Err(format!("expected error or first, found {text:?}")),
-    }
+    text.parse()
+        .map_err(|e: lodt::arrow::ArrowError| e.to_string())
 }
 
 fn bar(total: Option<usize>) -> ProgressBar {
@@ -212,7 +206,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
     };
     progress.finish_and_clear();
-    let ((), stats) = stats.map_err(common::convert_error)?;
+    let input = (!stdin).then_some(args.input.as_path());
+    let columns = args.columns.as_deref();
+    let ((), stats) = stats.map_err(|e| crate::suggest::convert_error(e, input, columns))?;
     // The summary goes to stdout, unless stdout is the output.
     let mut out: Box<dyn Write> = if stdout {
         Box::new(notes)
@@ -230,16 +226,16 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .unwrap_or_default();
     writeln!(
         out,
-        "wrote {} ({}{codec}: {} batches, {} tensors, {} top-level rows{size}) from {}",
+        "wrote {} ({}{codec}: {}, {}, {}{size}) from {}",
         if stdout {
             "stdout".into()
         } else {
             common::path(&args.output)
         },
         to.name(),
-        stats.batches,
-        stats.tensors,
-        stats.rows,
+        plural(stats.batches, "batch", "batches"),
+        plural(stats.tensors, "tensor", "tensors"),
+        plural(stats.rows, "top-level row", "top-level rows"),
         if stdin {
             "stdin".into()
         } else {
@@ -249,7 +245,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let line = match (&batching, report) {
         (Batching::Keep, _) => "kept every input batch as it is (--keep-batches)".to_string(),
         (Batching::Rows(rows), _) => format!(
-            "re-batched to {rows} top-level rows per batch (--batch-rows; never across a metadata change)"
+            "re-batched to {} per batch (--batch-rows; never across a metadata change)",
+            plural(*rows as u64, "top-level row", "top-level rows")
         ),
         (Batching::Bytes(bytes, asked), Some(r)) => describe(r, *bytes, *asked),
         (Batching::Bytes(..), None) => String::new(),
@@ -302,9 +299,4 @@ fn describe(r: RebatchReport, bytes: BatchBytes, asked: bool) -> String {
         r.output,
         did.join(", ")
     )
-}
-
-/// `1 batch`, `2 batches`.
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }

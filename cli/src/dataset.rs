@@ -97,11 +97,11 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
     )?;
     writeln!(
         out,
-        "size      {} in {} shards; {} batches; {} sequences",
+        "size      {} in {}; {}; {}",
         human(m.num_bytes()),
-        m.num_shards(),
-        m.num_batches(),
-        m.num_sequences()
+        common::plural(m.num_shards() as u64, "shard", "shards"),
+        common::plural(m.num_batches(), "batch", "batches"),
+        common::plural(m.num_sequences(), "sequence", "sequences")
     )?;
     writeln!(out, "metadata  {}", pairs(&m.metadata))?;
     if m.schema.is_empty() {
@@ -109,22 +109,22 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
     }
     for (i, (t, total)) in m.schema.tensors.iter().zip(&totals).enumerate() {
         let counts = if t.lod_levels == 0 {
-            format!("{} rows", total.rows)
+            common::plural(total.rows, "row", "rows")
         } else {
             format!(
-                "sequences per level {}, {} rows",
+                "sequences per level {}, {}",
                 list(&total.levels),
-                total.rows
+                common::plural(total.rows, "row", "rows")
             )
         };
         writeln!(
             out,
-            "{} {:<12} {:<8} element {:<10} lod {} levels  {}",
+            "{} {:<12} {:<8} element {:<10} lod {:<9} {}",
             if i == 0 { "schema   " } else { "         " },
             escape_text(&t.name),
             t.dtype.name(),
             list(&t.element_shape),
-            t.lod_levels,
+            common::plural(t.lod_levels as u64, "level", "levels"),
             counts
         )?;
     }
@@ -142,11 +142,11 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
         }
         writeln!(
             out,
-            "shard {k}: {:<24} {:>10}  {} batches  {} sequences  footer CRC {:#010x}",
+            "shard {k}: {:<24} {:>10}  {}  {}  footer CRC {:#010x}",
             escape_text(&s.name),
             human(s.bytes),
-            s.batches,
-            s.sequences,
+            common::plural(s.batches, "batch", "batches"),
+            common::plural(s.sequences, "sequence", "sequences"),
             s.footer_crc
         )?;
     }
@@ -176,10 +176,10 @@ pub fn verify(dir: &Path, mmap: bool) -> Result<(), CliError> {
         bar.set_position(done);
         let line = match report {
             Ok(r) => format!(
-                "ok      {}: {} batches, {} sequences, {}",
+                "ok      {}: {}, {}, {}",
                 escape_text(&r.name),
-                r.batches,
-                r.sequences,
+                common::plural(r.batches, "batch", "batches"),
+                common::plural(r.sequences, "sequence", "sequences"),
                 human(r.bytes)
             ),
             Err(e) => {
@@ -214,10 +214,10 @@ pub fn verify(dir: &Path, mmap: bool) -> Result<(), CliError> {
     }
     writeln!(
         out,
-        "ok: {} shards, {} batches, {} sequences, {} checked (the manifest, every checksum, padding byte, LoD rule and schema)",
-        m.num_shards(),
-        m.num_batches(),
-        m.num_sequences(),
+        "ok: {}, {}, {}, {} checked (the manifest, every checksum, padding byte, LoD rule and schema)",
+        common::plural(m.num_shards() as u64, "shard", "shards"),
+        common::plural(m.num_batches(), "batch", "batches"),
+        common::plural(m.num_sequences(), "sequence", "sequences"),
         human(m.num_bytes())
     )?;
     common::finish(out)
@@ -321,10 +321,10 @@ pub fn convert(
         progress.finish_and_clear();
         writeln!(
             out,
-            "wrote {} ({} batches, {} tensors) from the dataset {}",
+            "wrote {} ({}, {}) from the dataset {}",
             common::path(output),
-            stats.batches,
-            stats.tensors,
+            common::plural(stats.batches, "batch", "batches"),
+            common::plural(stats.tensors, "tensor", "tensors"),
             common::path(input)
         )?;
         return common::finish(out);
@@ -337,7 +337,16 @@ pub fn convert(
     let mut count = 0u64;
     for batch in batches {
         let batch = batch.map_err(convert_failure)?;
-        writer.write(&batch).map_err(failure)?;
+        writer.write(&batch).map_err(|e| {
+            // Tensors whose row counts differ: name the columns that fit.
+            let hint = matches!(&e, DatasetError::SchemaMismatch { what, .. } if what.starts_with("top-level sequences"))
+                .then(|| crate::suggest::dataset_columns(input, options.columns.as_deref()))
+                .flatten();
+            match hint {
+                Some(flag) => failure(e).with_hint(&format!("; to convert this input, add: {flag}")),
+                None => failure(e),
+            }
+        })?;
         count += 1;
         progress.set_position(count);
     }
@@ -345,11 +354,11 @@ pub fn convert(
     progress.finish_and_clear();
     writeln!(
         out,
-        "wrote the dataset {} ({} shards, {} batches, {} sequences, {}) from {}",
+        "wrote the dataset {} ({}, {}, {}, {}) from {}",
         common::path(output),
-        manifest.num_shards(),
-        manifest.num_batches(),
-        manifest.num_sequences(),
+        common::plural(manifest.num_shards() as u64, "shard", "shards"),
+        common::plural(manifest.num_batches(), "batch", "batches"),
+        common::plural(manifest.num_sequences(), "sequence", "sequences"),
         human(manifest.num_bytes()),
         common::path(input)
     )?;

@@ -40,7 +40,8 @@ impl Rng {
 }
 
 /// Batch `k`: articles of sentences of words (2-level LoD), one label per
-/// article, and videos of frames (1-level LoD over `[frames, H, W]`).
+/// article, and one video of frames per article (1-level LoD over
+/// `[frames, H, W]`).
 fn make_batch(k: u64) -> Result<Batch, CliError> {
     let mut rng = Rng(k);
     let articles = rng.range(3, 6);
@@ -55,8 +56,9 @@ fn make_batch(k: u64) -> Result<Batch, CliError> {
     let labels: Vec<i64> = (0..articles).map(|_| rng.range(0, 1) as i64).collect();
     let labels = LodTensor::from_vec(labels, vec![articles as usize], Lod::empty())
         .map_err(CliError::failure)?;
-    let videos = rng.range(2, 4);
-    let lengths: Vec<u64> = (0..videos).map(|_| rng.range(8, 24)).collect();
+    // One video per article: every tensor of a batch has the same number of
+    // top-level rows, as Arrow, Parquet and datasets need.
+    let lengths: Vec<u64> = (0..articles).map(|_| rng.range(8, 24)).collect();
     let frames = lengths.iter().sum::<u64>() as usize;
     let mut pixels = vec![0u8; frames * H * W];
     for (i, p) in pixels.iter_mut().enumerate() {
@@ -68,7 +70,9 @@ fn make_batch(k: u64) -> Result<Batch, CliError> {
     let mut batch =
         Batch::try_from_tensors([("words", words), ("frames", frames), ("labels", labels)])
             .map_err(CliError::failure)?;
-    batch.metadata_mut().insert("step".into(), k.to_string());
+    // The same batch metadata in every batch: an Arrow or Parquet file
+    // stores one metadata map.
+    batch.metadata_mut().insert("split".into(), "train".into());
     Ok(batch)
 }
 
@@ -96,10 +100,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     writeln!(
         out,
-        "wrote {}: {} batches of words (int64, 2-level LoD: articles > sentences > words), \
+        "wrote {}: {} of words (int64, 2-level LoD: articles > sentences > words), \
          frames (uint8 [frames, {H}, {W}], 1-level LoD: videos > frames) and labels; {} in {:.2} s",
         common::path(&path),
-        args.batches,
+        common::plural(args.batches, "batch", "batches"),
         human(size),
         started.elapsed().as_secs_f64()
     )?;
@@ -108,9 +112,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let file = LodtFile::open(&path)?;
     writeln!(
         out,
-        "reopened it memory-mapped: format {}, {} batches, metadata source={:?}",
+        "reopened it memory-mapped: format {}, {}, metadata source={:?}",
         file.version(),
-        file.num_batches(),
+        common::plural(file.num_batches() as u64, "batch", "batches"),
         file.metadata()
             .get("source")
             .map(String::as_str)
@@ -150,17 +154,22 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let report = report?;
     writeln!(
         out,
-        "verified: {} batches, {} tensors, every checksum, padding byte and LoD rule of {}",
-        report.batches,
-        report.tensors,
+        "verified: {}, {}, every checksum, padding byte and LoD rule of {}",
+        common::plural(report.batches as u64, "batch", "batches"),
+        common::plural(report.tensors as u64, "tensor", "tensors"),
         human(report.file_bytes)
     )?;
     let p = common::path(&path);
-    writeln!(out, "next: lodt info {p}")?;
+    // As the user can type them: `lodt`, `cargo run -p lodt-cli --` or a path.
+    let lodt = crate::invocation::command();
+    writeln!(out, "next: {lodt} info {p}")?;
+    writeln!(out, "      {lodt} head {p} -n 3")?;
     writeln!(
         out,
-        "      lodt show {p} --batch {k} --tensor words --branch 1,0 --json"
+        "      {lodt} show {p} --batch {k} --tensor words --branch 1,0 --json"
     )?;
-    writeln!(out, "      lodt verify {p}")?;
+    writeln!(out, "      {lodt} verify {p}")?;
+    let dir = common::path(&args.dir);
+    writeln!(out, "      {lodt} convert {p} {dir}/demo.parquet")?;
     common::finish(out)
 }

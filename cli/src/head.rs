@@ -1,6 +1,8 @@
-//! `lodt head FILE [-n N]` and `lodt cat FILE`: one JSON object per
-//! top-level row (a key per tensor, each value that row's nested lists),
-//! streamed batch by batch, for pipes (`jq`, `head`).
+//! `lodt head FILE [-n N] [--full]` and `lodt cat FILE [--full]`: one JSON
+//! object per top-level row (a key per tensor, each value that row's nested
+//! lists), streamed batch by batch, for pipes (`jq`, `head`). By default each
+//! value shows at most as many numbers as `lodt show` does, the rest counted
+//! in a `"... (N more)"` string; `--full` prints every number.
 
 use crate::common::{self, CliError, escape_json};
 use lodt::Batch;
@@ -18,6 +20,10 @@ pub struct Args {
     /// Only these tensors (Arrow/Parquet columns), comma-separated, in this order.
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
+    /// Print every value (exact JSON). By default each tensor's value in a row shows its first
+    /// numbers and ends each list it cuts with "... (N more)".
+    #[arg(long)]
+    full: bool,
 }
 
 #[derive(clap::Args)]
@@ -65,7 +71,7 @@ fn rows(args: &Args, limit: Option<u64>) -> Result<(), CliError> {
             if limit.is_some_and(|n| printed >= n) {
                 return common::finish(out);
             }
-            let line = row_line(&batch, &keys, row)?;
+            let line = row_line(&batch, &keys, row, args.full)?;
             writeln!(out, "{}", escape_json(&line))?;
             printed += 1;
         }
@@ -75,8 +81,14 @@ fn rows(args: &Args, limit: Option<u64>) -> Result<(), CliError> {
     common::finish(out)
 }
 
-/// `{"a":...,"b":...}` for top-level row `row`; a tensor with fewer rows gives null.
-fn row_line(batch: &Batch, keys: &[String], row: usize) -> Result<String, CliError> {
+/// `{"a":...,"b":...}` for top-level row `row`, each value capped unless
+/// `full`; a tensor with fewer rows gives null.
+fn row_line(batch: &Batch, keys: &[String], row: usize, full: bool) -> Result<String, CliError> {
+    let cap = if full {
+        usize::MAX
+    } else {
+        crate::show::MAX_VALUES
+    };
     let mut line = String::from("{");
     for (n, ((_, tensor), key)) in batch.iter().zip(keys).enumerate() {
         if n > 0 {
@@ -86,7 +98,9 @@ fn row_line(batch: &Batch, keys: &[String], row: usize) -> Result<String, CliErr
         line.push(':');
         let has = tensor.is_scalar() || row < tensor.top_level_rows();
         if has {
-            line.push_str(&lodt::tensor::row_json(tensor, row).map_err(CliError::failure)?);
+            line.push_str(
+                &lodt::tensor::row_json_capped(tensor, row, cap).map_err(CliError::failure)?,
+            );
         } else {
             line.push_str("null");
         }

@@ -131,9 +131,13 @@ fn summarize(file: &LodtFile, keep_json: bool) -> Result<Summary, CliError> {
             continue;
         }
         s.lines.push(format!(
-            "  batch {k}: {} top-level rows, {} tensors, {} at offset {}, metadata {}",
-            top_rows.unwrap_or(0),
-            b.len(),
+            "  batch {k}: {}, {}, {} at offset {}, metadata {}",
+            common::plural(
+                top_rows.unwrap_or(0) as u64,
+                "top-level row",
+                "top-level rows"
+            ),
+            common::plural(b.len() as u64, "tensor", "tensors"),
             human(r.end - r.start),
             r.start,
             pairs(b.metadata())
@@ -170,7 +174,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     writeln!(out, "format    .lodt {}", file.version())?;
     writeln!(out, "size      {} ({size} bytes)", human(size))?;
     writeln!(out, "metadata  {}", pairs(file.metadata()))?;
-    writeln!(out, "schema    {} tensors", summary.schema.len())?;
+    writeln!(
+        out,
+        "schema    {}",
+        common::plural(summary.schema.len() as u64, "tensor", "tensors")
+    )?;
     let width = summary
         .schema
         .iter()
@@ -196,7 +204,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     for line in &summary.lines {
         writeln!(out, "{line}")?;
     }
-    writeln!(out, "totals    over {} batches", file.num_batches())?;
+    writeln!(
+        out,
+        "totals    over {}",
+        common::plural(file.num_batches() as u64, "batch", "batches")
+    )?;
     for (l, t) in summary.schema.iter().zip(&summary.totals) {
         let seqs = if t.sequences.is_empty() {
             String::new()

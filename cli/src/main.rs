@@ -9,9 +9,11 @@ mod dataset;
 mod demo;
 mod head;
 mod info;
+mod invocation;
 mod recover;
 mod show;
 mod stats;
+mod suggest;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -33,9 +35,9 @@ enum Command {
     Show(show::Args),
     /// Summarise every tensor: sequences per level, rows, length min/p50/p99/max/mean and a histogram.
     Stats(stats::Args),
-    /// Print the first rows as JSON lines: one object per top-level row, a key per tensor.
+    /// Print the first rows as JSON lines: one object per top-level row, a key per tensor (values capped; --full for all).
     Head(head::HeadArgs),
-    /// Print every row as JSON lines (as head does), streaming.
+    /// Print every row as JSON lines (as head does, values capped; --full for all), streaming.
     Cat(head::Args),
     /// Check every checksum, padding byte and LoD rule (of a file, or of every shard of a dataset); exit 1 on a failure.
     Verify(verify::Args),

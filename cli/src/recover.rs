@@ -31,8 +31,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     if report.rewritten {
         writeln!(
             out,
-            "rebuilt the footer: kept {} batches ({}), dropped {} after the last complete batch",
-            report.batches,
+            "rebuilt the footer: kept {} ({}), dropped {} after the last complete batch",
+            common::plural(report.batches as u64, "batch", "batches"),
             human(report.kept_bytes),
             human(report.dropped_bytes)
         )?;
@@ -49,8 +49,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     } else {
         writeln!(
             out,
-            "nothing to do: the footer is valid and all {} batches read back",
-            report.batches
+            "nothing to do: the footer is valid and {} read back",
+            match report.batches {
+                1 => "its 1 batch".to_string(),
+                n => format!("all {n} batches"),
+            }
         )?;
     }
     common::finish(out)

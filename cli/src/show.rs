@@ -11,7 +11,7 @@ use std::path::PathBuf;
 /// Sequences printed in the text form; `--json` prints everything.
 const MAX_LINES: usize = 40;
 /// Values printed per sequence in the text form.
-const MAX_VALUES: usize = 12;
+pub const MAX_VALUES: usize = 12;
 /// Offsets printed per LoD level in the text form, first and last.
 const EDGE_OFFSETS: usize = 6;
 

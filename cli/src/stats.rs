@@ -49,16 +49,16 @@ pub fn run(args: Args) -> Result<(), CliError> {
     }
     writeln!(
         out,
-        "{}: {} batches, {} tensors",
+        "{}: {}, {}",
         common::path(&args.file),
-        stats.batches(),
-        stats.tensors().len()
+        common::plural(stats.batches(), "batch", "batches"),
+        common::plural(stats.tensors().len() as u64, "tensor", "tensors")
     )?;
     for t in stats.tensors() {
         writeln!(out)?;
         writeln!(
             out,
-            "{}  {}, element shape {}, {}; {} rows in {} batches, body {}",
+            "{}  {}, element shape {}, {}; {} in {}, body {}",
             escape_text(&t.name),
             t.dtype,
             list(&t.element_shape),
@@ -67,8 +67,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
                 1 => "1 LoD level".to_string(),
                 n => format!("{n} LoD levels"),
             },
-            t.rows,
-            t.batches,
+            common::plural(t.rows, "row", "rows"),
+            common::plural(t.batches, "batch", "batches"),
             human(t.bytes)
         )?;
         for (l, level) in t.levels.iter().enumerate() {
@@ -79,8 +79,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
             };
             writeln!(
                 out,
-                "  level {l}: {} sequences; length in {unit}: {}",
-                level.sequences(),
+                "  level {l}: {}; length in {unit}: {}",
+                common::plural(level.sequences(), "sequence", "sequences"),
                 summary(level)
             )?;
             histogram(&mut out, level)?;

@@ -28,9 +28,9 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let mut out = common::stdout();
     writeln!(
         out,
-        "ok: {} batches, {} tensors, {} checked (every checksum, padding byte and LoD rule)",
-        report.batches,
-        report.tensors,
+        "ok: {}, {}, {} checked (every checksum, padding byte and LoD rule)",
+        common::plural(report.batches as u64, "batch", "batches"),
+        common::plural(report.tensors as u64, "tensor", "tensors"),
         human(report.file_bytes)
     )?;
     common::finish(out)

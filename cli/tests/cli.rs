@@ -191,7 +191,7 @@ fn info_text_and_json() {
 fn verify_names_the_damaged_part() {
     let (stdout, _) = run(&["verify", &vector("words_labels.lodt")], 0);
     assert!(
-        stdout.starts_with("ok: 1 batches, 2 tensors, 1.1 KiB checked"),
+        stdout.starts_with("ok: 1 batch, 2 tensors, 1.1 KiB checked"),
         "{stdout}"
     );
     let dir = tempfile::tempdir().unwrap();

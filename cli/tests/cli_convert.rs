@@ -31,7 +31,7 @@ fn paddle_params_to_lodt_and_back_is_byte_identical() {
         "words,x,frames,params,deep,u8,half,flags",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("1 batches, 8 tensors"), "{out}");
+    assert!(out.contains("1 batch, 8 tensors"), "{out}");
     let (code, json, err) = lodt(&[
         "show",
         path(&lodt_file),
@@ -97,7 +97,7 @@ fn parquet_to_lodt_to_arrow_stream_with_rebatching() {
         "{out}"
     );
     assert!(
-        out.contains("re-batched to 1 top-level rows per batch"),
+        out.contains("re-batched to 1 top-level row per batch"),
         "{out}"
     );
     let again = dir.path().join("c.lodt");

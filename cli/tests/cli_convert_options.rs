@@ -214,7 +214,7 @@ fn columns_pick_what_lodt_reads_and_null_lists_name_the_flag() {
     );
     ok(&["convert", &words, s(&picked), "--columns", "labels"]);
     let (info, _) = ok(&["info", s(&picked)]);
-    assert!(info.contains("schema    1 tensors\n  labels "), "{info}");
+    assert!(info.contains("schema    1 tensor\n  labels "), "{info}");
     // Null lists: an error naming the CLI flag, or empty sequences.
     let nulls = dir.path().join("nulls.parquet");
     mixed_parquet(&nulls, true);
@@ -274,7 +274,7 @@ fn rebatching_by_default_merges_small_batches_and_says_so() {
     let out = dir.path().join("merged.parquet");
     let (stdout, _) = ok(&["convert", s(&input), s(&out)]);
     assert!(
-        stdout.contains(": 1 batches, 2 tensors, 600 top-level rows"),
+        stdout.contains(": 1 batch, 2 tensors, 600 top-level rows"),
         "{stdout}"
     );
     assert!(
@@ -389,7 +389,7 @@ fn stdin_stdout_and_fifos() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("wrote stdout (lodt: 1 batches, 8 tensors"),
+        err.contains("wrote stdout (lodt: 1 batch, 8 tensors"),
         "{err}"
     );
     let (code, json, err) = lodt_in(
@@ -429,7 +429,7 @@ fn stdin_stdout_and_fifos() {
     let (code, _, err) = lodt_in(&["stats", "-", "--format", "parquet"], &pq);
     assert_eq!(code, 2);
     assert!(
-        err.contains("stdin is a pipe or a device, and a Parquet file needs a seekable file"),
+        err.contains("stdin is a pipe or a device, and the Parquet format needs a seekable file"),
         "{err}"
     );
     // A FIFO: written by one lodt, read by another; it stays a FIFO.

@@ -160,7 +160,7 @@ fn stats_summarises_lengths_per_level() {
     let out = ok(&["stats", s(&file)]);
     assert!(
         out.contains(&format!(
-            "tokens  int32, element shape [], 1 LoD level; {sum} rows in 1 batches, body {}\n",
+            "tokens  int32, element shape [], 1 LoD level; {sum} rows in 1 batch, body {}\n",
             if sum * 4 >= 1024 {
                 format!("{:.1} KiB", (sum * 4) as f64 / 1024.0)
             } else {

@@ -602,24 +602,13 @@ pub fn convert<'py>(
         .map(|c| c.parse::<lodt::arrow::Compression>())
         .transpose()
         .map_err(|e| value(e.to_string()))?;
-    let null_lists = match null_lists {
-        "error" => NullLists::Error,
-        "empty" => NullLists::Empty,
-        other => {
-            return Err(value(format!(
-                "null_lists: expected \"error\" or \"empty\", found {other:?}"
-            )));
-        }
-    };
-    let metadata_policy = match metadata {
-        "error" => MetadataPolicy::Error,
-        "first" => MetadataPolicy::KeepFirst,
-        other => {
-            return Err(value(format!(
-                "metadata: expected \"error\" or \"first\", found {other:?}"
-            )));
-        }
-    };
+    // The option names and their errors are the crate's (as the CLI's).
+    let null_lists: NullLists = null_lists
+        .parse()
+        .map_err(|e: ArrowError| value(format!("null_lists: {e}")))?;
+    let metadata_policy: MetadataPolicy = metadata
+        .parse()
+        .map_err(|e: ArrowError| value(format!("metadata: {e}")))?;
     let batch_bytes = batch_bytes
         .map(lodt::batch::rebatch::BatchBytes::about)
         .transpose()

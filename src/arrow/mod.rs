@@ -53,6 +53,7 @@ mod file;
 mod fixed_lists;
 mod foreign;
 pub mod ipc;
+mod option_names;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 mod select;

@@ -89,12 +89,41 @@ pub(crate) fn push_values(out: &mut String, view: &LodTensor) -> crate::Result<(
 /// # Ok::<(), lodt::Error>(())
 /// ```
 pub fn row_json(tensor: &LodTensor, row: usize) -> crate::Result<String> {
+    row_json_capped(tensor, row, usize::MAX)
+}
+
+/// Top-level row `row` as [`row_json`] writes it, with at most `max_values`
+/// values (an empty list counts as one): once they are written, each list
+/// still open ends with the string `"... (N more)"`, N being how many of its
+/// elements are left out. `lodt head` and `lodt cat` print rows this way
+/// unless asked for `--full`; the work is bounded by `max_values` times the
+/// nesting depth, whatever the row's size.
+///
+/// ```
+/// use lodt::{Lod, LodTensor, tensor::row_json_capped};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 4, 2]])?;
+/// let t = LodTensor::from_vec((0..7i64).collect(), vec![7], lod)?;
+/// assert_eq!(row_json_capped(&t, 0, 3)?, r#"[[0],[1,2,"... (2 more)"]]"#);
+/// assert_eq!(row_json_capped(&t, 0, 1)?, r#"[[0],"... (1 more)"]"#);
+/// assert_eq!(row_json_capped(&t, 0, 5)?, "[[0],[1,2,3,4]]");
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn row_json_capped(tensor: &LodTensor, row: usize, max_values: usize) -> crate::Result<String> {
     let mut out = String::new();
     crate::with_element!(tensor.dtype(), T => {
         let values = tensor.as_slice::<T>()?;
-        RowWriter { tensor, values, out: &mut out }.top(row)?;
+        RowWriter { tensor, values, out: &mut out, budget: max_values }.top(row)?;
     });
     Ok(out)
+}
+
+/// The marker that ends a capped list: `,"... (N more)"` (no comma first in
+/// an empty list).
+fn push_more(out: &mut String, first: bool, more: usize) {
+    if !first {
+        out.push(',');
+    }
+    let _ = write!(out, "\"... ({more} more)\"");
 }
 
 /// Writes rows of one tensor as nested JSON.
@@ -102,6 +131,8 @@ struct RowWriter<'a, T> {
     tensor: &'a LodTensor,
     values: &'a [T],
     out: &'a mut String,
+    /// Values (and empty lists) still to write; then lists end with a marker.
+    budget: usize,
 }
 
 impl<T: Element> RowWriter<'_, T> {
@@ -144,7 +175,14 @@ impl<T: Element> RowWriter<'_, T> {
             });
         };
         self.out.push('[');
+        if begin == end {
+            self.budget = self.budget.saturating_sub(1);
+        }
         for (n, child) in (begin..end).enumerate() {
+            if self.budget == 0 {
+                push_more(self.out, n == 0, end - child);
+                break;
+            }
             if n > 0 {
                 self.out.push(',');
             }
@@ -174,6 +212,7 @@ impl<T: Element> RowWriter<'_, T> {
         if shape.is_empty() {
             if let Some(v) = values.first() {
                 self.out.push_str(&v.to_json());
+                self.budget = self.budget.saturating_sub(1);
             }
             return Ok(());
         }
@@ -184,11 +223,27 @@ impl<T: Element> RowWriter<'_, T> {
     /// `values` as nested lists of `shape`.
     fn block(&mut self, values: &[T], shape: &[usize]) {
         self.out.push('[');
+        if values.is_empty() {
+            self.budget = self.budget.saturating_sub(1);
+        }
         match shape {
-            [] | [_] => push_list(self.out, values.iter().map(|x| x.to_json())),
+            [] | [_] => {
+                let shown = values.len().min(self.budget);
+                push_list(self.out, values[..shown].iter().map(|x| x.to_json()));
+                self.budget -= shown;
+                if shown < values.len() {
+                    push_more(self.out, shown == 0, values.len() - shown);
+                }
+            }
             [first, rest @ ..] => {
                 let inner = values.len() / (*first).max(1);
-                for (n, chunk) in values.chunks(inner.max(1)).take(*first).enumerate() {
+                let chunks = values.chunks(inner.max(1)).take(*first);
+                let total = chunks.len();
+                for (n, chunk) in chunks.enumerate() {
+                    if self.budget == 0 {
+                        push_more(self.out, n == 0, total - n);
+                        break;
+                    }
                     if n > 0 {
                         self.out.push(',');
                     }

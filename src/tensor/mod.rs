@@ -34,7 +34,7 @@ mod top;
 mod typed_shape;
 
 pub(crate) use check::{check_lod_fits_shape, check_parts, checked_byte_len};
-pub use json::{row_json, tensor_json};
+pub use json::{row_json, row_json_capped, tensor_json};
 
 use crate::buffer::{AlignedBytes, Buffer, ByteStorage};
 use crate::dtype::{DType, Element};
