@@ -73,7 +73,8 @@ mod writer;
 
 pub use error::{DatasetError, Result};
 pub use loader::{
-    Batching, Loader, LoaderOptions, LoaderState, MiniBatch, Remainder, ShuffleOptions,
+    Batching, Loader, LoaderOptions, LoaderState, MAX_PREFETCH, MiniBatch, Remainder,
+    ShuffleOptions,
 };
 pub use manifest::{
     FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MANIFEST_NAME, Manifest, ManifestVersion, Schema,
