@@ -171,3 +171,25 @@ fn rows_without_bytes_convert_to_arrow_and_refuse_parquet() {
     );
     assert!(!Path::new(&dst).exists());
 }
+
+#[test]
+fn rebatching_past_memory_is_a_clear_error() {
+    // One batch of every row: 4 GB under a 1.5 GB cap. The merge reserves
+    // fallibly, so running out is an error naming the batch options.
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("out.parquet").display().to_string();
+    let args = [
+        "convert",
+        "--batch-rows",
+        "1000000000",
+        &big_row_group(),
+        &dst,
+    ];
+    let (code, _, err) = lodt_capped(&args, 1536);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("for a rebatched batch (out of memory)"),
+        "{err}"
+    );
+    assert!(!Path::new(&dst).exists());
+}

@@ -94,6 +94,22 @@ impl Layout {
     }
 }
 
+/// Appends `bytes` to `data`; running out of memory is an error, not an abort
+/// (a rebatched tensor's size is set by the input and the batch options).
+fn try_extend(data: &mut Vec<u8>, bytes: &[u8]) -> Result<()> {
+    data.try_reserve(bytes.len())
+        .map_err(|_| out_of_memory("tensor bytes", data.len() + bytes.len()))?;
+    data.extend_from_slice(bytes);
+    Ok(())
+}
+
+fn out_of_memory(what: &str, bytes: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "cannot allocate {bytes} bytes of {what} for a rebatched batch (out of memory); \
+         ask for smaller batches (batch_rows, batch_bytes)"
+    ))
+}
+
 /// One output tensor being assembled.
 struct Column {
     layout: Layout,
@@ -124,20 +140,24 @@ impl Column {
                     index: end as u64,
                     len: tensor.rows() as u64 + 1,
                 })?;
-            self.data.extend_from_slice(bytes);
+            try_extend(&mut self.data, bytes)?;
             self.rows += end - begin;
             return Ok(());
         }
         let view = tensor.slice_level(0, begin, end)?;
         for (l, level) in self.levels.iter_mut().enumerate() {
             let base = level.last().copied().unwrap_or(0);
-            for offset in view.lod().offsets(l)?.skip(1) {
+            let offsets = view.lod().offsets(l)?;
+            level
+                .try_reserve(offsets.len().saturating_sub(1))
+                .map_err(|_| out_of_memory("LoD offsets", level.len() * 8))?;
+            for offset in offsets.skip(1) {
                 level.push(base.checked_add(offset).ok_or(Error::Overflow {
                     what: "rebatched LoD offset",
                 })?);
             }
         }
-        self.data.extend_from_slice(view.as_bytes());
+        try_extend(&mut self.data, view.as_bytes())?;
         self.rows += view.rows();
         Ok(())
     }
