@@ -53,3 +53,34 @@ fn a_budget_below_one_row_is_an_error_before_decoding() {
     // The error ends the row group: nothing follows.
     assert!(r.next().is_none());
 }
+
+#[test]
+fn a_batch_that_decodes_past_the_budget_is_an_error_after_decoding() {
+    use lodt::arrow::parquet::write_parquet;
+    use lodt::{Batch, Lod, LodTensor};
+    // 100 rows: the first of 100,000 values, the others of 1. By the footer
+    // a row is about 12 KB, so a 64 KiB budget takes 5 rows a batch; the
+    // first batch holds the big row and decodes to about 800 KB.
+    let mut lengths = vec![1u64; 100];
+    lengths[0] = 100_000;
+    let total: u64 = lengths.iter().sum();
+    let lod = Lod::try_from_lengths(&[lengths]).unwrap();
+    let x = LodTensor::from_vec(vec![7i64; total as usize], vec![total as usize], lod).unwrap();
+    let batch = Batch::try_from_tensors([("x", x)]).unwrap();
+    let file = tempfile::tempfile().unwrap();
+    write_parquet(
+        file.try_clone().unwrap(),
+        [Ok::<_, lodt::Error>(batch)],
+        &Default::default(),
+    )
+    .unwrap();
+    let options = ArrowOptions::default().with_decode_budget(64 << 10);
+    let mut r = ParquetReader::try_new(file, &options).unwrap();
+    assert_eq!(r.num_batches(), Some(20));
+    let err = r.next().unwrap().unwrap_err().to_string();
+    assert!(
+        err.contains("row group 0: a batch of 5 rows decoded to")
+            && err.contains("more than the decode budget of 65536 bytes per batch"),
+        "{err}"
+    );
+}
