@@ -644,6 +644,11 @@ pub struct ConvertOptions {
     /// Arrow and Parquet input: what to do with null lists.
     #[cfg(feature = "arrow")]
     pub null_lists: crate::arrow::NullLists,
+    /// Parquet input: the most bytes one batch may decode to
+    /// ([`ArrowOptions::decode_budget`](crate::arrow::ArrowOptions::decode_budget);
+    /// `None`: [`DEFAULT_DECODE_BUDGET`](crate::arrow::DEFAULT_DECODE_BUDGET)).
+    #[cfg(feature = "arrow")]
+    pub decode_budget: Option<u64>,
     /// Arrow and Parquet output: what to do with batches whose metadata
     /// differs from the first batch's.
     #[cfg(feature = "arrow")]
@@ -1027,7 +1032,12 @@ mod arrow_side {
     use std::io::{Read, Write};
 
     fn read_options(options: &ConvertOptions) -> ArrowOptions {
-        ArrowOptions::default().with_null_lists(options.null_lists)
+        let budget = options
+            .decode_budget
+            .unwrap_or(crate::arrow::DEFAULT_DECODE_BUDGET);
+        ArrowOptions::default()
+            .with_null_lists(options.null_lists)
+            .with_decode_budget(budget)
     }
 
     /// The reader of `file`, whose errors name it `name` (with the section).

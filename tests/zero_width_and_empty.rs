@@ -33,10 +33,13 @@ fn sort_batching_with_2_pow_40_steps_is_an_error_not_an_abort() {
     let x = zero_width(rows as usize, lod.clone());
     let sorted = ops::SortedSequences::try_new(&lod, 0).unwrap();
     assert_eq!(sorted.num_steps(), rows);
-    assert!(matches!(
-        sorted.segment_inputs(&x),
-        Err(Error::Overflow { what: "time steps" })
-    ));
+    // Refused by the count of rows without bytes, before any allocation.
+    let err = sorted.segment_inputs(&x).unwrap_err().to_string();
+    assert!(
+        err.contains("segment_inputs (one tensor per time step): 1099511627776 rows")
+            && err.contains("MAX_ROWS_WITHOUT_BYTES"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -120,4 +123,63 @@ fn arrow_round_trips_levels_of_zero_sequences() {
         from_arrow(&field, &array, &ArrowOptions::default()).unwrap(),
         empty
     );
+}
+
+#[test]
+fn segment_inputs_of_many_steps_without_bytes_is_refused_under_the_limit_too() {
+    // 2^24 + 1 steps of no bytes: would allocate 2^24 tensors; refused.
+    let rows = (lodt::tensor::MAX_ROWS_WITHOUT_BYTES + 1) as u64;
+    let lod = Lod::try_from_offsets(vec![vec![0, rows]]).unwrap();
+    let x = zero_width(rows as usize, lod.clone());
+    let sorted = ops::SortedSequences::try_new(&lod, 0).unwrap();
+    assert!(sorted.segment_inputs(&x).is_err());
+    // At a few steps it works, and each step holds one row of no bytes.
+    let lod = Lod::try_from_offsets(vec![vec![0, 3]]).unwrap();
+    let x = zero_width(3, lod.clone());
+    let steps = ops::SortedSequences::try_new(&lod, 0)
+        .unwrap()
+        .segment_inputs(&x)
+        .unwrap();
+    assert_eq!(
+        steps.iter().map(|s| s.shape().to_vec()).collect::<Vec<_>>(),
+        vec![vec![1, 0]; 3]
+    );
+}
+
+#[test]
+fn row_json_of_rows_without_bytes_is_bounded() {
+    let rows = 1u64 << 40;
+    let lod = Lod::try_from_offsets(vec![vec![0, 2, rows]]).unwrap();
+    let x = zero_width(rows as usize, lod);
+    // The first top-level row has 2 rows: printed.
+    assert_eq!(lodt::tensor::row_json(&x, 0).unwrap(), "[[],[]]");
+    // The second has 2^40 - 2: refused, not allocated.
+    let err = lodt::tensor::row_json(&x, 1).unwrap_err().to_string();
+    assert!(
+        err.contains("1099511627774 rows of element shape [0] hold no bytes"),
+        "{err}"
+    );
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_refuses_rows_without_bytes_past_the_limit() {
+    let rows = 1usize << 40;
+    let lod = Lod::try_from_offsets(vec![vec![0, rows as u64]]).unwrap();
+    let batch = lodt::Batch::try_from_tensors([("x", zero_width(rows, lod))]).unwrap();
+    let mut w =
+        lodt::arrow::parquet::ParquetWriter::try_new(Vec::new(), &Default::default()).unwrap();
+    let err = w.write(&batch).unwrap_err().to_string();
+    assert!(
+        err.contains("writing Parquet (levels per row): 1099511627776 rows"),
+        "{err}"
+    );
+    // Arrow IPC holds them in O(1) bytes.
+    let (bytes, _) = lodt::arrow::ipc::write_ipc_file(
+        Vec::new(),
+        [Ok::<_, lodt::Error>(batch)],
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(bytes.len() < 4096);
 }

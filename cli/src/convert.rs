@@ -66,6 +66,10 @@ pub struct Args {
     /// this size (default 256M; K, M, G suffixes).
     #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
     shard_bytes: Option<u64>,
+    /// Parquet input: the most bytes one batch may decode to (K, M, G suffixes; default 256M).
+    /// A larger row group is read in several batches; a row that needs more is an error.
+    #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
+    decode_budget: Option<u64>,
 }
 
 fn parse_compression(text: &str) -> Result<Compression, String> {
@@ -125,6 +129,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         compression: args.compression,
         null_lists: args.null_lists,
         metadata_policy: args.metadata,
+        decode_budget: args.decode_budget,
         ..Default::default()
     };
     // A dataset directory on either side (see dataset.rs).

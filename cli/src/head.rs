@@ -24,6 +24,10 @@ pub struct Args {
     /// numbers and ends each list it cuts with "... (N more)".
     #[arg(long)]
     full: bool,
+    /// Parquet input: the most bytes one batch may decode to (K, M, G suffixes; default 256M).
+    /// A larger row group is read in several batches; a row that needs more is an error.
+    #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
+    decode_budget: Option<u64>,
 }
 
 #[derive(clap::Args)]
@@ -51,6 +55,7 @@ fn rows(args: &Args, limit: Option<u64>) -> Result<(), CliError> {
     }
     let options = ConvertOptions {
         columns: args.columns.clone(),
+        decode_budget: args.decode_budget,
         ..Default::default()
     };
     let reader = common::open_batches(&args.file, args.format, &options)?;

@@ -38,6 +38,10 @@ pub struct Args {
     /// Print exactly {"name","dtype","shape","lod","values"} as one line of JSON.
     #[arg(long)]
     json: bool,
+    /// Parquet input: the most bytes one batch may decode to (K, M, G suffixes; default 256M).
+    /// A larger row group is read in several batches; a row that needs more is an error.
+    #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
+    decode_budget: Option<u64>,
     #[command(flatten)]
     read: common::ReadArgs,
 }
@@ -103,7 +107,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
         let name = choose(&args, &names)?;
         return print(&args, &name, batch.tensor(&name)?);
     }
-    let mut reader = common::open_batches(&args.file, Some(format), &ConvertOptions::default())?;
+    let options = ConvertOptions {
+        decode_budget: args.decode_budget,
+        ..Default::default()
+    };
+    let mut reader = common::open_batches(&args.file, Some(format), &options)?;
     let batch = match reader.num_batches() {
         Some(n) if args.batch >= n => None,
         _ => reader

@@ -27,11 +27,16 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Parquet input: the most bytes one batch may decode to (K, M, G suffixes; default 256M).
+    /// A larger row group is read in several batches; a row that needs more is an error.
+    #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
+    decode_budget: Option<u64>,
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
     let options = ConvertOptions {
         columns: args.columns.clone(),
+        decode_budget: args.decode_budget,
         ..Default::default()
     };
     let reader = common::open_batches(&args.file, args.format, &options)?;

@@ -368,7 +368,9 @@ class SortedSequences:
         """The number of time steps."""
     @property
     def batch_sizes(self) -> list[int]:
-        """The number of sequences running at each step."""
+        """The number of sequences running at each step (``ValueError`` past 2**24 steps)."""
+    def batch_size(self, step: int) -> int:
+        """The number of sequences running at time step ``step``."""
     def __len__(self) -> int: ...
     def segment_inputs(self, x: _TensorLike) -> list[LodTensor]:
         """``x`` cut into one tensor per time step."""
@@ -409,8 +411,12 @@ def convert(
     compression: Literal["none", "snappy", "zstd", "lz4"] | None = None,
     null_lists: Literal["error", "empty"] = "error",
     metadata: Literal["error", "first"] = "error",
+    decode_budget: int | None = None,
 ) -> dict[str, int]:
     """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension.
+
+    ``decode_budget`` (bytes, default 256 MiB) bounds what one batch of a
+    Parquet input decodes to: larger row groups are read in several batches.
 
     ``batch_rows``/``batch_bytes`` regroup rows (never across a metadata
     change); ``columns`` reads only those tensors, in that order;

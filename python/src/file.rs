@@ -562,7 +562,7 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 
 /// convert(src, dst, *, names=None, batch_rows=None, small_lists=False,
 ///         batch_bytes=None, columns=None, compression=None,
-///         null_lists="error", metadata="error") -> dict
+///         null_lists="error", metadata="error", decode_budget=None) -> dict
 ///
 /// Converts between formats, chosen by extension: `.lodt`, `.parquet`,
 /// `.arrow`/`.feather`, `.arrows`, `.pdtensor`, `.pdparams`/`.pdiparams`
@@ -575,12 +575,16 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// the default, `"zstd"` or `"lz4"`); `null_lists="empty"` reads null lists
 /// as empty sequences; `metadata="first"` lets an Arrow or Parquet output
 /// keep the first batch's metadata when later batches differ;
-/// `small_lists` writes Arrow `List` instead of `LargeList`.
+/// `small_lists` writes Arrow `List` instead of `LargeList`;
+/// `decode_budget` is the most bytes one batch of a Parquet input may decode
+/// to (default 256 MiB: larger row groups are read in several batches, and a
+/// row that needs more is a `ValueError` giving the budget and the need).
 /// Returns `{"batches", "tensors"}` written.
 #[pyfunction]
 #[pyo3(signature = (
     src, dst, *, names = None, batch_rows = None, small_lists = false, batch_bytes = None,
-    columns = None, compression = None, null_lists = "error", metadata = "error"
+    columns = None, compression = None, null_lists = "error", metadata = "error",
+    decode_budget = None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
@@ -595,6 +599,7 @@ pub fn convert<'py>(
     compression: Option<String>,
     null_lists: &str,
     metadata: &str,
+    decode_budget: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use lodt::arrow::{ArrowError, MetadataPolicy, NullLists};
     use lodt::convert::ConvertError;
@@ -622,6 +627,7 @@ pub fn convert<'py>(
         compression,
         null_lists,
         metadata_policy,
+        decode_budget,
     };
     let stats = py
         .detach(move || lodt::convert::convert(&src, &dst, &options, |_| {}).map_err(Box::new))

@@ -210,10 +210,29 @@ impl PySortedSequences {
         self.sorted.num_steps()
     }
 
-    /// The number of sequences still running at each step.
+    /// The number of sequences still running at each step, as a list: for
+    /// at most `MAX_ROWS_WITHOUT_BYTES` (2**24) steps, a `ValueError`
+    /// beyond (a LoD's lengths are free to claim; `batch_size(step)` answers
+    /// for any step).
     #[getter]
-    fn batch_sizes(&self) -> Vec<usize> {
-        self.sorted.batch_sizes().collect()
+    fn batch_sizes(&self) -> PyResult<Vec<usize>> {
+        let steps = self.sorted.num_steps();
+        let limit = lodt::tensor::MAX_ROWS_WITHOUT_BYTES;
+        if steps > limit as u64 {
+            return Err(value(format!(
+                "batch_sizes: {steps} time steps, and the list is built for at most {limit} \
+                 (MAX_ROWS_WITHOUT_BYTES); use batch_size(step) and num_steps"
+            )));
+        }
+        Ok(self.sorted.batch_sizes().collect())
+    }
+
+    /// batch_size(step) -> int
+    ///
+    /// The number of sequences still running at time step `step` (0 past
+    /// the last step).
+    fn batch_size(&self, step: u64) -> usize {
+        self.sorted.batch_size(step)
     }
 
     fn __len__(&self) -> usize {

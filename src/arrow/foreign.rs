@@ -643,7 +643,7 @@ fn max_expansion(codec: ::parquet::basic::Compression) -> Option<u64> {
 
 /// The fewest bits one plain-encoded value of `column` takes (at least 1).
 #[cfg(feature = "parquet")]
-fn plain_bits(column: &::parquet::schema::types::ColumnDescriptor) -> u64 {
+pub(crate) fn plain_bits(column: &::parquet::schema::types::ColumnDescriptor) -> u64 {
     use ::parquet::basic::Type;
     match column.physical_type() {
         Type::BOOLEAN => 1,

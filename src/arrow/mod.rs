@@ -153,13 +153,38 @@ pub enum NullLists {
 /// let o = ArrowOptions::default().with_list_type(ListType::List).with_null_lists(NullLists::Empty);
 /// assert_eq!((o.list_type, o.null_lists), (ListType::List, NullLists::Empty));
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ArrowOptions {
     /// The list type written for LoD levels (reading accepts both).
     pub list_type: ListType,
     /// What reading does with null lists.
     pub null_lists: NullLists,
+    /// The most bytes a reader may decode into one batch
+    /// ([`DEFAULT_DECODE_BUDGET`] by default). A Parquet reader cuts a row
+    /// group into batches of as many rows as fit (see
+    /// [`ParquetReader`](parquet::ParquetReader)); a batch that needs more —
+    /// even one row — is an [`ArrowError::Decode`] that gives the budget and
+    /// what the batch needed.
+    pub decode_budget: u64,
+}
+
+/// The default of [`ArrowOptions::decode_budget`]: 256 MiB.
+///
+/// ```
+/// assert_eq!(lodt::arrow::DEFAULT_DECODE_BUDGET, 256 << 20);
+/// assert_eq!(lodt::arrow::ArrowOptions::default().decode_budget, 256 << 20);
+/// ```
+pub const DEFAULT_DECODE_BUDGET: u64 = 256 << 20;
+
+impl Default for ArrowOptions {
+    fn default() -> Self {
+        ArrowOptions {
+            list_type: ListType::default(),
+            null_lists: NullLists::default(),
+            decode_budget: DEFAULT_DECODE_BUDGET,
+        }
+    }
 }
 
 impl ArrowOptions {
@@ -182,6 +207,17 @@ impl ArrowOptions {
     /// ```
     pub fn with_null_lists(mut self, null_lists: NullLists) -> Self {
         self.null_lists = null_lists;
+        self
+    }
+
+    /// Sets [`ArrowOptions::decode_budget`] (bytes; at least 1).
+    ///
+    /// ```
+    /// use lodt::arrow::ArrowOptions;
+    /// assert_eq!(ArrowOptions::default().with_decode_budget(1 << 20).decode_budget, 1 << 20);
+    /// ```
+    pub fn with_decode_budget(mut self, bytes: u64) -> Self {
+        self.decode_budget = bytes.max(1);
         self
     }
 }

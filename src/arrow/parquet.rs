@@ -28,7 +28,7 @@ use super::batch::{BatchEncoder, record_batch_to_batch};
 use super::fixed_lists::{decode_schema, restore, with_type};
 use super::foreign::{
     check_parquet_metadata, check_parquet_page_headers, check_parquet_schema_depth, check_schema,
-    contain, decode_error,
+    contain, decode_error, plain_bits,
 };
 use super::select::projection;
 use super::{ArrowOptions, ArrowWriteOptions, Compression, Error, LazyWriter, Result};
@@ -117,10 +117,17 @@ impl<W: Write + Send> ParquetWriter<W> {
     }
 
     /// Writes one batch: as its own row group by default, or into row groups
-    /// of [`ArrowWriteOptions::row_group_rows`] top-level rows.
+    /// of [`ArrowWriteOptions::row_group_rows`] top-level rows. Parquet
+    /// stores levels for every row, so a tensor of more than
+    /// [`MAX_ROWS_WITHOUT_BYTES`](crate::tensor::MAX_ROWS_WITHOUT_BYTES) rows
+    /// of a zero-width shape is an error, before anything is written.
     ///
     /// See the [module docs](self).
     pub fn write(&mut self, batch: &Batch) -> Result<()> {
+        // parquet writes levels for every row of a list, bytes or not.
+        for (_, tensor) in batch.iter() {
+            tensor.check_rows_without_bytes(tensor.rows(), "writing Parquet (levels per row)")?;
+        }
         let record_batch = self.encoder.encode(batch)?;
         let per_batch = self.per_batch;
         let writer = self.open(&record_batch.schema())?;
@@ -204,11 +211,20 @@ where
 /// ```
 pub const MAX_BATCH_ROWS: usize = 1 << 20;
 
-/// Reads a Parquet file one row group at a time, each row group as one batch
-/// (row groups with no rows are skipped; a row group of more than
-/// [`ParquetReader::with_max_batch_rows`] rows, [`MAX_BATCH_ROWS`] by default,
-/// is read as several batches). Each batch's metadata is the file's (Arrow
-/// schema metadata and key/value metadata).
+/// Reads a Parquet file one row group at a time, a row group as one batch or,
+/// when it is large, as several consecutive batches (row groups with no rows
+/// are skipped). A batch holds at most [`ParquetReader::with_max_batch_rows`]
+/// rows ([`MAX_BATCH_ROWS`] by default) and at most as many as fit in
+/// [`ArrowOptions::decode_budget`] (256 MiB by default): the footer's value
+/// counts give the bytes a row group decodes to (each value its plain width
+/// plus 4 bytes of levels, or the column chunk's uncompressed size if more),
+/// and a batch takes `budget × rows ÷ bytes` rows of it, so reading the first
+/// row never decodes the whole row group. A row group one row of which needs
+/// more than the budget, or a batch that decodes to more than it anyway (a
+/// footer that understates its counts, rows of very different sizes), is an
+/// [`ArrowError::Decode`](crate::arrow::ArrowError::Decode) giving the budget
+/// and what was needed. Each batch's metadata is the file's (Arrow schema
+/// metadata and key/value metadata).
 ///
 /// The file is untrusted: the nesting depth of the footer's schema (at most
 /// 128 groups) is checked before parquet decodes the footer, its row counts
@@ -379,21 +395,90 @@ impl ParquetReader {
         self.metadata.schema()
     }
 
+    /// The bytes a row of row group `index` decodes to, on average, by the
+    /// footer: for each column chunk read (the projection's), its value
+    /// count (a list's values, one per leaf slot) times the value's width
+    /// (its plain encoding, at least a byte) plus 4 bytes of levels, or its
+    /// uncompressed size where that is more (strings), over the row count.
+    /// Returns the chunk's total bytes and the column that needs the most.
+    fn decoded_bytes(&self, index: usize) -> (u128, String) {
+        let metadata = self.metadata.metadata();
+        let Some(row_group) = metadata.row_groups().get(index) else {
+            return (0, String::new());
+        };
+        let descr = metadata.file_metadata().schema_descr();
+        let mut total = 0u128;
+        let mut widest = (0u128, String::new());
+        for (leaf, column) in row_group.columns().iter().enumerate() {
+            if let Some((indices, _)) = &self.projection
+                && !indices.contains(&descr.get_column_root_idx(leaf))
+            {
+                continue;
+            }
+            let values = u128::try_from(column.num_values()).unwrap_or(0);
+            let width = u128::from(plain_bits(column.column_descr()).div_ceil(8)) + 4;
+            let uncompressed = u128::try_from(column.uncompressed_size()).unwrap_or(0);
+            let bytes = (values * width).max(uncompressed);
+            total += bytes;
+            if bytes >= widest.0 {
+                widest = (bytes, column.column_path().string());
+            }
+        }
+        (total, widest.1)
+    }
+
+    /// How many rows of row group `index` one batch reads: at most
+    /// [`ParquetReader::with_max_batch_rows`], and as many as fit in
+    /// [`ArrowOptions::decode_budget`] by [`Self::decoded_bytes`]. A row
+    /// group one row of which needs more than the budget is an
+    /// [`Error::Decode`] that says so.
+    fn batch_rows(&self, index: usize) -> Result<usize> {
+        let Some(row_group) = self.metadata.metadata().row_groups().get(index) else {
+            return Ok(self.max_batch_rows);
+        };
+        let rows = u128::try_from(row_group.num_rows()).map_err(|_| {
+            decode_error(
+                &self.name,
+                &format!("row group {index}"),
+                format!("negative row count {}", row_group.num_rows()),
+            )
+        })?;
+        let (bytes, column) = self.decoded_bytes(index);
+        let budget = u128::from(self.options.decode_budget);
+        let fit = budget
+            .saturating_mul(rows)
+            .checked_div(bytes)
+            .unwrap_or(rows);
+        if fit == 0 {
+            return Err(decode_error(
+                &self.name,
+                &format!("row group {index}"),
+                format!(
+                    "one row decodes to about {} bytes (the row group's {rows} rows to {bytes}, \
+                     most of them column {column:?}), more than the decode budget of {budget} \
+                     bytes per batch; raise it (ArrowOptions::decode_budget, --decode-budget, \
+                     decode_budget=) to read this file",
+                    bytes.div_ceil(rows)
+                ),
+            ));
+        }
+        Ok(usize::try_from(fit.min(rows))
+            .unwrap_or(usize::MAX)
+            .min(self.max_batch_rows))
+    }
+
     /// Starts reading the next row group with rows; `None` after the last.
     fn open_next_row_group(&mut self) -> Option<Result<(usize, ParquetRecordBatchReader)>> {
         loop {
             let index = self.next_row_group;
             let row_group = self.metadata.metadata().row_groups().get(index)?;
             self.next_row_group += 1;
-            let rows = match usize::try_from(row_group.num_rows()) {
-                Ok(0) => continue,
+            if row_group.num_rows() == 0 {
+                continue;
+            }
+            let batch_rows = match self.batch_rows(index) {
                 Ok(rows) => rows,
-                Err(_) => {
-                    return Some(Err(Error::InvalidArgument(format!(
-                        "row group {index} has {} rows",
-                        row_group.num_rows()
-                    ))));
-                }
+                Err(e) => return Some(Err(e)),
             };
             let checked = self
                 .projection
@@ -420,7 +505,7 @@ impl ParquetReader {
                         self.decode.clone(),
                     )
                     .with_row_groups(vec![index])
-                    .with_batch_size(rows.min(self.max_batch_rows));
+                    .with_batch_size(batch_rows);
                     if let Some(mask) = mask {
                         builder = builder.with_projection(mask);
                     }
@@ -440,6 +525,7 @@ impl ParquetReader {
         name: &str,
         index: usize,
         reader: &mut ParquetRecordBatchReader,
+        budget: u64,
     ) -> Result<Option<RecordBatch>> {
         let section = || format!("row group {index}");
         contain("parquet", name, section, || {
@@ -448,6 +534,21 @@ impl ParquetReader {
             };
             let record_batch = record_batch
                 .map_err(|e| decode_error(name, &section(), format!("parquet: {e}")))?;
+            // The footer's counts cut the batch; what was decoded is checked
+            // too (counts that understate, or rows of very different sizes).
+            let decoded = record_batch.get_array_memory_size() as u64;
+            if decoded > budget {
+                return Err(decode_error(
+                    name,
+                    &section(),
+                    format!(
+                        "a batch of {} rows decoded to {decoded} bytes, more than the decode \
+                         budget of {budget} bytes per batch; raise it (ArrowOptions::decode_budget, \
+                         --decode-budget, decode_budget=) to read this file",
+                        record_batch.num_rows()
+                    ),
+                ));
+            }
             for column in record_batch.columns() {
                 column
                     .to_data()
@@ -527,7 +628,7 @@ impl Iterator for ParquetReader {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some((index, reader)) = &mut self.current {
-                match Self::read_next(&self.name, *index, reader) {
+                match Self::read_next(&self.name, *index, reader, self.options.decode_budget) {
                     Ok(Some(record_batch)) => {
                         let index = *index;
                         return Some(self.convert(index, record_batch));
@@ -576,9 +677,11 @@ impl crate::batch::BatchReader for ParquetReader {
 
     fn num_batches(&self) -> Option<usize> {
         let mut batches = 0usize;
-        for row_group in self.metadata.metadata().row_groups() {
+        for (index, row_group) in self.metadata.metadata().row_groups().iter().enumerate() {
             let rows = usize::try_from(row_group.num_rows()).ok()?;
-            batches = batches.checked_add(rows.div_ceil(self.max_batch_rows))?;
+            // A row group over the budget is one error.
+            let per_batch = self.batch_rows(index).unwrap_or(rows.max(1));
+            batches = batches.checked_add(rows.div_ceil(per_batch))?;
         }
         Some(batches)
     }

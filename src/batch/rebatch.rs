@@ -38,9 +38,9 @@
 //! what it did.
 
 use super::{Batch, BatchReader};
-use crate::buffer::Pages;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::lod::Lod;
 use crate::tensor::LodTensor;
 use std::collections::BTreeMap;
 
@@ -94,38 +94,80 @@ impl Layout {
     }
 }
 
-/// One output tensor being assembled: views of the input rows it takes (no
-/// copy), joined in one pass when the output batch is complete.
+/// Appends `bytes` to `data`; running out of memory is an error, not an abort
+/// (a rebatched tensor's size is set by the input and the batch options).
+fn try_extend(data: &mut Vec<u8>, bytes: &[u8]) -> Result<()> {
+    data.try_reserve(bytes.len())
+        .map_err(|_| out_of_memory("tensor bytes", data.len() + bytes.len()))?;
+    data.extend_from_slice(bytes);
+    Ok(())
+}
+
+fn out_of_memory(what: &str, bytes: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "cannot allocate {bytes} bytes of {what} for a rebatched batch (out of memory); \
+         ask for smaller batches (batch_rows, batch_bytes)"
+    ))
+}
+
+/// One output tensor being assembled.
 struct Column {
     layout: Layout,
-    parts: Vec<LodTensor>,
+    levels: Vec<Vec<u64>>,
+    data: Vec<u8>,
+    rows: usize,
 }
 
 impl Column {
     fn new(layout: Layout) -> Self {
         Column {
+            levels: vec![vec![0]; layout.levels],
             layout,
-            parts: Vec::new(),
+            data: Vec::new(),
+            rows: 0,
         }
     }
 
     /// Appends top-level rows `begin..end` of `tensor`.
     fn append(&mut self, tensor: &LodTensor, begin: usize, end: usize) -> Result<()> {
-        self.parts.push(tensor.slice_top(begin, end)?);
+        if self.layout.levels == 0 {
+            let row_bytes = tensor.row_bytes();
+            let bytes = tensor
+                .as_bytes()
+                .get(begin * row_bytes..end * row_bytes)
+                .ok_or(Error::OutOfRange {
+                    what: "row range",
+                    index: end as u64,
+                    len: tensor.rows() as u64 + 1,
+                })?;
+            try_extend(&mut self.data, bytes)?;
+            self.rows += end - begin;
+            return Ok(());
+        }
+        let view = tensor.slice_level(0, begin, end)?;
+        for (l, level) in self.levels.iter_mut().enumerate() {
+            let base = level.last().copied().unwrap_or(0);
+            let offsets = view.lod().offsets(l)?;
+            level
+                .try_reserve(offsets.len().saturating_sub(1))
+                .map_err(|_| out_of_memory("LoD offsets", level.len() * 8))?;
+            for offset in offsets.skip(1) {
+                level.push(base.checked_add(offset).ok_or(Error::Overflow {
+                    what: "rebatched LoD offset",
+                })?);
+            }
+        }
+        try_extend(&mut self.data, view.as_bytes())?;
+        self.rows += view.rows();
         Ok(())
     }
 
     fn finish(self) -> Result<(String, LodTensor)> {
-        // Every part has the layout's dtype, element shape and levels
-        // (checked as each input batch was admitted).
-        let parts: Vec<&LodTensor> = self.parts.iter().collect();
-        let tensor = crate::ops::concat::join(
-            &parts,
-            self.layout.dtype,
-            &self.layout.element_shape,
-            self.layout.levels,
-            Pages::Prefaulted,
-        )?;
+        let mut shape = Vec::with_capacity(1 + self.layout.element_shape.len());
+        shape.push(self.rows);
+        shape.extend_from_slice(&self.layout.element_shape);
+        let lod = Lod::try_from_stored(self.levels)?;
+        let tensor = LodTensor::try_new(self.layout.dtype, shape, self.data, lod)?;
         Ok((self.layout.name, tensor))
     }
 }
@@ -582,7 +624,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lod::Lod;
 
     fn words(lengths: Vec<u64>, first: i64) -> Batch {
         let rows = lengths.iter().sum::<u64>() as usize;

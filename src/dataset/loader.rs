@@ -120,9 +120,19 @@ pub struct LoaderOptions {
     pub remainder: Remainder,
     /// Mini-batches read ahead by a background thread (0: no thread; each
     /// mini-batch is read when asked for). Memory holds at most this many
-    /// mini-batches, plus one being built.
+    /// mini-batches, plus one being built. At most [`MAX_PREFETCH`]: more is
+    /// a [`DatasetError::InvalidArgument`] from [`Loader::new`].
     pub prefetch: usize,
 }
+
+/// The most mini-batches [`LoaderOptions::prefetch`] reads ahead: 1,024 (the
+/// queue's slots are allocated when the loader starts, so the count is capped
+/// rather than trusted).
+///
+/// ```
+/// assert_eq!(lodt::dataset::MAX_PREFETCH, 1024);
+/// ```
+pub const MAX_PREFETCH: usize = 1024;
 
 impl Default for LoaderOptions {
     fn default() -> Self {
@@ -819,6 +829,13 @@ impl Loader {
         state: Option<&LoaderState>,
     ) -> Result<Self> {
         let (consumers, consumer) = options.consumer()?;
+        if options.prefetch > MAX_PREFETCH {
+            return Err(DatasetError::InvalidArgument(format!(
+                "prefetch {}: at most {MAX_PREFETCH} mini-batches are read ahead (MAX_PREFETCH; \
+                 the queue is allocated up front)",
+                options.prefetch
+            )));
+        }
         let group = match &options.batching {
             Batching::Sequences(0) => {
                 return Err(DatasetError::InvalidArgument(

@@ -82,7 +82,8 @@ mod writer;
 pub use commit::new_commit_id;
 pub use error::{DatasetError, Result};
 pub use loader::{
-    Batching, Loader, LoaderOptions, LoaderState, MiniBatch, Remainder, ShuffleOptions,
+    Batching, Loader, LoaderOptions, LoaderState, MAX_PREFETCH, MiniBatch, Remainder,
+    ShuffleOptions,
 };
 pub use manifest::{
     COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MANIFEST_NAME, MAX_MANIFEST_BYTES,

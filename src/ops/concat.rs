@@ -1,8 +1,10 @@
 //! Concatenation and gathers along the top level: the bytes copied in one
 //! pass into fresh memory (no zero-fill first; large results on huge or
 //! prefaulted pages), the LoD joined by [`Lod::concat`]. [`merge()`](super::merge),
-//! re-batching, the dataset loader, [`Dataset::take`](crate::dataset::Dataset::take)
-//! and [`LodtFile::take`](crate::LodtFile::take) all copy through here.
+//! the dataset loader, [`Dataset::take`](crate::dataset::Dataset::take) and
+//! [`LodtFile::take`](crate::LodtFile::take) all copy through here.
+//! (Re-batching copies each input batch as it arrives, so that an input is
+//! freed once copied and running out of memory is an error.)
 
 use super::try_vec;
 use crate::buffer::{Buffer, Pages};

@@ -206,6 +206,7 @@ impl SortedSequences {
     pub fn segment_inputs(&self, x: &LodTensor) -> Result<Vec<LodTensor>> {
         self.check_input(x)?;
         let steps = to_usize(self.num_steps(), "number of time steps")?;
+        x.check_rows_without_bytes(steps, "segment_inputs (one tensor per time step)")?;
         let last_level = x.lod().num_levels() == self.lod.num_levels();
         let mut out = try_vec(steps, "time steps")?;
         for t in 0..steps as u64 {

@@ -155,6 +155,11 @@ impl<T: Element> RowWriter<'_, T> {
         if levels == 0 {
             return self.row(row);
         }
+        // Rows without bytes still print `[]` each: bound them.
+        let rows = self.tensor.lod().row_range(0, row)?;
+        let count = usize::try_from(rows.end - rows.start).unwrap_or(usize::MAX);
+        self.tensor
+            .check_rows_without_bytes(count, "the JSON of a top-level row")?;
         self.sequence(0, row)
     }
 

@@ -45,6 +45,19 @@ use std::ops::Range;
 use std::sync::Arc;
 use typed_shape::TypedShape;
 
+/// The most rows without bytes (rows of a zero-width element shape, such as
+/// `[n, 0]`) that an operation allocating per row, per sequence or per time
+/// step handles: 2^24. Such rows cost nothing to claim (a 704-byte file holds
+/// 2^40 of them), so their count bounds no allocation; past this limit
+/// [`LodTensor::check_rows_without_bytes`] is an [`Error::InvalidArgument`]
+/// instead of an allocation sized by the claim. Operations on the bytes
+/// (slicing, copying, writing `.lodt` and Arrow IPC) have no such limit.
+///
+/// ```
+/// assert_eq!(lodt::tensor::MAX_ROWS_WITHOUT_BYTES, 1 << 24);
+/// ```
+pub const MAX_ROWS_WITHOUT_BYTES: usize = 1 << 24;
+
 /// An owned LoD tensor. See the [module docs](self).
 ///
 /// ```
@@ -256,6 +269,33 @@ impl LodTensor {
     /// ```
     pub fn row_numel(&self) -> usize {
         self.row_bytes() / self.dtype().size()
+    }
+
+    /// Checks that `count` items an operation `what` allocates for (rows,
+    /// sequences or time steps of this tensor) are bounded by bytes: always
+    /// when rows hold bytes, and up to [`MAX_ROWS_WITHOUT_BYTES`] when they
+    /// hold none (a zero-width element shape). Otherwise an
+    /// [`Error::InvalidArgument`] giving the count, the shape and the limit.
+    ///
+    /// ```
+    /// use lodt::{Lod, LodTensor};
+    /// let rows = 1usize << 40;
+    /// let lod = Lod::try_from_offsets(vec![vec![0, rows as u64]])?;
+    /// let t = LodTensor::from_vec(Vec::<f32>::new(), vec![rows, 0], lod)?;
+    /// let err = t.check_rows_without_bytes(rows, "printing a row").unwrap_err();
+    /// assert!(err.to_string().contains("1099511627776 rows of element shape [0]"), "{err}");
+    /// assert!(t.check_rows_without_bytes(10, "printing a row").is_ok());
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn check_rows_without_bytes(&self, count: usize, what: &str) -> Result<()> {
+        if self.row_bytes() > 0 || self.shape().is_empty() || count <= MAX_ROWS_WITHOUT_BYTES {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "{what}: {count} rows of element shape {:?} hold no bytes, and lodt allocates per row \
+             for at most {MAX_ROWS_WITHOUT_BYTES} such rows (MAX_ROWS_WITHOUT_BYTES)",
+            self.element_shape()
+        )))
     }
 
     /// The number of bytes of one row.
