@@ -46,9 +46,10 @@ pub struct ReadOptions {
     /// map too (see [`LodtFile::with_check_bodies`]). Off by default: a
     /// mapped batch's bodies are checked only by [`LodtFile::verify`], and
     /// touching a batch costs no read of its bodies. On, the first touch of
-    /// a batch reads its bodies once (CRC32 at several GB/s per core, plus
-    /// reading them from disk when they are not in the page cache); later
-    /// touches cost nothing more. Batches read with positional reads
+    /// a batch reads its bodies once (one CRC32 pass: about 27 GB/s from the
+    /// page cache on a recent x86 core, `bench/RESULTS.md`, plus reading them
+    /// from disk when they are not in the page cache); later touches cost
+    /// nothing more. Batches read with positional reads
     /// (`mmap: false`) are checked whatever this says.
     pub check_bodies: bool,
 }
