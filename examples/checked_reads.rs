@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! checked_reads write PATH BATCHES KIB_PER_BATCH
-//! checked_reads pread|mmap PATH PASSES
+//! checked_reads pread|mmap|mmap-check PATH PASSES
 //! checked_reads s3|cache URI PASSES CACHE_DIR
 //! ```
 //!
@@ -13,6 +13,8 @@
 //!   int64 ids);
 //! - `pread`: `LodtFile::open_with(mmap: false)` (positional reads);
 //! - `mmap`: `LodtFile::open` (a memory map; no copy, for reference);
+//! - `mmap-check`: the same with `ReadOptions::check_bodies` (each batch's
+//!   bodies checked on its first touch);
 //! - `s3`: `remote::open_file` on an `s3://` URI (endpoint and keys from
 //!   `BENCH_S3_ENDPOINT`), every batch one ranged GET;
 //! - `cache`: the same with a disk cache in `CACHE_DIR`, filled by a first
@@ -20,7 +22,9 @@
 //!
 //! Each pass opens the file, touches every batch and one byte of each of its
 //! tensors (nothing else: the read and its checks are the whole cost), and
-//! prints one line: `mode seconds bytes`.
+//! prints one line: `mode seconds cpu_seconds bytes` (the process's CPU
+//! time, every thread's, which other processes on a busy machine disturb
+//! less than the wall time; 0 off Linux).
 
 use lodt::format::{ReadOptions, Writer};
 use lodt::remote::{RemoteOptions, open_file};
@@ -40,6 +44,13 @@ fn open(mode: &str, location: &str, cache: Option<&str>) -> Res<LodtFile> {
             },
         )?,
         "mmap" => LodtFile::open(location)?,
+        "mmap-check" => LodtFile::open_with(
+            location,
+            &ReadOptions {
+                check_bodies: true,
+                ..Default::default()
+            },
+        )?,
         "s3" | "cache" => {
             let endpoint = std::env::var("BENCH_S3_ENDPOINT")?;
             let mut options = RemoteOptions::default()
@@ -95,6 +106,23 @@ fn write(path: &str, batches: usize, kib: usize) -> Res<()> {
     Ok(())
 }
 
+/// The CPU time of this process so far, in seconds (0 off Linux).
+fn cpu_seconds() -> f64 {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec, which `ts` is, and
+        // reads nothing else of ours.
+        if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } == 0 {
+            return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
+        }
+    }
+    0.0
+}
+
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("write") {
@@ -118,12 +146,13 @@ fn main() -> Res<()> {
     };
     let mut check = 0u64;
     for _ in 0..passes {
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), cpu_seconds());
         let file = open(mode, location, cache)?;
         let (bytes, seen) = read_all(&file)?;
         let seconds = start.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu;
         check = check.wrapping_add(seen);
-        println!("{mode} {seconds:.6} {bytes}");
+        println!("{mode} {seconds:.6} {cpu:.6} {bytes}");
     }
     eprintln!("checksum of bytes seen: {check}");
     Ok(())

@@ -260,10 +260,15 @@ fn local_reads_a_map_lazily_unless_asked_and_positional_reads_always() {
     let mapped = LodtFile::open_with(&path, &checked).unwrap();
     for _ in 0..2 {
         let err = x(&mapped).unwrap_err();
+        let at = err.location().expect("a location");
         assert!(
-            matches!(&err, FormatError::Checksum { at, .. } if at.batch == Some(2) && at.part == Part::Body),
+            matches!(err, FormatError::BadRead { .. })
+                && at.batch == Some(2)
+                && at.part == Part::Body,
             "{err}"
         );
+        let named = format!("{}: checksum mismatch in batch 2", path.display());
+        assert!(err.to_string().starts_with(&named), "{err}");
     }
     mapped.batch(0).unwrap();
     // Positional reads: always checked, the error names the file.
@@ -282,10 +287,11 @@ fn local_reads_a_map_lazily_unless_asked_and_positional_reads_always() {
     file.batch(1).unwrap();
     // Read into memory: checked on first touch.
     let err = x(&LodtFile::read(&path).unwrap()).unwrap_err();
-    assert!(
-        err.to_string().contains("batch 2, tensor \"x\", body"),
-        "{err}"
+    let named = format!(
+        "{}: checksum mismatch in batch 2, tensor \"x\", body",
+        path.display()
     );
+    assert!(err.to_string().starts_with(&named), "{err}");
 }
 
 #[test]

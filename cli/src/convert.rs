@@ -20,7 +20,8 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// The input: .lodt, .parquet, .arrow/.feather, .arrows, .pdtensor, .pdparams/.pdiparams,
-    /// a dataset directory, or - (stdin: .lodt, .arrows or Paddle, with --format).
+    /// a dataset directory, or - (stdin: .lodt, .arrows or Paddle, with --format). A FIFO is
+    /// read in order as stdin is (those formats only).
     input: PathBuf,
     /// The output, in the format its extension names, or - (stdout, with --format or --to).
     output: PathBuf,

@@ -276,10 +276,12 @@ pub enum FormatError {
     /// metadata limit).
     #[error("cannot write: {0}")]
     Unwritable(String),
-    /// Bytes of a batch as read from `file` (by positional reads, from an
-    /// object store or its disk cache: a copy) that do not pass the checks of
-    /// the batch's checksum table: the copy differs from what was written
-    /// (`spec/FORMAT.md` §7.1). `source` says where, and what was expected.
+    /// Bytes of a batch read from `file` that do not pass the checks of the
+    /// batch's checksum table before any tensor of it is handed out (every
+    /// read of a copy: positional reads, an object store, its disk cache; the
+    /// first touch with [`ReadOptions::check_bodies`](super::ReadOptions::check_bodies)):
+    /// they differ from what was written (`spec/FORMAT.md` §7.1). `source`
+    /// says where, and what was expected.
     ///
     /// ```
     /// use lodt::format::{FormatError, Location, Part};

@@ -46,9 +46,10 @@ pub struct ReadOptions {
     /// map too (see [`LodtFile::with_check_bodies`]). Off by default: a
     /// mapped batch's bodies are checked only by [`LodtFile::verify`], and
     /// touching a batch costs no read of its bodies. On, the first touch of
-    /// a batch reads its bodies once (CRC32 at several GB/s per core, plus
-    /// reading them from disk when they are not in the page cache); later
-    /// touches cost nothing more. Batches read with positional reads
+    /// a batch reads its bodies once (one CRC32 pass: about 27 GB/s from the
+    /// page cache on a recent x86 core, `bench/RESULTS.md`, plus reading them
+    /// from disk when they are not in the page cache); later touches cost
+    /// nothing more. Batches read with positional reads
     /// (`mmap: false`) are checked whatever this says.
     pub check_bodies: bool,
 }
@@ -246,8 +247,8 @@ impl LodtFile {
     /// of a memory map or of bytes in memory the first time the batch is
     /// touched ([`LodtFile::batch`] and what calls it), before any tensor of
     /// it is handed out: a damaged body is then an error
-    /// ([`FormatError::Checksum`] naming the batch and tensor) rather than
-    /// values. It costs one read of the batch's bodies, once (see
+    /// ([`FormatError::BadRead`] naming the file, batch and tensor) rather
+    /// than values. It costs one read of the batch's bodies, once (see
     /// [`ReadOptions::check_bodies`]). Batches read from a source that copies
     /// its bytes are checked on every read whatever this says.
     ///
@@ -262,7 +263,7 @@ impl LodtFile {
     /// let checked = lodt::format::LodtFile::from_bytes(&bytes)?.with_check_bodies(true);
     /// assert!(checked.check_bodies());
     /// let err = checked.batch(0).unwrap_err();
-    /// assert!(err.to_string().contains("checksum mismatch in batch 0, tensor \"t\", body"));
+    /// assert!(err.to_string().starts_with("bytes in memory: checksum mismatch in batch 0, tensor \"t\", body"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_check_bodies(mut self, check: bool) -> Self {
@@ -603,7 +604,8 @@ impl LodtFile {
             let (section, offset) = self.section(k)?;
             let meta = self.parsed(k, cell, section.bytes(), offset)?.0;
             if use_ == Use::TensorsOut && self.bodies_pending(k) {
-                section::check_unchecked_buffers(section.bytes(), meta, false)?;
+                section::check_unchecked_buffers(section.bytes(), meta, false)
+                    .map_err(|e| self.bad_read(e))?;
                 if let Some(done) = self.bodies_checked.get(k) {
                     done.store(true, Ordering::Release);
                 }
@@ -628,16 +630,15 @@ impl LodtFile {
             }
             other => other,
         };
-        result.map_err(|e| {
-            if damaged(&e) {
-                FormatError::BadRead {
-                    file: self.source.describe(),
-                    source: Box::new(e),
-                }
-            } else {
-                e
-            }
-        })
+        result.map_err(|e| if damaged(&e) { self.bad_read(e) } else { e })
+    }
+
+    /// `e`, a failed check of bytes read, naming the file they were read from.
+    fn bad_read(&self, e: FormatError) -> FormatError {
+        FormatError::BadRead {
+            file: self.source.describe(),
+            source: Box::new(e),
+        }
     }
 
     /// The metadata of batch `k`: parsed and checked from `bytes` (the
