@@ -62,7 +62,7 @@ const CAP_MB: u64 = 2048;
 
 #[test]
 fn head_of_a_big_row_group_reads_one_batch() {
-    let (code, out, err) = lodt_capped(&["head", "-n", "1", &big_row_group()], CAP_MB);
+    let (code, out, err) = lodt_capped(&["head", "-n", "1", "--full", &big_row_group()], CAP_MB);
     assert_eq!(code, 0, "{err}");
     let row: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let x = row["x"].as_array().unwrap();
