@@ -8,6 +8,7 @@ use crate::ffi;
 use crate::tensor::{PyLodTensor, to_tensor};
 use lodt::ops::SortedSequences;
 use lodt::{DType, Lod, LodTensor};
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 
 /// A LoD from Python: a `LodTensor` (its LoD) or a list of offset levels.
@@ -210,10 +211,23 @@ impl PySortedSequences {
         self.sorted.num_steps()
     }
 
-    /// The number of sequences still running at each step.
+    /// The number of sequences still running at each step (one per time
+    /// step: `MemoryError` if a list of `num_steps` integers cannot be
+    /// allocated).
     #[getter]
-    fn batch_sizes(&self) -> Vec<usize> {
-        self.sorted.batch_sizes().collect()
+    fn batch_sizes(&self) -> PyResult<Vec<usize>> {
+        let steps = self.sorted.num_steps();
+        let mut sizes = Vec::new();
+        usize::try_from(steps)
+            .ok()
+            .and_then(|n| sizes.try_reserve_exact(n).ok())
+            .ok_or_else(|| {
+                PyMemoryError::new_err(format!(
+                    "cannot allocate the batch sizes of {steps} time steps (the longest sequence)"
+                ))
+            })?;
+        sizes.extend(self.sorted.batch_sizes());
+        Ok(sizes)
     }
 
     fn __len__(&self) -> usize {
