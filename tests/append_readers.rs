@@ -195,7 +195,7 @@ fn trial_of(
 #[test]
 fn a_reader_during_an_append_gets_old_new_or_being_written_never_damaged() {
     let dir = tempfile::tempdir().unwrap();
-    let trials = 3;
+    let trials = 10;
     let mut outcomes = Vec::new();
     for _ in 0..trials {
         for mode in [Mode::Mmap, Mode::Pread, Mode::Read] {
