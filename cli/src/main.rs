@@ -70,7 +70,23 @@ fn install_quiet_panic_hook() {
     }));
 }
 
+/// Makes a write past the file-size limit (`RLIMIT_FSIZE`, `ulimit -f`) fail
+/// with `EFBIG` instead of killing the process with `SIGXFSZ` (as Python
+/// does): the writer then deletes its temporary file, `recover` tries its
+/// repair in place, and the error is reported.
+#[cfg(unix)]
+fn ignore_sigxfsz() {
+    // SAFETY: `signal` with `SIG_IGN` installs no handler code (nothing runs
+    // in signal context); it is called at the start of `main`, before any
+    // thread is started, and `SIGXFSZ` is a valid signal number.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    ignore_sigxfsz();
     install_quiet_panic_hook();
     match std::panic::catch_unwind(run) {
         Ok(code) => code,

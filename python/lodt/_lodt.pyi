@@ -349,6 +349,20 @@ def merge_loader_states(states: Sequence[str]) -> str:
 def _panic_for_test() -> None:
     """Panics inside the panic guard (raises RuntimeError)."""
 
+def _panic_for_tests() -> None:
+    """Internal, for tests: panics in a module function (raises RuntimeError)."""
+
+class _PanicProbe:
+    """Internal, for tests: panics through each entry-point family (raises RuntimeError)."""
+
+    def __init__(self, where: str = "") -> None: ...
+    def panic(self) -> None: ...
+    @property
+    def panicking(self) -> bool: ...
+    def __iter__(self) -> _PanicProbe: ...
+    def __next__(self) -> int: ...
+    def __getitem__(self, key: int) -> int: ...
+
 class SortedSequences:
     """The sequences of one LoD level sorted by length, for RNN time steps."""
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -169,6 +170,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self._resume: dict[str, Any] | None = None
         self._workers = 1
         self._report = False
+        # Guards the progress (_states, _live, _last): one thread iterates
+        # while another may call state_dict().
+        self._progress_lock = threading.RLock()
         self._reset_progress()
         self._manifest: dict[str, Any] = json.loads(self._native().manifest_json())
         # Checks the options now (a bad batch size, remainder, rank, ...).
@@ -233,9 +237,13 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         return int(resume.get("next_worker", 0)) % workers
 
     def _reset_progress(self) -> None:
-        self._states: dict[int, str] = {}
-        self._live: dict[int, Any] = {}
-        self._last: int | None = None
+        with self._progress_lock:
+            # Per consumer, the state of what it has delivered: set before
+            # each mini-batch is handed out, read by state_dict() (from any
+            # thread) without touching a live loader.
+            self._states: dict[int, str] = {}
+            self._live: dict[int, Any] = {}
+            self._last: int | None = None
 
     # -- lodt.torch.DataLoader's hooks -------------------------------------
 
@@ -248,8 +256,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
 
     def _record(self, item: _Delivered) -> None:
         """The main process received a worker's mini-batch."""
-        self._states[item.consumer] = item.state
-        self._last = item.local
+        with self._progress_lock:
+            self._states[item.consumer] = item.state
+            self._last = item.local
 
     # -- iteration -------------------------------------------------------
 
@@ -266,23 +275,28 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         consumer = rank * workers + local
         report = self._report and info is not None
         loader = self._loader(rank, world, local, workers, self.prefetch)
-        self._live[consumer] = loader
+        with self._progress_lock:
+            self._live[consumer] = loader
+            self._states[consumer] = loader.state()
         try:
             while True:
                 item = loader.next_with_ids()
                 if item is None:
                     break
                 ids, batch = item
-                self._last = local
                 out = (np.asarray(ids, dtype=np.int64), batch) if self.return_ids else batch
-                if report:
-                    yield _Delivered(out, consumer, local, loader.state())
-                else:
-                    yield out
+                state = loader.state()
+                with self._progress_lock:
+                    # Handed out from here on: a state_dict() of any thread
+                    # now counts this mini-batch (and only it) as delivered.
+                    if self._live.get(consumer) is loader:
+                        self._states[consumer] = state
+                    self._last = local
+                yield _Delivered(out, consumer, local, state) if report else out
         finally:
-            if self._live.get(consumer) is loader:
-                self._states[consumer] = loader.state()
-                del self._live[consumer]
+            with self._progress_lock:
+                if self._live.get(consumer) is loader:
+                    del self._live[consumer]
             loader.close()
 
     def set_epoch(self, epoch: int) -> None:
@@ -306,9 +320,6 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
     # -- resume -----------------------------------------------------------
 
     def _consumer_state(self, consumer: int, rank: int, world: int, local: int, workers: int) -> str:
-        live = self._live.get(consumer)
-        if live is not None:
-            return str(live.state())
         if consumer in self._states:
             return self._states[consumer]
         probe = self._probe(rank, world, local, workers)
@@ -326,6 +337,10 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
 
         Inside a ``DataLoader`` worker (torchdata's ``StatefulDataLoader``
         calls it there) it is that worker's own position.
+
+        Thread-safe: called from another thread while one thread iterates,
+        it is the position after the mini-batches handed out so far (a
+        mini-batch counts from the moment the iterator hands it out).
         """
         info = _worker_info()
         rank, world = self._ranks()
@@ -336,12 +351,14 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         else:
             workers = self._workers
             pairs = [(rank * workers + w, w) for w in range(workers)]
-        states = [self._consumer_state(c, rank, world, local, workers) for c, local in pairs]
+        with self._progress_lock:
+            states = [self._consumer_state(c, rank, world, local, workers) for c, local in pairs]
+            last = self._last
         merged = json.loads(_lodt.merge_loader_states(states))
-        if self._last is None:
+        if last is None:
             next_worker = self._rotation(workers)
         else:
-            next_worker = (self._last + 1) % workers
+            next_worker = (last + 1) % workers
         return {"version": STATE_VERSION, "loader": merged, "next_worker": next_worker}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -459,7 +476,12 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         state["_pid"] = None
         state["_states"] = {}
         state["_live"] = {}
+        del state["_progress_lock"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._progress_lock = threading.RLock()
 
     def __repr__(self) -> str:
         return (

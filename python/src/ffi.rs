@@ -124,7 +124,20 @@ pub fn take_schema(capsule: &Bound<'_, PyAny>) -> PyResult<FFI_ArrowSchema> {
     // `ArrowSchema` struct (the Arrow PyCapsule interface). `from_raw` moves
     // it out and marks the original released, so the capsule's destructor
     // does not release it a second time.
-    Ok(unsafe { FFI_ArrowSchema::from_raw(ptr.as_ptr().cast()) })
+    let schema = unsafe { FFI_ArrowSchema::from_raw(ptr.as_ptr().cast()) };
+    if schema.release().is_none() {
+        return Err(consumed("schema"));
+    }
+    Ok(schema)
+}
+
+/// The error of a capsule whose structure was already moved out (released):
+/// a capsule can be imported once.
+fn consumed(what: &str) -> PyErr {
+    value(format!(
+        "the Arrow {what} capsule was already consumed (released): expected a fresh capsule \
+         from __arrow_c_array__/__arrow_c_stream__, found a released {what}"
+    ))
 }
 
 /// Moves the array out of an `arrow_array` capsule and imports it with its
@@ -137,6 +150,9 @@ pub fn take_array(capsule: &Bound<'_, PyAny>, schema: &FFI_ArrowSchema) -> PyRes
     // moves out, marking the original released; its release callback then
     // runs when the last imported buffer is dropped.
     let array = unsafe { FFI_ArrowArray::from_raw(ptr.as_ptr().cast()) };
+    if array.is_released() {
+        return Err(consumed("array"));
+    }
     // SAFETY: `array` and `schema` come from one producer's
     // `__arrow_c_array__` call, which pairs an array with its schema.
     // `from_ffi` checks the buffer counts and lengths against the type and
@@ -158,6 +174,9 @@ pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<(Field, ArrayStreamRe
     // `ArrowArrayStream` struct (the Arrow PyCapsule interface); `from_raw`
     // moves it out, marking the original released.
     let mut stream = unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr().cast()) };
+    if stream.release().is_none() {
+        return Err(consumed("stream"));
+    }
     let get_schema = stream
         .get_schema()
         .ok_or_else(|| value("the Arrow stream has no get_schema callback"))?;

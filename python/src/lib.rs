@@ -14,6 +14,7 @@
 //! | `arrow`   | the Arrow PyCapsule interface |
 //! | `dtype`   | numpy dtypes |
 //! | `error`   | lodt errors as Python exceptions |
+//! | `panic`   | every Rust panic a `RuntimeError`; the internal panic probe |
 #![deny(unsafe_code)]
 
 mod arrow;
@@ -26,6 +27,7 @@ mod error;
 mod ffi;
 mod file;
 mod ops;
+mod panic;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -33,6 +35,7 @@ use pyo3::prelude::*;
 /// The native part of the `lodt` package.
 #[pymodule]
 fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    panic::panics_are_runtime_errors(m.py())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<tensor::PyLodTensor>()?;
     m.add_class::<batch::PyBatch>()?;
@@ -41,6 +44,8 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file::BatchIter>()?;
     m.add_class::<ops::PySortedSequences>()?;
     m.add_class::<ffi::StorageOwner>()?;
+    m.add_class::<panic::PanicProbe>()?;
+    m.add_function(wrap_pyfunction!(panic::_panic_for_tests, m)?)?;
     m.add_class::<dataset::PyDatasetReader>()?;
     m.add_class::<dataset::PyDatasetLoader>()?;
     m.add_class::<dataset_writer::PyDatasetWriter>()?;

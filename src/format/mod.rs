@@ -43,6 +43,8 @@ mod aligned;
 mod batch_io;
 mod buffers;
 mod error;
+#[doc(hidden)]
+pub mod hooks;
 pub mod layout;
 mod reader;
 mod recover;

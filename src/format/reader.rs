@@ -200,11 +200,12 @@ impl LodtFile {
     /// map keeps the old one). For files that may change underneath, use
     /// [`LodtFile::open_with`] with positional reads.
     ///
-    /// A file with no valid footer whose writer lock is held (an append or a
-    /// recovery is running: see [`WriterLock`](crate::atomic::WriterLock))
+    /// A file that does not parse while its writer lock is held (an append
+    /// or a recovery is running: see [`WriterLock`](crate::atomic::WriterLock))
     /// gives [`AtomicError::Locked`](crate::atomic::AtomicError::Locked)
     /// rather than [`FormatError::NoFooter`]: it is not damaged, only
-    /// unfinished.
+    /// unfinished. One that changed while it was read (an append that just
+    /// ended) is opened again (FORMAT.md §9, "Readers during an append").
     ///
     /// ```
     /// let err = lodt::format::LodtFile::open("/no/such.lodt").unwrap_err();
@@ -232,13 +233,14 @@ impl LodtFile {
     /// ```
     pub fn open_with(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Self> {
         let path = path.as_ref();
-        let source: Arc<dyn RangeSource> = if options.mmap {
-            Arc::new(MmapSource::open(path)?)
-        } else {
-            Arc::new(PreadSource::open(path)?)
-        };
-        Ok(Self::from_source(source)
-            .map_err(|e| unfinished(path, e))?
+        let file = open_settled(path, || {
+            Ok(if options.mmap {
+                Arc::new(MmapSource::open(path)?)
+            } else {
+                Arc::new(PreadSource::open(path)?)
+            })
+        })?;
+        Ok(file
             .with_advice(options.advice)
             .with_check_bodies(options.check_bodies))
     }
@@ -327,21 +329,25 @@ impl LodtFile {
     pub fn read(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let ctx = || format!("reading {}", path.display());
-        let mut file = super::source::open_regular(path).map_err(|e| FormatError::io(ctx(), e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| FormatError::io(ctx(), e))?
-            .len();
-        let len = usize::try_from(len).map_err(|_| FormatError::NotLodt {
-            reason: format!("a file of {len} bytes does not fit in memory"),
+        let file = open_settled(path, || {
+            let mut file =
+                super::source::open_regular(path).map_err(|e| FormatError::io(ctx(), e))?;
+            let len = file
+                .metadata()
+                .map_err(|e| FormatError::io(ctx(), e))?
+                .len();
+            let len = usize::try_from(len).map_err(|_| FormatError::NotLodt {
+                reason: format!("a file of {len} bytes does not fit in memory"),
+            })?;
+            let mut bytes = AlignedBytes::zeroed(len);
+            file.read_exact(bytes.as_mut_slice())
+                .map_err(|e| FormatError::io(ctx(), e))?;
+            Ok(Arc::new(MemorySource::new(
+                Arc::new(bytes),
+                path.display().to_string(),
+            )))
         })?;
-        let mut bytes = AlignedBytes::zeroed(len);
-        file.read_exact(bytes.as_mut_slice())
-            .map_err(|e| FormatError::io(ctx(), e))?;
-        let source = MemorySource::new(Arc::new(bytes), path.display().to_string());
-        Ok(Self::from_source(Arc::new(source))
-            .map_err(|e| unfinished(path, e))?
-            .with_check_bodies(true))
+        Ok(file.with_check_bodies(true))
     }
 
     /// Checks a file held in memory (copied into a 64-aligned buffer).
@@ -823,18 +829,61 @@ impl LodtFile {
     }
 }
 
-/// `e`, or [`AtomicError::Locked`](crate::atomic::AtomicError::Locked) when
-/// `e` is a missing footer and a writer holds the file's lock (the file is
-/// being appended to or recovered, not damaged).
-fn unfinished(path: &Path, e: FormatError) -> FormatError {
-    match e {
-        FormatError::NoFooter { .. } if crate::atomic::is_locked(path) => {
-            crate::atomic::AtomicError::Locked {
-                path: path.to_path_buf(),
+/// Opens the file at `path` through the sources `source` makes, telling a
+/// file being written from a damaged one (FORMAT.md §9, "Readers during an
+/// append"): a file that does not parse while a writer holds its lock is
+/// [`AtomicError::Locked`](crate::atomic::AtomicError::Locked); one that
+/// changed while it was read (an append that just ended) is opened again.
+fn open_settled(
+    path: &Path,
+    source: impl Fn() -> Result<Arc<dyn RangeSource>>,
+) -> Result<LodtFile> {
+    let mut reopens = 0;
+    loop {
+        let before = Identity::of(path);
+        match LodtFile::from_source(source()?) {
+            Ok(file) => return Ok(file),
+            Err(e @ (FormatError::Io { .. } | FormatError::NotLodt { .. })) => return Err(e),
+            Err(e) => {
+                super::hooks::at(super::hooks::Point::OpenFooterFailed);
+                let being_written = crate::atomic::AtomicError::Locked {
+                    path: path.to_path_buf(),
+                };
+                if crate::atomic::is_locked(path) {
+                    return Err(being_written.into());
+                }
+                if Identity::of(path) == before {
+                    return Err(e);
+                }
+                reopens += 1;
+                if reopens > MAX_REOPENS {
+                    return Err(being_written.into());
+                }
             }
-            .into()
         }
-        e => e,
+    }
+}
+
+/// How many times [`LodtFile::open_with`] opens again a file that changed
+/// while it was read (FORMAT.md §9, "Readers during an append").
+const MAX_REOPENS: u32 = 8;
+
+/// What tells that a file changed: device, inode, length, modification time.
+#[derive(PartialEq, Eq)]
+struct Identity(Option<(u64, u64, u64, Option<std::time::SystemTime>)>);
+
+impl Identity {
+    fn of(path: &Path) -> Self {
+        Identity(std::fs::metadata(path).ok().map(|m| {
+            #[cfg(unix)]
+            let (dev, ino) = {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino())
+            };
+            #[cfg(not(unix))]
+            let (dev, ino) = (0, 0);
+            (dev, ino, m.len(), m.modified().ok())
+        }))
     }
 }
 

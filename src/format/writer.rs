@@ -811,6 +811,15 @@ impl<W: Write> Writer<W> {
             .ok_or_else(|| FormatError::Unwritable("the writer is finished".into()))
     }
 
+    /// Writes out what the spool holds and flushes the sink.
+    fn flush_all(&mut self) -> Result<()> {
+        self.drain(true)?;
+        let end = self.pos;
+        self.sink()?
+            .flush()
+            .map_err(|e| FormatError::io(format!("flushing at offset {end}"), e))
+    }
+
     fn write_footer(&mut self) -> Result<()> {
         if self.appending {
             // Make the new batches durable before the footer that points at
@@ -819,14 +828,23 @@ impl<W: Write> Writer<W> {
             if let Some(sync) = self.sync {
                 sync(self.sink()?)?;
             }
+            super::hooks::at(super::hooks::Point::AppendBatchesWritten);
         }
         let footer = footer_bytes(&self.entries, self.pos);
-        self.put(&footer)?;
-        self.drain(true)?;
+        if self.appending {
+            let (index, trailer) = footer.split_at(footer.len() - STRUCT_LEN as usize);
+            self.put(index)?;
+            self.flush_all()?;
+            super::hooks::at(super::hooks::Point::AppendFooterWritten);
+            self.put(trailer)?;
+        } else {
+            self.put(&footer)?;
+        }
+        self.flush_all()?;
+        if self.appending {
+            super::hooks::at(super::hooks::Point::AppendTrailerWritten);
+        }
         let end = self.pos;
-        let sink = self.sink()?;
-        sink.flush()
-            .map_err(|e| FormatError::io(format!("flushing at offset {end}"), e))?;
         if let Some(commit) = self.commit {
             commit(self.sink()?, end)?;
         }

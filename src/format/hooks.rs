@@ -1,0 +1,42 @@
+//! Test hooks (internal, doc-hidden): a test registers a function that an
+//! append and an open call at their torn points, to pause them there and
+//! check, deterministically, what a concurrent reader sees (`FORMAT.md` §9,
+//! "Readers during an append"). Not part of the API: no semver promise.
+
+use std::sync::RwLock;
+
+/// A point where an append or an open calls the hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// An append wrote its new batches (over the old footer) and is about to
+    /// write its footer; the writer lock is held.
+    AppendBatchesWritten,
+    /// An append wrote its new footer header and index, not yet its trailer;
+    /// the writer lock is held.
+    AppendFooterWritten,
+    /// An append wrote its trailer and has not yet released the lock.
+    AppendTrailerWritten,
+    /// An open found no valid footer and is about to check the writer lock.
+    OpenFooterFailed,
+}
+
+type Hook = Box<dyn Fn(Point) + Send + Sync>;
+
+static HOOK: RwLock<Option<Hook>> = RwLock::new(None);
+
+/// Registers `hook` (or none), called at every [`Point`] in this process.
+///
+/// ```
+/// lodt::format::hooks::set(Some(Box::new(|_point| {})));
+/// lodt::format::hooks::set(None);
+/// ```
+pub fn set(hook: Option<Hook>) {
+    *HOOK.write().unwrap_or_else(|e| e.into_inner()) = hook;
+}
+
+/// Calls the hook, if one is registered, at `point`.
+pub(crate) fn at(point: Point) {
+    if let Some(hook) = HOOK.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        hook(point);
+    }
+}
