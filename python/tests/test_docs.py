@@ -18,6 +18,7 @@ import json
 import os
 import pathlib
 import re
+import sys
 
 import pytest
 
@@ -44,6 +45,12 @@ def test_fence_parser_finds_blocks_in_order():
     assert python_blocks(text) == [(3, "x = 1\n"), (10, "y = x + 1\n")]
 
 
+def test_skip_marker():
+    assert SKIP_MARKER.match("# docs-test: skip (needs a GPU)")["reason"] == "needs a GPU"
+    assert not SKIP_MARKER.match("# docs-test: skip")          # a reason is required
+    assert not SKIP_MARKER.match("import lodt  # docs-test: skip (x)")
+
+
 # The pages with python blocks (a page of prose and ``text`` blocks has nothing to run).
 PAGES = [p for p in ALL_PAGES if python_blocks(p.read_text(encoding="utf-8"))]
 
@@ -65,6 +72,24 @@ def test_page_examples_run(page, tmp_path, monkeypatch, request):
         for key, value in options.items():
             monkeypatch.setenv(key.upper(), value)
     monkeypatch.chdir(tmp_path)
+    try:
+        skipped = _run_page(page, text, blocks)
+    finally:
+        _stop_ray()
+    if skipped:
+        pytest.skip(f"{page.name}: blocks skipped by marker: " + "; ".join(skipped))
+
+
+def _stop_ray():
+    """A page that starts Ray stops it; if it failed first, this does (so the
+    Ray tests that follow start their own)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+
+
+def _run_page(page: pathlib.Path, text: str, blocks: list[tuple[int, str]]) -> list[str]:
+    """Runs the blocks in order in one namespace; returns the skipped ones."""
     namespace: dict = {"__name__": f"docs_{page.stem}"}
     skipped = []
     for line, source in blocks:
@@ -88,5 +113,4 @@ def test_page_examples_run(page, tmp_path, monkeypatch, request):
                 f"{page.relative_to(REPO)}:{at} (block at line {line}) failed: "
                 f"{type(e).__name__}: {e}\n    {text_line}"
             ) from e
-    if skipped:
-        pytest.skip(f"{page.name}: blocks skipped by marker: " + "; ".join(skipped))
+    return skipped
