@@ -3,18 +3,50 @@
 import os
 import pathlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, final, overload
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Self
 
 __version__: str
+__all__ = [
+    "__version__",
+    "LodTensor",
+    "Batch",
+    "File",
+    "Writer",
+    "BatchIter",
+    "SortedSequences",
+    "_StorageOwner",
+    "DatasetReader",
+    "DatasetLoader",
+    "DatasetWriter",
+    "merge_loader_states",
+    "_panic_for_test",
+    "commit_parts",
+    "_tensor_from_state",
+    "open",
+    "save",
+    "verify",
+    "recover",
+    "convert",
+    "read_paddle",
+    "read_paddle_combined",
+    "write_paddle",
+    "sequence_expand",
+    "split",
+    "merge",
+    "pad",
+    "unpad",
+]
 
 _PathLike = str | os.PathLike[str]
 _Lod = Sequence[Sequence[int]]
 _TensorLike = LodTensor | npt.ArrayLike
 _BatchLike = Batch | Mapping[str, _TensorLike]
 
+@final
 class LodTensor:
     """A LoD tensor: a dense array whose first dimension is cut into
     sequences, recursively, by a multi-level offset index (the LoD).
@@ -25,13 +57,13 @@ class LodTensor:
     replace what this object holds and never change other tensors or arrays.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         data: npt.ArrayLike | LodTensor | None = None,
         recursive_seq_lens: _Lod | None = None,
         *,
         lod: _Lod | None = None,
-    ) -> None:
+    ) -> Self:
         """A tensor holding a copy of ``data`` with a LoD given as lengths
         (``recursive_seq_lens``) or offsets (``lod``); with no argument, an
         empty tensor to ``set`` later (Paddle's ``LoDTensor()``)."""
@@ -95,14 +127,18 @@ class LodTensor:
     def __len__(self) -> int:
         """The number of top-level sequences (rows, with no LoD)."""
     @overload
-    def __getitem__(self, key: int) -> LodTensor: ...
+    def __getitem__(self, key: int, /) -> LodTensor: ...
     @overload
-    def __getitem__(self, key: slice) -> LodTensor: ...
+    def __getitem__(self, key: slice, /) -> LodTensor: ...
     @overload
-    def __getitem__(self, key: tuple[int, ...]) -> LodTensor: ...
+    def __getitem__(self, key: tuple[int, ...], /) -> LodTensor: ...
     def __iter__(self) -> Iterator[LodTensor]:
         """Iterates over the top-level sequences (rows, with no LoD)."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __copy__(self) -> LodTensor:
+        """The same tensor (data is immutable and shared)."""
+    def __deepcopy__(self, memo: Any = None) -> LodTensor:
+        """The same tensor (data is immutable: sharing it is as good as copying it)."""
     def __arrow_c_schema__(self) -> object:
         """The Arrow field of the tensor (a PyCapsule)."""
     def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
@@ -116,19 +152,20 @@ class LodTensor:
     def from_torch(obj: Any) -> LodTensor:
         """A tensor from a torch nested (jagged) or dense tensor."""
 
+@final
 class Batch(Mapping[str, LodTensor]):
     """A mini-batch: named tensors in order and string metadata."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         tensors: _BatchLike | Iterable[tuple[str, _TensorLike]] | None = None,
         metadata: Mapping[str, str] | None = None,
-    ) -> None:
+    ) -> Self:
         """A batch of ``tensors`` with ``metadata``."""
     def __len__(self) -> int: ...
-    def __getitem__(self, name: str) -> LodTensor: ...
+    def __getitem__(self, name: str, /) -> LodTensor: ...
     def __iter__(self) -> Iterator[str]: ...
-    def __contains__(self, name: object) -> bool: ...
+    def __contains__(self, name: object, /) -> bool: ...
     def keys(self) -> list[str]:  # type: ignore[override]
         """The tensor names, in order."""
     def values(self) -> list[LodTensor]:  # type: ignore[override]
@@ -155,21 +192,22 @@ class Batch(Mapping[str, LodTensor]):
     def from_arrow(obj: Any) -> Batch:
         """A batch from an Arrow record batch, table or stream."""
 
+@final
 class File:
     """A ``.lodt`` file, memory-mapped: ``len(f)`` batches, ``f[k]`` read in place."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: _PathLike,
         *,
         mmap: bool = True,
         storage_options: Mapping[str, str] | None = None,
         check_bodies: bool = False,
-    ) -> None:
+    ) -> Self:
         """Opens a ``.lodt`` file (see :func:`open`)."""
     def __len__(self) -> int: ...
-    def __getitem__(self, k: int) -> Batch: ...
-    def __iter__(self) -> Iterator[Batch]: ...
+    def __getitem__(self, k: int, /) -> Batch: ...
+    def __iter__(self) -> BatchIter: ...
     def __enter__(self) -> File: ...
     def __exit__(self, *args: object) -> bool: ...
     @property
@@ -201,17 +239,32 @@ class File:
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The file as an Arrow stream of record batches, over the map."""
 
+@final
+class BatchIter:
+    """An iterator over the batches of a :class:`File`."""
+
+    def __iter__(self) -> BatchIter: ...
+    def __next__(self) -> Batch: ...
+
+@final
+class _StorageOwner:
+    """The ``base`` of a numpy array over a tensor's bytes: keeps them alive."""
+
+    def span(self) -> tuple[int, int]:
+        """The address and length of the bytes kept alive."""
+
+@final
 class Writer:
     """Writes a ``.lodt`` file batch by batch (atomically, or appending)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: _PathLike,
         metadata: Mapping[str, str] | None = None,
         *,
         append: bool = False,
         fsync: bool = True,
-    ) -> None:
+    ) -> Self:
         """Starts a new file (or appends to one)."""
     def write(self, batch: _BatchLike, metadata: Mapping[str, str] | None = None) -> None:
         """Writes one batch."""
@@ -228,18 +281,19 @@ class Writer:
     def __enter__(self) -> Writer: ...
     def __exit__(self, exc_type: object, exc_value: object = None, traceback: object = None) -> bool: ...
 
+@final
 class DatasetReader:
     """An open sharded dataset (its manifest; shards opened when touched).
     ``lodt.Dataset`` wraps it."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: _PathLike,
         *,
         mmap: bool = True,
         storage_options: Mapping[str, str] | None = None,
         check_bodies: bool = False,
-    ) -> None:
+    ) -> Self:
         """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest)."""
     @property
     def path(self) -> pathlib.Path:
@@ -278,6 +332,7 @@ class DatasetReader:
     ) -> DatasetLoader:
         """The Rust loader of consumer ``(rank, worker)``, at ``epoch`` or resumed from ``state`` (JSON)."""
 
+@final
 class DatasetLoader:
     """The Rust loader: shuffled, partitioned, resumable mini-batches."""
 
@@ -298,11 +353,12 @@ class DatasetLoader:
     def close(self) -> None:
         """Stops the prefetch thread."""
 
+@final
 class DatasetWriter:
     """Writes a sharded dataset batch by batch; the manifest last and atomically."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: _PathLike,
         *,
         mode: str = "create",
@@ -312,7 +368,7 @@ class DatasetWriter:
         fsync: bool = True,
         storage_options: Mapping[str, str] | None = None,
         commit_id: str | None = None,
-    ) -> None:
+    ) -> Self:
         """``mode``: ``"create"``, ``"append"`` or ``"part"`` (with ``writer_id``);
         ``commit_id``: the write's idempotency key (default: a new one)."""
     def write(self, batch: _BatchLike) -> None:
@@ -352,21 +408,24 @@ def _panic_for_test() -> None:
 def _panic_for_tests() -> None:
     """Internal, for tests: panics in a module function (raises RuntimeError)."""
 
+@final
 class _PanicProbe:
     """Internal, for tests: panics through each entry-point family (raises RuntimeError)."""
 
-    def __init__(self, where: str = "") -> None: ...
+    def __new__(cls, where: str = "") -> Self: ...
     def panic(self) -> None: ...
     @property
     def panicking(self) -> bool: ...
     def __iter__(self) -> _PanicProbe: ...
     def __next__(self) -> int: ...
-    def __getitem__(self, key: int) -> int: ...
+    def __getitem__(self, key: int, /) -> int: ...
 
+@final
 class SortedSequences:
     """The sequences of one LoD level sorted by length, for RNN time steps."""
 
-    def __init__(self, lod: LodTensor | _Lod, level: int = 0) -> None:
+    def __new__(
+cls, lod: LodTensor | _Lod, level: int = 0) -> Self:
         """Sorts the sequences of level ``level`` by length, longest first."""
     @property
     def level(self) -> int:

@@ -97,7 +97,9 @@ impl PyDatasetWriter {
     #[new]
     #[pyo3(signature = (path, *, mode = "create", shard_bytes = DEFAULT_SHARD_BYTES,
         metadata = None, writer_id = None, fsync = true, storage_options = None,
-        commit_id = None))]
+        commit_id = None),
+        text_signature = "(path, *, mode='create', shard_bytes=268435456, metadata=None, \
+            writer_id=None, fsync=True, storage_options=None, commit_id=None)")]
     // Python's keyword arguments, one parameter each.
     #[allow(clippy::too_many_arguments)]
     fn py_new(

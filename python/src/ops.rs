@@ -33,7 +33,7 @@ fn wrap(py: Python<'_>, t: LodTensor) -> PyResult<Py<PyLodTensor>> {
 /// (-1: the last level). `y` is a `LodTensor` (only its LoD is used) or a LoD
 /// given as offsets. `x` needs rank >= 2 and at most one LoD level.
 #[pyfunction]
-#[pyo3(signature = (x, y, ref_level = -1))]
+#[pyo3(signature = (x, y, ref_level = -1), text_signature = "(x, y, ref_level=-1)")]
 pub fn sequence_expand(
     py: Python<'_>,
     x: &Bound<'_, PyAny>,
