@@ -24,6 +24,8 @@ __all__ = [
     "DatasetWriter",
     "merge_loader_states",
     "_panic_for_test",
+    "_panic_for_tests",
+    "_PanicProbe",
     "commit_parts",
     "_tensor_from_state",
     "open",
