@@ -3,6 +3,7 @@
 //! applied and its answer lost, a retried request refused (412) after the
 //! first one applied, a failure before anything was applied, a store that
 //! cannot be read afterwards, another writer's commit in between.
+#![cfg(test)]
 
 use super::super::{
     Dataset, DatasetError, DatasetStore, DatasetWriter, LocalStore, MANIFEST_NAME, Manifest,
