@@ -52,6 +52,24 @@ pub fn is_uri(location: &str) -> bool {
     }
 }
 
+/// The location of object `name` of the dataset at `location`: `name`
+/// joined to a local directory, or appended to a URI after one `/`.
+///
+/// ```
+/// use lodt::location::join;
+/// assert_eq!(join("s3://bucket/train/", "shard-000000.lodt"), "s3://bucket/train/shard-000000.lodt");
+/// assert_eq!(join("data/train", "shard-000000.lodt"), "data/train/shard-000000.lodt");
+/// ```
+pub fn join(location: &str, name: &str) -> String {
+    if is_uri(location) {
+        return format!("{}/{name}", location.trim_end_matches('/'));
+    }
+    Path::new(location)
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Whether `location` names a dataset rather than a `.lodt` file: a local
 /// directory, or a URI that does not end in `.lodt` (object stores have no
 /// directories to test).

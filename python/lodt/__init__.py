@@ -58,7 +58,7 @@ from ._lodt import (
     write_paddle,
 )
 
-from ._writing import DatasetWriter, commit_parts, write_dataset
+from ._writing import DatasetWriter, commit_parts, list_parts, remove_parts, write_dataset
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dataset import Dataset
@@ -91,6 +91,7 @@ __all__ = [
     "Writer",
     "__version__",
     "commit_parts",
+    "list_parts",
     "convert",
     "create_lod_tensor",
     "create_random_int_lodtensor",
@@ -100,6 +101,7 @@ __all__ = [
     "read_paddle",
     "read_paddle_combined",
     "recover",
+    "remove_parts",
     "save",
     "sequence_expand",
     "split",

@@ -27,6 +27,15 @@ __all__ = [
     "_panic_for_tests",
     "_PanicProbe",
     "commit_parts",
+    "PartJob",
+    "list_parts",
+    "remove_parts",
+    "is_uri",
+    "join_location",
+    "MANIFEST_NAME",
+    "PART_PREFIX",
+    "SHARD_SUFFIX",
+    "DEFAULT_SHARD_BYTES",
     "_tensor_from_state",
     "open",
     "save",
@@ -44,6 +53,15 @@ __all__ = [
 ]
 
 _PathLike = str | os.PathLike[str]
+
+#: The name of a dataset's manifest (``lodt-dataset.json``).
+MANIFEST_NAME: str
+#: The start of a partial manifest's name (``lodt-dataset.part.``).
+PART_PREFIX: str
+#: The end of every shard's name (``.lodt``).
+SHARD_SUFFIX: str
+#: The default target size of a shard, in bytes (256 MiB).
+DEFAULT_SHARD_BYTES: int
 _Lod = Sequence[Sequence[int]]
 _TensorLike = LodTensor | npt.ArrayLike
 _BatchLike = Batch | Mapping[str, _TensorLike]
@@ -306,6 +324,15 @@ class DatasetReader:
     def num_sequences(self) -> int:
         """The number of top-level sequences."""
     @property
+    def num_shards(self) -> int:
+        """The number of shards (from the manifest)."""
+    @property
+    def num_batches(self) -> int:
+        """The number of stored batches, over every shard (from the manifest)."""
+    @property
+    def num_bytes(self) -> int:
+        """The size of every shard, in bytes (from the manifest)."""
+    @property
     def fingerprint(self) -> int:
         """The fingerprint a loader state is checked against."""
     def sequence(self, id: int) -> Batch:
@@ -364,7 +391,7 @@ class DatasetWriter:
         path: _PathLike,
         *,
         mode: str = "create",
-        shard_bytes: int = 268435456,
+        shard_bytes: int = ...,
         metadata: Mapping[str, str] | None = None,
         writer_id: str | None = None,
         fsync: bool = True,
@@ -400,6 +427,51 @@ def commit_parts(
     path: _PathLike, storage_options: Mapping[str, str] | None = None, commit_id: str | None = None
 ) -> dict[str, Any]:
     """Merges the partial manifests of parallel writers; the dataset's totals and ``"commit_id"``."""
+
+def list_parts(path: _PathLike, storage_options: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The parts waiting for ``commit_parts``, in merge order: per part ``{"writer_id", "name",
+    "shards", "batches", "sequences", "bytes", "commit_id", "commits"}``."""
+
+def remove_parts(
+    path: _PathLike, writer_ids: Sequence[str], storage_options: Mapping[str, str] | None = None
+) -> list[str]:
+    """Deletes the partial manifests of ``writer_ids`` and their shards the manifest does not
+    list (never a listed one); the names deleted."""
+
+def is_uri(location: _PathLike) -> bool:
+    """Whether ``location`` is a URI of an object store lodt reads, rather than a local path."""
+
+def join_location(location: _PathLike, name: str) -> str:
+    """The location of object ``name`` of the dataset at ``location``."""
+
+@final
+class PartJob:
+    """The ids and clean-up of a parallel write run as a job of retried tasks
+    (``lodt.ray.write_lodt``). Picklable."""
+
+    def __new__(cls, family: str = "ray", id: str | None = None) -> Self: ...
+    @property
+    def id(self) -> str:
+        """The job's id (the default commit id of its merge)."""
+    @property
+    def family(self) -> str:
+        """The job's family (the start of its id)."""
+    def task_commit_id(self, task: int) -> str:
+        """The commit id of task ``task``'s part, the same for every attempt."""
+    def new_writer_id(self, task: int) -> str:
+        """A new writer id for an attempt of task ``task``."""
+    def task_of(self, writer_id: str) -> int | None:
+        """The task of ``writer_id`` if it is an attempt's of this job."""
+    def committed_attempt(
+        self, path: _PathLike, task: int, storage_options: Mapping[str, str] | None = None
+    ) -> str | None:
+        """The writer id of an attempt of ``task`` whose part is committed, if any."""
+    def clean(
+        self, path: _PathLike, keep: bool = True, storage_options: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Keeps one part per task of this job (``keep``) and deletes every other object of this
+        family's writers: ``{"kept", "removed", "sequences"}``."""
+    def __reduce__(self) -> tuple[type[PartJob], tuple[str, str]]: ...
 
 def merge_loader_states(states: Sequence[str]) -> str:
     """Merges every consumer's loader state (JSON texts) into one complete state."""

@@ -7,12 +7,9 @@ import collections.abc as _abc
 import os
 from typing import Any, Iterable, Mapping
 
-from ._lodt import Batch, DatasetWriter, commit_parts
+from ._lodt import DEFAULT_SHARD_BYTES, Batch, DatasetWriter, commit_parts, list_parts, remove_parts
 
-__all__ = ["DatasetWriter", "commit_parts", "write_dataset"]
-
-#: The default target size of a shard (256 MiB).
-DEFAULT_SHARD_BYTES = 256 << 20
+__all__ = ["DatasetWriter", "commit_parts", "list_parts", "remove_parts", "write_dataset"]
 
 
 def write_dataset(

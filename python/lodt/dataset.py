@@ -174,7 +174,15 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         # while another may call state_dict().
         self._progress_lock = threading.RLock()
         self._reset_progress()
-        self._manifest: dict[str, Any] = json.loads(self._native().manifest_json())
+        native = self._native()
+        self._manifest: dict[str, Any] = json.loads(native.manifest_json())
+        # The totals as the native module counts them (never re-summed here).
+        self._totals = {
+            "sequences": native.num_sequences,
+            "batches": native.num_batches,
+            "bytes": native.num_bytes,
+            "shards": native.num_shards,
+        }
         # Checks the options now (a bad batch size, remainder, rank, ...).
         rank_, world = self._ranks()
         self._probe(rank_, world, 0, 1).close()
@@ -397,10 +405,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
 
     def __len__(self) -> int:
         """The number of sequences in the dataset (all ranks together)."""
-        return int(self._manifest_total("sequences"))
-
-    def _manifest_total(self, key: str) -> int:
-        return sum(int(s[key]) for s in self._manifest["shards"])
+        return self._totals["sequences"]
 
     @property
     def num_sequences(self) -> int:
@@ -410,17 +415,17 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
     @property
     def num_shards(self) -> int:
         """The number of shards."""
-        return len(self._manifest["shards"])
+        return self._totals["shards"]
 
     @property
     def num_batches(self) -> int:
         """The number of stored batches, over every shard."""
-        return self._manifest_total("batches")
+        return self._totals["batches"]
 
     @property
     def num_bytes(self) -> int:
         """The size of every shard, in bytes."""
-        return self._manifest_total("bytes")
+        return self._totals["bytes"]
 
     @property
     def schema(self) -> list[dict[str, Any]]:

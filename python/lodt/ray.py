@@ -31,9 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
-import re
-import uuid
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -50,8 +47,7 @@ except ImportError as e:  # pragma: no cover - exercised only without Ray
     ) from e
 
 from . import _lodt
-from ._lodt import Batch, DatasetReader, DatasetWriter, LodTensor
-from ._writing import DEFAULT_SHARD_BYTES
+from ._lodt import DEFAULT_SHARD_BYTES, Batch, DatasetReader, DatasetWriter, LodTensor, commit_parts
 
 __all__ = [
     "LodtDatasink",
@@ -62,19 +58,6 @@ __all__ = [
     "to_lod_batch",
     "write_lodt",
 ]
-
-_MANIFEST = "lodt-dataset.json"
-#: Partial manifests written by :func:`write_lodt`: ``ray-JOB-TASK-ATTEMPT``.
-_PART = re.compile(r"^lodt-dataset\.part\.(ray-([0-9a-f]{12})-([0-9]{6})-[0-9a-f]{8})\.json$")
-_SHARD_OF = re.compile(r"^(ray-[0-9a-f]{12}-[0-9]{6}-[0-9a-f]{8})-shard-")
-
-
-def _join(uri: str, name: str) -> str:
-    """The object ``name`` of the dataset at ``uri`` (a directory or a URI)."""
-    if "://" in uri:
-        return uri.rstrip("/") + "/" + name
-    return os.path.join(uri, name)
-
 
 def _options(storage_options: Mapping[str, str] | None) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in storage_options.items()} if storage_options else None
@@ -235,7 +218,7 @@ class LodtDatasource(Datasource):
                 seqs = int(shard["sequences"]) or 1
                 part = sum(int(shard["batch_sequences"][b]) for b in batches)
                 size += int(shard["bytes"]) * part // seqs
-            files = [_join(self.uri, self._shards[s]["name"]) for s in plan]
+            files = [_lodt.join_location(self.uri, self._shards[s]["name"]) for s in plan]
             meta = BlockMetadata(
                 num_rows=rows,
                 size_bytes=int(size),
@@ -261,7 +244,7 @@ def _reader(
 ) -> Callable[[], Iterator[pa.Table]]:
     def read() -> Iterator[pa.Table]:
         for name, batches in plan:
-            with _lodt.File(_join(uri, name), storage_options=storage_options) as f:
+            with _lodt.File(_lodt.join_location(uri, name), storage_options=storage_options) as f:
                 for k in batches:
                     batch = f[k]
                     if tensors is not None:
@@ -311,81 +294,14 @@ def read_lodt(
 # -- writing ----------------------------------------------------------------
 
 
-class _Store:
-    """Listing and deleting the objects of a dataset location (local
-    directories and ``s3://``), for cleaning up the parts of failed tasks."""
-
-    def __init__(self, uri: str, storage_options: Mapping[str, str] | None) -> None:
-        self.uri = uri
-        if "://" not in uri:
-            self.fs = None
-            self.root = uri
-            return
-        scheme, rest = uri.split("://", 1)
-        if scheme not in ("s3", "s3a"):
-            raise ValueError(
-                f"write_lodt writes to local directories and s3:// URIs; found {scheme}:// "
-                f"(write to s3:// or a shared directory, or use lodt.write_dataset per worker)"
-            )
-        from pyarrow import fs as pafs
-
-        o = dict(storage_options or {})
-
-        def get(*keys: str) -> str | None:
-            for k in keys:
-                for v in (o.get(k), o.get(k.upper())):
-                    if v:
-                        return v
-            return None
-
-        endpoint = get("aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url")
-        kwargs: dict[str, Any] = {}
-        if endpoint:
-            if "://" in endpoint:
-                kwargs["scheme"], endpoint = endpoint.split("://", 1)
-            kwargs["endpoint_override"] = endpoint.rstrip("/")
-        for key, names in (
-            ("access_key", ("aws_access_key_id", "access_key_id")),
-            ("secret_key", ("aws_secret_access_key", "secret_access_key")),
-            ("session_token", ("aws_session_token", "session_token", "token")),
-            ("region", ("aws_region", "region", "aws_default_region")),
-        ):
-            v = get(*names)
-            if v:
-                kwargs[key] = v
-        self.fs = pafs.S3FileSystem(**kwargs)
-        self.root = rest.rstrip("/")
-
-    def names(self) -> list[str]:
-        if self.fs is None:
-            try:
-                return os.listdir(self.root)
-            except FileNotFoundError:
-                return []
-        from pyarrow import fs as pafs
-
-        infos = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
-        return [posixpath.basename(i.path) for i in infos if i.type == pafs.FileType.File]
-
-    def read(self, name: str) -> bytes:
-        if self.fs is None:
-            with open(os.path.join(self.root, name), "rb") as f:
-                return f.read()
-        with self.fs.open_input_stream(self.root + "/" + name) as f:
-            return f.read()
-
-    def delete(self, name: str) -> None:
-        try:
-            if self.fs is None:
-                os.remove(os.path.join(self.root, name))
-            else:
-                self.fs.delete_file(self.root + "/" + name)
-        except FileNotFoundError:
-            pass
-
-
 class LodtDatasink(Datasink):
-    """Writes a Ray dataset as a sharded lodt dataset (see :func:`write_lodt`)."""
+    """Writes a Ray dataset as a sharded lodt dataset (see :func:`write_lodt`).
+
+    The ids, the search for a task's committed part and the clean-up are
+    lodt's (``lodt._lodt.PartJob``); the parts are written by
+    :class:`lodt.DatasetWriter` and merged by :func:`lodt.commit_parts`, so
+    the sink writes wherever lodt does (local directories, ``s3://``,
+    ``az://``, ``gs://``)."""
 
     def __init__(
         self,
@@ -404,13 +320,13 @@ class LodtDatasink(Datasink):
         self.shard_bytes = int(shard_bytes)
         self.mode = mode
         self.storage_options = _options(storage_options)
-        #: This job's id: the prefix of its writer ids (``ray-JOB-TASK-ATTEMPT``).
-        self.job = uuid.uuid4().hex[:12]
+        #: This job's ids: writer ids ``ray-JOB-TASK-ATTEMPT``, task commit
+        #: ids ``ray-JOB-TASK``.
+        self.job = _lodt.PartJob("ray")
         #: The commit id of the job's merge: given, or ``ray-JOB``.
-        self.commit_id = commit_id or f"ray-{self.job}"
+        self.commit_id = commit_id or self.job.id
         #: The dataset listed ``commit_id`` when the job started: nothing is written.
         self.already_committed = False
-        _Store(self.uri, self.storage_options)  # checks the scheme now
         #: The totals of the committed dataset, after a successful write.
         self.totals: dict[str, int] | None = None
 
@@ -434,37 +350,16 @@ class LodtDatasink(Datasink):
                 f"a lodt dataset already exists at {self.uri}: use mode='append' to add to it"
             )
 
-    def _task_commit_id(self, task: int) -> str:
-        """The commit id of write task ``task``, the same for every attempt."""
-        return f"ray-{self.job}-{task:06d}"
-
-    def _committed_attempt(self, store: _Store, task: int) -> str | None:
-        """The writer id of an earlier attempt of write task ``task`` whose
-        part is committed (lists the task's commit id), if any."""
-        commit_id = self._task_commit_id(task)
-        for name in sorted(store.names()):
-            m = _PART.match(name)
-            if not m or m.group(2) != self.job or int(m.group(3)) != task:
-                continue
-            try:
-                part = json.loads(store.read(name))
-            except OSError:
-                # Gone (merged or cleaned up), or unreadable now: this attempt
-                # writes, and the driver keeps one part per task.
-                continue
-            if commit_id in part.get("commits", []):
-                return m.group(1)
-        return None
-
     def write(self, blocks: Iterable[Any], ctx: Any) -> None:
-        """One write task: its blocks as the part ``ray-JOB-TASK-ATTEMPT``
-        (aborted, its partial manifest unwritten, if anything fails)."""
+        """One write task: its blocks as a part of writer id
+        ``ray-JOB-TASK-ATTEMPT`` and commit id ``ray-JOB-TASK`` (aborted, its
+        partial manifest unwritten, if anything fails); nothing if an
+        earlier attempt of the task committed its part."""
         task = int(ctx.task_idx)
         if self.already_committed:
             return
-        if self._committed_attempt(_Store(self.uri, self.storage_options), task) is not None:
+        if self.job.committed_attempt(self.uri, task, self.storage_options) is not None:
             return  # an earlier attempt of this task committed its part
-        writer_id = f"ray-{self.job}-{task:06d}-{uuid.uuid4().hex[:8]}"
         writer: DatasetWriter | None = None
         try:
             for block in blocks:
@@ -475,10 +370,10 @@ class LodtDatasink(Datasink):
                     writer = DatasetWriter(
                         self.uri,
                         mode="part",
-                        writer_id=writer_id,
+                        writer_id=self.job.new_writer_id(task),
                         shard_bytes=self.shard_bytes,
                         storage_options=self.storage_options,
-                        commit_id=self._task_commit_id(task),
+                        commit_id=self.job.task_commit_id(task),
                     )
                 for rb in table.combine_chunks().to_batches():
                     if rb.num_rows:
@@ -490,81 +385,35 @@ class LodtDatasink(Datasink):
         if writer is not None:
             writer.close()
 
-    def _ours(self, store: _Store) -> tuple[dict[str, str], list[str]]:
-        """This job's parts (task -> the writer id kept: the first by name)
-        and every object of a write_lodt writer id not kept (any job's) that
-        the manifest does not list."""
-        names = store.names()
-        kept: dict[str, str] = {}
-        for name in sorted(names):
-            m = _PART.match(name)
-            if m and m.group(2) == self.job:
-                kept.setdefault(m.group(3), m.group(1))
-        keep = set(kept.values())
-        listed = self._listed()
-        doomed = []
-        for name in names:
-            m = _PART.match(name) or _SHARD_OF.match(name)
-            if m and m.group(1) not in keep and name not in listed:
-                doomed.append(name)
-        return kept, doomed
-
-    def _listed(self) -> set[str]:
-        """The shards the dataset's manifest lists (earlier jobs' shards)."""
-        try:
-            reader = DatasetReader(self.uri, storage_options=self.storage_options)
-        except FileNotFoundError:
-            return set()
-        return {s["name"] for s in json.loads(reader.manifest_json())["shards"]}
-
-    def _cleanup(self, everything: bool) -> None:
-        store = _Store(self.uri, self.storage_options)
-        kept, doomed = self._ours(store)
-        if everything:
-            listed = self._listed()
-            doomed += [
-                n
-                for n in store.names()
-                if n not in listed
-                and any(n == f"lodt-dataset.part.{w}.json" or n.startswith(w + "-shard-") for w in kept.values())
-            ]
-        # Partial manifests first: a shard whose part is gone is unlisted.
-        for name in sorted(doomed, key=lambda n: not n.startswith("lodt-dataset.part.")):
-            store.delete(name)
+    def _commit(self) -> None:
+        self.totals = dict(
+            commit_parts(self.uri, storage_options=self.storage_options, commit_id=self.commit_id)
+        )
 
     def on_write_complete(self, write_result_blocks: list[Any]) -> Any:
-        """Deletes the parts of failed or retried attempts, checks the
-        sequence count, and merges this job's parts (``commit_parts``)."""
+        """Keeps one part per write task, deletes the others (failed or
+        retried attempts, parts other jobs left), checks the sequence count,
+        and merges the parts (``commit_parts``)."""
         result = super().on_write_complete(write_result_blocks)
         if self.already_committed:
-            self._cleanup(everything=True)
-            self.totals = dict(
-                _lodt.commit_parts(self.uri, storage_options=self.storage_options, commit_id=self.commit_id)
-            )
+            self.job.clean(self.uri, keep=False, storage_options=self.storage_options)
+            self._commit()
             return result
         rows = getattr(result, "num_rows", None)
-        store = _Store(self.uri, self.storage_options)
-        self._cleanup(everything=False)
-        kept, _ = self._ours(store)
-        written = 0
-        for writer_id in kept.values():
-            part = json.loads(store.read(f"lodt-dataset.part.{writer_id}.json"))
-            written += sum(int(s["sequences"]) for s in part["shards"])
-        if rows is not None and written != rows:
+        cleanup = self.job.clean(self.uri, keep=True, storage_options=self.storage_options)
+        if rows is not None and cleanup["sequences"] != rows:
             raise RuntimeError(
-                f"write_lodt: the parts hold {written} sequences, the write tasks wrote {rows}; "
-                f"not committing"
+                f"write_lodt: the parts hold {cleanup['sequences']} sequences, the write tasks "
+                f"wrote {rows}; not committing"
             )
-        self.totals = dict(
-            _lodt.commit_parts(self.uri, storage_options=self.storage_options, commit_id=self.commit_id)
-        )
+        self._commit()
         return result
 
     def on_write_failed(self, error: Exception) -> None:
         """Deletes every part of this job that the manifest does not list
         (nothing if the manifest cannot be read: the merge's outcome may be
         unknown)."""
-        self._cleanup(everything=True)
+        self.job.clean(self.uri, keep=False, storage_options=self.storage_options)
 
 
 def write_lodt(
@@ -579,8 +428,11 @@ def write_lodt(
     commit_id: str | None = None,
 ) -> dict[str, Any]:
     """Writes the Ray dataset ``ds`` as a sharded lodt dataset at ``uri``
-    (a directory or an ``s3://`` URI) and returns the dataset's totals
-    ``{"shards", "batches", "sequences", "bytes"}``.
+    (a directory, or a URI of any object store lodt writes: ``s3://``,
+    ``az://`` (``abfs://``, ``azure://``), ``gs://``, configured by
+    ``storage_options`` as in :class:`lodt.Dataset`; a shared directory or
+    store every worker reaches) and returns the dataset's totals
+    ``{"shards", "batches", "sequences", "bytes", "commit_id"}``.
 
     The rows must be Arrow-convertible to lodt tensors (``spec/ARROW.md``;
     what :func:`read_lodt` gives, and what ``map_batches(...,

@@ -101,6 +101,24 @@ impl PyDatasetReader {
         self.dataset.num_sequences()
     }
 
+    /// The number of shards (from the manifest).
+    #[getter]
+    fn num_shards(&self) -> usize {
+        self.dataset.num_shards()
+    }
+
+    /// The number of stored batches, over every shard (from the manifest).
+    #[getter]
+    fn num_batches(&self) -> u64 {
+        self.dataset.manifest().num_batches()
+    }
+
+    /// The size of every shard, in bytes (from the manifest).
+    #[getter]
+    fn num_bytes(&self) -> u64 {
+        self.dataset.manifest().num_bytes()
+    }
+
     /// The dataset's fingerprint (what a loader state is checked against).
     #[getter]
     fn fingerprint(&self) -> u32 {

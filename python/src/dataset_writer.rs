@@ -30,7 +30,11 @@ pub struct PyDatasetWriter {
 
 /// A manifest's summary: `{"shards", "batches", "sequences", "bytes",
 /// "commit_id"}` (the id of the write that returns it).
-fn summary(py: Python<'_>, m: &Manifest, commit_id: &str) -> PyResult<Py<pyo3::types::PyDict>> {
+pub(crate) fn summary(
+    py: Python<'_>,
+    m: &Manifest,
+    commit_id: &str,
+) -> PyResult<Py<pyo3::types::PyDict>> {
     let d = pyo3::types::PyDict::new(py);
     d.set_item("shards", m.num_shards())?;
     d.set_item("batches", m.num_batches())?;
@@ -97,9 +101,7 @@ impl PyDatasetWriter {
     #[new]
     #[pyo3(signature = (path, *, mode = "create", shard_bytes = DEFAULT_SHARD_BYTES,
         metadata = None, writer_id = None, fsync = true, storage_options = None,
-        commit_id = None),
-        text_signature = "(path, *, mode='create', shard_bytes=268435456, metadata=None, \
-            writer_id=None, fsync=True, storage_options=None, commit_id=None)")]
+        commit_id = None))]
     // Python's keyword arguments, one parameter each.
     #[allow(clippy::too_many_arguments)]
     fn py_new(

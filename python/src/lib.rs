@@ -9,6 +9,7 @@
 //! | `batch`   | `Batch` (a mapping of names to tensors) |
 //! | `dataset` | `DatasetReader`, `DatasetLoader`: sharded datasets and their loader |
 //! | `dataset_writer` | `DatasetWriter`, `commit_parts` |
+//! | `parts`   | `list_parts`, `remove_parts`, `PartJob`, the object names, `is_uri` |
 //! | `file`    | `File`, `Writer`, `save`, `verify`, `recover`, `convert`, Paddle files |
 //! | `ops`     | `sequence_expand`, `split`, `merge`, `pad`, `unpad`, `SortedSequences` |
 //! | `arrow`   | the Arrow PyCapsule interface |
@@ -28,6 +29,7 @@ mod ffi;
 mod file;
 mod ops;
 mod panic;
+mod parts;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -52,6 +54,12 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::merge_loader_states, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(dataset_writer::commit_parts, m)?)?;
+    m.add_class::<parts::PyPartJob>()?;
+    m.add_function(wrap_pyfunction!(parts::list_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(parts::remove_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(parts::is_uri, m)?)?;
+    m.add_function(wrap_pyfunction!(parts::join_location, m)?)?;
+    parts::add_names(m)?;
     m.add_function(wrap_pyfunction!(tensor::_tensor_from_state, m)?)?;
     m.add_function(wrap_pyfunction!(file::open, m)?)?;
     m.add_function(wrap_pyfunction!(file::save, m)?)?;

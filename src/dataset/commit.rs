@@ -16,7 +16,8 @@
 //! | cannot be read | unknown | [`DatasetError::CommitUnknown`] |
 
 use super::error::{DatasetError, Result};
-use super::manifest::{MANIFEST_NAME, Manifest, merge_manifests, part_id, valid_commit_id};
+use super::manifest::{Manifest, merge_manifests};
+use super::names::{MANIFEST_NAME, part_writer_id, valid_commit_id};
 use super::reader::{Dataset, read_manifest_versioned};
 use super::store::{DatasetStore, LocalStore, ObjectVersion};
 use std::collections::HashSet;
@@ -246,7 +247,7 @@ impl Dataset {
         let mut names = Vec::new();
         let mut parts = Vec::new();
         for name in store.list()? {
-            if part_id(&name).is_none() {
+            if part_writer_id(&name).is_none() {
                 continue;
             }
             let Some(lock) = store.lock_object(&name)? else {

@@ -10,12 +10,7 @@ use crate::tensor::LodTensor;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::{BTreeMap, HashSet};
 
-/// The name of a dataset's manifest.
-///
-/// ```
-/// assert_eq!(lodt::dataset::MANIFEST_NAME, "lodt-dataset.json");
-/// ```
-pub const MANIFEST_NAME: &str = "lodt-dataset.json";
+use super::names::{MAX_COMMIT_ID, valid_commit_id, valid_shard_name};
 
 /// The value of a manifest's `format` field.
 ///
@@ -55,87 +50,6 @@ pub const COMMIT_HISTORY: usize = 1024;
 /// assert_eq!(lodt::dataset::MAX_MANIFEST_BYTES, 1 << 30);
 /// ```
 pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
-
-/// The longest commit id, in bytes.
-const MAX_COMMIT_ID: usize = 128;
-
-/// The longest shard or writer-id name accepted, in bytes.
-const MAX_NAME: usize = 200;
-
-/// The start of a partial manifest's name: `lodt-dataset.part.ID.json`.
-pub(crate) const PART_PREFIX: &str = "lodt-dataset.part.";
-/// The end of a partial manifest's name.
-pub(crate) const PART_SUFFIX: &str = ".json";
-
-/// The name of the partial manifest of writer `id`.
-///
-/// ```
-/// assert_eq!(lodt::dataset::part_manifest_name("w3"), "lodt-dataset.part.w3.json");
-/// ```
-pub fn part_manifest_name(id: &str) -> String {
-    format!("{PART_PREFIX}{id}{PART_SUFFIX}")
-}
-
-/// The writer id of a partial manifest's name, if it is one.
-pub(crate) fn part_id(name: &str) -> Option<&str> {
-    name.strip_prefix(PART_PREFIX)?
-        .strip_suffix(PART_SUFFIX)
-        .filter(|id| valid_writer_id(id))
-}
-
-/// Whether `name` is a valid shard name: 1 to 200 bytes of ASCII letters,
-/// digits, `.`, `_` and `-`, not starting with `.`, ending in `.lodt` (so it
-/// names a file in the dataset's directory and nothing else).
-///
-/// ```
-/// use lodt::dataset::valid_shard_name;
-/// assert!(valid_shard_name("shard-000003.lodt"));
-/// assert!(!valid_shard_name("../etc/passwd.lodt"));
-/// assert!(!valid_shard_name(".hidden.lodt"));
-/// assert!(!valid_shard_name("shard.parquet"));
-/// ```
-pub fn valid_shard_name(name: &str) -> bool {
-    name.len() <= MAX_NAME
-        && name.len() > ".lodt".len()
-        && name.ends_with(".lodt")
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
-
-/// Whether `id` is a valid writer id: 1 to 64 ASCII letters, digits, `_` and
-/// `-`.
-///
-/// ```
-/// assert!(lodt::dataset::valid_writer_id("host3-rank7"));
-/// assert!(!lodt::dataset::valid_writer_id("a/b"));
-/// assert!(!lodt::dataset::valid_writer_id(""));
-/// ```
-pub fn valid_writer_id(id: &str) -> bool {
-    (1..=64).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
-}
-
-/// Whether `id` is a valid commit id (`spec/DATASET.md` section 3.1): 1 to
-/// 128 ASCII letters, digits, `.`, `_` and `-`.
-///
-/// ```
-/// use lodt::dataset::valid_commit_id;
-/// assert!(valid_commit_id("ray-0a1b2c3d4e5f-000007"));
-/// assert!(valid_commit_id("nightly.2026-11-26"));
-/// assert!(!valid_commit_id(""));
-/// assert!(!valid_commit_id("a b"));
-/// assert!(!valid_commit_id(&"x".repeat(129)));
-/// ```
-pub fn valid_commit_id(id: &str) -> bool {
-    (1..=MAX_COMMIT_ID).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
 
 /// A manifest's format version: `major.minor`. Readers refuse another major
 /// and accept a newer minor, ignoring the fields it adds.

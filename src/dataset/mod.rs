@@ -22,6 +22,11 @@
 //!   deterministic shuffle from `(seed, epoch)`; disjoint partitions per
 //!   rank and worker; prefetch thread; resumable, also on another world
 //!   size).
+//! - Parts of a parallel write: [`Dataset::list_parts`],
+//!   [`Dataset::remove_parts`] (stale parts), [`Dataset::commit_parts_with`];
+//!   [`PartJob`] names the writers and commits of a job of retried tasks
+//!   (Ray's `write_lodt`) and cleans up after it. Object names: [`MANIFEST_NAME`],
+//!   [`part_manifest_name`], [`part_shard_prefix`].
 //! - Storage: the [`DatasetStore`] seam; [`LocalStore`] is a directory.
 //! - Commits: every write (create, append, part, [`Dataset::commit_parts`])
 //!   has a commit id, given or generated, that the manifest lists once the
@@ -71,8 +76,11 @@
 
 mod commit;
 mod error;
+mod job;
 mod loader;
 mod manifest;
+mod names;
+mod parts;
 mod reader;
 mod shuffle;
 mod store;
@@ -81,15 +89,20 @@ mod writer;
 
 pub use commit::new_commit_id;
 pub use error::{DatasetError, Result};
+pub use job::{JobCleanup, PartJob};
 pub use loader::{
     Batching, Loader, LoaderOptions, LoaderState, MAX_PREFETCH, MiniBatch, Remainder,
     ShuffleOptions,
 };
 pub use manifest::{
-    COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MANIFEST_NAME, MAX_MANIFEST_BYTES,
-    Manifest, ManifestVersion, Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
-    part_manifest_name, valid_commit_id, valid_shard_name, valid_writer_id,
+    COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MAX_MANIFEST_BYTES, Manifest,
+    ManifestVersion, Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
 };
+pub use names::{
+    MANIFEST_NAME, PART_PREFIX, SHARD_SUFFIX, part_manifest_name, part_shard_prefix,
+    part_writer_id, shard_writer_id, valid_commit_id, valid_shard_name, valid_writer_id,
+};
+pub use parts::Part;
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
 pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, WriterOptions};

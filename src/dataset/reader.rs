@@ -3,7 +3,8 @@
 //! touched, and a batch checked against the schema when first read.
 
 use super::error::{DatasetError, Result};
-use super::manifest::{MANIFEST_NAME, Manifest, Schema, TensorCounts, footer_crc, part_id};
+use super::manifest::{Manifest, Schema, TensorCounts, footer_crc};
+use super::names::{MANIFEST_NAME, SHARD_SUFFIX, part_writer_id};
 use super::store::{DatasetStore, LocalStore};
 use crate::batch::Batch;
 use crate::format::LodtFile;
@@ -745,7 +746,8 @@ impl Dataset {
             .into_iter()
             .filter(|n| !n.starts_with('.'))
             .filter(|n| {
-                (n.ends_with(".lodt") && !listed.contains(n.as_str())) || part_id(n).is_some()
+                (n.ends_with(SHARD_SUFFIX) && !listed.contains(n.as_str()))
+                    || part_writer_id(n).is_some()
             })
             .collect())
     }

@@ -3,9 +3,10 @@
 
 use super::commit::{Committed, Evidence, commit_id_or_new, commit_manifest};
 use super::error::{DatasetError, Result};
-use super::manifest::{
-    MANIFEST_NAME, Manifest, ManifestVersion, Schema, ShardEntry, TensorCounts, footer_crc,
-    part_manifest_name, valid_writer_id,
+use super::manifest::{Manifest, ManifestVersion, Schema, ShardEntry, TensorCounts, footer_crc};
+use super::names::{
+    MAIN_SHARD_PREFIX, MANIFEST_NAME, SHARD_SUFFIX, part_manifest_name, part_shard_prefix,
+    shard_name, valid_writer_id,
 };
 use super::reader::{read_manifest, read_manifest_versioned};
 use super::store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
@@ -359,7 +360,7 @@ impl DatasetWriter {
         }
         let start = Start {
             target: name,
-            prefix: format!("{writer_id}-shard-"),
+            prefix: part_shard_prefix(writer_id),
             manifest,
             lock: None,
             base,
@@ -387,7 +388,9 @@ impl DatasetWriter {
         // Never reuse the name of an existing object, listed or not (a shard
         // of a merged part, or one left by an interrupted writer).
         let index_of = |name: &str| -> Option<u64> {
-            let digits = name.strip_prefix(prefix.as_str())?.strip_suffix(".lodt")?;
+            let digits = name
+                .strip_prefix(prefix.as_str())?
+                .strip_suffix(SHARD_SUFFIX)?;
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
@@ -572,7 +575,7 @@ impl DatasetWriter {
     }
 
     fn open_shard(&mut self) -> Result<OpenShard> {
-        let name = format!("{}{:06}.lodt", self.prefix, self.next_index);
+        let name = shard_name(&self.prefix, self.next_index);
         self.next_index += 1;
         let sink = self.store.create_shard(&name)?;
         let writer = format::Writer::try_new(sink, BTreeMap::new())
@@ -725,7 +728,7 @@ struct Start {
 /// without locks ([`DatasetStore::unique_shard_names`]).
 fn shard_prefix(store: &dyn DatasetStore) -> String {
     if !store.unique_shard_names() {
-        return "shard-".to_owned();
+        return MAIN_SHARD_PREFIX.to_owned();
     }
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
@@ -740,7 +743,7 @@ fn shard_prefix(store: &dyn DatasetStore) -> String {
     let a = crc32fast::hash(seed.as_bytes());
     let mut h = crc32fast::Hasher::new_with_initial(a.rotate_left(13) ^ 0x5bd1_e995);
     h.update(seed.as_bytes());
-    format!("shard-{a:08x}{:08x}-", h.finalize())
+    format!("{MAIN_SHARD_PREFIX}{a:08x}{:08x}-", h.finalize())
 }
 
 /// Sets the schema of `manifest` from `given` if it has none, or checks that
