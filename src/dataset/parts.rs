@@ -1,14 +1,15 @@
-//! The parts of a parallel write (`spec/DATASET.md` section 5.2): listing
+//! The parts of a parallel write (`spec/DATASET.md` section 5.4): listing
 //! the partial manifests waiting for their merge ([`Dataset::list_parts`])
 //! and deleting the parts of writers whose work is abandoned
-//! ([`Dataset::remove_parts`]). Merging them is
+//! ([`Dataset::remove_parts`]), and the objects no manifest lists
+//! ([`Dataset::unlisted`]). Merging them is
 //! [`Dataset::commit_parts_with`]; the names are those of module `names`
 //! ([`part_manifest_name`](super::part_manifest_name),
 //! [`part_shard_prefix`](super::part_shard_prefix)).
 
 use super::error::Result;
 use super::manifest::Manifest;
-use super::names::{part_writer_id, shard_writer_id};
+use super::names::{SHARD_SUFFIX, part_writer_id, shard_writer_id};
 use super::reader::{Dataset, read_manifest};
 use super::store::DatasetStore;
 use std::collections::HashSet;
@@ -93,6 +94,39 @@ impl Dataset {
         }
         let _lock = store.lock()?;
         remove_parts_locked(store, stale)
+    }
+
+    /// Objects of the dataset's location that the manifest does not list:
+    /// `.lodt` files (shards of an interrupted writer, or of parts not yet
+    /// merged) and partial manifests waiting for
+    /// [`Dataset::commit_parts`]. Hidden files (temporary files of live
+    /// writers) are left out.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// std::fs::write(dir.path().join("stray.lodt"), b"")?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.unlisted()?, vec!["stray.lodt".to_string()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unlisted(&self) -> Result<Vec<String>> {
+        let listed: HashSet<&str> = self
+            .manifest()
+            .shards
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        Ok(self
+            .store()
+            .list()?
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .filter(|n| {
+                (n.ends_with(SHARD_SUFFIX) && !listed.contains(n.as_str()))
+                    || part_writer_id(n).is_some()
+            })
+            .collect())
     }
 }
 

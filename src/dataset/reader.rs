@@ -4,12 +4,12 @@
 
 use super::error::{DatasetError, Result};
 use super::manifest::{Manifest, Schema, TensorCounts, footer_crc};
-use super::names::{MANIFEST_NAME, SHARD_SUFFIX, part_writer_id};
+use super::names::MANIFEST_NAME;
 use super::store::{DatasetStore, LocalStore};
 use crate::batch::Batch;
 use crate::format::LodtFile;
 use crate::tensor::LodTensor;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -717,38 +717,5 @@ impl Dataset {
             report.sequences += r.sequences;
         }
         Ok(report)
-    }
-
-    /// Objects of the dataset's location that the manifest does not list:
-    /// `.lodt` files (shards of an interrupted writer, or of parts not yet
-    /// merged) and partial manifests waiting for
-    /// [`Dataset::commit_parts`]. Hidden files (temporary files of live
-    /// writers) are left out.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
-    /// std::fs::write(dir.path().join("stray.lodt"), b"")?;
-    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
-    /// assert_eq!(dataset.unlisted()?, vec!["stray.lodt".to_string()]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn unlisted(&self) -> Result<Vec<String>> {
-        let listed: HashSet<&str> = self
-            .manifest
-            .shards
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect();
-        Ok(self
-            .store
-            .list()?
-            .into_iter()
-            .filter(|n| !n.starts_with('.'))
-            .filter(|n| {
-                (n.ends_with(SHARD_SUFFIX) && !listed.contains(n.as_str()))
-                    || part_writer_id(n).is_some()
-            })
-            .collect())
     }
 }
