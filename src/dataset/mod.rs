@@ -22,6 +22,9 @@
 //!   deterministic shuffle from `(seed, epoch)`; disjoint partitions per
 //!   rank and worker; prefetch thread; resumable, also on another world
 //!   size).
+//! - Mix: [`Mixture`] (several datasets as one stream, each position drawn
+//!   from a source in given proportions; stopping rules; read by the same
+//!   [`Loader`], with the same partitions and resume).
 //! - Storage: the [`DatasetStore`] seam; [`LocalStore`] is a directory.
 //! - Commits: every write (create, append, part, [`Dataset::commit_parts`])
 //!   has a commit id, given or generated, that the manifest lists once the
@@ -71,8 +74,10 @@
 
 mod commit;
 mod error;
+mod feed;
 mod loader;
 mod manifest;
+mod mixture;
 mod reader;
 mod shuffle;
 mod store;
@@ -89,6 +94,10 @@ pub use manifest::{
     COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MANIFEST_NAME, MAX_MANIFEST_BYTES,
     Manifest, ManifestVersion, Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
     part_manifest_name, valid_commit_id, valid_shard_name, valid_writer_id,
+};
+pub use mixture::{
+    MAX_MIXTURE_EPOCH, MIXTURE_STATE_VERSION, Mixture, MixtureOptions, MixtureState, SourceState,
+    Stop,
 };
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
