@@ -10,7 +10,7 @@ use super::manifest::Schema;
 use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, Rng, Shuffle, stream_seed};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The version of a mixture's part of a loader state ([`MixtureState`]).
 pub const MIXTURE_STATE_VERSION: u32 = 1;
@@ -130,15 +130,15 @@ impl Eq for MixtureState {}
 /// use lodt::dataset::{Batching, Dataset, DatasetWriter, LoaderOptions, Mixture, MixtureOptions, Stop};
 /// use lodt::{Batch, Lod, LodTensor};
 /// use std::sync::Arc;
-/// let write = |n: usize| -> Result<Arc<Dataset>, Box<dyn std::error::Error>> {
-///     let dir = tempfile::tempdir()?.keep();
-///     let mut w = DatasetWriter::create(&dir, Default::default())?;
+/// let (dir_a, dir_b) = (tempfile::tempdir()?, tempfile::tempdir()?);
+/// let write = |dir: &std::path::Path, n: usize| -> Result<Arc<Dataset>, Box<dyn std::error::Error>> {
+///     let mut w = DatasetWriter::create(dir, Default::default())?;
 ///     let x = LodTensor::from_vec(vec![0i32; n], vec![n], Lod::try_from_lengths(&[vec![1; n]])?)?;
 ///     w.write(&Batch::try_from_tensors([("x", x)])?)?;
 ///     w.finish()?;
-///     Ok(Arc::new(Dataset::open(&dir)?))
+///     Ok(Arc::new(Dataset::open(dir)?))
 /// };
-/// let (a, b) = (write(30)?, write(10)?);
+/// let (a, b) = (write(dir_a.path(), 30)?, write(dir_b.path(), 10)?);
 /// let options = MixtureOptions { seed: 1, stop: Stop::AllExhausted };
 /// let mixture = Arc::new(Mixture::try_new(vec![a, b], &[0.5, 0.5], options)?);
 /// let loader = mixture.loader(LoaderOptions { batching: Batching::Sequences(8), ..Default::default() })?;
@@ -159,6 +159,9 @@ pub struct Mixture {
     /// The running sums of the weights, in source order.
     cumulative: Vec<f64>,
     options: MixtureOptions,
+    /// The length of the last epoch asked for: `(epoch, N)` (finding it
+    /// takes a pass over the draws, and every loader start asks).
+    last_len: Mutex<Option<(u64, u64)>>,
 }
 
 impl Mixture {
@@ -249,6 +252,7 @@ impl Mixture {
             weights: weights.to_vec(),
             cumulative,
             options,
+            last_len: Mutex::new(None),
         };
         mixture.check_length()?;
         Ok(mixture)
@@ -367,6 +371,25 @@ impl Mixture {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn num_sequences(&self, epoch: u64) -> u64 {
+        if let Stop::Sequences(n) = self.options.stop {
+            return n;
+        }
+        let cached = self.last_len.lock().ok().and_then(|c| *c);
+        if let Some((e, n)) = cached
+            && e == epoch
+        {
+            return n;
+        }
+        let n = self.stream_len(epoch);
+        if let Ok(mut c) = self.last_len.lock() {
+            *c = Some((epoch, n));
+        }
+        n
+    }
+
+    /// The length of epoch `epoch` under an exhaustion rule: the draws
+    /// until the rule stops them.
+    fn stream_len(&self, epoch: u64) -> u64 {
         let stop = self.options.stop;
         if let Stop::Sequences(n) = stop {
             return n;
@@ -611,6 +634,7 @@ mod tests {
             weights: weights.to_vec(),
             cumulative,
             options: MixtureOptions::default(),
+            last_len: Mutex::new(None),
         }
     }
 
