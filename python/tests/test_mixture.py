@@ -164,6 +164,28 @@ def test_torch_data_loader_workers_split_the_stream(two):
     assert state["loader"]["consumers"] == 2
 
 
+def test_torch_data_loader_with_workers_resumes_exactly(two):
+    lt = pytest.importorskip("lodt.torch")
+
+    def make():
+        m = lodt.Mixture(list(two), [2, 1], seed=10, stop="all_exhausted", shuffle=True, batch_size=8)
+        m.set_epoch(1)
+        return m
+
+    def labels(loader):
+        return [[int(x) for x in np.asarray(b["label"]).ravel()] for b in loader]
+
+    whole = labels(lt.DataLoader(make(), num_workers=2))
+    mix = make()
+    it = iter(lt.DataLoader(mix, num_workers=2))
+    head = [[int(x) for x in np.asarray(next(it)["label"]).ravel()] for _ in range(5)]
+    state = mix.state_dict()
+    del it  # the job stops; workers had read ahead
+    resumed = make()
+    resumed.load_state_dict(state)
+    assert head + labels(lt.DataLoader(resumed, num_workers=2)) == whole
+
+
 def test_errors(two, tmp_path):
     a, b = two
     with pytest.raises(ValueError, match="2 sources and 1 weights"):
