@@ -76,7 +76,9 @@ class Mixture(Dataset):
     def _native(self) -> Any:
         pid = os.getpid()
         if self._reader is None or self._pid != pid:
-            self._reader = MixtureReader(
+            # A MixtureReader in place of lodt.Dataset's DatasetReader: the
+            # same loader() and manifest_json().
+            self._reader = MixtureReader(  # type: ignore[assignment]
                 [s._native() for s in self.sources], self.weights, seed=self.seed, stop=self.stop
             )
             self._pid = pid
