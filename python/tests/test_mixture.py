@@ -186,6 +186,15 @@ def test_torch_data_loader_with_workers_resumes_exactly(two):
     assert head + labels(lt.DataLoader(resumed, num_workers=2)) == whole
 
 
+def test_spawned_workers_open_the_sources_themselves(two):
+    lt = pytest.importorskip("lodt.torch")
+    mix = lodt.Mixture(list(two), [1, 1], seed=11, shuffle=True, batch_size=16)
+    expected = sorted(int(x) for b in mix for x in np.asarray(b["label"]).ravel())
+    loader = lt.DataLoader(mix, num_workers=2, multiprocessing_context="spawn")
+    got = sorted(int(x) for b in loader for x in np.asarray(b["label"]).ravel())
+    assert got == expected
+
+
 def test_errors(two, tmp_path):
     a, b = two
     with pytest.raises(ValueError, match="2 sources and 1 weights"):
