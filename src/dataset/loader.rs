@@ -550,7 +550,11 @@ impl Producer {
             Some(i) => self.cache.remove(i).1,
             None => match self.feed.source(source) {
                 Some(dataset) => dataset.batch_columns(at.shard, at.batch)?,
-                None => return Err(DatasetError::Loader(format!("no source {source}"))),
+                None => {
+                    return Err(DatasetError::Loader(format!(
+                        "the order names source {source}, which the loader does not have"
+                    )));
+                }
             },
         };
         let id = self.feed.id_of(source, at);
