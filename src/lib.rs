@@ -96,7 +96,8 @@
 //!
 //! [`dataset`]: a directory of `.lodt` shards and a manifest
 //! ([`dataset::DatasetWriter`], [`dataset::Dataset`]), read by a shuffling,
-//! partitioned, resumable [`dataset::Loader`] (`spec/DATASET.md`).
+//! partitioned, resumable [`dataset::Loader`] (`spec/DATASET.md`), alone or
+//! as a weighted [`dataset::Mixture`] of several datasets.
 //!
 //! ## Platform
 //!

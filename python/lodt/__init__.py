@@ -62,6 +62,7 @@ from ._writing import DatasetWriter, commit_parts, list_parts, remove_parts, wri
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dataset import Dataset
+    from .mixture import Mixture
 
 
 def __getattr__(name: str) -> Any:
@@ -71,6 +72,10 @@ def __getattr__(name: str) -> Any:
         from .dataset import Dataset
 
         return Dataset
+    if name == "Mixture":
+        from .mixture import Mixture
+
+        return Mixture
     raise AttributeError(f"module 'lodt' has no attribute {name!r}")
 
 
@@ -87,6 +92,7 @@ __all__ = [
     "File",
     "LoDTensor",
     "LodTensor",
+    "Mixture",
     "SortedSequences",
     "Writer",
     "__version__",

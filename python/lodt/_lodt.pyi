@@ -21,6 +21,7 @@ __all__ = [
     "_StorageOwner",
     "DatasetReader",
     "DatasetLoader",
+    "MixtureReader",
     "DatasetWriter",
     "merge_loader_states",
     "_panic_for_test",
@@ -381,6 +382,49 @@ class DatasetLoader:
         """Starts epoch ``epoch`` from its beginning."""
     def close(self) -> None:
         """Stops the prefetch thread."""
+
+@final
+class MixtureReader:
+    """Open datasets read as one stream in given proportions (spec/DATASET.md 10).
+    ``lodt.Mixture`` wraps it."""
+
+    def __new__(
+        cls,
+        sources: Sequence[DatasetReader],
+        weights: Sequence[float],
+        *,
+        seed: int = 0,
+        stop: str | int | None = None,
+    ) -> Self:
+        """``stop``: ``"first_exhausted"`` (default), ``"all_exhausted"`` or a number of sequences."""
+    def manifest_json(self) -> str:
+        """The schema and every source's shards, as manifest JSON text."""
+    def num_sequences(self, epoch: int = 0) -> int:
+        """The positions of epoch ``epoch``'s stream."""
+    def source_of(self, id: int) -> tuple[int, int] | None:
+        """The source of mixture id ``id`` and its id there (None past the end)."""
+    @property
+    def offsets(self) -> list[int]:
+        """Source ``k``'s sequence ``i`` is id ``offsets[k] + i``."""
+    def loader(
+        self,
+        *,
+        batch_size: int = 32,
+        max_rows: int | None = None,
+        rows_of: str | None = None,
+        drop_last: bool = False,
+        seed: int | None = None,
+        shuffle_buffer: int = 16384,
+        rank: int = 0,
+        world_size: int = 1,
+        worker: int = 0,
+        num_workers: int = 1,
+        remainder: str = "keep",
+        prefetch: int = 2,
+        epoch: int = 0,
+        state: str | None = None,
+    ) -> DatasetLoader:
+        """The Rust loader of consumer ``(rank, worker)`` of the mixture (``seed`` shuffles each source)."""
 
 @final
 class DatasetWriter:

@@ -25,6 +25,13 @@ pub struct PyDatasetReader {
     path: PathBuf,
 }
 
+impl PyDatasetReader {
+    /// The open dataset.
+    pub(crate) fn dataset(&self) -> &Arc<Dataset> {
+        &self.dataset
+    }
+}
+
 fn state_json(text: &str) -> PyResult<LoaderState> {
     let json: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| value(format!("a loader state is a JSON object: {e}")))?;
@@ -203,42 +210,23 @@ impl PyDatasetReader {
         epoch: u64,
         state: Option<&str>,
     ) -> PyResult<PyDatasetLoader> {
-        let batching = match max_rows {
-            Some(max_rows) => Batching::Rows {
-                max_rows,
-                tensor: rows_of,
-            },
-            None if rows_of.is_some() => {
-                return Err(value(
-                    "rows_of names the tensor whose rows max_rows counts: give max_rows too",
-                ));
-            }
-            None => Batching::Sequences(batch_size),
-        };
-        let options = LoaderOptions {
-            batching,
+        let options = loader_options(
+            batch_size,
+            max_rows,
+            rows_of,
             drop_last,
-            shuffle: seed.map(|seed| ShuffleOptions {
-                seed,
-                buffer: shuffle_buffer,
-            }),
-            rank,
-            world_size,
-            worker,
-            num_workers,
-            remainder: self::remainder(remainder)?,
+            seed,
+            shuffle_buffer,
+            (rank, world_size, worker, num_workers),
+            remainder,
             prefetch,
-        };
-        let state = state.map(state_json).transpose()?;
+        )?;
         let dataset = self.dataset.clone();
-        let loader = py.detach(move || {
-            guard("starting a loader", || {
-                build_loader(dataset, options, epoch, state.as_ref()).map_err(dataset_err)
-            })
-        })?;
-        Ok(PyDatasetLoader {
-            loader: Mutex::new(Some(ForkSafe::new(loader))),
-        })
+        let start = move |o: LoaderOptions, s: Option<&LoaderState>| match s {
+            Some(s) => Loader::resume(dataset.clone(), o, s),
+            None => Loader::new(dataset.clone(), o),
+        };
+        start_loader(py, start, options, epoch, state)
     }
 
     fn __repr__(&self) -> String {
@@ -251,32 +239,94 @@ impl PyDatasetReader {
     }
 }
 
+/// The options of `DatasetReader.loader` and `MixtureReader.loader`;
+/// `consumer` is `(rank, world_size, worker, num_workers)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn loader_options(
+    batch_size: usize,
+    max_rows: Option<usize>,
+    rows_of: Option<String>,
+    drop_last: bool,
+    seed: Option<u64>,
+    shuffle_buffer: usize,
+    consumer: (usize, usize, usize, usize),
+    remainder: &str,
+    prefetch: usize,
+) -> PyResult<LoaderOptions> {
+    let (rank, world_size, worker, num_workers) = consumer;
+    let batching = match max_rows {
+        Some(max_rows) => Batching::Rows {
+            max_rows,
+            tensor: rows_of,
+        },
+        None if rows_of.is_some() => {
+            return Err(value(
+                "rows_of names the tensor whose rows max_rows counts: give max_rows too",
+            ));
+        }
+        None => Batching::Sequences(batch_size),
+    };
+    Ok(LoaderOptions {
+        batching,
+        drop_last,
+        shuffle: seed.map(|seed| ShuffleOptions {
+            seed,
+            buffer: shuffle_buffer,
+        }),
+        rank,
+        world_size,
+        worker,
+        num_workers,
+        remainder: self::remainder(remainder)?,
+        prefetch,
+    })
+}
+
+/// A `DatasetLoader` at the start of `epoch`, or resumed from `state` (a
+/// state's JSON text); `start` makes the Rust loader (new, or resumed from a
+/// state). Started with the GIL released.
+pub(crate) fn start_loader(
+    py: Python<'_>,
+    start: impl Fn(LoaderOptions, Option<&LoaderState>) -> lodt::dataset::Result<Loader> + Send,
+    options: LoaderOptions,
+    epoch: u64,
+    state: Option<&str>,
+) -> PyResult<PyDatasetLoader> {
+    let state = state.map(state_json).transpose()?;
+    let loader = py.detach(move || {
+        guard("starting a loader", || {
+            build_loader(&start, options, epoch, state.as_ref()).map_err(dataset_err)
+        })
+    })?;
+    Ok(PyDatasetLoader {
+        loader: Mutex::new(Some(ForkSafe::new(loader))),
+    })
+}
+
 /// A loader at the start of `epoch`, or resumed from `state`.
 fn build_loader(
-    dataset: Arc<Dataset>,
+    start: &dyn Fn(LoaderOptions, Option<&LoaderState>) -> lodt::dataset::Result<Loader>,
     options: LoaderOptions,
     epoch: u64,
     state: Option<&LoaderState>,
 ) -> lodt::dataset::Result<Loader> {
-    if let Some(state) = state {
-        return Loader::resume(dataset, options, state);
-    }
-    if epoch == 0 {
-        return Loader::new(dataset, options);
+    if state.is_some() || epoch == 0 {
+        return start(options, state);
     }
     // The start of `epoch`: the state of a fresh loader moved to that epoch
     // (spec/DATASET.md 7.3: the same consumers, nothing consumed). Built
     // without a prefetch thread, so nothing of epoch 0 is read.
-    let probe = Loader::new(
-        dataset.clone(),
+    let mut probe = start(
         LoaderOptions {
             prefetch: 0,
             ..options.clone()
         },
+        None,
     )?;
-    let mut start = probe.state();
-    start.epoch = epoch;
-    Loader::resume(dataset, options, &start)
+    probe.set_epoch(epoch)?;
+    let first = probe.state();
+    drop(probe);
+    start(options, Some(&first))
 }
 
 /// A value that is leaked instead of dropped in a process forked from the

@@ -8,6 +8,7 @@
 //! | `tensor`  | `LodTensor` (Paddle's `LoDTensor` API, slicing, numpy, Arrow, torch) |
 //! | `batch`   | `Batch` (a mapping of names to tensors) |
 //! | `dataset` | `DatasetReader`, `DatasetLoader`: sharded datasets and their loader |
+//! | `mixture` | `MixtureReader`: weighted mixtures of datasets, read by `DatasetLoader` |
 //! | `dataset_writer` | `DatasetWriter`, `commit_parts` |
 //! | `parts`   | `list_parts`, `remove_parts`, `PartJob`, the object names, `is_uri` |
 //! | `file`    | `File`, `Writer`, `save`, `verify`, `recover`, `convert`, Paddle files |
@@ -27,6 +28,7 @@ mod dtype;
 mod error;
 mod ffi;
 mod file;
+mod mixture;
 mod ops;
 mod panic;
 mod parts;
@@ -50,6 +52,7 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(panic::_panic_for_tests, m)?)?;
     m.add_class::<dataset::PyDatasetReader>()?;
     m.add_class::<dataset::PyDatasetLoader>()?;
+    m.add_class::<mixture::PyMixtureReader>()?;
     m.add_class::<dataset_writer::PyDatasetWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::merge_loader_states, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::_panic_for_test, m)?)?;

@@ -8,6 +8,8 @@ manifest with the PRNG, permutations and shuffle buffer of section 6 and the
 rules of section 7.
 
 Usage: python3 check_dataset.py [DIR]   (DIR defaults to ./dataset)
+       python3 check_dataset.py --mixture [FILE]   (the Mixtures section; FILE defaults
+       to ./mixture.json, its sources named relative to it)
 Exit status 0 when everything agrees.
 """
 
@@ -182,7 +184,74 @@ def check(directory):
     return len(manifest["shards"]), total
 
 
+SOURCE, DRAWS = 4, 5  # the purposes of the Mixtures section
+
+
+def dataset_counts(directory):
+    """Per shard, the sequences of each batch (from the manifest)."""
+    with open(os.path.join(directory, "lodt-dataset.json"), "rb") as f:
+        return [entry["batch_sequences"] for entry in json.load(f)["shards"]]
+
+
+def mixture_stream(counts, weights, seed, stop, shuffle, epoch):
+    """Mixtures section: the (source, id) of every position of an epoch."""
+    sizes = [sum(sum(c) for c in cs) for cs in counts]
+    cumulative, total = [], 0.0
+    for w in weights:
+        total += w
+        cumulative.append(total)
+    last = max(k for k, w in enumerate(weights) if w > 0)
+    rng = Rng(stream_seed(seed, epoch, DRAWS, 0))
+
+    def pick():
+        x = ((rng.next() >> 11) * 2.0**-53) * total
+        return next((k for k, c in enumerate(cumulative) if c > x), last)
+
+    def source_order(k, rep):
+        s = None if shuffle is None else {"seed": stream_seed(shuffle["seed"], epoch, SOURCE, k), "buffer": shuffle["buffer"]}
+        return epoch_order(counts[k], s, rep)
+
+    drawn, out, orders = [0] * len(counts), [], {}
+    unfinished = sum(1 for w in weights if w > 0)
+    while True:
+        if stop == {"sequences": len(out)}:
+            return out
+        k = pick()
+        if stop == "first_exhausted" and drawn[k] == sizes[k]:
+            return out
+        j = drawn[k]
+        drawn[k] += 1
+        if j % sizes[k] == 0:
+            orders[k] = source_order(k, j // sizes[k])
+        out.append([k, orders[k][j % sizes[k]]])
+        if stop == "all_exhausted" and drawn[k] == sizes[k]:
+            unfinished -= 1
+            if unfinished == 0:
+                return out
+
+
+def check_mixture(path):
+    with open(path, "rb") as f:
+        vector = json.load(f)
+    here = os.path.dirname(os.path.abspath(path))
+    counts = [dataset_counts(os.path.join(here, name)) for name in vector["sources"]]
+    rules = {"first_exhausted": "first_exhausted", "all_exhausted": "all_exhausted", "sequences_30": {"sequences": 30}}
+    for name, stop in rules.items():
+        for epoch, expected in enumerate(vector[name]):
+            got = mixture_stream(counts, vector["weights"], vector["seed"], stop, vector["shuffle"], epoch)
+            need(got == expected, "mixture %s, epoch %d" % (name, epoch))
+
+
 def main():
+    if sys.argv[1:2] == ["--mixture"]:
+        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixture.json")
+        try:
+            check_mixture(sys.argv[2] if len(sys.argv) > 2 else default)
+        except Bad as e:
+            print("FAILED: " + str(e))
+            return 1
+        print("ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences match")
+        return 0
     directory = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "dataset")
     try:
         shards, total = check(directory)

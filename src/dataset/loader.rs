@@ -2,8 +2,10 @@
 //! over a dataset's top-level sequences, re-batched into mini-batches.
 
 use super::error::{DatasetError, Result};
+use super::feed::{Feed, Order};
+use super::mixture::MixtureState;
 use super::reader::{Dataset, SequenceLocation};
-use super::shuffle::{EpochOrder, Shuffle};
+use super::shuffle::Shuffle;
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
 use serde::{Deserialize, Serialize};
@@ -233,6 +235,10 @@ pub struct LoaderState {
     pub consumers: u64,
     /// Per consumer (by index), how many of the rest it consumed.
     pub consumed: BTreeMap<u64, u64>,
+    /// For a [`Mixture`](super::Mixture)'s loader: the mixture it reads
+    /// (`spec/DATASET.md`, "Mixtures"); absent for a single dataset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixture: Option<MixtureState>,
 }
 
 impl LoaderState {
@@ -316,6 +322,7 @@ impl LoaderState {
                     s.shuffle,
                     s.remainder,
                     s.consumers,
+                    s.mixture.clone(),
                 )
             };
             if key(s) != key(first) {
@@ -464,7 +471,7 @@ enum Group {
 /// Builds one consumer's mini-batches of one epoch (on the caller's thread
 /// or the prefetch thread).
 struct Producer {
-    dataset: Arc<Dataset>,
+    feed: Feed,
     epoch: u64,
     base: Base,
     consumers: u64,
@@ -474,15 +481,14 @@ struct Producer {
     tail_len: u64,
     group: Group,
     drop_last: bool,
-    order: EpochOrder,
-    counts: Arc<Vec<Vec<u64>>>,
+    order: Order,
     shuffle: Option<Shuffle>,
     /// The position the order's next item has, the next skip entry, and the
     /// tail index of the next position not skipped.
     pos: u64,
     skip_at: usize,
     tail_index: u64,
-    cache: Vec<((usize, usize), Vec<LodTensor>)>,
+    cache: Vec<((usize, usize, usize), Vec<LodTensor>)>,
     carry: Option<Fetched>,
     done: bool,
     stop: Arc<AtomicBool>,
@@ -490,7 +496,7 @@ struct Producer {
 
 impl Producer {
     /// The location of tail index `self.next_index`, walking the order.
-    fn next_location(&mut self) -> Option<Result<SequenceLocation>> {
+    fn next_location(&mut self) -> Option<Result<(usize, SequenceLocation)>> {
         if self.next_index >= self.end || self.stop.load(Ordering::Relaxed) {
             return None;
         }
@@ -529,21 +535,29 @@ impl Producer {
     }
 
     /// The location of tail index `target`, from a fresh walk of the order.
-    fn tail_at(&self, target: u64) -> Result<SequenceLocation> {
+    fn tail_at(&self, target: u64) -> Result<(usize, SequenceLocation)> {
         let positions = self.base.positions(&[target]);
         let p = positions.first().copied().unwrap_or(u64::MAX);
-        EpochOrder::new(self.counts.clone(), self.shuffle, self.epoch)
+        self.feed
+            .order(self.epoch, self.shuffle)
             .nth(p as usize)
             .ok_or_else(|| DatasetError::Loader(format!("the epoch order has no position {p}")))
     }
 
-    fn fetch(&mut self, at: SequenceLocation) -> Result<Fetched> {
-        let key = (at.shard, at.batch);
+    fn fetch(&mut self, (source, at): (usize, SequenceLocation)) -> Result<Fetched> {
+        let key = (source, at.shard, at.batch);
         let columns = match self.cache.iter().position(|(k, _)| *k == key) {
             Some(i) => self.cache.remove(i).1,
-            None => self.dataset.batch_columns(at.shard, at.batch)?,
+            None => match self.feed.source(source) {
+                Some(dataset) => dataset.batch_columns(at.shard, at.batch)?,
+                None => {
+                    return Err(DatasetError::Loader(format!(
+                        "the order names source {source}, which the loader does not have"
+                    )));
+                }
+            },
         };
-        let id = self.dataset.id_of(at);
+        let id = self.feed.id_of(source, at);
         let tensors = columns
             .iter()
             .map(|c| c.slice_top(at.index, at.index.saturating_add(1)))
@@ -618,7 +632,7 @@ impl Producer {
     fn merge(&self, seqs: Vec<Fetched>) -> Result<MiniBatch> {
         let ids: Vec<u64> = seqs.iter().map(|s| s.id).collect();
         let mut batch = Batch::new();
-        for (k, t) in self.dataset.schema().tensors.iter().enumerate() {
+        for (k, t) in self.feed.schema().tensors.iter().enumerate() {
             // One pass over the bytes (`ops::concat`): every sequence has the
             // schema's layout, checked as its batch was read.
             let parts: Vec<&LodTensor> = seqs.iter().filter_map(|s| s.tensors.get(k)).collect();
@@ -736,7 +750,9 @@ enum Source {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Loader {
-    dataset: Arc<Dataset>,
+    feed: Feed,
+    /// The number of positions of the epoch's stream (`N`).
+    n: u64,
     options: LoaderOptions,
     group: Group,
     epoch: u64,
@@ -747,7 +763,6 @@ pub struct Loader {
     /// (or the resume) started, and those delivered since.
     start: u64,
     delivered: u64,
-    counts: Arc<Vec<Vec<u64>>>,
     source: Source,
 }
 
@@ -779,7 +794,7 @@ impl Loader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(dataset: Arc<Dataset>, options: LoaderOptions) -> Result<Self> {
-        Self::build(dataset, options, None)
+        Self::build(Feed::dataset(dataset), options, None)
     }
 
     /// A loader that continues from `state` (see [`Loader`]):
@@ -820,11 +835,12 @@ impl Loader {
         options: LoaderOptions,
         state: &LoaderState,
     ) -> Result<Self> {
-        Self::build(dataset, options, Some(state))
+        Self::build(Feed::dataset(dataset), options, Some(state))
     }
 
-    fn build(
-        dataset: Arc<Dataset>,
+    /// A loader of `feed`, at the start of epoch 0 or resumed from `state`.
+    pub(crate) fn build(
+        feed: Feed,
         options: LoaderOptions,
         state: Option<&LoaderState>,
     ) -> Result<Self> {
@@ -851,11 +867,11 @@ impl Loader {
             Batching::Rows { max_rows, tensor } => {
                 let index = match tensor {
                     None => 0,
-                    Some(name) => dataset.schema().position(name).ok_or_else(|| {
+                    Some(name) => feed.schema().position(name).ok_or_else(|| {
                         DatasetError::InvalidArgument(format!(
                             "Batching::Rows counts the rows of tensor {name:?}, which the dataset does not have (it has {})",
                             crate::error::name_list(
-                                dataset.schema().tensors.iter().map(|t| t.name.as_str())
+                                feed.schema().tensors.iter().map(|t| t.name.as_str())
                             )
                         ))
                     })?,
@@ -871,20 +887,14 @@ impl Loader {
                 "the shuffle buffer must hold at least 1 sequence".into(),
             ));
         }
-        let counts = Arc::new(
-            dataset
-                .manifest()
-                .shards
-                .iter()
-                .map(|s| s.batch_sequences.clone())
-                .collect::<Vec<_>>(),
-        );
         let (epoch, base, start) = match state {
             None => (0, Base::default(), 0),
-            Some(state) => plan(&dataset, &options, consumers, consumer, state)?,
+            Some(state) => plan(&feed, &options, consumers, consumer, state)?,
         };
+        let n = feed.len(epoch);
         let mut loader = Loader {
-            dataset,
+            feed,
+            n,
             options,
             group,
             epoch,
@@ -893,7 +903,6 @@ impl Loader {
             consumer,
             start,
             delivered: 0,
-            counts,
             source: Source::Done,
         };
         loader.start_source()?;
@@ -901,14 +910,14 @@ impl Loader {
     }
 
     fn start_source(&mut self) -> Result<()> {
-        let n = self.dataset.num_sequences();
+        let n = self.n;
         let stop = Arc::new(AtomicBool::new(false));
         let shuffle = self.options.shuffle.map(|s| Shuffle {
             seed: s.seed,
             buffer: s.buffer,
         });
         let producer = Producer {
-            dataset: self.dataset.clone(),
+            feed: self.feed.clone(),
             epoch: self.epoch,
             base: self.base.clone(),
             consumers: self.consumers,
@@ -919,8 +928,7 @@ impl Loader {
             tail_len: self.base.tail_len(n),
             group: self.group,
             drop_last: self.options.drop_last,
-            order: EpochOrder::new(self.counts.clone(), shuffle, self.epoch),
-            counts: self.counts.clone(),
+            order: self.feed.order(self.epoch, shuffle),
             shuffle,
             pos: 0,
             skip_at: 0,
@@ -1009,6 +1017,7 @@ impl Loader {
     pub fn set_epoch(&mut self, epoch: u64) -> Result<()> {
         self.stop_source();
         self.epoch = epoch;
+        self.n = self.feed.len(epoch);
         self.base = Base::default();
         self.start = 0;
         self.delivered = 0;
@@ -1046,7 +1055,7 @@ impl Loader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn remaining(&self) -> u64 {
-        let n = self.dataset.num_sequences();
+        let n = self.n;
         let end = self.base.end(n, self.consumers, self.options.remainder);
         let next = self
             .consumer
@@ -1080,8 +1089,8 @@ impl Loader {
     pub fn state(&self) -> LoaderState {
         LoaderState {
             version: STATE_VERSION,
-            sequences: self.dataset.num_sequences(),
-            fingerprint: self.dataset.fingerprint(),
+            sequences: self.n,
+            fingerprint: self.feed.fingerprint(),
             shuffle: self.options.shuffle,
             remainder: self.options.remainder,
             epoch: self.epoch,
@@ -1089,32 +1098,47 @@ impl Loader {
             skip: self.base.skip.clone(),
             consumers: self.consumers,
             consumed: [(self.consumer, self.start + self.delivered)].into(),
+            mixture: self.feed.mixture_state(),
         }
     }
 }
 
 /// The epoch, base and consumed count a loader resumes with.
 fn plan(
-    dataset: &Dataset,
+    feed: &Feed,
     options: &LoaderOptions,
     consumers: u64,
     consumer: u64,
     state: &LoaderState,
 ) -> Result<(u64, Base, u64)> {
     let bad = |reason: String| Err(DatasetError::BadState { reason });
-    let n = dataset.num_sequences();
     if state.version != STATE_VERSION {
         return bad(format!(
             "state version {}, this lodt reads version {STATE_VERSION}",
             state.version
         ));
     }
-    if state.sequences != n || state.fingerprint != dataset.fingerprint() {
+    let mixture = feed.mixture_state();
+    if state.mixture != mixture {
+        return bad(match (&state.mixture, &mixture) {
+            (None, Some(_)) => {
+                "it is the state of a single dataset's loader, not of a mixture's".into()
+            }
+            (Some(_), None) => {
+                "it is the state of a mixture's loader, not of a single dataset's".into()
+            }
+            (saved, this) => {
+                format!("it was saved on another mixture ({saved:?}); this one is {this:?}")
+            }
+        });
+    }
+    let n = feed.len(state.epoch);
+    if state.sequences != n || state.fingerprint != feed.fingerprint() {
         return bad(format!(
             "it was saved on another dataset ({} sequences, fingerprint {:#010x}); this one has {n} sequences, fingerprint {:#010x}",
             state.sequences,
             state.fingerprint,
-            dataset.fingerprint()
+            feed.fingerprint()
         ));
     }
     if state.shuffle != options.shuffle {

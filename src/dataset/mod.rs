@@ -27,6 +27,9 @@
 //!   [`PartJob`] names the writers and commits of a job of retried tasks
 //!   (Ray's `write_lodt`) and cleans up after it. Object names: [`MANIFEST_NAME`],
 //!   [`part_manifest_name`], [`part_shard_prefix`].
+//! - Mix: [`Mixture`] (several datasets as one stream, each position drawn
+//!   from a source in given proportions; stopping rules; read by the same
+//!   [`Loader`], with the same partitions and resume).
 //! - Storage: the [`DatasetStore`] seam; [`LocalStore`] is a directory.
 //! - Commits: every write (create, append, part, [`Dataset::commit_parts`])
 //!   has a commit id, given or generated, that the manifest lists once the
@@ -76,9 +79,11 @@
 
 mod commit;
 mod error;
+mod feed;
 mod job;
 mod loader;
 mod manifest;
+mod mixture;
 mod names;
 mod parts;
 mod reader;
@@ -97,6 +102,10 @@ pub use loader::{
 pub use manifest::{
     COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MAX_MANIFEST_BYTES, Manifest,
     ManifestVersion, Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
+};
+pub use mixture::{
+    MAX_MIXTURE_EPOCH, MIXTURE_STATE_VERSION, Mixture, MixtureOptions, MixtureState, SourceState,
+    Stop,
 };
 pub use names::{
     MANIFEST_NAME, PART_PREFIX, SHARD_SUFFIX, part_manifest_name, part_shard_prefix,

@@ -123,3 +123,28 @@ impl TestRng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
     }
 }
+
+/// The standard output of `python3 SCRIPT ARGS` (`LODT_PYTHON` names
+/// another interpreter) after checking that it succeeded, or `None` (and a
+/// SKIP line) when no interpreter runs.
+pub fn python_output(script: &Path, args: &[&str]) -> Option<String> {
+    let python = std::env::var("LODT_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = match std::process::Command::new(&python)
+        .arg(script)
+        .args(args)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("SKIP: cannot run {python} ({e}); the Python cross-check did not run");
+            return None;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(stdout)
+}

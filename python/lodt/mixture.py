@@ -1,0 +1,127 @@
+"""Weighted mixtures of datasets (``spec/DATASET.md`` section 10):
+:class:`Mixture`, several :class:`lodt.Dataset` read as one stream, each
+sequence drawn from a source in given proportions.
+
+A :class:`Mixture` is iterated, partitioned between ranks and workers,
+checkpointed (:meth:`~lodt.Dataset.state_dict`) and resumed exactly like a
+:class:`lodt.Dataset` (it is one: a subclass), with the same batch options;
+the mixing itself is the Rust crate's ``lodt::dataset::Mixture``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from ._lodt import Batch, MixtureReader
+from .dataset import Dataset
+
+__all__ = ["Mixture"]
+
+
+class Mixture(Dataset):
+    """Several datasets with one schema as one stream of LoD mini-batches:
+    each position of an epoch is drawn from source ``k`` with probability
+    ``weights[k] / sum(weights)`` and holds that source's next sequence
+    (each source in its own order, shuffled per epoch when ``shuffle``).
+
+    ``Mixture([ds_a, ds_b], weights=[0.7, 0.3], seed=0, stop="first_exhausted")``:
+
+    * ``sources``: :class:`lodt.Dataset` objects (local or on an object
+      store; their own batch options are not used).
+    * ``weights``: one per source, finite, ``>= 0``, not all 0.
+    * ``seed``: the draws (and, with ``shuffle``, each source's order) are
+      a deterministic function of the seed and the epoch.
+    * ``stop``: ``"first_exhausted"`` (the epoch ends at the first draw of
+      a source that has delivered all its sequences: nothing twice),
+      ``"all_exhausted"`` (it ends once every source of positive weight was
+      delivered whole; sources that run out first start over, in a new
+      order), or an int: that many sequences per epoch (sources repeat).
+    * every other option is :class:`lodt.Dataset`'s: ``batch_size`` or
+      ``max_rows``/``rows_of``, ``drop_last``, ``shuffle``,
+      ``shuffle_buffer``, ``rank``/``world_size``, ``remainder``,
+      ``prefetch``, ``return_ids``.
+
+    Ranks and ``DataLoader`` workers split the mixed stream as they split a
+    dataset: round robin, disjoint, together the whole stream.
+    :meth:`state_dict` / :meth:`load_state_dict` / :meth:`merge_states`
+    resume exactly, also on another world size; a state of another mixture
+    (sources, weights, seed, stop) or of a single dataset is a ValueError.
+    With ``return_ids``, ids number the sources one after the other
+    (:meth:`source_of` splits one).
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[Dataset],
+        weights: Sequence[float],
+        *,
+        seed: int = 0,
+        stop: str | int = "first_exhausted",
+        **options: Any,
+    ) -> None:
+        for name in ("mmap", "storage_options", "check_bodies"):
+            if name in options:
+                raise TypeError(f"Mixture: {name} is an option of each source (lodt.Dataset), not of the mixture")
+        self.sources = list(sources)
+        for i, s in enumerate(self.sources):
+            if not isinstance(s, Dataset) or isinstance(s, Mixture):
+                raise TypeError(f"source {i} must be a lodt.Dataset, found {type(s).__name__}")
+        self.weights = [float(w) for w in weights]
+        self.stop = stop
+        # lodt.Dataset's options and checks; its native reader is this
+        # mixture's (_native below).
+        super().__init__(f"<mixture of {len(self.sources)}>", seed=seed, **options)
+
+    def _native(self) -> Any:
+        pid = os.getpid()
+        if self._reader is None or self._pid != pid:
+            # A MixtureReader in place of lodt.Dataset's DatasetReader: the
+            # same loader() and manifest_json().
+            self._reader = MixtureReader(  # type: ignore[assignment]
+                [s._native() for s in self.sources], self.weights, seed=self.seed, stop=self.stop
+            )
+            self._pid = pid
+        return self._reader
+
+    def __len__(self) -> int:
+        """The number of sequences of the current epoch's stream (all ranks
+        together; under ``"first_exhausted"``/``"all_exhausted"`` it
+        depends on the epoch's draws)."""
+        return int(self._native().num_sequences(self._epoch))
+
+    @property
+    def num_sequences(self) -> int:
+        """:func:`len`: the positions of the current epoch's stream."""
+        return len(self)
+
+    def source_of(self, id: int) -> tuple[int, int]:
+        """The source of mixture id ``id`` (of ``return_ids``) and the
+        sequence's id in that source."""
+        found = self._native().source_of(int(id))
+        if found is None:
+            raise IndexError(f"id {id} is past the sources' {sum(len(s) for s in self.sources)} sequences")
+        return found
+
+    def sequence(self, index: int) -> Batch:
+        """The sequence of mixture id ``index`` (see :meth:`source_of`)."""
+        k, local = self.source_of(index)
+        return self.sources[k].sequence(local)
+
+    def take(self, indices: Sequence[int]) -> Batch:
+        """Not available on a mixture: take from its ``sources``."""
+        raise TypeError("Mixture.take: take from mixture.sources[k] (Mixture.source_of splits an id)")
+
+    def verify(self) -> dict[str, int]:
+        """Verifies every source; the totals over the sources."""
+        total = {"shards": 0, "bytes": 0, "batches": 0, "sequences": 0}
+        for s in self.sources:
+            for key, value in s.verify().items():
+                total[key] = total.get(key, 0) + int(value)
+        return total
+
+    def __repr__(self) -> str:
+        return (
+            f"lodt.Mixture(sources={len(self.sources)}, weights={self.weights}, "
+            f"stop={self.stop!r}, epoch={self._epoch})"
+        )

@@ -1,0 +1,173 @@
+//! `_lodt.MixtureReader`: a weighted mixture of open datasets
+//! (`spec/DATASET.md` section 10), read by the same `DatasetLoader` as one
+//! dataset. The pure-Python `lodt.Mixture` wraps it. Conversion, GIL
+//! release and error mapping only: the mixture is `lodt::dataset::Mixture`.
+
+use crate::dataset::{PyDatasetLoader, PyDatasetReader, loader_options, start_loader};
+use crate::error::{PyResult, dataset as dataset_err, guard, value};
+use lodt::dataset::{LoaderOptions, LoaderState, Mixture, MixtureOptions, Stop};
+use pyo3::prelude::*;
+use std::sync::Arc;
+
+/// Several open datasets read as one stream in given proportions.
+#[pyclass(name = "MixtureReader", module = "lodt._lodt", frozen)]
+pub struct PyMixtureReader {
+    mixture: Arc<Mixture>,
+}
+
+/// `stop`: "first_exhausted", "all_exhausted" or a number of sequences.
+fn stop_of(stop: &Bound<'_, PyAny>) -> PyResult<Stop> {
+    if let Ok(name) = stop.extract::<String>() {
+        return match name.as_str() {
+            "first_exhausted" => Ok(Stop::FirstExhausted),
+            "all_exhausted" => Ok(Stop::AllExhausted),
+            other => Err(value(format!(
+                "stop must be \"first_exhausted\", \"all_exhausted\" or a number of sequences, found {other:?}"
+            ))),
+        };
+    }
+    match stop.extract::<u64>() {
+        Ok(n) => Ok(Stop::Sequences(n)),
+        Err(_) => Err(value(format!(
+            "stop must be \"first_exhausted\", \"all_exhausted\" or a number of sequences (an int >= 0), found {}",
+            stop.repr()?
+        ))),
+    }
+}
+
+#[pymethods]
+impl PyMixtureReader {
+    /// MixtureReader(sources, weights, *, seed=0, stop="first_exhausted")
+    ///
+    /// A mixture of `sources` (`DatasetReader`s with one schema), drawn with
+    /// `weights` (one per source, finite, >= 0, not all 0) from the draws of
+    /// `seed`; `stop` is "first_exhausted", "all_exhausted" or a number of
+    /// sequences per epoch.
+    #[new]
+    #[pyo3(signature = (sources, weights, *, seed = 0, stop = None))]
+    fn py_new(
+        py: Python<'_>,
+        sources: Vec<PyRef<'_, PyDatasetReader>>,
+        weights: Vec<f64>,
+        seed: u64,
+        stop: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let stop = stop.map(stop_of).transpose()?.unwrap_or_default();
+        let sources: Vec<_> = sources.iter().map(|s| s.dataset().clone()).collect();
+        let mixture = py.detach(move || {
+            guard("making a mixture", || {
+                Mixture::try_new(sources, &weights, MixtureOptions { seed, stop })
+                    .map_err(dataset_err)
+            })
+        })?;
+        Ok(PyMixtureReader {
+            mixture: Arc::new(mixture),
+        })
+    }
+
+    /// manifest_json() -> str
+    ///
+    /// A manifest of the mixture: the schema, and every source's shards in
+    /// source order (the totals `lodt.Dataset`'s properties sum).
+    fn manifest_json(&self) -> PyResult<String> {
+        let shards: Vec<_> = self
+            .mixture
+            .sources()
+            .iter()
+            .flat_map(|s| s.manifest().shards.iter())
+            .collect();
+        let json = serde_json::json!({
+            "schema": self.mixture.schema(),
+            "metadata": {},
+            "shards": shards,
+        });
+        serde_json::to_string(&json).map_err(|e| value(e.to_string()))
+    }
+
+    /// num_sequences(epoch=0) -> int
+    ///
+    /// The positions of epoch `epoch`'s stream (all consumers together).
+    #[pyo3(signature = (epoch = 0))]
+    fn num_sequences(&self, py: Python<'_>, epoch: u64) -> PyResult<u64> {
+        let mixture = self.mixture.clone();
+        py.detach(move || guard("counting", || Ok(mixture.num_sequences(epoch))))
+    }
+
+    /// source_of(id) -> tuple[int, int] | None
+    ///
+    /// The source of mixture id `id` and its id there (None past the end).
+    fn source_of(&self, id: u64) -> Option<(usize, u64)> {
+        self.mixture.source_of(id)
+    }
+
+    /// The offsets of the sources' ids: source `k`'s sequence `i` is id
+    /// `offsets[k] + i`.
+    #[getter]
+    fn offsets(&self) -> Vec<u64> {
+        (0..self.mixture.sources().len())
+            .map(|k| {
+                self.mixture.sources()[..k]
+                    .iter()
+                    .map(|s| s.num_sequences())
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// loader(*, batch_size=32, max_rows=None, rows_of=None, drop_last=False,
+    ///        seed=None, shuffle_buffer=16384, rank=0, world_size=1, worker=0,
+    ///        num_workers=1, remainder="keep", prefetch=2, epoch=0, state=None)
+    ///        -> DatasetLoader
+    ///
+    /// A loader of the mixture, with `DatasetReader.loader`'s options;
+    /// `seed` (when given) shuffles each source.
+    #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
+        seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
+        num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn loader(
+        &self,
+        py: Python<'_>,
+        batch_size: usize,
+        max_rows: Option<usize>,
+        rows_of: Option<String>,
+        drop_last: bool,
+        seed: Option<u64>,
+        shuffle_buffer: usize,
+        rank: usize,
+        world_size: usize,
+        worker: usize,
+        num_workers: usize,
+        remainder: &str,
+        prefetch: usize,
+        epoch: u64,
+        state: Option<&str>,
+    ) -> PyResult<PyDatasetLoader> {
+        let options = loader_options(
+            batch_size,
+            max_rows,
+            rows_of,
+            drop_last,
+            seed,
+            shuffle_buffer,
+            (rank, world_size, worker, num_workers),
+            remainder,
+            prefetch,
+        )?;
+        let mixture = self.mixture.clone();
+        let start = move |o: LoaderOptions, s: Option<&LoaderState>| match s {
+            Some(s) => mixture.resume(o, s),
+            None => mixture.loader(o),
+        };
+        start_loader(py, start, options, epoch, state)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "MixtureReader(sources={}, weights={:?}, stop={:?})",
+            self.mixture.sources().len(),
+            self.mixture.weights(),
+            self.mixture.options().stop
+        )
+    }
+}

@@ -1,0 +1,653 @@
+//! [`Mixture`]: several datasets read as one stream, each sequence drawn
+//! from a source chosen at random in given proportions (`spec/DATASET.md`,
+//! "Mixtures"). A [`Loader`] reads it like a dataset: the same batching,
+//! gather, partitions and resume state.
+
+use super::error::{DatasetError, Result};
+use super::feed::{Feed, batch_counts};
+use super::loader::{Loader, LoaderOptions, LoaderState};
+use super::manifest::Schema;
+use super::reader::{Dataset, SequenceLocation};
+use super::shuffle::{EpochOrder, Rng, Shuffle, stream_seed};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+/// The version of a mixture's part of a loader state ([`MixtureState`]).
+pub const MIXTURE_STATE_VERSION: u32 = 1;
+
+/// The stream of the per-source order seeds (`spec/DATASET.md`, "Mixtures").
+const PURPOSE_SOURCE: u64 = 4;
+/// The stream of the draws.
+const PURPOSE_DRAWS: u64 = 5;
+
+/// The longest expected epoch (in draws) of an exhaustion rule: `2^36`.
+/// Finding where such an epoch ends takes one draw per position, so a
+/// mixture whose weights make it longer (a tiny weight under
+/// [`Stop::AllExhausted`]) is refused rather than left to run for hours.
+///
+/// ```
+/// assert_eq!(lodt::dataset::MAX_MIXTURE_EPOCH, 1 << 36);
+/// ```
+pub const MAX_MIXTURE_EPOCH: u64 = 1 << 36;
+
+/// When a mixture's epoch ends.
+///
+/// ```
+/// use lodt::dataset::Stop;
+/// assert_eq!(serde_json::to_value(Stop::AllExhausted)?, "all_exhausted");
+/// assert_eq!(serde_json::to_value(Stop::Sequences(9))?, serde_json::json!({"sequences": 9}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// At the first draw of a source that has delivered all its sequences:
+    /// no sequence twice, the other sources partly read.
+    #[default]
+    FirstExhausted,
+    /// Once every source of positive weight has delivered all its
+    /// sequences; a source that runs out first starts over (its next pass,
+    /// in a new order).
+    AllExhausted,
+    /// After this many sequences; sources that run out start over.
+    Sequences(u64),
+}
+
+/// A mixture's seed (of its draws) and stopping rule.
+///
+/// ```
+/// let o = lodt::dataset::MixtureOptions::default();
+/// assert_eq!((o.seed, o.stop), (0, lodt::dataset::Stop::FirstExhausted));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MixtureOptions {
+    /// The seed of the draws (which source each position comes from).
+    pub seed: u64,
+    /// When an epoch ends.
+    pub stop: Stop,
+}
+
+/// One source as a state records it.
+///
+/// ```
+/// let s = lodt::dataset::SourceState { sequences: 10, fingerprint: 7 };
+/// assert_eq!(serde_json::to_value(s)?, serde_json::json!({"sequences": 10, "fingerprint": 7}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceState {
+    /// Its number of sequences.
+    pub sequences: u64,
+    /// Its [`Dataset::fingerprint`].
+    pub fingerprint: u32,
+}
+
+/// The mixture a loader state belongs to: [`LoaderState::mixture`].
+/// A state resumes only on an equal mixture (same sources, weights, seed
+/// and stopping rule).
+///
+/// ```
+/// let json = serde_json::json!({"version": 1, "seed": 3, "weights": [0.75, 0.25],
+///     "stop": "first_exhausted", "sources": [{"sequences": 8, "fingerprint": 1},
+///     {"sequences": 4, "fingerprint": 2}]});
+/// let m: lodt::dataset::MixtureState = serde_json::from_value(json.clone())?;
+/// assert_eq!(serde_json::to_value(&m)?, json);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MixtureState {
+    /// Its format version ([`MIXTURE_STATE_VERSION`]).
+    pub version: u32,
+    /// The seed of the draws.
+    pub seed: u64,
+    /// The weights, one per source.
+    pub weights: Vec<f64>,
+    /// The stopping rule.
+    pub stop: Stop,
+    /// The sources, in order.
+    pub sources: Vec<SourceState>,
+}
+
+// JSON has no NaN: every weight read or written is a finite number, so the
+// comparison is reflexive.
+impl Eq for MixtureState {}
+
+/// Several datasets with the same schema read as one stream: each position
+/// of an epoch is drawn from source `k` with probability
+/// `weights[k] / sum(weights)`, and takes that source's next sequence in
+/// its own shuffled order (the order a [`Loader`] of that source would
+/// use, from a seed derived per source and epoch). Deterministic per seed
+/// and epoch; [`Stop`] says when an epoch ends.
+///
+/// [`Mixture::loader`] reads it like a dataset: mini-batches, ranks and
+/// workers, prefetch and resume ([`Loader::state`], also on another world
+/// size) work as for one dataset, on the positions of the mixed stream. A
+/// mini-batch's `ids` number the sources one after the other (source `k`'s
+/// sequence `i` is `i` plus the sequences of sources `0..k`);
+/// [`Mixture::source_of`] splits one.
+///
+/// ```
+/// use lodt::dataset::{Batching, Dataset, DatasetWriter, LoaderOptions, Mixture, MixtureOptions, Stop};
+/// use lodt::{Batch, Lod, LodTensor};
+/// use std::sync::Arc;
+/// let (dir_a, dir_b) = (tempfile::tempdir()?, tempfile::tempdir()?);
+/// let write = |dir: &std::path::Path, n: usize| -> Result<Arc<Dataset>, Box<dyn std::error::Error>> {
+///     let mut w = DatasetWriter::create(dir, Default::default())?;
+///     let x = LodTensor::from_vec(vec![0i32; n], vec![n], Lod::try_from_lengths(&[vec![1; n]])?)?;
+///     w.write(&Batch::try_from_tensors([("x", x)])?)?;
+///     w.finish()?;
+///     Ok(Arc::new(Dataset::open(dir)?))
+/// };
+/// let (a, b) = (write(dir_a.path(), 30)?, write(dir_b.path(), 10)?);
+/// let options = MixtureOptions { seed: 1, stop: Stop::AllExhausted };
+/// let mixture = Arc::new(Mixture::try_new(vec![a, b], &[0.5, 0.5], options)?);
+/// let loader = mixture.loader(LoaderOptions { batching: Batching::Sequences(8), ..Default::default() })?;
+/// let ids: Vec<u64> = loader.flat_map(|b| b.unwrap().ids).collect();
+/// // All of a (ids 0..30) once; b (ids 30..40) repeated as often as it ran out.
+/// assert!((0..30).all(|i| ids.iter().filter(|&&x| x == i).count() == 1));
+/// assert!(ids.iter().filter(|&&x| x >= 30).count() >= 10);
+/// assert_eq!(mixture.source_of(31), Some((1, 1)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Mixture {
+    sources: Vec<Arc<Dataset>>,
+    counts: Vec<Arc<Vec<Vec<u64>>>>,
+    /// The id of each source's sequence 0.
+    offsets: Vec<u64>,
+    weights: Vec<f64>,
+    /// The running sums of the weights, in source order.
+    cumulative: Vec<f64>,
+    options: MixtureOptions,
+    /// The length of the last epoch asked for: `(epoch, N)` (finding it
+    /// takes a pass over the draws, and every loader start asks).
+    last_len: Mutex<Option<(u64, u64)>>,
+}
+
+impl Mixture {
+    /// A mixture of `sources` with `weights` (one per source, finite,
+    /// `>= 0`, not all 0). The sources must have the same schema, and a
+    /// source of positive weight at least one sequence. Under an exhaustion
+    /// rule, an epoch expected to be longer than [`MAX_MIXTURE_EPOCH`]
+    /// draws is refused.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let x = lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", x)])?)?;
+    /// # w.finish()?;
+    /// let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let sources = vec![a.clone(), a.clone()];
+    /// assert!(Mixture::try_new(sources.clone(), &[1.0, 3.0], Default::default()).is_ok());
+    /// let err = Mixture::try_new(sources.clone(), &[1.0], Default::default()).unwrap_err();
+    /// assert!(err.to_string().contains("2 sources and 1 weights"));
+    /// assert!(Mixture::try_new(sources.clone(), &[0.0, 0.0], Default::default()).is_err());
+    /// assert!(Mixture::try_new(sources, &[f64::NAN, 1.0], Default::default()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_new(
+        sources: Vec<Arc<Dataset>>,
+        weights: &[f64],
+        options: MixtureOptions,
+    ) -> Result<Self> {
+        let bad = |m: String| Err(DatasetError::InvalidArgument(m));
+        if sources.is_empty() {
+            return bad("a mixture needs at least one source".into());
+        }
+        if weights.len() != sources.len() {
+            return bad(format!(
+                "a mixture needs one weight per source: {} sources and {} weights",
+                sources.len(),
+                weights.len()
+            ));
+        }
+        if let Some((k, w)) = weights
+            .iter()
+            .enumerate()
+            .find(|(_, w)| !w.is_finite() || **w < 0.0)
+        {
+            return bad(format!(
+                "weight {k} is {w}: weights must be finite and at least 0"
+            ));
+        }
+        let mut cumulative = Vec::with_capacity(weights.len());
+        let mut total = 0.0f64;
+        for &w in weights {
+            total += w;
+            cumulative.push(total);
+        }
+        if !(total > 0.0 && total.is_finite()) {
+            return bad(format!(
+                "the weights sum to {total}: at least one must be positive (and the sum finite)"
+            ));
+        }
+        let schema = sources[0].schema();
+        let mut offsets = Vec::with_capacity(sources.len());
+        let mut next = 0u64;
+        for (k, s) in sources.iter().enumerate() {
+            if s.schema() != schema {
+                return bad(format!(
+                    "source {k} has another schema than source 0: {:?} vs {:?}",
+                    s.schema().tensors,
+                    schema.tensors
+                ));
+            }
+            if weights[k] > 0.0 && s.num_sequences() == 0 {
+                return bad(format!(
+                    "source {k} has weight {} and no sequences: give it weight 0 or leave it out",
+                    weights[k]
+                ));
+            }
+            offsets.push(next);
+            next = next.checked_add(s.num_sequences()).ok_or_else(|| {
+                DatasetError::InvalidArgument("the sources hold more than 2^64 sequences".into())
+            })?;
+        }
+        let mixture = Mixture {
+            counts: sources.iter().map(|s| batch_counts(s)).collect(),
+            sources,
+            offsets,
+            weights: weights.to_vec(),
+            cumulative,
+            options,
+            last_len: Mutex::new(None),
+        };
+        mixture.check_length()?;
+        Ok(mixture)
+    }
+
+    /// Refuses an exhaustion rule whose epochs would be too long to find.
+    fn check_length(&self) -> Result<()> {
+        let total = self.total();
+        let times = self
+            .weights
+            .iter()
+            .zip(&self.sources)
+            .filter(|(w, _)| **w > 0.0)
+            .map(|(w, s)| s.num_sequences() as f64 / (w / total));
+        let expected = match self.options.stop {
+            Stop::Sequences(_) => return Ok(()),
+            Stop::FirstExhausted => times.fold(f64::INFINITY, f64::min),
+            Stop::AllExhausted => times.fold(0.0, f64::max),
+        };
+        if expected > MAX_MIXTURE_EPOCH as f64 {
+            return Err(DatasetError::InvalidArgument(format!(
+                "with these weights an epoch ({:?}) is expected to take about {expected:.3e} draws, more than {MAX_MIXTURE_EPOCH} (MAX_MIXTURE_EPOCH): raise the small weights, or stop after a number of sequences",
+                self.options.stop
+            )));
+        }
+        Ok(())
+    }
+
+    fn total(&self) -> f64 {
+        self.cumulative.last().copied().unwrap_or(0.0)
+    }
+
+    /// The sources, in order.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = Mixture::try_new(vec![a.clone(), a], &[1.0, 1.0], Default::default())?;
+    /// assert_eq!(m.sources().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sources(&self) -> &[Arc<Dataset>] {
+        &self.sources
+    }
+
+    /// The weights, one per source.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = Mixture::try_new(vec![a.clone(), a], &[2.0, 1.0], Default::default())?;
+    /// assert_eq!(m.weights(), &[2.0, 1.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    /// The seed and stopping rule.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let o = MixtureOptions { seed: 4, stop: Stop::Sequences(100) };
+    /// let m = Mixture::try_new(vec![a], &[1.0], o)?;
+    /// assert_eq!(m.options(), &o);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn options(&self) -> &MixtureOptions {
+        &self.options
+    }
+
+    /// The schema (every source's).
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = Mixture::try_new(vec![a], &[1.0], Default::default())?;
+    /// assert_eq!(m.schema().tensors[0].name, "x");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schema(&self) -> &Schema {
+        self.sources[0].schema()
+    }
+
+    /// The number of positions (sequences delivered, all consumers
+    /// together) of epoch `epoch`. Under an exhaustion rule it depends on
+    /// the draws, and finding it takes one draw per position (a few
+    /// nanoseconds each).
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = Mixture::try_new(vec![a.clone(), a], &[1.0, 1.0], MixtureOptions { seed: 0, stop: Stop::AllExhausted })?;
+    /// assert!(m.num_sequences(0) >= 8); // both sources whole
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_sequences(&self, epoch: u64) -> u64 {
+        if let Stop::Sequences(n) = self.options.stop {
+            return n;
+        }
+        let cached = self.last_len.lock().ok().and_then(|c| *c);
+        if let Some((e, n)) = cached
+            && e == epoch
+        {
+            return n;
+        }
+        let n = self.stream_len(epoch);
+        if let Ok(mut c) = self.last_len.lock() {
+            *c = Some((epoch, n));
+        }
+        n
+    }
+
+    /// The length of epoch `epoch` under an exhaustion rule: the draws
+    /// until the rule stops them.
+    fn stream_len(&self, epoch: u64) -> u64 {
+        let stop = self.options.stop;
+        if let Stop::Sequences(n) = stop {
+            return n;
+        }
+        let mut rng = self.draws(epoch);
+        let mut drawn = vec![0u64; self.sources.len()];
+        let sizes: Vec<u64> = self.sources.iter().map(|s| s.num_sequences()).collect();
+        let mut unfinished = self.weights.iter().filter(|w| **w > 0.0).count();
+        let mut t = 0u64;
+        loop {
+            let k = self.pick(&mut rng);
+            if stop == Stop::FirstExhausted && drawn[k] == sizes[k] {
+                return t;
+            }
+            drawn[k] += 1;
+            t += 1;
+            if stop == Stop::AllExhausted && drawn[k] == sizes[k] {
+                unfinished -= 1;
+                if unfinished == 0 {
+                    return t;
+                }
+            }
+        }
+    }
+
+    /// The generator of epoch `epoch`'s draws: stream `(seed, epoch, 5, 0)`.
+    fn draws(&self, epoch: u64) -> Rng {
+        Rng::stream(self.options.seed, epoch, PURPOSE_DRAWS, 0)
+    }
+
+    /// One draw: `u = (next() >> 11) · 2^-53`, and the first source whose
+    /// running weight sum exceeds `u · total` (the last source of positive
+    /// weight when rounding makes `u · total` reach the total).
+    pub(crate) fn pick(&self, rng: &mut Rng) -> usize {
+        let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        let x = u * self.total();
+        let k = self.cumulative.partition_point(|&c| c <= x);
+        if k < self.cumulative.len() {
+            k
+        } else {
+            self.weights.iter().rposition(|w| *w > 0.0).unwrap_or(0)
+        }
+    }
+
+    /// The source of mixture id `id` and its id in that source (`None`
+    /// past the last source's sequences).
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = Mixture::try_new(vec![a.clone(), a], &[1.0, 1.0], Default::default())?;
+    /// assert_eq!(m.source_of(5), Some((1, 1))); // 4 sequences each
+    /// assert_eq!(m.source_of(8), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn source_of(&self, id: u64) -> Option<(usize, u64)> {
+        let k = self.offsets.partition_point(|&o| o <= id).checked_sub(1)?;
+        let local = id - self.offsets[k];
+        (local < self.sources[k].num_sequences()).then_some((k, local))
+    }
+
+    /// The mixture id of the sequence at `at` of source `k`.
+    pub(crate) fn id_of(&self, k: usize, at: SequenceLocation) -> u64 {
+        self.offsets.get(k).copied().unwrap_or(0) + self.sources[k].id_of(at)
+    }
+
+    /// The fingerprint a state records: the CRC32 of the sources'
+    /// fingerprints (`u32` LE each, in order).
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// # let mut w = DatasetWriter::append(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = Mixture::try_new(vec![a.clone()], &[1.0], Default::default())?;
+    /// assert_eq!(m.fingerprint(), crc32fast::hash(&a.fingerprint().to_le_bytes()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fingerprint(&self) -> u32 {
+        let mut h = crc32fast::Hasher::new();
+        for s in &self.sources {
+            h.update(&s.fingerprint().to_le_bytes());
+        }
+        h.finalize()
+    }
+
+    /// The mixture part of a state of its loaders.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = Mixture::try_new(vec![a], &[1.0], Default::default())?;
+    /// assert_eq!(m.state().sources[0].sequences, 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn state(&self) -> MixtureState {
+        MixtureState {
+            version: MIXTURE_STATE_VERSION,
+            seed: self.options.seed,
+            weights: self.weights.clone(),
+            stop: self.options.stop,
+            sources: self
+                .sources
+                .iter()
+                .map(|s| SourceState {
+                    sequences: s.num_sequences(),
+                    fingerprint: s.fingerprint(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A loader of the mixture at the start of epoch 0 (see [`Loader`]):
+    /// `options.shuffle` shuffles each source's order (without it, each
+    /// source is read in dataset order).
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = std::sync::Arc::new(Mixture::try_new(vec![a], &[1.0], Default::default())?);
+    /// let ids: Vec<u64> = m.loader(Default::default())?.flat_map(|b| b.unwrap().ids).collect();
+    /// assert_eq!(ids, vec![0, 1, 2, 3]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn loader(self: &Arc<Self>, options: LoaderOptions) -> Result<Loader> {
+        Loader::build(Feed::Mixture(self.clone()), options, None)
+    }
+
+    /// A loader of the mixture that continues from `state` (of a loader of
+    /// an equal mixture), as [`Loader::resume`] does.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 9], vec![9], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = std::sync::Arc::new(Mixture::try_new(vec![a.clone(), a], &[1.0, 2.0], Default::default())?);
+    /// let options = LoaderOptions { batching: Batching::Sequences(2), ..Default::default() };
+    /// let mut loader = m.loader(options.clone())?;
+    /// loader.next().unwrap()?;
+    /// let state = loader.state();
+    /// let rest: Vec<u64> = loader.flat_map(|b| b.unwrap().ids).collect();
+    /// let again: Vec<u64> = m.resume(options, &state)?.flat_map(|b| b.unwrap().ids).collect();
+    /// assert_eq!(again, rest);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resume(self: &Arc<Self>, options: LoaderOptions, state: &LoaderState) -> Result<Loader> {
+        Loader::build(Feed::Mixture(self.clone()), options, Some(state))
+    }
+}
+
+/// The stream of one epoch of a mixture: per position, the drawn source and
+/// its next sequence (its pass `r` is the order of section 6 with seed
+/// `stream_seed(shuffle seed, epoch, 4, k)` and epoch `r`).
+#[derive(Debug)]
+pub(crate) struct MixedOrder {
+    mixture: Arc<Mixture>,
+    shuffle: Option<Shuffle>,
+    epoch: u64,
+    rng: Rng,
+    drawn: Vec<u64>,
+    orders: Vec<Option<EpochOrder>>,
+    left: u64,
+}
+
+impl MixedOrder {
+    pub(crate) fn new(mixture: Arc<Mixture>, shuffle: Option<Shuffle>, epoch: u64) -> Self {
+        let k = mixture.sources.len();
+        MixedOrder {
+            rng: mixture.draws(epoch),
+            left: mixture.num_sequences(epoch),
+            shuffle,
+            epoch,
+            drawn: vec![0; k],
+            orders: (0..k).map(|_| None).collect(),
+            mixture,
+        }
+    }
+
+    /// The order of pass `pass` of source `k`.
+    fn pass(&self, k: usize, pass: u64) -> EpochOrder {
+        let shuffle = self.shuffle.map(|s| Shuffle {
+            seed: stream_seed(s.seed, self.epoch, PURPOSE_SOURCE, k as u64),
+            buffer: s.buffer,
+        });
+        EpochOrder::new(self.mixture.counts[k].clone(), shuffle, pass)
+    }
+}
+
+impl Iterator for MixedOrder {
+    type Item = (usize, SequenceLocation);
+
+    fn next(&mut self) -> Option<(usize, SequenceLocation)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let k = self.mixture.pick(&mut self.rng);
+        let size = self.mixture.sources[k].num_sequences();
+        let j = self.drawn[k];
+        self.drawn[k] += 1;
+        if j.is_multiple_of(size.max(1)) {
+            self.orders[k] = Some(self.pass(k, j / size.max(1)));
+        }
+        let at = self.orders[k].as_mut()?.next()?;
+        Some((k, at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_weights(weights: &[f64]) -> Mixture {
+        let mut cumulative = Vec::new();
+        let mut total = 0.0;
+        for &w in weights {
+            total += w;
+            cumulative.push(total);
+        }
+        Mixture {
+            sources: Vec::new(),
+            counts: Vec::new(),
+            offsets: Vec::new(),
+            weights: weights.to_vec(),
+            cumulative,
+            options: MixtureOptions::default(),
+            last_len: Mutex::new(None),
+        }
+    }
+
+    #[test]
+    fn a_zero_weight_is_never_picked_and_the_rest_in_proportion() {
+        let m = with_weights(&[0.0, 1.0, 0.0, 3.0, 0.0]);
+        let mut rng = Rng::new(1);
+        let mut hist = [0u32; 5];
+        for _ in 0..40_000 {
+            hist[m.pick(&mut rng)] += 1;
+        }
+        assert_eq!((hist[0], hist[2], hist[4]), (0, 0, 0), "{hist:?}");
+        // 10,000 expected for source 1: sigma about 87.
+        assert!((9_500..10_500).contains(&hist[1]), "{hist:?}");
+    }
+}
