@@ -172,7 +172,8 @@ impl BufferPool {
     /// last among those less than twice as large (its bytes are the likeliest
     /// to be in the CPU's caches still), else the smallest.
     fn take(&self, len: usize) -> Option<memmap2::MmapMut> {
-        let mut free = self.inner.free.lock().ok()?;
+        // Never waits: a busy pool gives a new region (see `give_back`).
+        let mut free = self.inner.free.try_lock().ok()?;
         let fits = |m: &memmap2::MmapMut| m.len() >= len;
         let snug = free
             .iter()
@@ -190,10 +191,13 @@ impl BufferPool {
 
 impl Inner {
     /// A region whose buffer was dropped: kept if the pool has room (the
-    /// smallest region is unmapped when it has too many).
+    /// smallest region is unmapped when it has too many). Never waits for
+    /// the lock: a region dropped while another thread holds it (or in a
+    /// process forked while one did, where nobody will release it) is
+    /// unmapped instead of kept.
     fn give_back(&self, map: memmap2::MmapMut) {
         let keep = self.keep.load(std::sync::atomic::Ordering::Relaxed);
-        let dropped = match self.free.lock() {
+        let dropped = match self.free.try_lock() {
             Ok(mut free) => {
                 free.push(map);
                 if free.len() > keep {
@@ -324,6 +328,19 @@ mod tests {
         drop(pool);
         assert_eq!(b.as_slice()[5], 9);
         drop(b); // unmapped: no pool to go back to
+    }
+
+    #[test]
+    fn a_buffer_dropped_while_the_pool_is_locked_is_unmapped_without_waiting() {
+        let pool = BufferPool::new(2);
+        let b = pool.try_concat(&[&vec![1u8; 1 << 20]]).unwrap();
+        let held = pool.inner.free.lock().unwrap();
+        // As in a child forked while another thread held the lock: no wait.
+        drop(b);
+        let c = pool.try_concat(&[&vec![2u8; 1 << 20]]).unwrap();
+        drop(held);
+        assert_eq!(pool.free_regions(), 0);
+        assert_eq!(c.as_slice()[7], 2);
     }
 
     #[test]
