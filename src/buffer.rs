@@ -11,8 +11,10 @@
 //! the map, and keeps the map alive.
 
 mod large;
+mod pool;
 
 pub use large::Pages;
+pub use pool::BufferPool;
 
 use crate::error::{Error, Result};
 use std::fmt;

@@ -24,10 +24,19 @@ the sentence lengths, as numpy arrays:
          ``shuffle(seed)``, ``iter(batch_size)`` with the Arrow format, each
          batch's columns flattened to numpy arrays
 
-Page cache warm (every file read once first); runs interleaved across
-systems; each figure is the median of ``--reps`` runs, with the range. Each
-run returns a checksum (token ids and first embedding values, exact in
-float64), which must agree across systems.
+Each system is opened once per mini-batch size, before the clock, as a
+training loop opens its data once and runs epoch after epoch: the lodt
+``Dataset`` (its shard maps), the numpy memory maps, the HF dataset
+(``load_from_disk``); what an epoch does (for HF: ``shuffle`` too) is timed.
+``--fresh`` opens each system inside every timed epoch instead (maps faulted
+in again, every batch checked again on first read). Page cache warm (every
+file read once first); runs interleaved across systems (the first system
+rotates from one repetition to the next); each figure is the median of
+``--reps`` runs, with the range. Each run returns a checksum (token ids and
+first embedding values, exact in float64), which must agree across systems.
+The load average is printed at the start and at the end: on a busy machine,
+compare ratios within one run only. OpenBLAS runs one thread (no BLAS call
+is made; its spinning threads would only take a core from the systems).
 """
 
 from __future__ import annotations
@@ -41,9 +50,11 @@ import statistics
 import sys
 import time
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import lodt
+import numpy as np  # noqa: E402
+
+import lodt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_dataset import DIM, ROOT, Sum, files, warm, write_lodt  # noqa: E402
@@ -96,8 +107,11 @@ def write_hf(np_dir, out):
 # ---------------------------------------------------------------- the epochs
 
 
-def lodt_epoch(path, n, seed, batch):
-    ds = lodt.Dataset(path, batch_size=batch, shuffle=True, seed=seed, shuffle_buffer=n)
+def lodt_open(path, n, seed, batch):
+    return lodt.Dataset(path, batch_size=batch, shuffle=True, seed=seed, shuffle_buffer=n)
+
+
+def lodt_epoch(ds):
     s = Sum()
     for b in ds:
         tokens = np.asarray(b["tokens"])
@@ -138,10 +152,14 @@ class NumpyFloor:
         return s.value()
 
 
-def hf_epoch(path, seed, batch):
+def hf_open(path):
     import datasets
 
-    ds = datasets.load_from_disk(path).shuffle(seed=seed).with_format("arrow")
+    return datasets.load_from_disk(path)
+
+
+def hf_epoch(ds, seed, batch):
+    ds = ds.shuffle(seed=seed).with_format("arrow")
     s = Sum()
     for t in ds.iter(batch_size=batch):
         tokens = t.column("tokens").combine_chunks().flatten().to_numpy()
@@ -149,6 +167,10 @@ def hf_epoch(path, seed, batch):
         _lens = t.column("sent_lens").combine_chunks().flatten().to_numpy()
         s.add(tokens, emb, t.num_rows)
     return s.value()
+
+
+def load():
+    return f"{os.getloadavg()[0]:.2f}"
 
 
 def main():
@@ -160,6 +182,7 @@ def main():
     ap.add_argument("--systems", default="lodt,numpy,hf")
     ap.add_argument("--dir", default=os.path.join(ROOT, "target", "bench-epoch"))
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--fresh", action="store_true", help="open every system inside each timed epoch")
     a = ap.parse_args()
     paths = {s: os.path.join(a.dir, s) for s in ("lodt", "numpy", "hf")}
     systems = [s for s in a.systems.split(",") if s]
@@ -178,24 +201,32 @@ def main():
         if "hf" in systems:
             versions += f", datasets {__import__('datasets').__version__}"
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-              f"{versions}; {n} documents; median of {a.reps}; load {os.getloadavg()[0]:.2f}", flush=True)
-        floor = NumpyFloor(paths["numpy"])
+              f"{versions}; {n} documents; median of {a.reps}; "
+              f"{'each system opened in every epoch' if a.fresh else 'each system opened once, before the clock'}; "
+              f"load {load()} at the start", flush=True)
         rows = []
         for batch in [int(b) for b in a.batch_sizes.split(",")]:
             warm([p for p in paths.values() if os.path.exists(p)])
             order = lodt_order(paths["lodt"], n, a.seed, batch)
-            work = {
-                "lodt": lambda: lodt_epoch(paths["lodt"], n, a.seed, batch),
-                "numpy": lambda: floor.epoch(order),
-                "hf": lambda: hf_epoch(paths["hf"], a.seed, batch),
+            opens = {
+                "lodt": lambda: lodt_open(paths["lodt"], n, a.seed, batch),
+                "numpy": lambda: NumpyFloor(paths["numpy"]),
+                "hf": lambda: hf_open(paths["hf"]),
             }
+            epochs = {
+                "lodt": lodt_epoch,
+                "numpy": lambda floor: floor.epoch(order),
+                "hf": lambda ds: hf_epoch(ds, a.seed, batch),
+            }
+            opened = {} if a.fresh else {s: opens[s]() for s in systems}
             times = {s: [] for s in systems}
             sums = {}
-            for _ in range(a.reps):
-                for s in systems:
+            for rep in range(a.reps):
+                for k in range(len(systems)):
+                    s = systems[(rep + k) % len(systems)]
                     gc.collect()
                     t = time.perf_counter()
-                    v = work[s]()
+                    v = epochs[s](opens[s]() if a.fresh else opened[s])
                     times[s].append(time.perf_counter() - t)
                     sums.setdefault(s, v)
             if len({v for v in sums.values()}) != 1:
@@ -203,8 +234,8 @@ def main():
             med = {s: statistics.median(t) for s, t in times.items()}
             rng = {s: (min(t), max(t)) for s, t in times.items()}
             rows.append((batch, med, rng))
-            print(f"batch {batch}: " + ", ".join(f"{s} {med[s]:.3f} s [{rng[s][0]:.3f}-{rng[s][1]:.3f}]" for s in systems),
-                  flush=True)
+            print(f"batch {batch}: " + ", ".join(f"{s} {med[s]:.3f} s [{rng[s][0]:.3f}-{rng[s][1]:.3f}]" for s in systems)
+                  + f"; load {load()}", flush=True)
         print()
         print("| mini-batch | " + " | ".join(systems) + " | lodt / numpy floor | " + ("hf / lodt |" if "hf" in systems else ""))
         print("|---|" + "---:|" * len(systems) + "---:|" + ("---:|" if "hf" in systems else ""))
@@ -213,8 +244,11 @@ def main():
             ratio = f"{med['lodt'] / med['numpy']:.2f}×" if "numpy" in med and "lodt" in med else ""
             hf = f" {med['hf'] / med['lodt']:.2f}× |" if "hf" in med and "lodt" in med else ""
             print(f"| {batch} | {cells} | {ratio} |{hf}")
-        if len(rows) == 2 and "lodt" in systems:
-            print(f"\nlodt epoch, batches of {rows[1][0]} / of {rows[0][0]}: {rows[1][1]['lodt'] / rows[0][1]['lodt']:.2f}×")
+        if len(rows) == 2:
+            (b0, m0, _), (b1, m1, _) = rows
+            print(f"\nepoch time (the same bytes), batches of {b1} / of {b0}: "
+                  + ", ".join(f"{s} {m1[s] / m0[s]:.2f}×" for s in systems))
+        print(f"load {load()} at the end")
     finally:
         if not a.keep:
             shutil.rmtree(a.dir, ignore_errors=True)

@@ -301,6 +301,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
                         self._states[consumer] = state
                     self._last = local
                 yield _Delivered(out, consumer, local, state) if report else out
+                # Not held while the next one is gathered: its buffers go back
+                # to the dataset's pool once the caller drops it too.
+                del item, batch, out
         finally:
             with self._progress_lock:
                 if self._live.get(consumer) is loader:

@@ -69,12 +69,7 @@ impl Buffer {
         let overflow = Error::Overflow {
             what: "concatenated buffer",
         };
-        let len = parts
-            .iter()
-            .try_fold(0usize, |n, p| n.checked_add(p.len()))
-            .ok_or(Error::Overflow {
-                what: "concatenated buffer",
-            })?;
+        let len = total_len(parts)?;
         if len < MAP_AT {
             let mut data: Vec<u8> = Vec::new();
             data.try_reserve_exact(len).map_err(|_| overflow)?;
@@ -100,16 +95,31 @@ impl Buffer {
                 .map_err(|_| overflow)?,
         };
         let mut storage = MappedBytes { map, len };
-        let mut at = 0usize;
         if let Some(dst) = storage.bytes_mut() {
-            for part in parts {
-                // In range: `len` is the sum of the parts' lengths.
-                if let Some(window) = dst.get_mut(at..at + part.len()) {
-                    window.copy_from_slice(part);
-                }
-                at += part.len();
-            }
+            fill(dst, parts);
         }
         Ok(Buffer::from_storage(Arc::new(storage)))
+    }
+}
+
+/// The sum of the parts' lengths, or an error if it overflows.
+pub(super) fn total_len(parts: &[&[u8]]) -> Result<usize> {
+    parts
+        .iter()
+        .try_fold(0usize, |n, p| n.checked_add(p.len()))
+        .ok_or(Error::Overflow {
+            what: "concatenated buffer",
+        })
+}
+
+/// `parts` copied one after another to the start of `dst`, which holds at
+/// least their total length (what does not fit is not copied).
+pub(super) fn fill(dst: &mut [u8], parts: &[&[u8]]) {
+    let mut at = 0usize;
+    for part in parts {
+        if let Some(window) = dst.get_mut(at..at + part.len()) {
+            window.copy_from_slice(part);
+        }
+        at += part.len();
     }
 }

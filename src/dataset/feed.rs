@@ -49,6 +49,15 @@ impl Feed {
         }
     }
 
+    /// The pool the loader gathers mini-batches into: the dataset's, or the
+    /// first source's for a mixture (one pool per loader either way).
+    pub(crate) fn buffers(&self) -> &crate::buffer::BufferPool {
+        match self {
+            Feed::Dataset { dataset, .. } => dataset.buffers(),
+            Feed::Mixture(m) => m.sources()[0].buffers(),
+        }
+    }
+
     /// Source `k` (0 for a single dataset).
     pub(crate) fn source(&self, k: usize) -> Option<&Arc<Dataset>> {
         match self {

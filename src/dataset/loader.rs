@@ -1,6 +1,7 @@
 //! [`Loader`]: a streaming, shuffling, partitioned and resumable iterator
 //! over a dataset's top-level sequences, re-batched into mini-batches.
 
+use super::batch_cache::BatchCache;
 use super::error::{DatasetError, Result};
 use super::feed::{Feed, Order};
 use super::mixture::MixtureState;
@@ -18,8 +19,9 @@ use std::thread::JoinHandle;
 /// The version of [`LoaderState`] this crate writes and reads.
 const STATE_VERSION: u32 = 1;
 
-/// Batches of the producer's cache (the batches recent sequences came from).
-const CACHE: usize = 8;
+/// Batches of the producer's cache (the batches recent sequences came
+/// from): 4,096, a few hundred bytes each.
+const CACHE: usize = 4096;
 
 /// How sequences are grouped into mini-batches.
 ///
@@ -488,7 +490,7 @@ struct Producer {
     pos: u64,
     skip_at: usize,
     tail_index: u64,
-    cache: Vec<((usize, usize, usize), Vec<LodTensor>)>,
+    cache: BatchCache,
     carry: Option<Fetched>,
     done: bool,
     stop: Arc<AtomicBool>,
@@ -545,28 +547,21 @@ impl Producer {
     }
 
     fn fetch(&mut self, (source, at): (usize, SequenceLocation)) -> Result<Fetched> {
-        let key = (source, at.shard, at.batch);
-        let columns = match self.cache.iter().position(|(k, _)| *k == key) {
-            Some(i) => self.cache.remove(i).1,
-            None => match self.feed.source(source) {
-                Some(dataset) => dataset.batch_columns(at.shard, at.batch)?,
-                None => {
-                    return Err(DatasetError::Loader(format!(
-                        "the order names source {source}, which the loader does not have"
-                    )));
-                }
-            },
+        let Some(dataset) = self.feed.source(source) else {
+            return Err(DatasetError::Loader(format!(
+                "the order names source {source}, which the loader does not have"
+            )));
         };
         let id = self.feed.id_of(source, at);
-        let tensors = columns
+        let tensors = self
+            .cache
+            .get_or_load((source, at.shard, at.batch), || {
+                dataset.batch_columns(at.shard, at.batch)
+            })?
             .iter()
             .map(|c| c.slice_top(at.index, at.index.saturating_add(1)))
             .collect::<crate::Result<Vec<_>>>()
             .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
-        if self.cache.len() >= CACHE {
-            self.cache.remove(0);
-        }
-        self.cache.push((key, columns));
         let rows = match self.group {
             Group::Rows { tensor, .. } => tensors.get(tensor).map_or(0, LodTensor::rows),
             Group::Sequences(_) => 0,
@@ -636,12 +631,12 @@ impl Producer {
             // One pass over the bytes (`ops::concat`): every sequence has the
             // schema's layout, checked as its batch was read.
             let parts: Vec<&LodTensor> = seqs.iter().filter_map(|s| s.tensors.get(k)).collect();
-            let merged = crate::ops::concat::join(
+            let merged = crate::ops::concat::join_into(
                 &parts,
                 t.dtype,
                 &t.element_shape,
                 t.lod_levels,
-                crate::buffer::Pages::Prefaulted,
+                |bytes| self.feed.buffers().try_concat(bytes),
             )
             .map_err(|e| DatasetError::tensor(format!("merging tensor {:?}", t.name), e))?;
             batch
@@ -887,6 +882,11 @@ impl Loader {
                 "the shuffle buffer must hold at least 1 sequence".into(),
             ));
         }
+        // The mini-batches in flight: the queue, one being built, the one
+        // the caller holds and the one before it (dropped as the next comes).
+        let in_flight = options.prefetch.saturating_add(3);
+        feed.buffers()
+            .keep_at_least(in_flight.saturating_mul(feed.schema().tensors.len()));
         let (epoch, base, start) = match state {
             None => (0, Base::default(), 0),
             Some(state) => plan(&feed, &options, consumers, consumer, state)?,
@@ -933,7 +933,7 @@ impl Loader {
             pos: 0,
             skip_at: 0,
             tail_index: 0,
-            cache: Vec::new(),
+            cache: BatchCache::new(CACHE),
             carry: None,
             done: false,
             stop: stop.clone(),
@@ -1224,5 +1224,57 @@ impl Iterator for Loader {
 impl Drop for Loader {
     fn drop(&mut self) {
         self.stop_source();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Lod;
+
+    /// 8 batches of 4 sequences of 600 int64 rows (4,800 bytes each), so
+    /// that a mini-batch of 16 (76,800 bytes) is a pooled buffer.
+    fn dataset(dir: &std::path::Path) -> Arc<Dataset> {
+        let mut w = crate::dataset::DatasetWriter::create(dir, Default::default()).unwrap();
+        for k in 0..8i64 {
+            let lod = Lod::try_from_lengths(&[vec![600; 4]]).unwrap();
+            let x =
+                LodTensor::from_vec((0..2400).map(|i| k * 10_000 + i).collect(), vec![2400], lod)
+                    .unwrap();
+            w.write(&Batch::try_from_tensors([("x", x)]).unwrap())
+                .unwrap();
+        }
+        w.finish().unwrap();
+        Arc::new(Dataset::open(dir).unwrap())
+    }
+
+    #[test]
+    fn mini_batch_buffers_go_back_to_the_datasets_pool_and_the_next_loader_fills_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let dataset = dataset(dir.path());
+        let options = LoaderOptions {
+            batching: Batching::Sequences(16),
+            prefetch: 0,
+            ..Default::default()
+        };
+        assert_eq!(dataset.buffers().free_regions(), 0);
+        let mut first = Vec::new();
+        for b in Loader::new(dataset.clone(), options.clone()).unwrap() {
+            let b = b.unwrap();
+            first.push(b.batch.get("x").unwrap().as_bytes().as_ptr() as usize);
+        }
+        // Each mini-batch was dropped before the next was gathered: one
+        // region served both.
+        assert_eq!(first, vec![first[0]; 2]);
+        assert_eq!(dataset.buffers().free_regions(), 1);
+        assert!(dataset.buffers().keep() >= 3);
+        let mut second = Loader::new(dataset.clone(), options).unwrap();
+        let b = second.next().unwrap().unwrap();
+        assert_eq!(
+            b.batch.get("x").unwrap().as_bytes().as_ptr() as usize,
+            first[0]
+        );
+        assert_eq!(dataset.buffers().free_regions(), 0);
+        assert_eq!(b.batch, dataset.take(&b.ids).unwrap());
     }
 }

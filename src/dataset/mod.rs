@@ -77,6 +77,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod batch_cache;
 mod commit;
 mod error;
 mod feed;

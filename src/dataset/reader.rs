@@ -138,6 +138,8 @@ pub struct Dataset {
     /// the shard's total.
     batch_starts: Vec<Vec<u64>>,
     shards: Vec<OnceLock<OpenedShard>>,
+    /// The buffers its loaders gather mini-batches into, recycled.
+    buffers: crate::buffer::BufferPool,
 }
 
 impl std::fmt::Debug for Dataset {
@@ -208,7 +210,15 @@ impl Dataset {
             shard_starts,
             batch_starts,
             shards,
+            buffers: crate::buffer::BufferPool::new(0),
         }
+    }
+
+    /// The pool the dataset's loaders gather mini-batches into (shared by
+    /// every loader of this `Dataset`, so a new epoch's loader reuses the
+    /// last one's buffers).
+    pub(crate) fn buffers(&self) -> &crate::buffer::BufferPool {
+        &self.buffers
     }
 
     /// The store the dataset is read from.

@@ -100,6 +100,20 @@ pub(crate) fn join(
     levels: usize,
     pages: Pages,
 ) -> Result<LodTensor> {
+    join_into(parts, dtype, element_shape, levels, |bytes| {
+        Buffer::try_concat(bytes, pages)
+    })
+}
+
+/// [`join`], the bytes copied by `copy` (into fresh memory, or a
+/// [`BufferPool`](crate::buffer::BufferPool)'s).
+pub(crate) fn join_into(
+    parts: &[&LodTensor],
+    dtype: DType,
+    element_shape: &[usize],
+    levels: usize,
+    copy: impl FnOnce(&[&[u8]]) -> Result<Buffer>,
+) -> Result<LodTensor> {
     let rows = parts
         .iter()
         .try_fold(0usize, |n, p| n.checked_add(p.rows()))
@@ -107,7 +121,7 @@ pub(crate) fn join(
             what: "concatenated tensor rows",
         })?;
     let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
-    let data = Buffer::try_concat(&bytes, pages)?;
+    let data = copy(&bytes)?;
     let lod = if parts.is_empty() {
         Lod::try_from_stored(vec![vec![0]; levels])?
     } else {
