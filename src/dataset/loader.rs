@@ -14,7 +14,7 @@ use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 
 /// The version of [`LoaderState`] this crate writes and reads.
-const STATE_VERSION: u32 = 1;
+pub(super) const STATE_VERSION: u32 = 1;
 
 /// Batches of the producer's cache (the batches recent sequences came from).
 const CACHE: usize = 8;
@@ -233,6 +233,10 @@ pub struct LoaderState {
     pub consumers: u64,
     /// Per consumer (by index), how many of the rest it consumed.
     pub consumed: BTreeMap<u64, u64>,
+    /// A packing consumer's window (version 2, `spec/DATASET.md` 7.4): see
+    /// [`PackedLoader`](super::PackedLoader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packing: Option<super::pack::PackState>,
 }
 
 impl LoaderState {
@@ -259,14 +263,7 @@ impl LoaderState {
             serde_json::from_value(value.clone()).map_err(|e| DatasetError::BadState {
                 reason: format!("not a loader state: {e}"),
             })?;
-        if state.version != STATE_VERSION {
-            return Err(DatasetError::BadState {
-                reason: format!(
-                    "state version {}, this lodt reads version {STATE_VERSION}",
-                    state.version
-                ),
-            });
-        }
+        super::pack::check_version(&state)?;
         Ok(state)
     }
 
@@ -303,6 +300,7 @@ impl LoaderState {
                 "LoaderState::merge needs at least one state".into(),
             ));
         };
+        super::pack::check_mergeable(states)?;
         let mut out = first.clone();
         for (i, s) in states.iter().enumerate().skip(1) {
             let differ = |what: &str, a: String, b: String| DatasetError::BadState {
@@ -1089,6 +1087,7 @@ impl Loader {
             skip: self.base.skip.clone(),
             consumers: self.consumers,
             consumed: [(self.consumer, self.start + self.delivered)].into(),
+            packing: None,
         }
     }
 }

@@ -1,0 +1,686 @@
+//! Packing (`spec/DATASET.md` section 7.4): a consumer's sequences grouped
+//! best-fit into bins of a row (token) budget, optionally `R` bins of `L`
+//! rows per mini-batch, and the variable-length views training kernels take
+//! (`cu_seqlens`, `max_seqlen`, `position_ids`).
+//!
+//! Packing is a stage over any stream of sequences that can say where it is
+//! ([`Loader`] with [`Batching::Sequences`]): it reads a window of `buffer`
+//! sequences as one mini-batch, packs it, and keeps the state of the stream
+//! at the window's start, so that resuming reads that window again.
+
+use super::error::{DatasetError, Result};
+use super::loader::{Batching, Loader, LoaderOptions, LoaderState, MiniBatch, STATE_VERSION};
+use super::reader::Dataset;
+use crate::batch::Batch;
+use crate::tensor::LodTensor;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
+
+/// The loader state version of a packing consumer.
+const PACK_VERSION: u32 = 2;
+
+/// How a [`PackedLoader`] packs (see `spec/DATASET.md` section 7.4).
+///
+/// ```
+/// let o = lodt::dataset::PackOptions::tokens(16384);
+/// assert_eq!((o.capacity, o.rows, o.buffer), (16384, None, 1000));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackOptions {
+    /// The bin's capacity in rows of `tensor`: the token budget of a
+    /// mini-batch, or with `rows` the row length `L`.
+    pub capacity: usize,
+    /// `Some(R)`: `R` bins per mini-batch (a fixed `[R, L]` shape).
+    pub rows: Option<usize>,
+    /// The window, in sequences, packed at once (best-fit decreasing).
+    pub buffer: usize,
+    /// The tensor whose rows count (default: the schema's first).
+    pub tensor: Option<String>,
+}
+
+impl PackOptions {
+    /// A token budget of `capacity` rows per mini-batch, a window of 1,000
+    /// sequences, counting the schema's first tensor.
+    ///
+    /// ```
+    /// assert_eq!(lodt::dataset::PackOptions::tokens(8).rows, None);
+    /// ```
+    pub fn tokens(capacity: usize) -> Self {
+        PackOptions {
+            capacity,
+            rows: None,
+            buffer: 1000,
+            tensor: None,
+        }
+    }
+}
+
+/// The packing part of a version-2 [`LoaderState`].
+///
+/// ```
+/// let s = lodt::dataset::PackState { capacity: 8, rows: None, buffer: 4,
+///     tensor: "x".into(), carry: vec![3], delivered: 1 };
+/// assert_eq!(serde_json::to_value(&s)?["carry"], serde_json::json!([3]));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackState {
+    /// [`PackOptions::capacity`].
+    pub capacity: usize,
+    /// [`PackOptions::rows`].
+    pub rows: Option<usize>,
+    /// [`PackOptions::buffer`].
+    pub buffer: usize,
+    /// The name of the tensor whose rows count.
+    pub tensor: String,
+    /// The ids of the current window's carry, in window order.
+    pub carry: Vec<u64>,
+    /// The mini-batches of the current window already delivered.
+    pub delivered: u64,
+}
+
+/// Checks a state's version against its `packing` field.
+pub(super) fn check_version(state: &LoaderState) -> Result<()> {
+    match (state.version, &state.packing) {
+        (STATE_VERSION, None) | (PACK_VERSION, Some(_)) => Ok(()),
+        (v, p) => Err(DatasetError::BadState {
+            reason: format!(
+                "state version {v} {} `packing`: this lodt reads version {STATE_VERSION} without it and version {PACK_VERSION} with it",
+                if p.is_some() { "with" } else { "without" }
+            ),
+        }),
+    }
+}
+
+/// Refuses to merge packing states (another world size is not supported for
+/// packing in this version of the spec).
+pub(super) fn check_mergeable(states: &[LoaderState]) -> Result<()> {
+    if states.iter().any(|s| s.packing.is_some()) {
+        return Err(DatasetError::BadState {
+            reason: "these are packing states (version 2): resuming packing with another number of consumers is not supported; resume each consumer from its own state".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Best-fit decreasing of `lengths` into bins of `capacity`: the bins in
+/// creation order, each the indices of its members, increasing. An item
+/// longer than `capacity` is a bin by itself.
+///
+/// ```
+/// let bins = lodt::dataset::best_fit(&[5, 3, 4, 2, 9], 8);
+/// assert_eq!(bins, vec![vec![4], vec![0, 1], vec![2, 3]]);
+/// ```
+pub fn best_fit(lengths: &[usize], capacity: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
+    let mut bins: Vec<Vec<usize>> = Vec::new();
+    // (free rows, bin index): the least free that fits, ties the earliest.
+    let mut free: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for i in order {
+        let len = lengths[i];
+        let fit = if len > capacity {
+            None
+        } else {
+            free.range((len, 0)..).next().copied()
+        };
+        match fit {
+            Some((f, b)) => {
+                free.remove(&(f, b));
+                free.insert((f - len, b));
+                bins[b].push(i);
+            }
+            None => {
+                free.insert((capacity.saturating_sub(len), bins.len()));
+                bins.push(vec![i]);
+            }
+        }
+    }
+    for b in &mut bins {
+        b.sort_unstable();
+    }
+    bins
+}
+
+/// The bins a window keeps back as the next window's carry (indices into
+/// `bins`), per section 7.4.
+fn kept_back(
+    bins: &[Vec<usize>],
+    lengths: &[usize],
+    capacity: usize,
+    rows: Option<usize>,
+) -> Vec<usize> {
+    match rows {
+        None => {
+            let mut best: Option<(usize, usize)> = None;
+            for (b, members) in bins.iter().enumerate() {
+                let used: usize = members.iter().map(|&i| lengths[i]).sum();
+                let f = capacity.saturating_sub(used);
+                if best.is_none_or(|(bf, _)| f >= bf) {
+                    best = Some((f, b));
+                }
+            }
+            best.map(|(_, b)| vec![b]).unwrap_or_default()
+        }
+        Some(r) => {
+            let n = bins.len();
+            let keep = match n % r {
+                0 => r.min(n),
+                k => k,
+            };
+            (n - keep..n).collect()
+        }
+    }
+}
+
+/// One sequence of a window: its id, tensors (views) and length.
+struct Seq {
+    id: u64,
+    tensors: Vec<LodTensor>,
+    rows: usize,
+}
+
+/// A packed mini-batch: the sequences of its bins, in order, as one
+/// [`MiniBatch`], and where each bin (row of an `[R, L]` batch) starts.
+///
+/// ```
+/// let b = lodt::dataset::PackedBatch { batch: lodt::dataset::MiniBatch { epoch: 0, ids: vec![2, 0], batch: lodt::Batch::new() }, bins: vec![0, 1, 2] };
+/// assert_eq!(b.bins.len() - 1, 2); // two bins of one sequence each
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackedBatch {
+    /// The sequences.
+    pub batch: MiniBatch,
+    /// Bin `b` holds sequences `bins[b]..bins[b + 1]` (one bin without
+    /// [`PackOptions::rows`]).
+    pub bins: Vec<usize>,
+}
+
+impl PackedBatch {
+    /// Per bin (row), the `cu_seqlens` of level `level` of `tensor`
+    /// relative to the row's first row, concatenated, and where each row's
+    /// list starts in it (`rows + 1` entries).
+    ///
+    /// ```
+    /// use lodt::{Batch, Lod, LodTensor};
+    /// let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![2, 1, 3]])?)?;
+    /// let b = lodt::dataset::PackedBatch { batch: lodt::dataset::MiniBatch { epoch: 0, ids: vec![0, 1, 2],
+    ///     batch: Batch::try_from_tensors([("x", x)])? }, bins: vec![0, 2, 3] };
+    /// let (cu, starts) = b.row_cu_seqlens("x", 0)?;
+    /// assert_eq!((cu, starts), (vec![0, 2, 3, 0, 3], vec![0, 3, 5]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn row_cu_seqlens(&self, tensor: &str, level: usize) -> Result<(Vec<i32>, Vec<usize>)> {
+        let t = self.batch.batch.get(tensor).ok_or_else(|| {
+            DatasetError::InvalidArgument(format!("the packed batch has no tensor {tensor:?}"))
+        })?;
+        let abs = absolute(t, level)?;
+        let top = absolute(t, 0)?;
+        let mut cu = Vec::new();
+        cu.try_reserve(abs.len() + self.bins.len())
+            .map_err(|e| DatasetError::Loader(format!("row cu_seqlens: {e}")))?;
+        let mut starts = Vec::with_capacity(self.bins.len());
+        let mut k = 0usize;
+        for w in self.bins.windows(2) {
+            let (lo, hi) = (
+                top.get(w[0]).copied().unwrap_or(0),
+                top.get(w[1]).copied().unwrap_or(0),
+            );
+            starts.push(cu.len());
+            while k < abs.len() && abs[k] < lo {
+                k += 1;
+            }
+            while k < abs.len() && abs[k] <= hi {
+                cu.push(to_i32(abs[k] - lo)?);
+                if abs[k] == hi {
+                    break;
+                }
+                k += 1;
+            }
+        }
+        starts.push(cu.len());
+        Ok((cu, starts))
+    }
+}
+
+/// The variable-length view of one LoD level of a tensor, as
+/// FlashAttention's varlen functions and PyTorch's jagged tensors take it.
+///
+/// ```
+/// use lodt::{Lod, LodTensor};
+/// let x = LodTensor::from_vec((0..5i64).collect(), vec![5], Lod::try_from_lengths(&[vec![2, 3]])?)?;
+/// let v = lodt::dataset::varlen(&x, 0)?;
+/// assert_eq!(v.cu_seqlens, vec![0, 2, 5]);
+/// assert_eq!(v.max_seqlen, 3);
+/// assert_eq!(v.position_ids, vec![0, 1, 0, 1, 2]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Varlen {
+    /// The level's sequences as row offsets relative to the tensor's first
+    /// row, first 0.
+    pub cu_seqlens: Vec<i32>,
+    /// The longest sequence, in rows.
+    pub max_seqlen: usize,
+    /// Per row, its position in its sequence (restarting at 0).
+    pub position_ids: Vec<i64>,
+}
+
+/// Level `level`'s offsets in rows, rebased to 0.
+fn absolute(t: &LodTensor, level: usize) -> Result<Vec<u64>> {
+    let levels = t.lod().num_levels();
+    if level >= levels {
+        return Err(DatasetError::InvalidArgument(format!(
+            "level {level}: the tensor has {levels} LoD level(s) (0 is the outermost)"
+        )));
+    }
+    let mut abs = t.lod().to_absolute().swap_remove(level);
+    let base = abs.first().copied().unwrap_or(0);
+    for o in &mut abs {
+        *o -= base;
+    }
+    Ok(abs)
+}
+
+fn to_i32(x: u64) -> Result<i32> {
+    i32::try_from(x).map_err(|_| {
+        DatasetError::InvalidArgument(format!(
+            "offset {x} does not fit cu_seqlens' int32 (at most {})",
+            i32::MAX
+        ))
+    })
+}
+
+/// The [`Varlen`] view of level `level` (0: outermost) of `t`: an outer
+/// level's sequences are measured in rows.
+///
+/// ```
+/// use lodt::{Lod, LodTensor};
+/// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+/// let x = LodTensor::from_vec((0..6i64).collect(), vec![6], lod)?;
+/// assert_eq!(lodt::dataset::varlen(&x, 0)?.cu_seqlens, vec![0, 3, 6]);
+/// assert_eq!(lodt::dataset::varlen(&x, 1)?.cu_seqlens, vec![0, 1, 3, 6]);
+/// assert!(lodt::dataset::varlen(&x, 2).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn varlen(t: &LodTensor, level: usize) -> Result<Varlen> {
+    let abs = absolute(t, level)?;
+    let mut cu_seqlens = Vec::new();
+    cu_seqlens
+        .try_reserve(abs.len())
+        .map_err(|e| DatasetError::Loader(format!("cu_seqlens of {} sequences: {e}", abs.len())))?;
+    let total = abs.last().copied().unwrap_or(0);
+    let mut position_ids = Vec::new();
+    position_ids
+        .try_reserve(usize::try_from(total).unwrap_or(usize::MAX))
+        .map_err(|e| DatasetError::Loader(format!("position_ids of {total} rows: {e}")))?;
+    let mut max_seqlen = 0u64;
+    for (i, &o) in abs.iter().enumerate() {
+        cu_seqlens.push(to_i32(o)?);
+        if let Some(&next) = abs.get(i + 1) {
+            let len = next - o;
+            max_seqlen = max_seqlen.max(len);
+            position_ids.extend(0..len as i64);
+        }
+    }
+    Ok(Varlen {
+        cu_seqlens,
+        max_seqlen: max_seqlen as usize,
+        position_ids,
+    })
+}
+
+/// A [`Loader`] that packs (`spec/DATASET.md` section 7.4): each item is a
+/// [`PackedBatch`] of whole sequences, at most
+/// [`PackOptions::capacity`] rows per bin (a longer sequence alone), chosen
+/// best-fit from a window of [`PackOptions::buffer`] sequences. Every
+/// sequence of the consumer's share of the epoch is delivered exactly once;
+/// [`PackedLoader::state`] resumes exactly with the same consumers.
+///
+/// ```
+/// use lodt::dataset::{Dataset, DatasetWriter, LoaderOptions, PackOptions, PackedLoader};
+/// use lodt::{Batch, Lod, LodTensor};
+/// use std::sync::Arc;
+/// let dir = tempfile::tempdir()?;
+/// let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+/// let lod = Lod::try_from_lengths(&[vec![5, 3, 4, 2]])?;
+/// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec((0..14i32).collect(), vec![14], lod)?)])?)?;
+/// w.finish()?;
+/// let dataset = Arc::new(Dataset::open(dir.path())?);
+/// let loader = PackedLoader::new(dataset, LoaderOptions::default(), PackOptions::tokens(8))?;
+/// let ids: Vec<Vec<u64>> = loader.map(|b| b.map(|b| b.batch.ids)).collect::<Result<_, _>>()?;
+/// assert_eq!(ids, vec![vec![0, 1], vec![2, 3]]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PackedLoader {
+    dataset: Arc<Dataset>,
+    inner: Loader,
+    options: PackOptions,
+    tensor: usize,
+    tensor_name: String,
+    /// The stream's state before the current window's new sequences.
+    window_state: LoaderState,
+    carry_ids: Vec<u64>,
+    delivered: u64,
+    /// Mini-batches of the current window to skip (after a resume).
+    skip: u64,
+    ready: VecDeque<PackedBatch>,
+    next_carry: Vec<Seq>,
+    done: bool,
+}
+
+impl std::fmt::Debug for PackedLoader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackedLoader")
+            .field("options", &self.options)
+            .field("inner", &self.inner)
+            .field("delivered", &self.delivered)
+            .finish()
+    }
+}
+
+impl PackedLoader {
+    /// A packing loader at the start of epoch 0. `options.batching` and
+    /// `options.drop_last` are replaced (the stream is read in windows).
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// assert!(PackedLoader::new(dataset, LoaderOptions::default(), PackOptions::tokens(0)).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(dataset: Arc<Dataset>, options: LoaderOptions, pack: PackOptions) -> Result<Self> {
+        Self::build(dataset, options, pack, None)
+    }
+
+    /// A packing loader that continues from `state` (a state this consumer
+    /// saved with [`PackedLoader::state`], same options).
+    ///
+    /// ```
+    /// use lodt::dataset::{Dataset, DatasetWriter, LoaderOptions, PackOptions, PackedLoader};
+    /// use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let lod = Lod::try_from_lengths(&[vec![5, 3, 4, 2, 7, 1]])?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec((0..22i32).collect(), vec![22], lod)?)])?)?;
+    /// # w.finish()?;
+    /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let pack = PackOptions { buffer: 3, ..PackOptions::tokens(8) };
+    /// let mut a = PackedLoader::new(dataset.clone(), LoaderOptions::default(), pack.clone())?;
+    /// a.next().unwrap()?;
+    /// let state = a.state();
+    /// let rest: Vec<_> = a.map(|b| b.unwrap().batch.ids).collect();
+    /// let b = PackedLoader::resume(dataset, LoaderOptions::default(), pack, &state)?;
+    /// assert_eq!(b.map(|b| b.unwrap().batch.ids).collect::<Vec<_>>(), rest);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resume(
+        dataset: Arc<Dataset>,
+        options: LoaderOptions,
+        pack: PackOptions,
+        state: &LoaderState,
+    ) -> Result<Self> {
+        Self::build(dataset, options, pack, Some(state))
+    }
+
+    fn build(
+        dataset: Arc<Dataset>,
+        mut options: LoaderOptions,
+        pack: PackOptions,
+        state: Option<&LoaderState>,
+    ) -> Result<Self> {
+        if pack.capacity == 0 || pack.buffer == 0 || pack.rows == Some(0) {
+            return Err(DatasetError::InvalidArgument(format!(
+                "packing capacity {}, buffer {}, rows {:?}: each must be at least 1",
+                pack.capacity, pack.buffer, pack.rows
+            )));
+        }
+        let schema = dataset.schema();
+        let tensor = match &pack.tensor {
+            None => 0,
+            Some(name) => schema.position(name).ok_or_else(|| {
+                DatasetError::InvalidArgument(format!(
+                    "packing counts the rows of tensor {name:?}, which the dataset does not have (it has {})",
+                    crate::error::name_list(schema.tensors.iter().map(|t| t.name.as_str()))
+                ))
+            })?,
+        };
+        let tensor_name = schema
+            .tensors
+            .get(tensor)
+            .map(|t| t.name.clone())
+            .unwrap_or_default();
+        options.batching = Batching::Sequences(pack.buffer);
+        options.drop_last = false;
+        let (inner, carry_ids, skip) = match state {
+            None => (Loader::new(dataset.clone(), options)?, Vec::new(), 0),
+            Some(state) => {
+                let Some(p) = &state.packing else {
+                    return Err(DatasetError::BadState {
+                        reason: "the state is not a packing loader's (it has no `packing`)".into(),
+                    });
+                };
+                let mine = (pack.capacity, pack.rows, pack.buffer, tensor_name.as_str());
+                let saved = (p.capacity, p.rows, p.buffer, p.tensor.as_str());
+                if mine != saved {
+                    return Err(DatasetError::BadState {
+                        reason: format!(
+                            "it was saved with packing (capacity, rows, buffer, tensor) {saved:?}, the options say {mine:?}"
+                        ),
+                    });
+                }
+                let mut plain = state.clone();
+                plain.version = STATE_VERSION;
+                plain.packing = None;
+                (
+                    Loader::resume(dataset.clone(), options, &plain)?,
+                    p.carry.clone(),
+                    p.delivered,
+                )
+            }
+        };
+        let carry = if carry_ids.is_empty() {
+            Vec::new()
+        } else {
+            let batch = dataset.take(&carry_ids)?;
+            split(&carry_ids, &batch, tensor)?
+        };
+        let window_state = inner.state();
+        let mut loader = PackedLoader {
+            dataset,
+            inner,
+            options: pack,
+            tensor,
+            tensor_name,
+            window_state,
+            carry_ids: Vec::new(),
+            delivered: 0,
+            skip,
+            ready: VecDeque::new(),
+            next_carry: carry,
+            done: false,
+        };
+        loader.load_window()?;
+        Ok(loader)
+    }
+
+    /// The dataset.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let l = PackedLoader::new(dataset, LoaderOptions::default(), PackOptions::tokens(4))?;
+    /// assert_eq!(l.dataset().num_sequences(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dataset(&self) -> &Arc<Dataset> {
+        &self.dataset
+    }
+
+    /// The current epoch.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// # let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let mut l = PackedLoader::new(dataset, LoaderOptions::default(), PackOptions::tokens(4))?;
+    /// l.set_epoch(2)?;
+    /// assert_eq!(l.epoch(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn epoch(&self) -> u64 {
+        self.inner.epoch()
+    }
+
+    /// Starts epoch `epoch` from its beginning.
+    ///
+    /// See [`PackedLoader::epoch`].
+    pub fn set_epoch(&mut self, epoch: u64) -> Result<()> {
+        self.inner.set_epoch(epoch)?;
+        self.ready.clear();
+        self.next_carry.clear();
+        self.skip = 0;
+        self.done = false;
+        self.load_window()
+    }
+
+    /// Where the loader is (what it delivered): a version-2
+    /// [`LoaderState`]. See [`PackedLoader::resume`].
+    pub fn state(&self) -> LoaderState {
+        let mut state = self.window_state.clone();
+        state.version = PACK_VERSION;
+        state.packing = Some(PackState {
+            capacity: self.options.capacity,
+            rows: self.options.rows,
+            buffer: self.options.buffer,
+            tensor: self.tensor_name.clone(),
+            carry: self.carry_ids.clone(),
+            delivered: self.delivered,
+        });
+        state
+    }
+
+    /// Reads the next window (the carry and up to `buffer` new sequences)
+    /// and packs it.
+    fn load_window(&mut self) -> Result<()> {
+        let carry = std::mem::take(&mut self.next_carry);
+        self.window_state = self.inner.state();
+        self.carry_ids = carry.iter().map(|s| s.id).collect();
+        self.delivered = 0;
+        let mut seqs = carry;
+        match self.inner.next() {
+            None => {}
+            Some(Err(e)) => return Err(e),
+            Some(Ok(mb)) => seqs.extend(split(&mb.ids, &mb.batch, self.tensor)?),
+        }
+        if seqs.is_empty() {
+            self.done = true;
+            return Ok(());
+        }
+        let last = self.inner.remaining() == 0;
+        let lengths: Vec<usize> = seqs.iter().map(|s| s.rows).collect();
+        let bins = best_fit(&lengths, self.options.capacity);
+        let kept = if last {
+            Vec::new()
+        } else {
+            kept_back(&bins, &lengths, self.options.capacity, self.options.rows)
+        };
+        let mut slots: Vec<Option<Seq>> = seqs.into_iter().map(Some).collect();
+        let mut carry_members: Vec<usize> =
+            kept.iter().flat_map(|&b| bins[b].iter().copied()).collect();
+        carry_members.sort_unstable();
+        self.next_carry = carry_members
+            .iter()
+            .filter_map(|&i| slots[i].take())
+            .collect();
+        let delivered_bins: Vec<&Vec<usize>> = bins
+            .iter()
+            .enumerate()
+            .filter(|(b, _)| !kept.contains(b))
+            .map(|(_, m)| m)
+            .collect();
+        let per = self.options.rows.unwrap_or(1);
+        let epoch = self.inner.epoch();
+        for group in delivered_bins.chunks(per) {
+            let mut members: Vec<Seq> = Vec::new();
+            let mut starts = vec![0usize];
+            for bin in group {
+                members.extend(bin.iter().filter_map(|&i| slots[i].take()));
+                starts.push(members.len());
+            }
+            self.ready.push_back(self.merge(epoch, members, starts)?);
+        }
+        while self.skip > 0 {
+            if self.ready.pop_front().is_none() {
+                return Err(DatasetError::BadState {
+                    reason: format!(
+                        "the state says {} mini-batches of its window were delivered; the window has fewer",
+                        self.skip
+                    ),
+                });
+            }
+            self.skip -= 1;
+            self.delivered += 1;
+        }
+        Ok(())
+    }
+
+    fn merge(&self, epoch: u64, members: Vec<Seq>, bins: Vec<usize>) -> Result<PackedBatch> {
+        let ids = members.iter().map(|s| s.id).collect();
+        let mut batch = Batch::new();
+        for (k, t) in self.dataset.schema().tensors.iter().enumerate() {
+            let merged = crate::ops::concat(members.iter().filter_map(|s| s.tensors.get(k)))
+                .map_err(|e| DatasetError::tensor(format!("packing tensor {:?}", t.name), e))?;
+            batch
+                .push(t.name.clone(), merged)
+                .map_err(|e| DatasetError::tensor("building a packed mini-batch", e))?;
+        }
+        Ok(PackedBatch {
+            batch: MiniBatch { epoch, ids, batch },
+            bins,
+        })
+    }
+}
+
+/// The sequences of a mini-batch (views), with their lengths.
+fn split(ids: &[u64], batch: &Batch, tensor: usize) -> Result<Vec<Seq>> {
+    let mut out = Vec::new();
+    out.try_reserve(ids.len())
+        .map_err(|e| DatasetError::Loader(format!("a window of {} sequences: {e}", ids.len())))?;
+    for (i, &id) in ids.iter().enumerate() {
+        let tensors = batch
+            .iter()
+            .map(|(_, t)| t.slice_top(i, i + 1))
+            .collect::<crate::Result<Vec<_>>>()
+            .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
+        let rows = tensors.get(tensor).map_or(0, LodTensor::rows);
+        out.push(Seq { id, tensors, rows });
+    }
+    Ok(out)
+}
+
+impl Iterator for PackedLoader {
+    type Item = Result<PackedBatch>;
+
+    fn next(&mut self) -> Option<Result<PackedBatch>> {
+        loop {
+            if let Some(b) = self.ready.pop_front() {
+                self.delivered += 1;
+                return Some(Ok(b));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.load_window() {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Packing (`spec/DATASET.md` 7.4): every sequence exactly once, the budget
+//! kept, the efficiency on benchmark-like data, exact resume, varlen views.
+
+mod dataset_util;
+
+use dataset_util::{TestRng, check, open, store, write_dataset};
+use lodt::dataset::{
+    DatasetWriter, LoaderOptions, LoaderState, PackOptions, PackedBatch, PackedLoader,
+    ShuffleOptions, WriterOptions, varlen,
+};
+use lodt::{Batch, Lod, LodTensor};
+
+const SIZES: [u64; 12] = [17, 3, 0, 25, 9, 14, 1, 30, 22, 11, 19, 8];
+
+fn options(rank: usize, world_size: usize, prefetch: usize) -> LoaderOptions {
+    LoaderOptions {
+        shuffle: Some(ShuffleOptions {
+            seed: 9,
+            buffer: 32,
+        }),
+        rank,
+        world_size,
+        prefetch,
+        ..Default::default()
+    }
+}
+
+fn packs() -> Vec<PackOptions> {
+    let words = |capacity, rows, buffer| PackOptions {
+        capacity,
+        rows,
+        buffer,
+        tensor: Some("words".into()),
+    };
+    vec![words(24, None, 10), words(9, Some(3), 7), words(5, None, 1)]
+}
+
+/// The rows of `words` per bin of a packed batch.
+fn bin_rows(b: &PackedBatch) -> Vec<usize> {
+    let words = b.batch.batch.get("words").unwrap();
+    b.bins
+        .windows(2)
+        .map(|w| words.slice_top(w[0], w[1]).unwrap().rows())
+        .collect()
+}
+
+#[test]
+fn every_sequence_once_and_every_bin_within_its_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = write_dataset(dir.path(), &SIZES, 4 * 1024);
+    let dataset = open(dir.path());
+    for pack in packs() {
+        for world in [1usize, 3] {
+            let mut seen = Vec::new();
+            for rank in 0..world {
+                let loader =
+                    PackedLoader::new(dataset.clone(), options(rank, world, 2), pack.clone())
+                        .unwrap();
+                for b in loader {
+                    let b = b.unwrap();
+                    check(&b.batch);
+                    if let Some(r) = pack.rows {
+                        assert!(b.bins.len() - 1 <= r, "{:?}", b.bins);
+                    }
+                    for (rows, w) in bin_rows(&b).iter().zip(b.bins.windows(2)) {
+                        // Over capacity only as a sequence alone.
+                        assert!(
+                            *rows <= pack.capacity || w[1] - w[0] == 1,
+                            "{pack:?}: {rows} rows"
+                        );
+                    }
+                    seen.extend(b.batch.ids);
+                }
+            }
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "{pack:?} world {world}");
+        }
+    }
+}
+
+#[test]
+fn resuming_after_any_mini_batch_gives_the_identical_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dataset(dir.path(), &SIZES, 4 * 1024);
+    let dataset = open(dir.path());
+    let mut rng = TestRng(77);
+    for pack in packs() {
+        let all: Vec<Vec<u64>> = PackedLoader::new(dataset.clone(), options(1, 2, 0), pack.clone())
+            .unwrap()
+            .map(|b| b.unwrap().batch.ids)
+            .collect();
+        assert!(all.len() > 3, "{pack:?}: {} mini-batches", all.len());
+        for _ in 0..6 {
+            let k = rng.below(all.len() as u64 + 1) as usize;
+            let mut a = PackedLoader::new(dataset.clone(), options(1, 2, 3), pack.clone()).unwrap();
+            for _ in 0..k {
+                a.next().unwrap().unwrap();
+            }
+            let json = a.state().to_json();
+            assert_eq!(json["version"], 2);
+            let state = LoaderState::from_json(&json).unwrap();
+            let b = PackedLoader::resume(dataset.clone(), options(1, 2, 1), pack.clone(), &state)
+                .unwrap();
+            let rest: Vec<Vec<u64>> = b.map(|b| b.unwrap().batch.ids).collect();
+            assert_eq!(rest, all[k..], "{pack:?} resumed after {k}");
+        }
+    }
+}
+
+#[test]
+fn packing_states_are_refused_where_they_do_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dataset(dir.path(), &SIZES, 4 * 1024);
+    let dataset = open(dir.path());
+    let pack = packs().remove(0);
+    let mut a = PackedLoader::new(dataset.clone(), options(0, 2, 0), pack.clone()).unwrap();
+    a.next().unwrap().unwrap();
+    let state = a.state();
+    // Another world size: not supported for packing states.
+    let err = LoaderState::merge(std::slice::from_ref(&state))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("packing"), "{err}");
+    // Other packing options.
+    let other = PackOptions {
+        capacity: 25,
+        ..pack.clone()
+    };
+    let err = PackedLoader::resume(dataset.clone(), options(0, 2, 0), other, &state)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("capacity"), "{err}");
+    // A plain state, and a version 1 state with `packing`.
+    let plain = lodt::dataset::Loader::new(dataset.clone(), options(0, 2, 0))
+        .unwrap()
+        .state();
+    assert!(PackedLoader::resume(dataset.clone(), options(0, 2, 0), pack, &plain).is_err());
+    let mut json = state.to_json();
+    json["version"] = 1.into();
+    let err = LoaderState::from_json(&json).unwrap_err().to_string();
+    assert!(err.contains("version 1 with `packing`"), "{err}");
+}
+
+/// Documents of 5 to 16 sentences of 10 to 51 tokens (bench/peers.py's
+/// shape), as `tokens` (int64, LoD documents > sentences > tokens).
+fn benchmark_like(dir: &std::path::Path, docs: usize) -> usize {
+    let mut rng = TestRng(12);
+    let mut w = DatasetWriter::create_in(store(dir), WriterOptions::default()).unwrap();
+    let mut total = 0;
+    let mut done = 0;
+    while done < docs {
+        let n = (4 + rng.below(6) as usize).min(docs - done);
+        let sents: Vec<u64> = (0..n).map(|_| 5 + rng.below(12)).collect();
+        let toks: Vec<u64> = (0..sents.iter().sum::<u64>())
+            .map(|_| 10 + rng.below(42))
+            .collect();
+        let rows = toks.iter().sum::<u64>() as usize;
+        total += rows;
+        let lod = Lod::try_from_lengths(&[sents, toks]).unwrap();
+        let t = LodTensor::from_vec((0..rows as i64).collect(), vec![rows], lod).unwrap();
+        w.write(&Batch::try_from_tensors([("tokens", t)]).unwrap())
+            .unwrap();
+        done += n;
+    }
+    w.finish().unwrap();
+    total
+}
+
+#[test]
+fn a_buffer_of_1000_sequences_fills_at_least_98_percent_of_a_16384_token_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = benchmark_like(dir.path(), 6400);
+    let dataset = open(dir.path());
+    let loader = PackedLoader::new(dataset, options(0, 1, 2), PackOptions::tokens(16384)).unwrap();
+    let mut batches = 0usize;
+    let mut delivered = 0usize;
+    let mut seqs = 0usize;
+    for b in loader {
+        let b = b.unwrap();
+        let t = b.batch.batch.get("tokens").unwrap();
+        assert!(t.rows() <= 16384);
+        delivered += t.rows();
+        seqs += b.batch.ids.len();
+        batches += 1;
+    }
+    assert_eq!((delivered, seqs), (tokens, 6400));
+    let efficiency = tokens as f64 / (batches * 16384) as f64;
+    println!("efficiency {efficiency:.4} over {batches} mini-batches");
+    assert!(efficiency >= 0.98, "efficiency {efficiency}");
+}
+
+#[test]
+fn varlen_views_of_a_packed_batch_at_every_level() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dataset(dir.path(), &SIZES, 4 * 1024);
+    let dataset = open(dir.path());
+    let pack = PackOptions {
+        rows: Some(2),
+        ..PackOptions::tokens(12)
+    };
+    let pack = PackOptions {
+        tensor: Some("words".into()),
+        ..pack
+    };
+    let b = PackedLoader::new(dataset, options(0, 1, 0), pack)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let words = b.batch.batch.get("words").unwrap();
+    let lengths = words.lod().to_lengths();
+    // Level 0: each sequence in rows; level 1: each sentence.
+    let rows_per_seq: Vec<u64> = (0..b.batch.ids.len())
+        .map(|i| words.slice_top(i, i + 1).unwrap().rows() as u64)
+        .collect();
+    for (level, lens) in [(0, rows_per_seq), (1, lengths[1].clone())] {
+        let v = varlen(words, level).unwrap();
+        let mut cu = vec![0i32];
+        for l in &lens {
+            cu.push(cu.last().unwrap() + *l as i32);
+        }
+        assert_eq!(v.cu_seqlens, cu, "level {level}");
+        assert_eq!(v.max_seqlen as u64, *lens.iter().max().unwrap());
+        let pos: Vec<i64> = lens.iter().flat_map(|&l| 0..l as i64).collect();
+        assert_eq!(v.position_ids, pos);
+    }
+    // Per row: level 0 offsets within each row.
+    let (cu, starts) = b.row_cu_seqlens("words", 0).unwrap();
+    assert_eq!(starts.len(), b.bins.len());
+    for (r, w) in b.bins.windows(2).enumerate() {
+        let row = &cu[starts[r]..starts[r + 1]];
+        assert_eq!(row.len(), w[1] - w[0] + 1);
+        let lens: Vec<i32> = (w[0]..w[1])
+            .map(|i| words.slice_top(i, i + 1).unwrap().rows() as i32)
+            .collect();
+        let mut expect = vec![0];
+        for l in lens {
+            expect.push(expect.last().unwrap() + l);
+        }
+        assert_eq!(row, &expect[..]);
+    }
+}
