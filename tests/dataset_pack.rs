@@ -116,11 +116,27 @@ fn packing_states_are_refused_where_they_do_not_apply() {
     let mut a = PackedLoader::new(dataset.clone(), options(0, 2, 0), pack.clone()).unwrap();
     a.next().unwrap().unwrap();
     let state = a.state();
-    // Another world size: not supported for packing states.
-    let err = LoaderState::merge(std::slice::from_ref(&state))
+    // Merging works (one rank's workers); resuming on another world size not.
+    let mut b = PackedLoader::new(dataset.clone(), options(1, 2, 0), pack.clone()).unwrap();
+    b.next().unwrap().unwrap();
+    let merged = LoaderState::merge(&[state.clone(), b.state()]).unwrap();
+    assert_eq!(merged.packing.as_ref().unwrap().windows.len(), 2);
+    let err = PackedLoader::resume(dataset.clone(), options(0, 3, 0), pack.clone(), &merged)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("packing"), "{err}");
+    assert!(err.contains("same number of consumers"), "{err}");
+    let plain = lodt::dataset::Loader::new(dataset.clone(), options(1, 2, 0))
+        .unwrap()
+        .state();
+    assert!(LoaderState::merge(&[state.clone(), plain]).is_err());
+    // The merged state resumes each consumer exactly.
+    let rest: Vec<Vec<u64>> = b.map(|x| x.unwrap().batch.ids).collect();
+    let again: Vec<Vec<u64>> =
+        PackedLoader::resume(dataset.clone(), options(1, 2, 0), pack.clone(), &merged)
+            .unwrap()
+            .map(|x| x.unwrap().batch.ids)
+            .collect();
+    assert_eq!(again, rest);
     // Other packing options.
     let other = PackOptions {
         capacity: 25,

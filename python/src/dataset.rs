@@ -8,7 +8,8 @@
 use crate::batch::PyBatch;
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{
-    Batching, Dataset, Loader, LoaderOptions, LoaderState, Remainder, ShuffleOptions,
+    Batching, Dataset, Loader, LoaderOptions, LoaderState, MiniBatch, PackOptions, PackedLoader,
+    Remainder, ShuffleOptions,
 };
 
 use pyo3::prelude::*;
@@ -162,10 +163,14 @@ impl PyDatasetReader {
     /// A loader of consumer `(rank, worker)`: `batch_size` sequences per
     /// mini-batch, or as many as fit in `max_rows` rows of tensor `rows_of`;
     /// shuffled when `seed` is given. It starts at epoch `epoch`, or resumes
-    /// from `state` (a loader state's JSON text).
+    /// from `state` (a loader state's JSON text). `pack_tokens`: packed
+    /// mini-batches (`spec/DATASET.md` 7.4) of at most that many rows of
+    /// `rows_of` per bin, `pack_rows` bins each, best-fit from windows of
+    /// `pack_buffer` sequences.
     #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
         seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
-        num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None))]
+        num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
+        pack_tokens = None, pack_rows = None, pack_buffer = 1000))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -184,13 +189,35 @@ impl PyDatasetReader {
         prefetch: usize,
         epoch: u64,
         state: Option<&str>,
+        pack_tokens: Option<usize>,
+        pack_rows: Option<usize>,
+        pack_buffer: usize,
     ) -> PyResult<PyDatasetLoader> {
+        let pack = match pack_tokens {
+            Some(capacity) => {
+                if max_rows.is_some() {
+                    return Err(value(
+                        "give max_rows (a row budget, in order) or pack_tokens (packed), not both",
+                    ));
+                }
+                Some(PackOptions {
+                    capacity,
+                    rows: pack_rows,
+                    buffer: pack_buffer,
+                    tensor: rows_of.clone(),
+                })
+            }
+            None if pack_rows.is_some() => {
+                return Err(value("pack_rows needs pack_tokens (the row length L)"));
+            }
+            None => None,
+        };
         let batching = match max_rows {
             Some(max_rows) => Batching::Rows {
                 max_rows,
                 tensor: rows_of,
             },
-            None if rows_of.is_some() => {
+            None if rows_of.is_some() && pack.is_none() => {
                 return Err(value(
                     "rows_of names the tensor whose rows max_rows counts: give max_rows too",
                 ));
@@ -215,7 +242,7 @@ impl PyDatasetReader {
         let dataset = self.dataset.clone();
         let loader = py.detach(move || {
             guard("starting a loader", || {
-                build_loader(dataset, options, epoch, state.as_ref()).map_err(dataset_err)
+                build_loader(dataset, options, pack, epoch, state.as_ref()).map_err(dataset_err)
             })
         })?;
         Ok(PyDatasetLoader {
@@ -233,8 +260,70 @@ impl PyDatasetReader {
     }
 }
 
-/// A loader at the start of `epoch`, or resumed from `state`.
+/// A loader (packing with `pack`) at the start of `epoch`, or resumed from
+/// `state`.
 fn build_loader(
+    dataset: Arc<Dataset>,
+    options: LoaderOptions,
+    pack: Option<PackOptions>,
+    epoch: u64,
+    state: Option<&LoaderState>,
+) -> lodt::dataset::Result<AnyLoader> {
+    let Some(pack) = pack else {
+        return plain_loader(dataset, options, epoch, state).map(|l| AnyLoader::Plain(Box::new(l)));
+    };
+    let packed = match state {
+        Some(state) => PackedLoader::resume(dataset, options, pack, state)?,
+        None => PackedLoader::at_epoch(dataset, options, pack, epoch)?,
+    };
+    Ok(AnyLoader::Packed(Box::new(packed)))
+}
+
+/// A plain or a packing loader.
+enum AnyLoader {
+    Plain(Box<Loader>),
+    Packed(Box<PackedLoader>),
+}
+
+impl AnyLoader {
+    fn next(&mut self) -> Option<lodt::dataset::Result<MiniBatch>> {
+        match self {
+            AnyLoader::Plain(l) => l.next(),
+            AnyLoader::Packed(l) => l.next().map(|b| b.map(|b| b.batch)),
+        }
+    }
+
+    fn state(&self) -> LoaderState {
+        match self {
+            AnyLoader::Plain(l) => l.state(),
+            AnyLoader::Packed(l) => l.state(),
+        }
+    }
+
+    fn epoch(&self) -> u64 {
+        match self {
+            AnyLoader::Plain(l) => l.epoch(),
+            AnyLoader::Packed(l) => l.epoch(),
+        }
+    }
+
+    fn remaining(&self) -> u64 {
+        match self {
+            AnyLoader::Plain(l) => l.remaining(),
+            AnyLoader::Packed(l) => l.remaining(),
+        }
+    }
+
+    fn set_epoch(&mut self, epoch: u64) -> lodt::dataset::Result<()> {
+        match self {
+            AnyLoader::Plain(l) => l.set_epoch(epoch),
+            AnyLoader::Packed(l) => l.set_epoch(epoch),
+        }
+    }
+}
+
+/// A plain loader at the start of `epoch`, or resumed from `state`.
+fn plain_loader(
     dataset: Arc<Dataset>,
     options: LoaderOptions,
     epoch: u64,
@@ -301,7 +390,7 @@ impl<T> Drop for ForkSafe<T> {
 /// The Rust loader: `next()` gives mini-batches, `state()` where it is.
 #[pyclass(name = "DatasetLoader", module = "lodt._lodt", frozen)]
 pub struct PyDatasetLoader {
-    loader: Mutex<Option<ForkSafe<Loader>>>,
+    loader: Mutex<Option<ForkSafe<AnyLoader>>>,
 }
 
 impl PyDatasetLoader {
@@ -309,7 +398,7 @@ impl PyDatasetLoader {
         &self,
         py: Python<'_>,
         what: &str,
-        f: impl FnOnce(&mut Loader) -> PyResult<T> + Send,
+        f: impl FnOnce(&mut AnyLoader) -> PyResult<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             guard(what, || {

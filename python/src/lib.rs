@@ -27,6 +27,7 @@ mod error;
 mod ffi;
 mod file;
 mod ops;
+mod pack;
 mod panic;
 mod tensor;
 
@@ -66,5 +67,7 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::merge, m)?)?;
     m.add_function(wrap_pyfunction!(ops::pad, m)?)?;
     m.add_function(wrap_pyfunction!(ops::unpad, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::varlen, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::row_cu_seqlens, m)?)?;
     Ok(())
 }

@@ -300,8 +300,9 @@ impl LoaderState {
                 "LoaderState::merge needs at least one state".into(),
             ));
         };
-        super::pack::check_mergeable(states)?;
+        let packing = super::pack::merge_packing(states)?;
         let mut out = first.clone();
+        out.packing = packing;
         for (i, s) in states.iter().enumerate().skip(1) {
             let differ = |what: &str, a: String, b: String| DatasetError::BadState {
                 reason: format!("state {i} differs from state 0 in {what}: {b} vs {a}"),

@@ -91,7 +91,10 @@ pub use manifest::{
     Manifest, ManifestVersion, Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
     part_manifest_name, valid_commit_id, valid_shard_name, valid_writer_id,
 };
-pub use pack::{PackOptions, PackState, PackedBatch, PackedLoader, Varlen, best_fit, varlen};
+pub use pack::{
+    BINS_KEY, PackOptions, PackState, PackWindow, PackedBatch, PackedLoader, Varlen, best_fit,
+    row_cu_seqlens, varlen,
+};
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
 pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, WriterOptions};

@@ -14,7 +14,7 @@ use super::reader::Dataset;
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// The loader state version of a packing consumer.
@@ -56,12 +56,13 @@ impl PackOptions {
     }
 }
 
-/// The packing part of a version-2 [`LoaderState`].
+/// The packing part of a version-2 [`LoaderState`]: the options and, per
+/// consumer, its current window.
 ///
 /// ```
-/// let s = lodt::dataset::PackState { capacity: 8, rows: None, buffer: 4,
-///     tensor: "x".into(), carry: vec![3], delivered: 1 };
-/// assert_eq!(serde_json::to_value(&s)?["carry"], serde_json::json!([3]));
+/// let s = lodt::dataset::PackState { capacity: 8, rows: None, buffer: 4, tensor: "x".into(),
+///     windows: [(0, lodt::dataset::PackWindow { carry: vec![3], delivered: 1 })].into() };
+/// assert_eq!(serde_json::to_value(&s)?["windows"]["0"]["carry"], serde_json::json!([3]));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,10 +75,29 @@ pub struct PackState {
     pub buffer: usize,
     /// The name of the tensor whose rows count.
     pub tensor: String,
-    /// The ids of the current window's carry, in window order.
+    /// Per consumer (by index), its current window.
+    pub windows: BTreeMap<u64, PackWindow>,
+}
+
+/// A packing consumer's current window, in its [`PackState`].
+///
+/// ```
+/// let w = lodt::dataset::PackWindow { carry: vec![], delivered: 0 };
+/// assert_eq!(w.delivered, 0);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackWindow {
+    /// The ids of the window's carry, in window order.
     pub carry: Vec<u64>,
-    /// The mini-batches of the current window already delivered.
+    /// The mini-batches of the window already delivered.
     pub delivered: u64,
+}
+
+impl PackState {
+    /// The options part, for comparisons.
+    fn options(&self) -> (usize, Option<usize>, usize, &str) {
+        (self.capacity, self.rows, self.buffer, self.tensor.as_str())
+    }
 }
 
 /// Checks a state's version against its `packing` field.
@@ -93,15 +113,49 @@ pub(super) fn check_version(state: &LoaderState) -> Result<()> {
     }
 }
 
-/// Refuses to merge packing states (another world size is not supported for
-/// packing in this version of the spec).
-pub(super) fn check_mergeable(states: &[LoaderState]) -> Result<()> {
-    if states.iter().any(|s| s.packing.is_some()) {
-        return Err(DatasetError::BadState {
-            reason: "these are packing states (version 2): resuming packing with another number of consumers is not supported; resume each consumer from its own state".into(),
-        });
+/// The `packing` of merged states: none, or the same options in every
+/// state and the union of their windows.
+pub(super) fn merge_packing(states: &[LoaderState]) -> Result<Option<PackState>> {
+    let Some(first) = states.first().and_then(|s| s.packing.as_ref()) else {
+        if states.iter().any(|s| s.packing.is_some()) {
+            return Err(mixed());
+        }
+        return Ok(None);
+    };
+    let mut out = first.clone();
+    for s in states.iter().skip(1) {
+        let Some(p) = &s.packing else {
+            return Err(mixed());
+        };
+        if p.options() != first.options() {
+            return Err(DatasetError::BadState {
+                reason: format!(
+                    "the states differ in packing (capacity, rows, buffer, tensor): {:?} vs {:?}",
+                    first.options(),
+                    p.options()
+                ),
+            });
+        }
+        for (&c, w) in &p.windows {
+            match out.windows.get(&c) {
+                Some(v) if v != w => {
+                    return Err(DatasetError::BadState {
+                        reason: format!("consumer {c} has two packing windows: {v:?} and {w:?}"),
+                    });
+                }
+                _ => {
+                    out.windows.insert(c, w.clone());
+                }
+            }
+        }
     }
-    Ok(())
+    Ok(Some(out))
+}
+
+fn mixed() -> DatasetError {
+    DatasetError::BadState {
+        reason: "some states are a packing loader's (version 2) and some not".into(),
+    }
 }
 
 /// Best-fit decreasing of `lengths` into bins of `capacity`: the bins in
@@ -215,33 +269,67 @@ impl PackedBatch {
         let t = self.batch.batch.get(tensor).ok_or_else(|| {
             DatasetError::InvalidArgument(format!("the packed batch has no tensor {tensor:?}"))
         })?;
-        let abs = absolute(t, level)?;
-        let top = absolute(t, 0)?;
-        let mut cu = Vec::new();
-        cu.try_reserve(abs.len() + self.bins.len())
-            .map_err(|e| DatasetError::Loader(format!("row cu_seqlens: {e}")))?;
-        let mut starts = Vec::with_capacity(self.bins.len());
-        let mut k = 0usize;
-        for w in self.bins.windows(2) {
-            let (lo, hi) = (
-                top.get(w[0]).copied().unwrap_or(0),
-                top.get(w[1]).copied().unwrap_or(0),
-            );
-            starts.push(cu.len());
-            while k < abs.len() && abs[k] < lo {
-                k += 1;
-            }
-            while k < abs.len() && abs[k] <= hi {
-                cu.push(to_i32(abs[k] - lo)?);
-                if abs[k] == hi {
-                    break;
-                }
-                k += 1;
-            }
-        }
-        starts.push(cu.len());
-        Ok((cu, starts))
+        row_cu_seqlens(t, level, &self.bins)
     }
+}
+
+/// The metadata key of a packed `[R, L]` batch's bins: the top-level
+/// sequence where each bin (row) starts, and the end, comma-separated.
+///
+/// ```
+/// assert_eq!(lodt::dataset::BINS_KEY, "lodt.pack.bins");
+/// ```
+pub const BINS_KEY: &str = "lodt.pack.bins";
+
+/// Per bin (row) of `t`, bin `b` holding top-level sequences
+/// `bins[b]..bins[b + 1]`: the `cu_seqlens` of level `level` relative to
+/// the row's first row, concatenated, and where each row's list starts in
+/// it (`bins.len()` entries).
+///
+/// ```
+/// use lodt::{Lod, LodTensor};
+/// let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![2, 1, 3]])?)?;
+/// let (cu, starts) = lodt::dataset::row_cu_seqlens(&x, 0, &[0, 2, 3])?;
+/// assert_eq!((cu, starts), (vec![0, 2, 3, 0, 3], vec![0, 3, 5]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn row_cu_seqlens(
+    t: &LodTensor,
+    level: usize,
+    bins: &[usize],
+) -> Result<(Vec<i32>, Vec<usize>)> {
+    let abs = absolute(t, level)?;
+    let top = absolute(t, 0)?;
+    if bins.windows(2).any(|w| w[0] > w[1]) || bins.last().is_some_and(|&b| b >= top.len()) {
+        return Err(DatasetError::InvalidArgument(format!(
+            "bins {bins:?}: expected increasing sequence indices up to {}",
+            top.len().saturating_sub(1)
+        )));
+    }
+    let mut cu = Vec::new();
+    cu.try_reserve(abs.len() + bins.len())
+        .map_err(|e| DatasetError::Loader(format!("row cu_seqlens: {e}")))?;
+    let mut starts = Vec::new();
+    starts
+        .try_reserve(bins.len())
+        .map_err(|e| DatasetError::Loader(format!("row cu_seqlens: {e}")))?;
+    let mut k = 0usize;
+    for w in bins.windows(2) {
+        let (lo, hi) = (top[w[0]], top[w[1]]);
+        starts.push(cu.len());
+        while k < abs.len() && abs[k] < lo {
+            k += 1;
+        }
+        while k < abs.len() && abs[k] <= hi {
+            cu.push(to_i32(abs[k] - lo)?);
+            if abs[k] == hi {
+                break;
+            }
+            k += 1;
+        }
+    }
+    starts.push(cu.len());
+    Ok((cu, starts))
 }
 
 /// The variable-length view of one LoD level of a tensor, as
@@ -426,6 +514,56 @@ impl PackedLoader {
         Self::build(dataset, options, pack, Some(state))
     }
 
+    /// A packing loader at the start of epoch `epoch` (reading nothing of
+    /// the epochs before).
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// # let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let l = PackedLoader::at_epoch(dataset, LoaderOptions::default(), PackOptions::tokens(4), 3)?;
+    /// assert_eq!(l.epoch(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn at_epoch(
+        dataset: Arc<Dataset>,
+        options: LoaderOptions,
+        pack: PackOptions,
+        epoch: u64,
+    ) -> Result<Self> {
+        let probe = Loader::new(
+            dataset.clone(),
+            LoaderOptions {
+                prefetch: 0,
+                batching: Batching::Sequences(1),
+                ..options.clone()
+            },
+        )?;
+        let mut start = probe.state();
+        start.epoch = epoch;
+        let tensor = resolve(&dataset, &pack)?.1;
+        start.version = PACK_VERSION;
+        start.packing = Some(PackState {
+            capacity: pack.capacity,
+            rows: pack.rows,
+            buffer: pack.buffer,
+            tensor,
+            windows: start
+                .consumed
+                .keys()
+                .map(|&c| {
+                    let w = PackWindow {
+                        carry: Vec::new(),
+                        delivered: 0,
+                    };
+                    (c, w)
+                })
+                .collect(),
+        });
+        Self::build(dataset, options, pack, Some(&start))
+    }
+
     fn build(
         dataset: Arc<Dataset>,
         mut options: LoaderOptions,
@@ -438,21 +576,7 @@ impl PackedLoader {
                 pack.capacity, pack.buffer, pack.rows
             )));
         }
-        let schema = dataset.schema();
-        let tensor = match &pack.tensor {
-            None => 0,
-            Some(name) => schema.position(name).ok_or_else(|| {
-                DatasetError::InvalidArgument(format!(
-                    "packing counts the rows of tensor {name:?}, which the dataset does not have (it has {})",
-                    crate::error::name_list(schema.tensors.iter().map(|t| t.name.as_str()))
-                ))
-            })?,
-        };
-        let tensor_name = schema
-            .tensors
-            .get(tensor)
-            .map(|t| t.name.clone())
-            .unwrap_or_default();
+        let (tensor, tensor_name) = resolve(&dataset, &pack)?;
         options.batching = Batching::Sequences(pack.buffer);
         options.drop_last = false;
         let (inner, carry_ids, skip) = match state {
@@ -464,7 +588,7 @@ impl PackedLoader {
                     });
                 };
                 let mine = (pack.capacity, pack.rows, pack.buffer, tensor_name.as_str());
-                let saved = (p.capacity, p.rows, p.buffer, p.tensor.as_str());
+                let saved = p.options();
                 if mine != saved {
                     return Err(DatasetError::BadState {
                         reason: format!(
@@ -472,13 +596,30 @@ impl PackedLoader {
                         ),
                     });
                 }
+                let (consumers, consumer) = options.consumer()?;
+                if state.consumers != consumers {
+                    return Err(DatasetError::BadState {
+                        reason: format!(
+                            "it was saved by {} consumers and this loader has {consumers}: a packing state resumes with the same number of consumers (world_size × num_workers)",
+                            state.consumers
+                        ),
+                    });
+                }
+                let Some(window) = p.windows.get(&consumer) else {
+                    return Err(DatasetError::BadState {
+                        reason: format!(
+                            "it has no packing window for consumer {consumer} (rank {}, worker {})",
+                            options.rank, options.worker
+                        ),
+                    });
+                };
                 let mut plain = state.clone();
                 plain.version = STATE_VERSION;
                 plain.packing = None;
                 (
                     Loader::resume(dataset.clone(), options, &plain)?,
-                    p.carry.clone(),
-                    p.delivered,
+                    window.carry.clone(),
+                    window.delivered,
                 )
             }
         };
@@ -550,6 +691,27 @@ impl PackedLoader {
         self.load_window()
     }
 
+    /// The sequences this loader will still deliver in this epoch.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![0u8; 5], vec![5], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let mut l = PackedLoader::new(dataset, LoaderOptions::default(), PackOptions::tokens(2))?;
+    /// assert_eq!(l.remaining(), 5);
+    /// assert_eq!(l.next().unwrap()?.batch.ids.len(), 2);
+    /// assert_eq!(l.remaining(), 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remaining(&self) -> u64 {
+        let ready: usize = self.ready.iter().map(|b| b.batch.ids.len()).sum();
+        self.inner.remaining() + (ready + self.next_carry.len()) as u64
+    }
+
     /// Where the loader is (what it delivered): a version-2
     /// [`LoaderState`]. See [`PackedLoader::resume`].
     pub fn state(&self) -> LoaderState {
@@ -560,8 +722,17 @@ impl PackedLoader {
             rows: self.options.rows,
             buffer: self.options.buffer,
             tensor: self.tensor_name.clone(),
-            carry: self.carry_ids.clone(),
-            delivered: self.delivered,
+            windows: state
+                .consumed
+                .keys()
+                .map(|&c| {
+                    let w = PackWindow {
+                        carry: self.carry_ids.clone(),
+                        delivered: self.delivered,
+                    };
+                    (c, w)
+                })
+                .collect(),
         });
         state
     }
@@ -641,11 +812,35 @@ impl PackedLoader {
                 .push(t.name.clone(), merged)
                 .map_err(|e| DatasetError::tensor("building a packed mini-batch", e))?;
         }
+        if self.options.rows.is_some() {
+            let text: Vec<String> = bins.iter().map(usize::to_string).collect();
+            batch.metadata_mut().insert(BINS_KEY.into(), text.join(","));
+        }
         Ok(PackedBatch {
             batch: MiniBatch { epoch, ids, batch },
             bins,
         })
     }
+}
+
+/// The index and name of the tensor whose rows count.
+fn resolve(dataset: &Dataset, pack: &PackOptions) -> Result<(usize, String)> {
+    let schema = dataset.schema();
+    let tensor = match &pack.tensor {
+        None => 0,
+        Some(name) => schema.position(name).ok_or_else(|| {
+            DatasetError::InvalidArgument(format!(
+                "packing counts the rows of tensor {name:?}, which the dataset does not have (it has {})",
+                crate::error::name_list(schema.tensors.iter().map(|t| t.name.as_str()))
+            ))
+        })?,
+    };
+    let name = schema
+        .tensors
+        .get(tensor)
+        .map(|t| t.name.clone())
+        .unwrap_or_default();
+    Ok((tensor, name))
 }
 
 /// The sequences of a mini-batch (views), with their lengths.
