@@ -256,3 +256,17 @@ fn varlen_views_of_a_packed_batch_at_every_level() {
         assert_eq!(row, &expect[..]);
     }
 }
+
+#[test]
+fn best_fit_takes_the_fullest_bin_that_fits_not_the_first() {
+    // 1 fits the bins of 6 (2 free) and of 4 + 3 (1 free): the fuller one.
+    assert_eq!(
+        lodt::dataset::best_fit(&[6, 4, 3, 1], 8),
+        vec![vec![0], vec![1, 2, 3]]
+    );
+    // Ties: the earliest bin; longer than the capacity: alone.
+    assert_eq!(
+        lodt::dataset::best_fit(&[3, 3, 1, 20], 4),
+        vec![vec![3], vec![0, 2], vec![1]]
+    );
+}
