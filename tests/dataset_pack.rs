@@ -121,10 +121,11 @@ fn packing_states_are_refused_where_they_do_not_apply() {
     b.next().unwrap().unwrap();
     let merged = LoaderState::merge(&[state.clone(), b.state()]).unwrap();
     assert_eq!(merged.packing.as_ref().unwrap().windows.len(), 2);
-    let err = PackedLoader::resume(dataset.clone(), options(0, 3, 0), pack.clone(), &merged)
+    // Another world size needs every consumer's state.
+    let err = PackedLoader::resume(dataset.clone(), options(0, 3, 0), pack.clone(), &state)
         .unwrap_err()
         .to_string();
-    assert!(err.contains("same number of consumers"), "{err}");
+    assert!(err.contains("consumer 1 is missing"), "{err}");
     let plain = lodt::dataset::Loader::new(dataset.clone(), options(1, 2, 0))
         .unwrap()
         .state();
@@ -269,4 +270,50 @@ fn best_fit_takes_the_fullest_bin_that_fits_not_the_first() {
         lodt::dataset::best_fit(&[3, 3, 1, 20], 4),
         vec![vec![3], vec![0, 2], vec![1]]
     );
+}
+
+#[test]
+fn a_world_size_change_mid_window_delivers_every_remaining_sequence_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = write_dataset(dir.path(), &SIZES, 4 * 1024);
+    let dataset = open(dir.path());
+    let mut rng = TestRng(5);
+    for pack in packs() {
+        for (old, new) in [(2usize, 3usize), (4, 2), (3, 1)] {
+            for _ in 0..4 {
+                let mut seen = Vec::new();
+                let mut states = Vec::new();
+                for rank in 0..old {
+                    let mut l =
+                        PackedLoader::new(dataset.clone(), options(rank, old, 1), pack.clone())
+                            .unwrap();
+                    for _ in 0..rng.below(6) {
+                        if let Some(b) = l.next() {
+                            seen.extend(b.unwrap().batch.ids);
+                        }
+                    }
+                    states.push(l.state());
+                }
+                let merged =
+                    LoaderState::from_json(&LoaderState::merge(&states).unwrap().to_json())
+                        .unwrap();
+                for rank in 0..new {
+                    let l = PackedLoader::resume(
+                        dataset.clone(),
+                        options(rank, new, 2),
+                        pack.clone(),
+                        &merged,
+                    )
+                    .unwrap();
+                    for b in l {
+                        let b = b.unwrap();
+                        check(&b.batch);
+                        seen.extend(b.batch.ids);
+                    }
+                }
+                seen.sort_unstable();
+                assert_eq!(seen, (0..n).collect::<Vec<_>>(), "{pack:?} {old} -> {new}");
+            }
+        }
+    }
 }

@@ -111,7 +111,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
       from windows of ``pack_buffer`` sequences; with ``pack_rows=R``, ``R``
       bins of ``pack_tokens`` rows per mini-batch (an ``[R, L]`` shape; the
       bins are in the batch's metadata, see :func:`lodt.torch.varlen`).
-      Exactly resumable with the same world size and workers.
+      Exactly resumable; on another world size via :meth:`merge_states`.
     * ``remainder``: ``"keep"`` (every sequence once; consumers differ by at
       most one sequence), ``"drop"`` or ``"repeat"`` (equal counts).
     * ``prefetch``: mini-batches read ahead by a background thread.

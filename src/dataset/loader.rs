@@ -870,14 +870,7 @@ impl Loader {
                 "the shuffle buffer must hold at least 1 sequence".into(),
             ));
         }
-        let counts = Arc::new(
-            dataset
-                .manifest()
-                .shards
-                .iter()
-                .map(|s| s.batch_sequences.clone())
-                .collect::<Vec<_>>(),
-        );
+        let counts = dataset.batch_counts();
         let (epoch, base, start) = match state {
             None => (0, Base::default(), 0),
             Some(state) => plan(&dataset, &options, consumers, consumer, state)?,

@@ -74,6 +74,7 @@ mod error;
 mod loader;
 mod manifest;
 mod pack;
+mod pack_elastic;
 mod reader;
 mod shuffle;
 mod store;

@@ -228,11 +228,41 @@ fn kept_back(
     }
 }
 
+/// A window of sequences of `lengths` packed (section 7.4): its mini-batches
+/// (each its bins, each the window indices of its members) and the window
+/// indices it keeps back as the next window's carry (none when `last`).
+pub(super) fn plan_window(
+    lengths: &[usize],
+    pack: &PackOptions,
+    last: bool,
+) -> (Vec<Vec<Vec<usize>>>, Vec<usize>) {
+    let mut bins = best_fit(lengths, pack.capacity);
+    let kept = if last {
+        Vec::new()
+    } else {
+        kept_back(&bins, lengths, pack.capacity, pack.rows)
+    };
+    let mut carry: Vec<usize> = kept
+        .iter()
+        .flat_map(|&b| std::mem::take(&mut bins[b]))
+        .collect();
+    carry.sort_unstable();
+    let delivered: Vec<Vec<usize>> = bins
+        .into_iter()
+        .enumerate()
+        .filter(|(b, _)| !kept.contains(b))
+        .map(|(_, m)| m)
+        .collect();
+    let per = pack.rows.unwrap_or(1);
+    let batches = delivered.chunks(per).map(<[Vec<usize>]>::to_vec).collect();
+    (batches, carry)
+}
+
 /// One sequence of a window: its id, tensors (views) and length.
-struct Seq {
+pub(super) struct Seq {
     id: u64,
     tensors: Vec<LodTensor>,
-    rows: usize,
+    pub(super) rows: usize,
 }
 
 /// A packed mini-batch: the sequences of its bins, in order, as one
@@ -598,12 +628,18 @@ impl PackedLoader {
                 }
                 let (consumers, consumer) = options.consumer()?;
                 if state.consumers != consumers {
-                    return Err(DatasetError::BadState {
-                        reason: format!(
-                            "it was saved by {} consumers and this loader has {consumers}: a packing state resumes with the same number of consumers (world_size × num_workers)",
-                            state.consumers
-                        ),
-                    });
+                    let plain =
+                        super::pack_elastic::unpack_state(&dataset, state, p, &pack, tensor)?;
+                    let inner = Loader::resume(dataset.clone(), options, &plain)?;
+                    return Self::assemble(
+                        dataset,
+                        inner,
+                        pack,
+                        tensor,
+                        tensor_name,
+                        Vec::new(),
+                        0,
+                    );
                 }
                 let Some(window) = p.windows.get(&consumer) else {
                     return Err(DatasetError::BadState {
@@ -623,6 +659,20 @@ impl PackedLoader {
                 )
             }
         };
+        Self::assemble(dataset, inner, pack, tensor, tensor_name, carry_ids, skip)
+    }
+
+    /// The loader around `inner`, its first window read (the carry
+    /// `carry_ids`, then new sequences) with `skip` mini-batches skipped.
+    fn assemble(
+        dataset: Arc<Dataset>,
+        inner: Loader,
+        pack: PackOptions,
+        tensor: usize,
+        tensor_name: String,
+        carry_ids: Vec<u64>,
+        skip: u64,
+    ) -> Result<Self> {
         let carry = if carry_ids.is_empty() {
             Vec::new()
         } else {
@@ -756,32 +806,14 @@ impl PackedLoader {
         }
         let last = self.inner.remaining() == 0;
         let lengths: Vec<usize> = seqs.iter().map(|s| s.rows).collect();
-        let bins = best_fit(&lengths, self.options.capacity);
-        let kept = if last {
-            Vec::new()
-        } else {
-            kept_back(&bins, &lengths, self.options.capacity, self.options.rows)
-        };
+        let (batches, carry) = plan_window(&lengths, &self.options, last);
         let mut slots: Vec<Option<Seq>> = seqs.into_iter().map(Some).collect();
-        let mut carry_members: Vec<usize> =
-            kept.iter().flat_map(|&b| bins[b].iter().copied()).collect();
-        carry_members.sort_unstable();
-        self.next_carry = carry_members
-            .iter()
-            .filter_map(|&i| slots[i].take())
-            .collect();
-        let delivered_bins: Vec<&Vec<usize>> = bins
-            .iter()
-            .enumerate()
-            .filter(|(b, _)| !kept.contains(b))
-            .map(|(_, m)| m)
-            .collect();
-        let per = self.options.rows.unwrap_or(1);
+        self.next_carry = carry.iter().filter_map(|&i| slots[i].take()).collect();
         let epoch = self.inner.epoch();
-        for group in delivered_bins.chunks(per) {
+        for bins in batches {
             let mut members: Vec<Seq> = Vec::new();
             let mut starts = vec![0usize];
-            for bin in group {
+            for bin in bins {
                 members.extend(bin.iter().filter_map(|&i| slots[i].take()));
                 starts.push(members.len());
             }
@@ -844,7 +876,7 @@ fn resolve(dataset: &Dataset, pack: &PackOptions) -> Result<(usize, String)> {
 }
 
 /// The sequences of a mini-batch (views), with their lengths.
-fn split(ids: &[u64], batch: &Batch, tensor: usize) -> Result<Vec<Seq>> {
+pub(super) fn split(ids: &[u64], batch: &Batch, tensor: usize) -> Result<Vec<Seq>> {
     let mut out = Vec::new();
     out.try_reserve(ids.len())
         .map_err(|e| DatasetError::Loader(format!("a window of {} sequences: {e}", ids.len())))?;
