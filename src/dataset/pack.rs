@@ -258,11 +258,10 @@ pub(super) fn plan_window(
     (batches, carry)
 }
 
-/// One sequence of a window: its id, tensors (views) and length.
-pub(super) struct Seq {
-    id: u64,
-    tensors: Vec<LodTensor>,
-    pub(super) rows: usize,
+/// Sequences held as one batch: a window's carry, or its new sequences.
+struct Part {
+    ids: Vec<u64>,
+    batch: Batch,
 }
 
 /// A packed mini-batch: the sequences of its bins, in order, as one
@@ -484,7 +483,7 @@ pub struct PackedLoader {
     /// Mini-batches of the current window to skip (after a resume).
     skip: u64,
     ready: VecDeque<PackedBatch>,
-    next_carry: Vec<Seq>,
+    next_carry: Option<Part>,
     done: bool,
 }
 
@@ -674,10 +673,13 @@ impl PackedLoader {
         skip: u64,
     ) -> Result<Self> {
         let carry = if carry_ids.is_empty() {
-            Vec::new()
+            None
         } else {
             let batch = dataset.take(&carry_ids)?;
-            split(&carry_ids, &batch, tensor)?
+            Some(Part {
+                ids: carry_ids,
+                batch,
+            })
         };
         let window_state = inner.state();
         let mut loader = PackedLoader {
@@ -735,7 +737,7 @@ impl PackedLoader {
     pub fn set_epoch(&mut self, epoch: u64) -> Result<()> {
         self.inner.set_epoch(epoch)?;
         self.ready.clear();
-        self.next_carry.clear();
+        self.next_carry = None;
         self.skip = 0;
         self.done = false;
         self.load_window()
@@ -759,7 +761,8 @@ impl PackedLoader {
     /// ```
     pub fn remaining(&self) -> u64 {
         let ready: usize = self.ready.iter().map(|b| b.batch.ids.len()).sum();
-        self.inner.remaining() + (ready + self.next_carry.len()) as u64
+        let carry = self.next_carry.as_ref().map_or(0, |c| c.ids.len());
+        self.inner.remaining() + (ready + carry) as u64
     }
 
     /// Where the loader is (what it delivered): a version-2
@@ -790,34 +793,60 @@ impl PackedLoader {
     /// Reads the next window (the carry and up to `buffer` new sequences)
     /// and packs it.
     fn load_window(&mut self) -> Result<()> {
-        let carry = std::mem::take(&mut self.next_carry);
+        let carry = self.next_carry.take();
         self.window_state = self.inner.state();
-        self.carry_ids = carry.iter().map(|s| s.id).collect();
+        self.carry_ids = carry.as_ref().map(|c| c.ids.clone()).unwrap_or_default();
         self.delivered = 0;
-        let mut seqs = carry;
-        match self.inner.next() {
-            None => {}
+        let new = match self.inner.next() {
+            None => None,
             Some(Err(e)) => return Err(e),
-            Some(Ok(mb)) => seqs.extend(split(&mb.ids, &mb.batch, self.tensor)?),
+            Some(Ok(mb)) => Some(Part {
+                ids: mb.ids,
+                batch: mb.batch,
+            }),
+        };
+        let parts: Vec<Part> = carry.into_iter().chain(new).collect();
+        let mut lengths = Vec::new();
+        for part in &parts {
+            lengths.extend(row_counts(&part.batch, part.ids.len(), self.tensor)?);
         }
-        if seqs.is_empty() {
+        if lengths.is_empty() {
             self.done = true;
             return Ok(());
         }
         let last = self.inner.remaining() == 0;
-        let lengths: Vec<usize> = seqs.iter().map(|s| s.rows).collect();
         let (batches, carry) = plan_window(&lengths, &self.options, last);
-        let mut slots: Vec<Option<Seq>> = seqs.into_iter().map(Some).collect();
-        self.next_carry = carry.iter().filter_map(|&i| slots[i].take()).collect();
+        // Window index -> (part, index in it).
+        let first_len = parts.first().map_or(0, |p| p.ids.len());
+        let locate = |k: usize| {
+            if k < first_len {
+                (0, k)
+            } else {
+                (1, k - first_len)
+            }
+        };
+        if !carry.is_empty() {
+            let picks: Vec<(usize, usize)> = carry.iter().map(|&k| locate(k)).collect();
+            let (ids, batch) = self.gather(&parts, &picks)?;
+            self.next_carry = Some(Part { ids, batch });
+        }
         let epoch = self.inner.epoch();
         for bins in batches {
-            let mut members: Vec<Seq> = Vec::new();
+            let mut picks: Vec<(usize, usize)> = Vec::new();
             let mut starts = vec![0usize];
             for bin in bins {
-                members.extend(bin.iter().filter_map(|&i| slots[i].take()));
-                starts.push(members.len());
+                picks.extend(bin.iter().map(|&k| locate(k)));
+                starts.push(picks.len());
             }
-            self.ready.push_back(self.merge(epoch, members, starts)?);
+            let (ids, mut batch) = self.gather(&parts, &picks)?;
+            if self.options.rows.is_some() {
+                let text: Vec<String> = starts.iter().map(usize::to_string).collect();
+                batch.metadata_mut().insert(BINS_KEY.into(), text.join(","));
+            }
+            self.ready.push_back(PackedBatch {
+                batch: MiniBatch { epoch, ids, batch },
+                bins: starts,
+            });
         }
         while self.skip > 0 {
             if self.ready.pop_front().is_none() {
@@ -834,24 +863,43 @@ impl PackedLoader {
         Ok(())
     }
 
-    fn merge(&self, epoch: u64, members: Vec<Seq>, bins: Vec<usize>) -> Result<PackedBatch> {
-        let ids = members.iter().map(|s| s.id).collect();
+    /// The sequences `picks` (part, index), in order, gathered into one
+    /// batch: one copy of their bytes per run of picks from one part (and
+    /// one more to join the runs when there are several).
+    fn gather(&self, parts: &[Part], picks: &[(usize, usize)]) -> Result<(Vec<u64>, Batch)> {
+        let mut ids = Vec::with_capacity(picks.len());
+        let mut runs: Vec<(usize, Vec<usize>)> = Vec::new();
+        for &(p, i) in picks {
+            let part = parts
+                .get(p)
+                .ok_or_else(|| DatasetError::Loader("a window part is missing".into()))?;
+            ids.push(part.ids.get(i).copied().unwrap_or(u64::MAX));
+            match runs.last_mut() {
+                Some((q, run)) if *q == p => run.push(i),
+                _ => runs.push((p, vec![i])),
+            }
+        }
         let mut batch = Batch::new();
-        for (k, t) in self.dataset.schema().tensors.iter().enumerate() {
-            let merged = crate::ops::concat(members.iter().filter_map(|s| s.tensors.get(k)))
-                .map_err(|e| DatasetError::tensor(format!("packing tensor {:?}", t.name), e))?;
+        for t in &self.dataset.schema().tensors {
+            let err = |e| DatasetError::tensor(format!("packing tensor {:?}", t.name), e);
+            let mut pieces = Vec::with_capacity(runs.len());
+            for (p, run) in &runs {
+                let source = parts[*p].batch.get(&t.name).ok_or_else(|| {
+                    DatasetError::Loader(format!("a window lacks tensor {:?}", t.name))
+                })?;
+                pieces.push(crate::ops::take(source, run).map_err(err)?);
+            }
+            let merged = match pieces.len() {
+                1 => pieces
+                    .pop()
+                    .ok_or_else(|| DatasetError::Loader("no piece".into()))?,
+                _ => crate::ops::concat(&pieces).map_err(err)?,
+            };
             batch
                 .push(t.name.clone(), merged)
                 .map_err(|e| DatasetError::tensor("building a packed mini-batch", e))?;
         }
-        if self.options.rows.is_some() {
-            let text: Vec<String> = bins.iter().map(usize::to_string).collect();
-            batch.metadata_mut().insert(BINS_KEY.into(), text.join(","));
-        }
-        Ok(PackedBatch {
-            batch: MiniBatch { epoch, ids, batch },
-            bins,
-        })
+        Ok((ids, batch))
     }
 }
 
@@ -875,19 +923,28 @@ fn resolve(dataset: &Dataset, pack: &PackOptions) -> Result<(usize, String)> {
     Ok((tensor, name))
 }
 
-/// The sequences of a mini-batch (views), with their lengths.
-pub(super) fn split(ids: &[u64], batch: &Batch, tensor: usize) -> Result<Vec<Seq>> {
+/// The rows of tensor `tensor` of each of the `n` top-level sequences of
+/// `batch` (1 each for a tensor without LoD).
+pub(super) fn row_counts(batch: &Batch, n: usize, tensor: usize) -> Result<Vec<usize>> {
+    let Some((_, t)) = batch.iter().nth(tensor) else {
+        return Err(DatasetError::Loader(format!(
+            "a window lacks tensor {tensor}"
+        )));
+    };
     let mut out = Vec::new();
-    out.try_reserve(ids.len())
-        .map_err(|e| DatasetError::Loader(format!("a window of {} sequences: {e}", ids.len())))?;
-    for (i, &id) in ids.iter().enumerate() {
-        let tensors = batch
-            .iter()
-            .map(|(_, t)| t.slice_top(i, i + 1))
-            .collect::<crate::Result<Vec<_>>>()
-            .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
-        let rows = tensors.get(tensor).map_or(0, LodTensor::rows);
-        out.push(Seq { id, tensors, rows });
+    out.try_reserve(n)
+        .map_err(|e| DatasetError::Loader(format!("a window of {n} sequences: {e}")))?;
+    if t.lod().num_levels() == 0 {
+        out.resize(n, 1);
+    } else {
+        let abs = absolute(t, 0)?;
+        out.extend(abs.windows(2).map(|w| (w[1] - w[0]) as usize));
+    }
+    if out.len() != n {
+        return Err(DatasetError::Loader(format!(
+            "a window of {n} sequences has {} in tensor {tensor}",
+            out.len()
+        )));
     }
     Ok(out)
 }

@@ -4,7 +4,7 @@
 
 use super::error::{DatasetError, Result};
 use super::loader::{LoaderState, Remainder, STATE_VERSION};
-use super::pack::{PackOptions, PackState, plan_window, split};
+use super::pack::{PackOptions, PackState, plan_window, row_counts};
 use super::reader::Dataset;
 use super::shuffle::{EpochOrder, Shuffle};
 use std::collections::{BTreeMap, BTreeSet};
@@ -126,10 +126,7 @@ pub(super) fn unpack_state(
             continue;
         }
         let batch = dataset.take(&ids)?;
-        let lengths: Vec<usize> = split(&ids, &batch, tensor)?
-            .iter()
-            .map(|s| s.rows)
-            .collect();
+        let lengths = row_counts(&batch, ids.len(), tensor)?;
         let (batches, _) = plan_window(&lengths, pack, end >= tail_len);
         let delivered: BTreeSet<usize> = batches
             .iter()
