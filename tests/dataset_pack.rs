@@ -101,6 +101,8 @@ fn resuming_after_any_mini_batch_gives_the_identical_rest() {
             let state = LoaderState::from_json(&json).unwrap();
             let b = PackedLoader::resume(dataset.clone(), options(1, 2, 1), pack.clone(), &state)
                 .unwrap();
+            // Until it delivers, a resumed loader's state is the one it resumed from.
+            assert_eq!(b.state(), state);
             let rest: Vec<Vec<u64>> = b.map(|b| b.unwrap().batch.ids).collect();
             assert_eq!(rest, all[k..], "{pack:?} resumed after {k}");
         }

@@ -681,23 +681,23 @@ impl PackedLoader {
                 batch,
             })
         };
+        // The first window is read by the first `next()`; until then the
+        // state is the one resumed from.
         let window_state = inner.state();
-        let mut loader = PackedLoader {
+        Ok(PackedLoader {
             dataset,
             inner,
             options: pack,
             tensor,
             tensor_name,
             window_state,
-            carry_ids: Vec::new(),
-            delivered: 0,
+            carry_ids: carry.as_ref().map(|c| c.ids.clone()).unwrap_or_default(),
+            delivered: skip,
             skip,
             ready: VecDeque::new(),
             next_carry: carry,
             done: false,
-        };
-        loader.load_window()?;
-        Ok(loader)
+        })
     }
 
     /// The dataset.
@@ -740,7 +740,10 @@ impl PackedLoader {
         self.next_carry = None;
         self.skip = 0;
         self.done = false;
-        self.load_window()
+        self.window_state = self.inner.state();
+        self.carry_ids.clear();
+        self.delivered = 0;
+        Ok(())
     }
 
     /// The sequences this loader will still deliver in this epoch.
