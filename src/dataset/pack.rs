@@ -7,6 +7,16 @@
 //! ([`Loader`] with [`Batching::Sequences`]): it reads a window of `buffer`
 //! sequences as one mini-batch, packs it, and keeps the state of the stream
 //! at the window's start, so that resuming reads that window again.
+//!
+//! Why a loader of its own and not a third [`Batching`] variant (or an
+//! option of [`Batching::Rows`]): `Rows` groups sequences *in order* and
+//! its state is a count of sequences, which packing cannot keep (it reorders
+//! within a window, and its position is a window, a carry and a count of
+//! mini-batches: a version-2 state). As a stage over a stream of windows it
+//! leaves the loader's order, partitions and prefetch thread untouched, and
+//! any source that yields windows of whole sequences with ids, a state at
+//! each window's start that resumes there, and random access by id (for the
+//! carry) can be packed the same way.
 
 use super::error::{DatasetError, Result};
 use super::loader::{Batching, Loader, LoaderOptions, LoaderState, MiniBatch, STATE_VERSION};
