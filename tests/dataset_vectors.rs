@@ -8,8 +8,8 @@
 //! `LODT_BLESS=1 cargo test --test dataset_vectors`.
 
 use lodt::dataset::{
-    Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LoaderState, LocalStore,
-    ShuffleOptions, WriterOptions,
+    Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LoaderState, LocalStore, PackOptions,
+    PackedLoader, ShuffleOptions, WriterOptions,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::collections::{BTreeMap, BTreeSet};
@@ -129,7 +129,61 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
         format!("\"resume_ids\": {}}}\n", line(resumed.into())),
     ];
     files.insert("orders.json".into(), orders.join("\n").into_bytes());
+    files.insert("packing.json".into(), packing(&dataset));
     files
+}
+
+/// `packing.json` (section 7.4): epoch 1 packed by 2 consumers with a token
+/// budget and with `[R, L]` rows, and consumer 1 resumed after 2 mini-batches.
+fn packing(dataset: &Arc<Dataset>) -> Vec<u8> {
+    let options = |rank| LoaderOptions {
+        shuffle: Some(SHUFFLE),
+        rank,
+        world_size: 2,
+        prefetch: 0,
+        ..Default::default()
+    };
+    let loader = |rank, pack: &PackOptions| {
+        let mut l = PackedLoader::new(dataset.clone(), options(rank), pack.clone()).unwrap();
+        l.set_epoch(1).unwrap();
+        l
+    };
+    let batches = |pack: &PackOptions| -> serde_json::Value {
+        (0..2)
+            .map(|rank| {
+                loader(rank, pack)
+                    .map(|b| {
+                        let b = b.unwrap();
+                        serde_json::json!({"ids": b.batch.ids, "bins": b.bins})
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+            .into()
+    };
+    let tokens = PackOptions {
+        buffer: 3,
+        ..PackOptions::tokens(4)
+    };
+    let rows = PackOptions {
+        rows: Some(2),
+        buffer: 3,
+        ..PackOptions::tokens(3)
+    };
+    let mut l = loader(1, &tokens);
+    l.by_ref().take(2).for_each(|b| drop(b.unwrap()));
+    let state = l.state().to_json();
+    let opts = |p: &PackOptions| serde_json::json!({"capacity": p.capacity, "rows": p.rows, "buffer": p.buffer});
+    let lines = [
+        "{\"epoch\": 1, \"consumers\": 2,".to_string(),
+        format!("\"tokens\": {},", opts(&tokens)),
+        format!("\"tokens_batches\": {},", batches(&tokens)),
+        format!("\"rows\": {},", opts(&rows)),
+        format!("\"rows_batches\": {},", batches(&rows)),
+        "\"resume_consumer\": 1, \"resume_after\": 2,".to_string(),
+        format!("\"resume_state\": {}}}\n", state),
+    ];
+    lines.join("\n").into_bytes()
 }
 
 #[test]
@@ -193,6 +247,6 @@ fn an_independent_python_reader_agrees() {
     );
     assert_eq!(
         stdout,
-        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders and the world-size resume match\n"
+        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the world-size resume and packing match\n"
     );
 }

@@ -51,6 +51,8 @@ __all__ = [
     "merge",
     "pad",
     "unpad",
+    "varlen",
+    "row_cu_seqlens",
 ]
 
 _PathLike = str | os.PathLike[str]
@@ -359,8 +361,12 @@ class DatasetReader:
         prefetch: int = 2,
         epoch: int = 0,
         state: str | None = None,
+        pack_tokens: int | None = None,
+        pack_rows: int | None = None,
+        pack_buffer: int = 1000,
     ) -> DatasetLoader:
-        """The Rust loader of consumer ``(rank, worker)``, at ``epoch`` or resumed from ``state`` (JSON)."""
+        """The Rust loader of consumer ``(rank, worker)``, at ``epoch`` or resumed from ``state`` (JSON);
+        packing (``spec/DATASET.md`` 7.4) with ``pack_tokens``."""
 
 @final
 class DatasetLoader:
@@ -423,8 +429,11 @@ class MixtureReader:
         prefetch: int = 2,
         epoch: int = 0,
         state: str | None = None,
+        pack_tokens: int | None = None,
+        pack_rows: int | None = None,
+        pack_buffer: int = 1000,
     ) -> DatasetLoader:
-        """The Rust loader of consumer ``(rank, worker)`` of the mixture (``seed`` shuffles each source)."""
+        """The Rust loader of consumer ``(rank, worker)`` of the mixture (``seed`` shuffles each source; packing is refused)."""
 
 @final
 class DatasetWriter:
@@ -640,6 +649,14 @@ def pad(x: _TensorLike, pad_value: Any = None) -> tuple[np.ndarray, list[list[in
 
 def unpad(padded: npt.ArrayLike | LodTensor, lengths: _Lod) -> LodTensor:
     """The inverse of :func:`pad`."""
+
+def varlen(x: _TensorLike, level: int) -> tuple[npt.NDArray[np.int32], int, npt.NDArray[np.int64]]:
+    """Level ``level`` of ``x`` as ``(cu_seqlens, max_seqlen, position_ids)`` (rows)."""
+
+def row_cu_seqlens(
+    x: _TensorLike, level: int, bins: Sequence[int]
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+    """Per bin (row) of a packed batch, level ``level``'s ``cu_seqlens``, concatenated, and where each starts."""
 
 def _tensor_from_state(
     dtype: str | None, shape: Sequence[int], lod: _Lod, data: bytes | None, lod_fits: bool

@@ -105,6 +105,13 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
     * ``rank``/``world_size``: explicit, or ``torch.distributed``'s when it
       is initialised (when the Dataset is made), else 0 and 1. DataLoader
       workers (``torch.utils.data.get_worker_info``) split a rank's share.
+    * ``pack_tokens``: packed mini-batches (``spec/DATASET.md`` 7.4) instead:
+      whole sequences best-fit into bins of at most ``pack_tokens`` rows of
+      ``rows_of`` (a longer sequence alone, never split or dropped), chosen
+      from windows of ``pack_buffer`` sequences; with ``pack_rows=R``, ``R``
+      bins of ``pack_tokens`` rows per mini-batch (an ``[R, L]`` shape; the
+      bins are in the batch's metadata, see :func:`lodt.torch.varlen`).
+      Exactly resumable; on another world size via :meth:`merge_states`.
     * ``remainder``: ``"keep"`` (every sequence once; consumers differ by at
       most one sequence), ``"drop"`` or ``"repeat"`` (equal counts).
     * ``prefetch``: mini-batches read ahead by a background thread.
@@ -145,6 +152,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         return_ids: bool = False,
         storage_options: Mapping[str, str] | None = None,
         check_bodies: bool = False,
+        pack_tokens: int | None = None,
+        pack_rows: int | None = None,
+        pack_buffer: int = 1000,
     ) -> None:
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither (torch.distributed's, or 0 of 1)")
@@ -161,6 +171,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self.mmap = mmap
         self.check_bodies = check_bodies
         self.return_ids = return_ids
+        self.pack_tokens = pack_tokens
+        self.pack_rows = pack_rows
+        self.pack_buffer = pack_buffer
         self.storage_options = dict(storage_options) if storage_options else None
         self._explicit = None if rank is None else (int(rank), int(world_size))  # type: ignore[arg-type]
         self._rank_world: tuple[int, int] | None = None
@@ -176,16 +189,20 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self._reset_progress()
         native = self._native()
         self._manifest: dict[str, Any] = json.loads(native.manifest_json())
-        # The totals as the native module counts them (never re-summed here).
-        self._totals = {
+        self._totals = self._native_totals(native)
+        # Checks the options now (a bad batch size, remainder, rank, ...).
+        rank_, world = self._ranks()
+        self._probe(rank_, world, 0, 1).close()
+
+    def _native_totals(self, native: Any) -> dict[str, int]:
+        """The totals as the native module counts them (never re-summed
+        from the manifest's JSON)."""
+        return {
             "sequences": native.num_sequences,
             "batches": native.num_batches,
             "bytes": native.num_bytes,
             "shards": native.num_shards,
         }
-        # Checks the options now (a bad batch size, remainder, rank, ...).
-        rank_, world = self._ranks()
-        self._probe(rank_, world, 0, 1).close()
 
     # -- the native dataset, per process -----------------------------------
 
@@ -226,6 +243,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
             prefetch=prefetch,
             epoch=self._epoch,
             state=None if resume is None else json.dumps(resume["loader"]),
+            pack_tokens=self.pack_tokens,
+            pack_rows=self.pack_rows,
+            pack_buffer=self.pack_buffer,
         )
 
     def _probe(self, rank: int, world: int, local: int, workers: int) -> Any:

@@ -84,6 +84,13 @@ class Mixture(Dataset):
             self._pid = pid
         return self._reader
 
+    def _native_totals(self, native: Any) -> dict[str, int]:
+        """The sources' shards, batches and bytes (each source's native
+        counts); the sequences are the epoch's stream (:func:`len`)."""
+        totals = {key: sum(s._totals[key] for s in self.sources) for key in ("shards", "batches", "bytes")}
+        totals["sequences"] = sum(s._totals["sequences"] for s in self.sources)
+        return totals
+
     def __len__(self) -> int:
         """The number of sequences of the current epoch's stream (all ranks
         together; under ``"first_exhausted"``/``"all_exhausted"`` it

@@ -6,6 +6,12 @@
 * :class:`FileDataset`: a map-style ``Dataset`` over the top-level sequences
   of a ``.lodt`` file, with :func:`collate` building a LoD :class:`lodt.Batch`;
   works with ``DataLoader(num_workers=N)`` (each worker maps the file itself).
+* :func:`varlen`: a (packed) batch as the flat values, ``cu_seqlens``,
+  ``max_seqlen`` and ``position_ids`` that varlen attention kernels take.
+* :func:`to_jagged` / :func:`from_jagged`: any LoD tensor as a jagged nested
+  tensor of its innermost level (values shared) plus its outer levels as
+  offset tensors in rows, and back; :class:`JaggedCollate` and
+  :class:`VarlenCollate` yield them from a ``DataLoader``.
 * :class:`DataLoader`: a ``torch.utils.data.DataLoader`` for a sharded
   :class:`lodt.Dataset` that keeps track of what its workers delivered, so
   that ``dataset.state_dict()`` is exact with ``num_workers > 0``.
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -37,7 +43,19 @@ from .dataset import Dataset as _LodtDataset
 from .dataset import _Delivered
 from ._lodt import Batch, LodTensor
 
-__all__ = ["DataLoader", "FileDataset", "collate", "from_torch", "to_torch"]
+__all__ = [
+    "DataLoader",
+    "FileDataset",
+    "JaggedCollate",
+    "Varlen",
+    "VarlenCollate",
+    "collate",
+    "from_jagged",
+    "from_torch",
+    "to_jagged",
+    "to_torch",
+    "varlen",
+]
 
 
 def _shared(array: np.ndarray) -> "_torch.Tensor":
@@ -118,6 +136,128 @@ def from_torch(x: "_torch.Tensor") -> LodTensor:
         lengths = [b - a for a, b in zip(offsets, offsets[1:])]
     lod = [list(np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist())]
     return _tensor(values, lod)
+
+
+class Varlen(NamedTuple):
+    """A packed batch's tensor as varlen attention kernels (FlashAttention's
+    ``flash_attn_varlen_func``) take it."""
+
+    values: "_torch.Tensor"
+    """``[total_rows, *element_shape]``, sharing lodt's memory."""
+    cu_seqlens: "_torch.Tensor"
+    """int32, first 0: the level's sequences as row offsets."""
+    max_seqlen: int
+    """The longest sequence, in rows."""
+    position_ids: "_torch.Tensor"
+    """int64, per row its position in its sequence (restarting at 0)."""
+    row_cu_seqlens: "_torch.Tensor | None"
+    """For an ``[R, L]`` packed batch: per row, its ``cu_seqlens`` relative to
+    the row's start, concatenated (else None)."""
+    row_starts: "_torch.Tensor | None"
+    """For an ``[R, L]`` packed batch: where each row's list starts in
+    ``row_cu_seqlens`` (``R + 1`` entries; else None)."""
+
+
+def _pick(batch: Any, tensor: str | None) -> LodTensor:
+    if isinstance(batch, Batch):
+        names = list(batch.keys())
+        if not names:
+            raise ValueError("the batch has no tensor")
+        name = names[0] if tensor is None else tensor
+        if name not in names:
+            raise ValueError(f"the batch has no tensor {name!r} (it has {names})")
+        return batch[name]
+    if tensor is not None:
+        raise ValueError("tensor names a tensor of a Batch; this is a single tensor")
+    return batch
+
+
+def _level(t: LodTensor, level: int) -> int:
+    levels = t.num_levels
+    if not -levels <= level < levels:
+        raise ValueError(f"level {level}: the tensor has {levels} LoD level(s)")
+    return level % levels
+
+
+def varlen(batch: Any, level: int = -1, tensor: str | None = None) -> Varlen:
+    """The varlen view of level ``level`` (0: outermost; -1: innermost) of
+    tensor ``tensor`` (default: the first) of a :class:`lodt.Batch` (or of a
+    :class:`lodt.LodTensor`): an outer level's sequences are measured in
+    rows. The values share lodt's memory; the offsets are computed (int32,
+    moved into torch without a further copy). For a batch packed with
+    ``pack_rows`` it also gives each row's ``cu_seqlens``."""
+    t = _pick(batch, tensor)
+    lvl = _level(t, level)
+    cu, max_seqlen, positions = _lodt.varlen(t, lvl)
+    row_cu = row_starts = None
+    bins = batch.metadata.get("lodt.pack.bins") if isinstance(batch, Batch) else None
+    if bins:
+        rc, rs = _lodt.row_cu_seqlens(t, lvl, [int(b) for b in bins.split(",")])
+        row_cu, row_starts = _torch.from_numpy(rc), _torch.from_numpy(rs)
+    return Varlen(
+        _values(t), _torch.from_numpy(cu), int(max_seqlen), _torch.from_numpy(positions), row_cu, row_starts
+    )
+
+
+def to_jagged(t: LodTensor) -> tuple["_torch.Tensor", list["_torch.Tensor"]]:
+    """Any LoD tensor in torch's one ragged dimension: ``(jagged, outer)``.
+
+    ``jagged`` is ``torch.nested.nested_tensor_from_jagged`` of the innermost
+    level (its values share the tensor's memory, no copy); ``outer[k]`` is
+    level ``k``'s offsets measured in rows (int64, first 0), for each outer
+    level ``k`` (empty for a 1-level tensor). :func:`from_jagged` takes them
+    back."""
+    levels = t.num_levels
+    if levels == 0:
+        raise ValueError("to_jagged() needs a tensor with LoD (this one has none: use to_torch)")
+    inner, _, _ = _lodt.varlen(t, levels - 1)
+    jagged = _torch.nested.nested_tensor_from_jagged(_values(t), _torch.from_numpy(inner.astype(np.int64)))
+    outer = [_torch.from_numpy(_lodt.varlen(t, k)[0].astype(np.int64)) for k in range(levels - 1)]
+    return jagged, outer
+
+
+def from_jagged(jagged: "_torch.Tensor", outer: Sequence["_torch.Tensor"] = ()) -> LodTensor:
+    """The inverse of :func:`to_jagged` (a copy): a jagged nested tensor and
+    its outer levels' offsets in rows back to a :class:`lodt.LodTensor`."""
+    if not (isinstance(jagged, _torch.Tensor) and jagged.is_nested and jagged.layout == _torch.jagged):
+        raise TypeError("from_jagged() takes a jagged nested tensor (torch.nested, layout=torch.jagged)")
+    offsets = jagged.offsets().detach().cpu().to(_torch.int64)
+    values = jagged.values()[int(offsets[0]) : int(offsets[-1])]
+    rows = (offsets - offsets[0]).numpy()
+    lod: list[list[int]] = []
+    below = rows
+    for k in reversed(range(len(outer))):
+        off = np.asarray(outer[k].detach().cpu(), dtype=np.int64)
+        at = np.searchsorted(below, off)
+        if (at >= len(below)).any() or not np.array_equal(below[np.minimum(at, len(below) - 1)], off):
+            raise ValueError(f"outer level {k}: its row offsets must be boundaries of the level below it")
+        lod.insert(0, at.tolist())
+        below = off
+    lod.append(rows.tolist())
+    return _tensor(values, lod)
+
+
+class JaggedCollate:
+    """A ``collate_fn`` (for :class:`DataLoader`): each tensor of a
+    :class:`lodt.Batch` with LoD as :func:`to_jagged`'s ``(jagged, outer)``,
+    each without LoD as a dense tensor; a dict by name."""
+
+    def __call__(self, batch: Batch) -> dict[str, Any]:
+        return {
+            name: (to_jagged(t) if t.num_levels else _values(t)) for name, t in batch.items()
+        }
+
+
+class VarlenCollate:
+    """A ``collate_fn`` (for :class:`DataLoader`): :func:`varlen` of tensor
+    ``tensor`` at level ``level`` of each (packed) mini-batch."""
+
+    def __init__(self, level: int = -1, tensor: str | None = None) -> None:
+        self.level = level
+        self.tensor = tensor
+
+    def __call__(self, batch: Batch) -> Varlen:
+        return varlen(batch, self.level, self.tensor)
 
 
 def collate(batches: Sequence[Batch]) -> Batch:

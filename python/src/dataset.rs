@@ -8,7 +8,8 @@
 use crate::batch::PyBatch;
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{
-    Batching, Dataset, Loader, LoaderOptions, LoaderState, Remainder, ShuffleOptions,
+    Batching, Dataset, Loader, LoaderOptions, LoaderState, MiniBatch, PackOptions, PackedLoader,
+    Remainder, ShuffleOptions,
 };
 
 use pyo3::prelude::*;
@@ -187,10 +188,14 @@ impl PyDatasetReader {
     /// A loader of consumer `(rank, worker)`: `batch_size` sequences per
     /// mini-batch, or as many as fit in `max_rows` rows of tensor `rows_of`;
     /// shuffled when `seed` is given. It starts at epoch `epoch`, or resumes
-    /// from `state` (a loader state's JSON text).
+    /// from `state` (a loader state's JSON text). `pack_tokens`: packed
+    /// mini-batches (`spec/DATASET.md` 7.4) of at most that many rows of
+    /// `rows_of` per bin, `pack_rows` bins each, best-fit from windows of
+    /// `pack_buffer` sequences.
     #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
         seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
-        num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None))]
+        num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
+        pack_tokens = None, pack_rows = None, pack_buffer = 1000))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -209,11 +214,34 @@ impl PyDatasetReader {
         prefetch: usize,
         epoch: u64,
         state: Option<&str>,
+        pack_tokens: Option<usize>,
+        pack_rows: Option<usize>,
+        pack_buffer: usize,
     ) -> PyResult<PyDatasetLoader> {
+        let pack = match pack_tokens {
+            Some(capacity) => {
+                if max_rows.is_some() {
+                    return Err(value(
+                        "give max_rows (a row budget, in order) or pack_tokens (packed), not both",
+                    ));
+                }
+                Some(PackOptions {
+                    capacity,
+                    rows: pack_rows,
+                    buffer: pack_buffer,
+                    tensor: rows_of.clone(),
+                })
+            }
+            None if pack_rows.is_some() => {
+                return Err(value("pack_rows needs pack_tokens (the row length L)"));
+            }
+            None => None,
+        };
+        // When packing, `rows_of` names the tensor whose rows fill a bin.
         let options = loader_options(
             batch_size,
             max_rows,
-            rows_of,
+            if pack.is_some() { None } else { rows_of },
             drop_last,
             seed,
             shuffle_buffer,
@@ -222,9 +250,15 @@ impl PyDatasetReader {
             prefetch,
         )?;
         let dataset = self.dataset.clone();
-        let start = move |o: LoaderOptions, s: Option<&LoaderState>| match s {
-            Some(s) => Loader::resume(dataset.clone(), o, s),
-            None => Loader::new(dataset.clone(), o),
+        let start = move |o: LoaderOptions, s: Option<&LoaderState>| match (&pack, s) {
+            (None, Some(s)) => Loader::resume(dataset.clone(), o, s).map(AnyLoader::plain),
+            (None, None) => Loader::new(dataset.clone(), o).map(AnyLoader::plain),
+            (Some(p), Some(s)) => {
+                PackedLoader::resume(dataset.clone(), o, p.clone(), s).map(AnyLoader::packed)
+            }
+            (Some(p), None) => {
+                PackedLoader::at_epoch(dataset.clone(), o, p.clone(), 0).map(AnyLoader::packed)
+            }
         };
         start_loader(py, start, options, epoch, state)
     }
@@ -287,7 +321,7 @@ pub(crate) fn loader_options(
 /// state). Started with the GIL released.
 pub(crate) fn start_loader(
     py: Python<'_>,
-    start: impl Fn(LoaderOptions, Option<&LoaderState>) -> lodt::dataset::Result<Loader> + Send,
+    start: impl Fn(LoaderOptions, Option<&LoaderState>) -> lodt::dataset::Result<AnyLoader> + Send,
     options: LoaderOptions,
     epoch: u64,
     state: Option<&str>,
@@ -303,13 +337,67 @@ pub(crate) fn start_loader(
     })
 }
 
-/// A loader at the start of `epoch`, or resumed from `state`.
+/// A plain or a packing loader.
+pub(crate) enum AnyLoader {
+    Plain(Box<Loader>),
+    Packed(Box<PackedLoader>),
+}
+
+impl AnyLoader {
+    /// A plain loader.
+    pub(crate) fn plain(loader: Loader) -> Self {
+        AnyLoader::Plain(Box::new(loader))
+    }
+
+    /// A packing loader.
+    pub(crate) fn packed(loader: PackedLoader) -> Self {
+        AnyLoader::Packed(Box::new(loader))
+    }
+
+    fn next(&mut self) -> Option<lodt::dataset::Result<MiniBatch>> {
+        match self {
+            AnyLoader::Plain(l) => l.next(),
+            AnyLoader::Packed(l) => l.next().map(|b| b.map(|b| b.batch)),
+        }
+    }
+
+    fn state(&self) -> LoaderState {
+        match self {
+            AnyLoader::Plain(l) => l.state(),
+            AnyLoader::Packed(l) => l.state(),
+        }
+    }
+
+    fn epoch(&self) -> u64 {
+        match self {
+            AnyLoader::Plain(l) => l.epoch(),
+            AnyLoader::Packed(l) => l.epoch(),
+        }
+    }
+
+    fn remaining(&self) -> u64 {
+        match self {
+            AnyLoader::Plain(l) => l.remaining(),
+            AnyLoader::Packed(l) => l.remaining(),
+        }
+    }
+
+    fn set_epoch(&mut self, epoch: u64) -> lodt::dataset::Result<()> {
+        match self {
+            AnyLoader::Plain(l) => l.set_epoch(epoch),
+            AnyLoader::Packed(l) => l.set_epoch(epoch),
+        }
+    }
+}
+
+/// A loader (plain or packing, as `start` makes it) at the start of
+/// `epoch`, or resumed from `state`.
 fn build_loader(
-    start: &dyn Fn(LoaderOptions, Option<&LoaderState>) -> lodt::dataset::Result<Loader>,
+    start: &dyn Fn(LoaderOptions, Option<&LoaderState>) -> lodt::dataset::Result<AnyLoader>,
     options: LoaderOptions,
     epoch: u64,
     state: Option<&LoaderState>,
-) -> lodt::dataset::Result<Loader> {
+) -> lodt::dataset::Result<AnyLoader> {
     if state.is_some() || epoch == 0 {
         return start(options, state);
     }
@@ -369,7 +457,7 @@ impl<T> Drop for ForkSafe<T> {
 /// The Rust loader: `next()` gives mini-batches, `state()` where it is.
 #[pyclass(name = "DatasetLoader", module = "lodt._lodt", frozen)]
 pub struct PyDatasetLoader {
-    loader: Mutex<Option<ForkSafe<Loader>>>,
+    loader: Mutex<Option<ForkSafe<AnyLoader>>>,
 }
 
 impl PyDatasetLoader {
@@ -377,7 +465,7 @@ impl PyDatasetLoader {
         &self,
         py: Python<'_>,
         what: &str,
-        f: impl FnOnce(&mut Loader) -> PyResult<T> + Send,
+        f: impl FnOnce(&mut AnyLoader) -> PyResult<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             guard(what, || {

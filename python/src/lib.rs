@@ -30,6 +30,7 @@ mod ffi;
 mod file;
 mod mixture;
 mod ops;
+mod pack;
 mod panic;
 mod parts;
 mod tensor;
@@ -77,5 +78,7 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::merge, m)?)?;
     m.add_function(wrap_pyfunction!(ops::pad, m)?)?;
     m.add_function(wrap_pyfunction!(ops::unpad, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::varlen, m)?)?;
+    m.add_function(wrap_pyfunction!(pack::row_cu_seqlens, m)?)?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! dataset. The pure-Python `lodt.Mixture` wraps it. Conversion, GIL
 //! release and error mapping only: the mixture is `lodt::dataset::Mixture`.
 
-use crate::dataset::{PyDatasetLoader, PyDatasetReader, loader_options, start_loader};
+use crate::dataset::{AnyLoader, PyDatasetLoader, PyDatasetReader, loader_options, start_loader};
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{LoaderOptions, LoaderState, Mixture, MixtureOptions, Stop};
 use pyo3::prelude::*;
@@ -120,10 +120,12 @@ impl PyMixtureReader {
     ///        -> DatasetLoader
     ///
     /// A loader of the mixture, with `DatasetReader.loader`'s options;
-    /// `seed` (when given) shuffles each source.
+    /// `seed` (when given) shuffles each source. Packing (`pack_tokens`) is
+    /// not offered for mixtures: a `ValueError` says so.
     #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
         seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
-        num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None))]
+        num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
+        pack_tokens = None, pack_rows = None, pack_buffer = 1000))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -142,7 +144,16 @@ impl PyMixtureReader {
         prefetch: usize,
         epoch: u64,
         state: Option<&str>,
+        pack_tokens: Option<usize>,
+        pack_rows: Option<usize>,
+        pack_buffer: usize,
     ) -> PyResult<PyDatasetLoader> {
+        let _ = pack_buffer;
+        if pack_tokens.is_some() || pack_rows.is_some() {
+            return Err(value(
+                "packing (pack_tokens, pack_rows) reads one dataset; a mixture's mini-batches are not packed",
+            ));
+        }
         let options = loader_options(
             batch_size,
             max_rows,
@@ -156,8 +167,8 @@ impl PyMixtureReader {
         )?;
         let mixture = self.mixture.clone();
         let start = move |o: LoaderOptions, s: Option<&LoaderState>| match s {
-            Some(s) => mixture.resume(o, s),
-            None => mixture.loader(o),
+            Some(s) => mixture.resume(o, s).map(AnyLoader::plain),
+            None => mixture.loader(o).map(AnyLoader::plain),
         };
         start_loader(py, start, options, epoch, state)
     }

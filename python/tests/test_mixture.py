@@ -224,3 +224,11 @@ def lodt_other(tmp_path):
     path = tmp_path / "other"
     lodt.write_dataset(path, [{"x": lodt.LodTensor(np.zeros(3, np.uint8))}], fsync=False)
     return path
+
+
+def test_packing_a_mixture_is_refused_with_a_clear_error(two):
+    with pytest.raises(ValueError, match="a mixture's mini-batches are not packed"):
+        lodt.Mixture(list(two), [1, 1], seed=3, pack_tokens=64)
+    mix = lodt.Mixture(list(two), [1, 1], seed=3)
+    assert mix.num_batches == sum(d.num_batches for d in two)
+    assert mix.num_bytes == sum(d.num_bytes for d in two) > 0

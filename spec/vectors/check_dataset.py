@@ -5,7 +5,8 @@ reader): the manifest against every shard (size, footer CRC, batch and
 sequence counts, per-tensor counts, schema), then the epoch orders and the
 world-size resume recorded in dataset/orders.json, recomputed from the
 manifest with the PRNG, permutations and shuffle buffer of section 6 and the
-rules of section 7.
+rules of section 7, and the packed mini-batches and packing state of
+dataset/packing.json (section 7.4).
 
 Usage: python3 check_dataset.py [DIR]   (DIR defaults to ./dataset)
        python3 check_dataset.py --mixture [FILE]   (the Mixtures section; FILE defaults
@@ -122,6 +123,74 @@ def advance(n, state):
     return new_frontier, sorted(p for p in taken if p >= new_frontier)
 
 
+def best_fit(lengths, capacity):
+    """Section 7.4: best-fit decreasing; bins (member indices, increasing)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])  # stable
+    bins, free = [], []
+    for i in order:
+        fitting = [b for b in range(len(bins)) if free[b] >= lengths[i]]
+        if not fitting or lengths[i] > capacity:
+            bins.append([i])
+            free.append(max(capacity - lengths[i], 0))
+        else:
+            b = min(fitting, key=lambda b: (free[b], b))
+            free[b] -= lengths[i]
+            bins[b].append(i)
+    return [sorted(b) for b in bins], free
+
+
+def pack(seqs, length, capacity, rows, buffer):
+    """Section 7.4: a consumer's packed mini-batches, each
+    (ids, bins, window start, carry, index in its window)."""
+    out, carry, pos = [], [], 0
+    while True:
+        start, window_carry = pos, list(carry)
+        window = carry + seqs[pos : pos + buffer]
+        pos = min(pos + buffer, len(seqs))
+        if not window:
+            return out
+        bins, free = best_fit([length[i] for i in window], capacity)
+        kept = []
+        if pos < len(seqs):
+            if rows is None:
+                kept = [max(range(len(bins)), key=lambda b: (free[b], b))]
+            else:
+                k = len(bins) % rows or min(rows, len(bins))
+                kept = list(range(len(bins) - k, len(bins)))
+        carry = [window[i] for i in sorted(i for b in kept for i in bins[b])]
+        delivered = [b for k, b in enumerate(bins) if k not in kept]
+        per = rows or 1
+        for n, g in enumerate(range(0, len(delivered), per)):
+            ids, starts = [], [0]
+            for b in delivered[g : g + per]:
+                ids += [window[i] for i in b]
+                starts.append(len(ids))
+            out.append((ids, starts, start, window_carry, n))
+
+
+def check_packing(directory, counts, length, shuffle):
+    """Section 7.4 against dataset/packing.json."""
+    with open(os.path.join(directory, "packing.json"), "rb") as f:
+        v = json.load(f)
+    epoch, c_n = v["epoch"], v["consumers"]
+    order = epoch_order(counts, shuffle, epoch)
+    shares = [order[c::c_n] for c in range(c_n)]
+    for mode in ("tokens", "rows"):
+        o = v[mode]
+        got = [[{"ids": ids, "bins": bins} for ids, bins, *_ in pack(s, length, o["capacity"], o["rows"], o["buffer"])] for s in shares]
+        need(got == v[mode + "_batches"], "packed mini-batches (" + mode + ")")
+        delivered = sorted(i for share in got for b in share for i in b["ids"])
+        need(delivered == sorted(order), "packing delivers every sequence exactly once (" + mode + ")")
+    c, k, state = v["resume_consumer"], v["resume_after"], v["resume_state"]
+    o = v["tokens"]
+    batches = pack(shares[c], length, o["capacity"], o["rows"], o["buffer"])
+    _, _, start, carry, n = batches[k - 1]
+    p = state["packing"]
+    need(state["version"] == 2 and state["epoch"] == epoch and state["consumed"] == {str(c): start}, "packing state: version, epoch, consumed")
+    need((p["capacity"], p["rows"], p["buffer"]) == (o["capacity"], o["rows"], o["buffer"]), "packing state: options")
+    need(p["windows"] == {str(c): {"carry": carry, "delivered": n + 1}}, "packing state: window")
+
+
 def check(directory):
     with open(os.path.join(directory, "lodt-dataset.json"), "rb") as f:
         manifest = json.load(f)
@@ -132,7 +201,7 @@ def check(directory):
     for c in commits:
         need(re.fullmatch(r"[A-Za-z0-9._-]{1,128}", c) is not None, "commit id " + repr(c))
     schema = manifest["schema"]["tensors"]
-    counts, total = [], 0
+    counts, total, length = [], 0, []
     for entry in manifest["shards"]:
         name = entry["name"]
         with open(os.path.join(directory, name), "rb") as f:
@@ -146,6 +215,12 @@ def check(directory):
         rows = [0] * len(schema)
         for _, tensors in batches:
             need(sorted(tensors) == sorted(t["name"] for t in schema), name + ": tensor names")
+            _, shape0, lod0, _ = tensors[schema[0]["name"]]
+            if lod0:  # the rows of each sequence of the first tensor (packing's lengths)
+                top = lod0[0]
+                for level in lod0[1:]:
+                    top = [level[o] for o in top]
+                length += [b - a for a, b in zip(top, top[1:])]
             tops = set()
             for i, t in enumerate(schema):
                 dtype, shape, lod, _ = tensors[t["name"]]
@@ -181,6 +256,8 @@ def check(directory):
     c_old = state["consumers"]
     old = [order[c + j * c_old] for c, n in state["consumed"].items() for c in [int(c)] for j in range(n)]
     need(sorted(old + rest) == list(range(total)), "every sequence exactly once")
+    need(len(length) == total, "sequence lengths")
+    check_packing(directory, counts, length, shuffle)
     return len(manifest["shards"]), total
 
 
@@ -258,7 +335,7 @@ def main():
     except Bad as e:
         print("FAILED: " + str(e))
         return 1
-    print("ok: %d shards and the manifest agree; %d sequences; epoch orders and the world-size resume match" % (shards, total))
+    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the world-size resume and packing match" % (shards, total))
     return 0
 
 

@@ -91,7 +91,10 @@ mod tests {
         assert!(err.is_err());
         assert_eq!(cache.len(), 0);
         assert_eq!(
-            cache.get_or_load((0, 0, 0), || Ok(column(1))).unwrap().len(),
+            cache
+                .get_or_load((0, 0, 0), || Ok(column(1)))
+                .unwrap()
+                .len(),
             1
         );
     }

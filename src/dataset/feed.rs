@@ -9,19 +9,6 @@ use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, Shuffle};
 use std::sync::Arc;
 
-/// The sequences of one [`Dataset`]: the per-shard batch sizes its epoch
-/// order walks.
-pub(crate) fn batch_counts(dataset: &Dataset) -> Arc<Vec<Vec<u64>>> {
-    Arc::new(
-        dataset
-            .manifest()
-            .shards
-            .iter()
-            .map(|s| s.batch_sequences.clone())
-            .collect(),
-    )
-}
-
 /// A loader's input.
 #[derive(Debug, Clone)]
 pub(crate) enum Feed {
@@ -37,7 +24,7 @@ pub(crate) enum Feed {
 impl Feed {
     /// The feed of one dataset.
     pub(crate) fn dataset(dataset: Arc<Dataset>) -> Self {
-        let counts = batch_counts(&dataset);
+        let counts = dataset.batch_counts();
         Feed::Dataset { dataset, counts }
     }
 

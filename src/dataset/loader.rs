@@ -17,7 +17,7 @@ use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 
 /// The version of [`LoaderState`] this crate writes and reads.
-const STATE_VERSION: u32 = 1;
+pub(super) const STATE_VERSION: u32 = 1;
 
 /// Batches of the producer's cache (the batches recent sequences came
 /// from): 4,096, a few hundred bytes each.
@@ -241,6 +241,10 @@ pub struct LoaderState {
     /// (`spec/DATASET.md`, "Mixtures"); absent for a single dataset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mixture: Option<MixtureState>,
+    /// A packing consumer's window (version 2, `spec/DATASET.md` 7.4): see
+    /// [`PackedLoader`](super::PackedLoader).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packing: Option<super::pack::PackState>,
 }
 
 impl LoaderState {
@@ -267,14 +271,7 @@ impl LoaderState {
             serde_json::from_value(value.clone()).map_err(|e| DatasetError::BadState {
                 reason: format!("not a loader state: {e}"),
             })?;
-        if state.version != STATE_VERSION {
-            return Err(DatasetError::BadState {
-                reason: format!(
-                    "state version {}, this lodt reads version {STATE_VERSION}",
-                    state.version
-                ),
-            });
-        }
+        super::pack::check_version(&state)?;
         Ok(state)
     }
 
@@ -311,7 +308,9 @@ impl LoaderState {
                 "LoaderState::merge needs at least one state".into(),
             ));
         };
+        let packing = super::pack::merge_packing(states)?;
         let mut out = first.clone();
+        out.packing = packing;
         for (i, s) in states.iter().enumerate().skip(1) {
             let differ = |what: &str, a: String, b: String| DatasetError::BadState {
                 reason: format!("state {i} differs from state 0 in {what}: {b} vs {a}"),
@@ -1099,6 +1098,7 @@ impl Loader {
             consumers: self.consumers,
             consumed: [(self.consumer, self.start + self.delivered)].into(),
             mixture: self.feed.mixture_state(),
+            packing: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! gather, partitions and resume state.
 
 use super::error::{DatasetError, Result};
-use super::feed::{Feed, batch_counts};
+use super::feed::Feed;
 use super::loader::{Loader, LoaderOptions, LoaderState};
 use super::manifest::Schema;
 use super::reader::{Dataset, SequenceLocation};
@@ -246,7 +246,7 @@ impl Mixture {
             })?;
         }
         let mixture = Mixture {
-            counts: sources.iter().map(|s| batch_counts(s)).collect(),
+            counts: sources.iter().map(|s| s.batch_counts()).collect(),
             sources,
             offsets,
             weights: weights.to_vec(),

@@ -86,6 +86,8 @@ mod loader;
 mod manifest;
 mod mixture;
 mod names;
+mod pack;
+mod pack_elastic;
 mod parts;
 mod reader;
 mod shuffle;
@@ -111,6 +113,10 @@ pub use mixture::{
 pub use names::{
     MANIFEST_NAME, PART_PREFIX, SHARD_SUFFIX, part_manifest_name, part_shard_prefix,
     part_writer_id, shard_writer_id, valid_commit_id, valid_shard_name, valid_writer_id,
+};
+pub use pack::{
+    BINS_KEY, PackOptions, PackState, PackWindow, PackedBatch, PackedLoader, Varlen, best_fit,
+    row_cu_seqlens, varlen,
 };
 pub use parts::Part;
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};

@@ -589,6 +589,18 @@ impl Dataset {
         })
     }
 
+    /// Per shard, the top-level sequences of each batch (what the epoch
+    /// order is computed from).
+    pub(crate) fn batch_counts(&self) -> Arc<Vec<Vec<u64>>> {
+        Arc::new(
+            self.manifest()
+                .shards
+                .iter()
+                .map(|s| s.batch_sequences.clone())
+                .collect(),
+        )
+    }
+
     /// The global id of the sequence at `at`.
     pub(crate) fn id_of(&self, at: SequenceLocation) -> u64 {
         self.shard_starts.get(at.shard).copied().unwrap_or(0)

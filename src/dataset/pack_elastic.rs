@@ -1,0 +1,219 @@
+//! Resuming packing on another number of consumers (`spec/DATASET.md` 7.4):
+//! a complete packing state becomes the base (frontier and skip list) of a
+//! plain state that holds exactly the sequences not delivered.
+
+use super::error::{DatasetError, Result};
+use super::loader::{LoaderState, Remainder, STATE_VERSION};
+use super::pack::{PackOptions, PackState, plan_window, row_counts};
+use super::reader::Dataset;
+use super::shuffle::{EpochOrder, Shuffle};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// One old consumer's current window: its carry (by id), its new
+/// sequences (by tail index) and how many of its mini-batches it delivered.
+struct Window<'a> {
+    consumer: u64,
+    start: u64,
+    carry: &'a [u64],
+    delivered: u64,
+}
+
+/// A version-1 state of one consumer with nothing consumed, whose base
+/// leaves exactly the sequences the consumers of `state` (a complete
+/// packing state) did not deliver.
+pub(super) fn unpack_state(
+    dataset: &Arc<Dataset>,
+    state: &LoaderState,
+    packing: &PackState,
+    pack: &PackOptions,
+    tensor: usize,
+) -> Result<LoaderState> {
+    let bad = |reason: String| DatasetError::BadState { reason };
+    let n = dataset.num_sequences();
+    let c_old = state.consumers;
+    if state.remainder != Remainder::Keep {
+        return Err(bad(format!(
+            "resuming packing on another number of consumers needs remainder \"keep\" (the state has {:?})",
+            state.remainder
+        )));
+    }
+    if state.frontier > n
+        || state.skip.windows(2).any(|w| w[0] >= w[1])
+        || state.skip.iter().any(|&p| p < state.frontier || p >= n)
+    {
+        return Err(bad(format!(
+            "frontier {} and skip list: expected increasing positions within {}..{n}",
+            state.frontier, state.frontier
+        )));
+    }
+    let mut windows = Vec::new();
+    for c in 0..c_old {
+        match (state.consumed.get(&c), packing.windows.get(&c)) {
+            (Some(&start), Some(w)) => windows.push(Window {
+                consumer: c,
+                start,
+                carry: &w.carry,
+                delivered: w.delivered,
+            }),
+            _ => {
+                return Err(bad(format!(
+                    "it was saved by {c_old} consumers and this loader has another number: that needs the states of all {c_old} merged (LoaderState::merge); consumer {c} is missing"
+                )));
+            }
+        }
+    }
+    let tail_len = n - state.frontier - state.skip.len() as u64;
+    let w = pack.buffer as u64;
+    // The tail indices of each window's new sequences, and its carry ids.
+    let new_index = |win: &Window, k: u64| win.consumer + (win.start + k) * c_old;
+    let mut wanted: BTreeMap<u64, u64> = BTreeMap::new(); // tail index -> id
+    for win in &windows {
+        for k in 0..w {
+            let i = new_index(win, k);
+            if i >= tail_len {
+                break;
+            }
+            wanted.insert(i, u64::MAX);
+        }
+    }
+    let carry_ids: BTreeSet<u64> = windows
+        .iter()
+        .flat_map(|w| w.carry.iter().copied())
+        .collect();
+    let mut carry_index: BTreeMap<u64, u64> = BTreeMap::new(); // id -> tail index
+    let last_wanted = wanted.keys().next_back().copied();
+    walk(dataset, state, |i, _, id| {
+        if let Some(slot) = wanted.get_mut(&i) {
+            *slot = id;
+        }
+        if carry_ids.contains(&id) {
+            carry_index.insert(id, i);
+        }
+        last_wanted.is_some_and(|l| i < l) || carry_index.len() < carry_ids.len()
+    })?;
+    // Re-pack each window: delivered ids are consumed; the rest of the
+    // window (its carry included) is not.
+    let mut unconsumed: BTreeSet<u64> = BTreeSet::new(); // tail indices
+    let mut ends = Vec::new();
+    for win in &windows {
+        let news: Vec<u64> = (0..w)
+            .map(|k| new_index(win, k))
+            .take_while(|&i| i < tail_len)
+            .collect();
+        let mut ids: Vec<u64> = win.carry.to_vec();
+        ids.extend(
+            news.iter()
+                .map(|i| wanted.get(i).copied().unwrap_or(u64::MAX)),
+        );
+        let mut index: Vec<u64> = Vec::with_capacity(ids.len());
+        for (k, id) in ids.iter().enumerate() {
+            let i = if k < win.carry.len() {
+                carry_index.get(id).copied()
+            } else {
+                news.get(k - win.carry.len()).copied()
+            };
+            index.push(i.ok_or_else(|| {
+                bad(format!(
+                    "consumer {}'s window: sequence {id} is not in the rest of the epoch",
+                    win.consumer
+                ))
+            })?);
+        }
+        let end = new_index(win, news.len() as u64);
+        ends.push(end);
+        if ids.is_empty() {
+            continue;
+        }
+        let batch = dataset.take(&ids)?;
+        let lengths = row_counts(&batch, ids.len(), tensor)?;
+        let (batches, _) = plan_window(&lengths, pack, end >= tail_len);
+        let delivered: BTreeSet<usize> = batches
+            .iter()
+            .take(usize::try_from(win.delivered).unwrap_or(usize::MAX))
+            .flatten()
+            .flatten()
+            .copied()
+            .collect();
+        if (win.delivered as usize) > batches.len() {
+            return Err(bad(format!(
+                "consumer {} delivered {} mini-batches of a window that has {}",
+                win.consumer,
+                win.delivered,
+                batches.len()
+            )));
+        }
+        for (k, &i) in index.iter().enumerate() {
+            if !delivered.contains(&k) {
+                unconsumed.insert(i);
+            }
+        }
+    }
+    // The first tail index not consumed, and the consumed ones after it.
+    let first = unconsumed
+        .iter()
+        .copied()
+        .chain(ends.iter().copied())
+        .min()
+        .unwrap_or(tail_len)
+        .min(tail_len);
+    let consumed_after = |i: u64| {
+        let c = i % c_old.max(1);
+        i > first && i < ends[c as usize] && !unconsumed.contains(&i)
+    };
+    let mut frontier = n;
+    let mut skip: Vec<u64> = state.skip.clone();
+    if first < tail_len {
+        walk(dataset, state, |i, p, _| {
+            if i == first {
+                frontier = p;
+            } else if consumed_after(i) {
+                skip.push(p);
+            }
+            ends.iter().any(|&e| i < e)
+        })?;
+    }
+    skip.retain(|&p| p > frontier && p < n);
+    skip.sort_unstable();
+    skip.dedup();
+    Ok(LoaderState {
+        version: STATE_VERSION,
+        frontier,
+        skip,
+        consumers: 1,
+        consumed: [(0, 0)].into(),
+        packing: None,
+        ..state.clone()
+    })
+}
+
+/// Walks the tail of `state`'s epoch order: `f(tail index, position, id)`
+/// until it returns false.
+fn walk(
+    dataset: &Arc<Dataset>,
+    state: &LoaderState,
+    mut f: impl FnMut(u64, u64, u64) -> bool,
+) -> Result<()> {
+    let counts = dataset.batch_counts();
+    let shuffle = state.shuffle.map(|s| Shuffle {
+        seed: s.seed,
+        buffer: s.buffer,
+    });
+    let mut skip = state.skip.iter().peekable();
+    let mut i = 0u64;
+    for (p, at) in EpochOrder::new(counts, shuffle, state.epoch).enumerate() {
+        let p = p as u64;
+        if p < state.frontier {
+            continue;
+        }
+        if skip.peek() == Some(&&p) {
+            skip.next();
+            continue;
+        }
+        if !f(i, p, dataset.id_of(at)) {
+            break;
+        }
+        i += 1;
+    }
+    Ok(())
+}
