@@ -7,10 +7,11 @@ a :class:`JaxLod`: the values with their element shape, and per LoD level
 the level below, or each row, belongs to). :func:`from_jax` builds a lodt
 tensor back from values and offsets.
 
-Memory: the values reach JAX through DLPack, sharing lodt's memory when the
-CPU backend can (else JAX copies); JAX arrays are immutable, and JAX refuses to
-donate a buffer imported this way, so lodt's read-only memory is safe. The
-offsets and segment ids are new arrays. Integer index arrays are int64 with
+Memory: the values are copied into JAX (one copy). lodt's memory is
+read-only (a file's memory map, or data other tensors share), and DLPack
+before 1.0, which JAX's importer takes, cannot mark a buffer read-only, so
+numpy refuses to export it; the offsets and segment ids are new arrays.
+Integer index arrays are int64 with
 ``jax_enable_x64``, else int32 (JAX's default): a LoD whose offsets exceed
 int32 raises ``ValueError`` naming ``jax_enable_x64``.
 """
@@ -63,11 +64,8 @@ def _index(values: Sequence[int] | np.ndarray, what: str) -> Any:
 
 
 def _values(t: LodTensor) -> Any:
-    array = t.numpy()
-    try:
-        return _jax.dlpack.from_dlpack(t)
-    except (BufferError, TypeError, RuntimeError, ValueError, AttributeError):
-        return _jnp.asarray(array)
+    # A copy: see the module's docstring.
+    return _jnp.asarray(t.numpy())
 
 
 def to_jax(t: Any) -> Any:
