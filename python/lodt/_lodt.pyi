@@ -127,6 +127,8 @@ class LodTensor:
         """The number of bytes of the data."""
     def num_sequences(self, level: int = 0) -> int:
         """The number of sequences of LoD level ``level``."""
+    def segment_ids(self, level: int = 0) -> np.ndarray:
+        """The int64 index of the sequence of level ``level`` holding each item below it."""
     def numpy(self, *, bfloat16_as_uint16: bool = False) -> np.ndarray:
         """The data as a read-only numpy array sharing the tensor's memory."""
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -174,6 +176,16 @@ class LodTensor:
     @staticmethod
     def from_torch(obj: Any) -> LodTensor:
         """A tensor from a torch nested (jagged) or dense tensor."""
+    def to_tf(self) -> Any:
+        """A ``tf.RaggedTensor`` over every LoD level (a dense ``tf.Tensor`` with none)."""
+    @staticmethod
+    def from_tf(obj: Any) -> LodTensor:
+        """A tensor from a ``tf.RaggedTensor`` or a dense ``tf.Tensor`` (a copy)."""
+    def to_jax(self) -> Any:
+        """Values, offsets and segment ids as JAX arrays (``lodt.jax.JaxLod``)."""
+    @staticmethod
+    def from_jax(values: Any, offsets: Any | None = None) -> LodTensor:
+        """A tensor from JAX values and per-level offsets, or a ``JaxLod`` (a copy)."""
 
 @final
 class Batch(Mapping[str, LodTensor]):

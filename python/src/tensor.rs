@@ -343,6 +343,31 @@ impl PyLodTensor {
         self.tensor()?.lod().num_sequences(level).map_err(core_err)
     }
 
+    /// segment_ids(level=0) -> numpy.ndarray
+    ///
+    /// The int64 segment id of every item of LoD level `level` (of every row,
+    /// for the last level): the index of the sequence holding it, as JAX's
+    /// `segment_sum` and TensorFlow's `value_rowids` take a LoD. Empty
+    /// sequences own no item. Raises IndexError for a level the tensor lacks.
+    #[pyo3(signature = (level = 0))]
+    fn segment_ids<'py>(&self, py: Python<'py>, level: usize) -> PyResult<Bound<'py, PyAny>> {
+        let lod = self.lod_ref();
+        let levels = lod.num_levels();
+        if level >= levels {
+            return Err(index(format!(
+                "segment_ids(level={level}): expected a level below {levels} (the tensor's LoD levels)"
+            )));
+        }
+        let ids = py.detach(|| lod.level(level).map(|l| l.segment_ids()));
+        let ids = ids
+            .unwrap_or_else(|| Ok(Vec::new()))
+            .map_err(core_err)?
+            .into_iter()
+            .map(|id| i64::try_from(id).map_err(|_| value("segment id does not fit int64")))
+            .collect::<PyResult<Vec<i64>>>()?;
+        Ok(numpy::PyArray1::from_vec(py, ids).into_any())
+    }
+
     /// numpy(*, bfloat16_as_uint16=False) -> numpy.ndarray
     ///
     /// The data as a read-only numpy array sharing the tensor's memory (no
@@ -672,5 +697,48 @@ impl PyLodTensor {
     fn from_torch<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let module = obj.py().import("lodt.torch")?;
         module.call_method1("from_torch", (obj,))
+    }
+
+    /// to_tf() -> tf.RaggedTensor
+    ///
+    /// The tensor as `tf.RaggedTensor.from_nested_row_splits` over every LoD
+    /// level (a dense `tf.Tensor` with no LoD); the values and row splits are
+    /// copied into TensorFlow. Needs TensorFlow (`pip install 'lodt[tf]'`).
+    fn to_tf<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().import("lodt.tf")?.call_method1("to_tf", (slf,))
+    }
+
+    /// LodTensor.from_tf(tensor) -> LodTensor
+    ///
+    /// A tensor from a `tf.RaggedTensor` (one LoD level per ragged dimension,
+    /// int32 or int64 row splits) or a dense `tf.Tensor` (no LoD); a copy.
+    /// Needs TensorFlow.
+    #[staticmethod]
+    fn from_tf<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        obj.py().import("lodt.tf")?.call_method1("from_tf", (obj,))
+    }
+
+    /// to_jax() -> lodt.jax.JaxLod
+    ///
+    /// The values, the offsets and the segment ids of every LoD level as JAX
+    /// arrays (`lodt.jax.JaxLod`). Needs JAX (`pip install 'lodt[jax]'`).
+    fn to_jax<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().import("lodt.jax")?.call_method1("to_jax", (slf,))
+    }
+
+    /// LodTensor.from_jax(values, offsets=()) -> LodTensor
+    ///
+    /// A tensor from JAX arrays: the values and one offsets array per LoD
+    /// level, top level first (or a `lodt.jax.JaxLod`); a copy. Needs JAX.
+    #[staticmethod]
+    #[pyo3(signature = (values, offsets = None))]
+    fn from_jax<'py>(
+        values: &Bound<'py, PyAny>,
+        offsets: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        values
+            .py()
+            .import("lodt.jax")?
+            .call_method1("from_jax", (values, offsets))
     }
 }

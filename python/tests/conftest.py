@@ -53,6 +53,18 @@ def torch_or_skip():
     return pytest.importorskip("torch", reason="torch is not installed (pip install 'lodt[torch]')")
 
 
+def tensorflow_or_skip():
+    """TensorFlow, or a skip saying it cannot be installed here."""
+    return pytest.importorskip(
+        "tensorflow", reason="TensorFlow is not installed (pip install 'lodt[tf]')"
+    )
+
+
+def jax_or_skip():
+    """JAX, or a skip saying it cannot be installed here."""
+    return pytest.importorskip("jax", reason="JAX is not installed (pip install 'lodt[jax]')")
+
+
 def pyarrow_or_skip():
     """pyarrow, or a skip saying it cannot be installed here."""
     return pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'lodt[arrow]')")

@@ -8,12 +8,15 @@ this test sets from the ``s3`` fixture (moto) when a page mentions them.
 
 A block is skipped only when its first line is the marker comment
 ``# docs-test: skip (<reason>)``; the test then reports the page as skipped
-after running every other block, naming the reason. Output shown in a page
+after running every other block, naming the reason. A block whose first line
+is ``# docs-test: requires (<module>)`` runs when that optional module imports,
+and is skipped the same way, naming it, when it does not. Output shown in a page
 belongs in ``text`` blocks, which are not run.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -25,6 +28,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ALL_PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("**/*.md")])
 SKIP_MARKER = re.compile(r"^#\s*docs-test:\s*skip\s*\((?P<reason>[^)]+)\)\s*$")
+REQUIRES_MARKER = re.compile(r"^#\s*docs-test:\s*requires\s*\((?P<module>[\w.]+)\)\s*$")
 # A fenced block: the opening fence's indentation, its info string, its body.
 FENCE = re.compile(r"^(?P<indent>[ ]{0,3})(?P<fence>```+|~~~+)[ ]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ ]*$", re.M | re.S)
 
@@ -49,6 +53,8 @@ def test_skip_marker():
     assert SKIP_MARKER.match("# docs-test: skip (needs a GPU)")["reason"] == "needs a GPU"
     assert not SKIP_MARKER.match("# docs-test: skip")          # a reason is required
     assert not SKIP_MARKER.match("import lodt  # docs-test: skip (x)")
+    assert REQUIRES_MARKER.match("# docs-test: requires (tensorflow)")["module"] == "tensorflow"
+    assert not REQUIRES_MARKER.match("# docs-test: requires")
 
 
 # The pages with python blocks (a page of prose and ``text`` blocks has nothing to run).
@@ -97,6 +103,10 @@ def _run_page(page: pathlib.Path, text: str, blocks: list[tuple[int, str]]) -> l
         marker = SKIP_MARKER.match(first)
         if marker:
             skipped.append(f"line {line}: {marker['reason']}")
+            continue
+        requires = REQUIRES_MARKER.match(first)
+        if requires and importlib.util.find_spec(requires["module"]) is None:
+            skipped.append(f"line {line}: {requires['module']} is not installed")
             continue
         # Compiled with the page's path and line numbers: a failure's
         # traceback points at the page's line.
