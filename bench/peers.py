@@ -221,8 +221,16 @@ def run(cmd, **kw):
 # ---------------------------------------------------------------- the work
 
 
-def lodt(task, data, lodt_bin):
+# lodt's ways of reading the random sentences, each run as a system of its
+# own in the random task: one by one (zero-copy; "lodt"), the same after
+# LodtFile::prefetch of them all, and gathered in one call (take_level, a copy).
+LODT_RANDOM = {"lodt": "random", "lodt-prefetch": "random-prefetch", "lodt-take": "random-take"}
+
+
+def lodt(task, data, lodt_bin, system="lodt"):
     args = {"open-doc": [str(data.doc_batch), str(data.doc_local)]}.get(task, [])
+    if task == "random":
+        task = LODT_RANDOM[system]
     out = json.loads(run([lodt_bin, "run", task, data.dir] + args))
     return out["seconds"], out["checksum"]
 
@@ -360,8 +368,8 @@ PEERS = {"npy": npy, "safetensors": safetensors, "ipc": ipc, "parquet": parquet,
 
 
 def timed(system, task, data, lodt_bin):
-    if system == "lodt":
-        return lodt(task, data, lodt_bin)
+    if system in LODT_RANDOM:
+        return lodt(task, data, lodt_bin, system)
     gc.collect()
     t = time.perf_counter()
     checksum = PEERS[system](task, data)
@@ -429,11 +437,15 @@ def main():
                 # so what a mapped read of it costs).
                 evict(every_file)
                 warm(every_file)
-            runs = {s: [] for s in systems}
+            # lodt's other ways of reading random sentences run alongside.
+            task_systems = list(systems)
+            if task == "random" and "lodt" in systems:
+                task_systems[1:1] = [v for v in LODT_RANDOM if v != "lodt"]
+            runs = {s: [] for s in task_systems}
             sums = {}
             load = os.getloadavg()
             for _ in range(a.reps):
-                for s in systems:
+                for s in task_systems:
                     if mode == "cold":
                         evict(every_file)
                     seconds, checksum = timed(s, task, data, a.lodt_bin)
@@ -442,10 +454,10 @@ def main():
                     if sums[s] != checksum:
                         print(f"{s}: checksum changed", file=sys.stderr)
             med = {s: float(np.median(v)) for s, v in runs.items()}
-            bad = {s for s in systems if sums[s] != sums[systems[0]]}
+            bad = {s for s in task_systems if sums[s] != sums[task_systems[0]]}
             results["reads"][f"{task}/{mode}"] = {"median": med, "runs": runs, "checksums": sums,
                                                   "load": [load, os.getloadavg()]}
-            line = ", ".join(f"{s} {fmt(med[s])}" for s in systems)
+            line = ", ".join(f"{s} {fmt(med[s])}" for s in task_systems)
             print(f"{task:9} {mode}: {line}  (load {load[0]:.2f}){' CHECKSUMS DIFFER: ' + str(bad) if bad else ''}",
                   flush=True)
     if "write" in tasks:
@@ -471,34 +483,43 @@ def main():
 
 
 def print_table(results, systems):
-    peers = [s for s in systems if s != "lodt"]
+    peers = [s for s in systems if s not in LODT_RANDOM]
+    lodts = [s for s in LODT_RANDOM if s in systems or any(s in r["median"] for r in results["reads"].values())]
     print()
-    print("| what | lodt | " + " | ".join(peers) + " | lodt / best peer |")
-    print("|---|---:|" + "---:|" * len(peers) + "---:|")
+    print("| what | " + " | ".join(lodts + peers) + " | best peer | "
+          + " | ".join(f"{s} / best" for s in lodts) + " |")
+    print("|---|" + "---:|" * (len(lodts) + len(peers)) + "---|" + "---:|" * len(lodts))
     for key, r in results["reads"].items():
         med = r["median"]
         if "lodt" not in med or not peers:
             continue
         best = min(peers, key=lambda s: med[s])
-        cells = " | ".join(fmt(med[s]) for s in peers)
-        print(f"| {key} | {fmt(med['lodt'])} | {cells} | {med['lodt'] / med[best]:.2f}× ({best}) |")
+        cells = " | ".join(fmt(med[s]) if s in med else "—" for s in lodts + peers)
+        ratios = " | ".join(f"{med[s] / med[best]:.2f}×" if s in med else "—" for s in lodts)
+        print(f"| {key} | {cells} | {best} | {ratios} |")
     if "write" in results:
         w = results["write"]
+        print()
+        print("| write (throughput: raw time / lodt time; goal ≥ 0.95×) | lodt | raw | lodt / raw |")
+        print("|---|---:|---:|---:|")
         for lodt_key, raw_key in (("lodt_writer", "raw_write_all"), ("lodt_writer", "raw_write_all_1MiB"),
                                   ("lodt_writer_fsync", "raw_write_all_fsync")):
             l, r = w[lodt_key]["median"], w[raw_key]["median"]
-            print(f"| write {w['bytes'] / 2**20:.0f} MiB: {lodt_key} vs {raw_key} | {fmt(l)} | {fmt(r)} (raw) | "
-                  f"throughput {r / l:.2f}× |")
+            print(f"| {w['bytes'] / 2**20:.0f} MiB: {lodt_key} vs {raw_key} | {fmt(l)} | {fmt(r)} | "
+                  f"{r / l:.2f}× |")
     if "verify" in results:
         v = results["verify"]
         c = v["crc32_all_cores"]["median"]
+        print()
+        print("| verify (time; goal ≤ 1.1× the CRC on every core) | lodt | CRC32 | lodt / CRC |")
+        print("|---|---:|---:|---:|")
         for key in ("lodt_verify_just_written", "lodt_verify_read_back"):
             l = v[key]["median"]
-            print(f"| verify (warm, {key[12:].replace('_', ' ')}) vs an all-cores CRC32 of the same bytes | "
-                  f"{fmt(l)} | {fmt(c)} (CRC) | {l / c:.2f}× |")
+            print(f"| verify, {key[12:].replace('_', ' ')}, vs the CRC32 of the same bytes on every core | "
+                  f"{fmt(l)} | {fmt(c)} | {l / c:.2f}× |")
         if "lodt_verify_one_core" in v:
             l, c1 = v["lodt_verify_one_core"]["median"], v["crc32_one_core"]["median"]
-            print(f"| verify on one core vs a one-core CRC32 | {fmt(l)} | {fmt(c1)} (CRC) | {l / c1:.2f}× |")
+            print(f"| verify on one core vs a one-core CRC32 | {fmt(l)} | {fmt(c1)} | {l / c1:.2f}× |")
     print(f"\nload average before {results['load_before']}, after {results['load_after']}")
 
 

@@ -7,7 +7,11 @@
 //! ```text
 //! peers write-lodt DIR               DIR/*.npy -> DIR/data.lodt
 //! peers run open-doc DIR K J         open, then document J of batch K
-//! peers run random DIR               open, then the sentences of DIR/queries.npy
+//! peers run random DIR               open, then the sentences of DIR/queries.npy,
+//!                                    one by one (zero-copy)
+//! peers run random-prefetch DIR      the same, `LodtFile::prefetch` of them first
+//! peers run random-take DIR          the same sentences gathered in one call
+//!                                    (`LodtFile::take_level`, a copy)
 //! peers run scan DIR                 open, then every batch
 //! peers write DIR REPS               the writer vs write_all of the same bytes
 //! peers verify DIR REPS              verify a file just written, then read back
@@ -24,7 +28,7 @@
 //! token ids and of the first embedding value of every row read) must equal
 //! the peers'. Build: `cargo build --release --example peers`.
 
-use lodt::format::{Advice, LodtFile, MappedFile, ReadOptions, WriteOptions, Writer};
+use lodt::format::{Advice, LodtFile, MappedFile, ReadOptions, RowLocation, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -201,7 +205,7 @@ fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
     let arg =
         |i: usize| -> Res<usize> { Ok(args.get(i).ok_or("missing argument")?.parse::<usize>()?) };
     // Prepared before the clock starts: which batch and sentence each query is.
-    let queries = if task == "random" {
+    let queries: Vec<(usize, usize)> = if task.starts_with("random") {
         let offsets = Offsets::read(dir)?;
         let starts = offsets.batch_sents();
         Npy::open(&dir.join("queries.npy"), "<i8")?
@@ -228,7 +232,25 @@ fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
                 &b.tensor("emb")?.sequence(0, j)?,
             )?;
         }
-        "random" => {
+        "random-take" => {
+            let at: Vec<RowLocation> = queries
+                .iter()
+                .map(|&(batch, row)| RowLocation { batch, row })
+                .collect();
+            let got = file.take_level(1, &at)?;
+            sum += consume(
+                got.get("tokens").ok_or("no tokens")?,
+                got.get("emb").ok_or("no emb")?,
+            )?;
+        }
+        "random" | "random-prefetch" => {
+            if task == "random-prefetch" {
+                let at: Vec<RowLocation> = queries
+                    .iter()
+                    .map(|&(batch, row)| RowLocation { batch, row })
+                    .collect();
+                file.prefetch(1, &at)?;
+            }
             // The tensors of each batch touched, kept (as the IPC and Parquet
             // peers keep their record batches).
             let mut cache = std::collections::HashMap::new();
