@@ -16,9 +16,12 @@ use super::rows::RowLocation;
 use crate::{Error, LodTensor};
 use std::ops::Range;
 
-/// Ranges less than this apart are fetched as one (reading the gap costs
-/// less than one more request).
-pub(crate) const GATHER_GAP: u64 = 32 << 10;
+/// Ranges less than this apart are fetched as one. 0: only ranges that
+/// touch or overlap are merged (the OS reads whole pages anyway). Measured on
+/// the peers benchmark's cold random sentences (`bench/RESULTS.md`): gaps of
+/// 0, 4 KiB and 32 KiB were within the noise of one another, 256 KiB was
+/// about 1.7 times slower (it reads more than the items).
+pub(crate) const GATHER_GAP: u64 = 0;
 
 /// The first bytes of a batch fetched before it is parsed: the header, the
 /// metadata, the checksum table and the LoD of most batches.
