@@ -221,8 +221,16 @@ def run(cmd, **kw):
 # ---------------------------------------------------------------- the work
 
 
-def lodt(task, data, lodt_bin):
+# lodt's ways of reading the random sentences, each run as a system of its
+# own in the random task: one by one (zero-copy; "lodt"), the same after
+# LodtFile::prefetch of them all, and gathered in one call (take_level, a copy).
+LODT_RANDOM = {"lodt": "random", "lodt-prefetch": "random-prefetch", "lodt-take": "random-take"}
+
+
+def lodt(task, data, lodt_bin, system="lodt"):
     args = {"open-doc": [str(data.doc_batch), str(data.doc_local)]}.get(task, [])
+    if task == "random":
+        task = LODT_RANDOM[system]
     out = json.loads(run([lodt_bin, "run", task, data.dir] + args))
     return out["seconds"], out["checksum"]
 
@@ -360,8 +368,8 @@ PEERS = {"npy": npy, "safetensors": safetensors, "ipc": ipc, "parquet": parquet,
 
 
 def timed(system, task, data, lodt_bin):
-    if system == "lodt":
-        return lodt(task, data, lodt_bin)
+    if system in LODT_RANDOM:
+        return lodt(task, data, lodt_bin, system)
     gc.collect()
     t = time.perf_counter()
     checksum = PEERS[system](task, data)
@@ -370,7 +378,60 @@ def timed(system, task, data, lodt_bin):
     return seconds, checksum
 
 
+def write_calls(data, lodt_bin):
+    """The sizes of the write calls the lodt writer issues for the file (one
+    traced run under strace), in a file for `peers write` to replay with a
+    raw writer; [] (no replay) without strace."""
+    trace = data.path("write-calls.strace")
+    try:
+        subprocess.run(["strace", "-f", "-e", "trace=openat,write,writev,pwrite64,pwritev",
+                        "-o", trace, lodt_bin, "write-only", data.dir, "1"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    import re
+    fd, sizes = None, []
+    with open(trace) as f:
+        for line in f:
+            m = re.search(r'openat\(.*"[^"]*write-test\.lodt[^"]*\.tmp".* = (\d+)$', line)
+            if m:
+                fd, sizes = m.group(1), []
+                continue
+            m = re.search(r'(?:write|writev|pwrite64|pwritev)\((\d+),.* = (\d+)$', line)
+            if m and m.group(1) == fd:
+                sizes.append(int(m.group(2)))
+    os.remove(trace)
+    out = data.path("write-calls.txt")
+    with open(out, "w") as f:
+        f.write("".join(f"{n}\n" for n in sizes))
+    return [out] if sizes else []
+
+
 # ---------------------------------------------------------------- driver
+
+
+def uptime():
+    """`uptime`'s line (the load of the shared machine goes with every figure)."""
+    try:
+        return run(["uptime"]).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"load average {os.getloadavg()}"
+
+
+def machine():
+    """What the figures were measured on."""
+    out = {"cores": os.cpu_count(), "kernel": os.uname().release,
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    try:
+        with open("/proc/cpuinfo") as f:
+            out["cpu"] = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        out["commit"] = run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).strip()
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return out
 
 
 def fmt(seconds):
@@ -416,6 +477,7 @@ def main():
     every_file = [p for s in systems for p in files_of(data, s)]
 
     results = {"load_before": os.getloadavg(), "sizes": sizes, "reps": a.reps,
+               "machine": machine(), "uptime": [uptime()],
                "dataset": {"batches": len(data.batch_docs) - 1, "documents": len(data.doc_sents) - 1,
                            "sentences": len(data.sent_tokens) - 1,
                            "tokens": int(data.sent_tokens[-1])},
@@ -429,11 +491,15 @@ def main():
                 # so what a mapped read of it costs).
                 evict(every_file)
                 warm(every_file)
-            runs = {s: [] for s in systems}
+            # lodt's other ways of reading random sentences run alongside.
+            task_systems = list(systems)
+            if task == "random" and "lodt" in systems:
+                task_systems[1:1] = [v for v in LODT_RANDOM if v != "lodt"]
+            runs = {s: [] for s in task_systems}
             sums = {}
             load = os.getloadavg()
             for _ in range(a.reps):
-                for s in systems:
+                for s in task_systems:
                     if mode == "cold":
                         evict(every_file)
                     seconds, checksum = timed(s, task, data, a.lodt_bin)
@@ -442,28 +508,34 @@ def main():
                     if sums[s] != checksum:
                         print(f"{s}: checksum changed", file=sys.stderr)
             med = {s: float(np.median(v)) for s, v in runs.items()}
-            bad = {s for s in systems if sums[s] != sums[systems[0]]}
+            bad = {s for s in task_systems if sums[s] != sums[task_systems[0]]}
             results["reads"][f"{task}/{mode}"] = {"median": med, "runs": runs, "checksums": sums,
                                                   "load": [load, os.getloadavg()]}
-            line = ", ".join(f"{s} {fmt(med[s])}" for s in systems)
-            print(f"{task:9} {mode}: {line}  (load {load[0]:.2f}){' CHECKSUMS DIFFER: ' + str(bad) if bad else ''}",
+            line = ", ".join(f"{s} {fmt(med[s])}" for s in task_systems)
+            print(f"{task:9} {mode}: {line}  ({uptime()}){' CHECKSUMS DIFFER: ' + str(bad) if bad else ''}",
                   flush=True)
     if "write" in tasks:
-        results["write"] = json.loads(run([a.lodt_bin, "write", a.dir, str(a.reps)]))
+        calls = write_calls(data, a.lodt_bin)
+        results["write"] = json.loads(run([a.lodt_bin, "write", a.dir, str(a.reps)] + calls))
+        results["write"]["uptime"] = uptime()
         w = results["write"]
-        print("write: " + ", ".join(f"{k} {fmt(v['median'])}" for k, v in w.items() if k != "bytes"), flush=True)
+        print("write: " + ", ".join(f"{k} {fmt(v['median'])}" for k, v in w.items() if k not in ("bytes", "uptime"))
+              + f"  ({w['uptime']})", flush=True)
     if "verify" in tasks:
         evict(files_of(data, "lodt"))
         warm(files_of(data, "lodt"))
         results["verify"] = json.loads(run([a.lodt_bin, "verify", a.dir, str(a.reps)]))
+        verify_uptime = uptime()
         try:
             one = json.loads(run(["taskset", "-c", "0", a.lodt_bin, "verify", a.dir, str(a.reps)]))
             results["verify"]["lodt_verify_one_core"] = one["lodt_verify_read_back"]
         except (OSError, subprocess.CalledProcessError):
             pass
         v = results["verify"]
-        print("verify: " + ", ".join(f"{k} {fmt(x['median'])}" for k, x in v.items() if k != "bytes"), flush=True)
+        print("verify: " + ", ".join(f"{k} {fmt(x['median'])}" for k, x in v.items() if k != "bytes")
+              + f"  ({verify_uptime})", flush=True)
     results["load_after"] = os.getloadavg()
+    results["uptime"].append(uptime())
     print_table(results, systems)
     if a.json:
         with open(a.json, "w") as f:
@@ -471,35 +543,53 @@ def main():
 
 
 def print_table(results, systems):
-    peers = [s for s in systems if s != "lodt"]
+    peers = [s for s in systems if s not in LODT_RANDOM]
+    lodts = [s for s in LODT_RANDOM if s in systems or any(s in r["median"] for r in results["reads"].values())]
     print()
-    print("| what | lodt | " + " | ".join(peers) + " | lodt / best peer |")
-    print("|---|---:|" + "---:|" * len(peers) + "---:|")
+    print("| what | " + " | ".join(lodts + peers) + " | best peer | "
+          + " | ".join(f"{s} / best" for s in lodts) + " |")
+    print("|---|" + "---:|" * (len(lodts) + len(peers)) + "---|" + "---:|" * len(lodts))
     for key, r in results["reads"].items():
         med = r["median"]
         if "lodt" not in med or not peers:
             continue
         best = min(peers, key=lambda s: med[s])
-        cells = " | ".join(fmt(med[s]) for s in peers)
-        print(f"| {key} | {fmt(med['lodt'])} | {cells} | {med['lodt'] / med[best]:.2f}× ({best}) |")
+        cells = " | ".join(fmt(med[s]) if s in med else "—" for s in lodts + peers)
+        ratios = " | ".join(f"{med[s] / med[best]:.2f}×" if s in med else "—" for s in lodts)
+        print(f"| {key} | {cells} | {best} | {ratios} |")
     if "write" in results:
         w = results["write"]
+        print()
+        print("| write (throughput: raw time / lodt time; goal ≥ 0.95×) | lodt | raw | lodt / raw |")
+        print("|---|---:|---:|---:|")
         for lodt_key, raw_key in (("lodt_writer", "raw_write_all"), ("lodt_writer", "raw_write_all_1MiB"),
-                                  ("lodt_writer_fsync", "raw_write_all_fsync")):
+                                  ("lodt_writer_fsync", "raw_write_all_fsync"),
+                                  ("lodt_writer", "raw_same_calls"), ("raw_same_calls", "raw_write_all"),
+                                  ("raw_same_calls", "raw_write_all_1MiB")):
+            if lodt_key not in w or raw_key not in w:
+                continue
             l, r = w[lodt_key]["median"], w[raw_key]["median"]
-            print(f"| write {w['bytes'] / 2**20:.0f} MiB: {lodt_key} vs {raw_key} | {fmt(l)} | {fmt(r)} (raw) | "
-                  f"throughput {r / l:.2f}× |")
+            print(f"| {w['bytes'] / 2**20:.0f} MiB: {lodt_key} vs {raw_key} | {fmt(l)} | {fmt(r)} | "
+                  f"{r / l:.2f}× |")
     if "verify" in results:
         v = results["verify"]
         c = v["crc32_all_cores"]["median"]
+        print()
+        print("| verify (time; goal ≤ 1.1× the CRC on every core) | lodt | CRC32 | lodt / CRC |")
+        print("|---|---:|---:|---:|")
         for key in ("lodt_verify_just_written", "lodt_verify_read_back"):
             l = v[key]["median"]
-            print(f"| verify (warm, {key[12:].replace('_', ' ')}) vs an all-cores CRC32 of the same bytes | "
-                  f"{fmt(l)} | {fmt(c)} (CRC) | {l / c:.2f}× |")
+            print(f"| verify, {key[12:].replace('_', ' ')}, vs the CRC32 of the same bytes on every core | "
+                  f"{fmt(l)} | {fmt(c)} | {l / c:.2f}× |")
         if "lodt_verify_one_core" in v:
             l, c1 = v["lodt_verify_one_core"]["median"], v["crc32_one_core"]["median"]
-            print(f"| verify on one core vs a one-core CRC32 | {fmt(l)} | {fmt(c1)} (CRC) | {l / c1:.2f}× |")
+            print(f"| verify on one core vs a one-core CRC32 | {fmt(l)} | {fmt(c1)} | {l / c1:.2f}× |")
     print(f"\nload average before {results['load_before']}, after {results['load_after']}")
+    m = results.get("machine", {})
+    print(f"machine: {m.get('cpu', '?')}, {m.get('cores', '?')} cores, Linux {m.get('kernel', '?')}; "
+          f"commit {m.get('commit', '?')}; {m.get('date', '?')}; {results['reps']} runs per figure (medians)")
+    for line in results.get("uptime", []):
+        print("uptime: " + line)
 
 
 if __name__ == "__main__":

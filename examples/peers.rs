@@ -7,9 +7,17 @@
 //! ```text
 //! peers write-lodt DIR               DIR/*.npy -> DIR/data.lodt
 //! peers run open-doc DIR K J         open, then document J of batch K
-//! peers run random DIR               open, then the sentences of DIR/queries.npy
+//! peers run random DIR               open, then the sentences of DIR/queries.npy,
+//!                                    one by one (zero-copy)
+//! peers run random-prefetch DIR      the same, `LodtFile::prefetch` of them first
+//! peers run random-take DIR          the same sentences gathered in one call
+//!                                    (`LodtFile::take_level`, a copy)
 //! peers run scan DIR                 open, then every batch
-//! peers write DIR REPS               the writer vs write_all of the same bytes
+//! peers write DIR REPS [CALLS]       the writer vs write_all of the same bytes
+//!                                    (and, given CALLS, a file of one write
+//!                                    size per line: the same bytes written
+//!                                    with those calls, the writer's own, as
+//!                                    `bench/peers.py` gets them from strace)
 //! peers verify DIR REPS              verify a file just written, then read back
 //!                                    from disk, vs a CRC32 of its bytes (one
 //!                                    core, all cores)
@@ -24,7 +32,7 @@
 //! token ids and of the first embedding value of every row read) must equal
 //! the peers'. Build: `cargo build --release --example peers`.
 
-use lodt::format::{Advice, LodtFile, MappedFile, ReadOptions, WriteOptions, Writer};
+use lodt::format::{Advice, LodtFile, MappedFile, ReadOptions, RowLocation, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -201,7 +209,7 @@ fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
     let arg =
         |i: usize| -> Res<usize> { Ok(args.get(i).ok_or("missing argument")?.parse::<usize>()?) };
     // Prepared before the clock starts: which batch and sentence each query is.
-    let queries = if task == "random" {
+    let queries: Vec<(usize, usize)> = if task.starts_with("random") {
         let offsets = Offsets::read(dir)?;
         let starts = offsets.batch_sents();
         Npy::open(&dir.join("queries.npy"), "<i8")?
@@ -228,7 +236,25 @@ fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
                 &b.tensor("emb")?.sequence(0, j)?,
             )?;
         }
-        "random" => {
+        "random-take" => {
+            let at: Vec<RowLocation> = queries
+                .iter()
+                .map(|&(batch, row)| RowLocation { batch, row })
+                .collect();
+            let got = file.take_level(1, &at)?;
+            sum += consume(
+                got.get("tokens").ok_or("no tokens")?,
+                got.get("emb").ok_or("no emb")?,
+            )?;
+        }
+        "random" | "random-prefetch" => {
+            if task == "random-prefetch" {
+                let at: Vec<RowLocation> = queries
+                    .iter()
+                    .map(|&(batch, row)| RowLocation { batch, row })
+                    .collect();
+                file.prefetch(1, &at)?;
+            }
             // The tensors of each batch touched, kept (as the IPC and Parquet
             // peers keep their record batches).
             let mut cache = std::collections::HashMap::new();
@@ -289,12 +315,38 @@ fn time(log: &mut Vec<f64>, prepare: impl FnOnce(), f: impl FnOnce() -> Res<()>)
 /// The writer against `std::fs::write` of the same bytes (the finished
 /// file's), each to a new file, interleaved; with and without fsync. The
 /// data to write is in memory (the page cache is warm).
-fn bench_write(dir: &Path, reps: usize) -> Res<()> {
+fn bench_write(dir: &Path, reps: usize, calls: Option<&Path>) -> Res<()> {
     let batches = Offsets::read(dir)?.batches(dir)?;
     let lodt = dir.join("write-test.lodt");
     let raw = dir.join("write-test.bin");
     write_lodt(&lodt, &batches, false)?;
     let bytes = std::fs::read(&lodt)?;
+    // The writer's own write calls (their sizes), replayed by a raw writer.
+    let sizes: Vec<usize> = match calls {
+        Some(p) => std::fs::read_to_string(p)?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.trim().parse::<usize>())
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    if calls.is_some() && sizes.iter().sum::<usize>() != bytes.len() {
+        return Err(format!(
+            "the write calls add up to {} bytes, the file has {}",
+            sizes.iter().sum::<usize>(),
+            bytes.len()
+        )
+        .into());
+    }
+    let same_calls = |p: &Path| -> Res<()> {
+        let mut f = std::fs::File::create(p)?;
+        let mut at = 0;
+        for &n in &sizes {
+            std::io::Write::write_all(&mut f, &bytes[at..at + n])?;
+            at += n;
+        }
+        Ok(())
+    };
     // Each run writes a new file, with no dirty pages left from the run
     // before (whose writeback would throttle this one).
     let fresh = |p: &Path| {
@@ -315,12 +367,16 @@ fn bench_write(dir: &Path, reps: usize) -> Res<()> {
         "raw_write_all_fsync",
         "lodt_writer_fsync",
         "raw_write_all_1MiB",
+        "raw_same_calls",
     ];
-    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 5];
+    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 6];
     // Without fsync first, then with: the fsync runs' writeback disturbed
     // the runs after them when they were interleaved.
     for _ in 0..reps {
         time(&mut log[4], || fresh(&raw), || chunked(&raw))?;
+        if !sizes.is_empty() {
+            time(&mut log[5], || fresh(&raw), || same_calls(&raw))?;
+        }
         time(
             &mut log[0],
             || fresh(&raw),
@@ -360,7 +416,8 @@ fn bench_write(dir: &Path, reps: usize) -> Res<()> {
         paired(&log[4], &log[1]),
         paired(&log[2], &log[3])
     );
-    report(&names, log, bytes.len())
+    let n = if sizes.is_empty() { 5 } else { 6 };
+    report(&names[..n], log, bytes.len())
 }
 
 fn report(names: &[&str], log: Vec<Vec<f64>>, bytes: usize) -> Res<()> {
@@ -524,7 +581,7 @@ fn main() -> Res<()> {
             let task = args.get(1).ok_or("missing task")?;
             run(task, &dir(2)?, &args[3..])
         }
-        Some("write") => bench_write(&dir(1)?, reps(2)),
+        Some("write") => bench_write(&dir(1)?, reps(2), args.get(3).map(Path::new)),
         Some("verify") => bench_verify(&dir(1)?, reps(2)),
         Some("overhead") => overhead(),
         Some("write-pattern") => {

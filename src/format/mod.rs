@@ -43,6 +43,7 @@ mod aligned;
 mod batch_io;
 mod buffers;
 mod error;
+mod gather;
 #[doc(hidden)]
 pub mod hooks;
 pub mod layout;

@@ -527,7 +527,8 @@ impl LodtFile {
         }
     }
 
-    fn no_such_batch(&self, k: usize) -> FormatError {
+    /// The error for batch `k`, which the file does not have.
+    pub(crate) fn no_such_batch(&self, k: usize) -> FormatError {
         FormatError::NoSuchBatch {
             index: k,
             count: self.entries.len(),
@@ -567,7 +568,12 @@ impl LodtFile {
     /// `check_bodies`) or only its structure is wanted (`verify`, which
     /// checks every byte itself, and [`LodtFile::check_batches`]).
     #[inline]
-    fn meta(&self, k: usize, api: Pattern, use_: Use) -> Result<(&BatchMeta, Section<'_>, u64)> {
+    fn meta(
+        &self,
+        k: usize,
+        api: Option<Pattern>,
+        use_: Use,
+    ) -> Result<(&BatchMeta, Section<'_>, u64)> {
         let Some(cell) = self.batches.get(k) else {
             return Err(self.no_such_batch(k));
         };
@@ -600,10 +606,12 @@ impl LodtFile {
         &'a self,
         k: usize,
         cell: &'a OnceLock<Box<BatchMeta>>,
-        api: Pattern,
+        api: Option<Pattern>,
         use_: Use,
     ) -> Result<(&'a BatchMeta, Section<'a>, u64)> {
-        if cell.get().is_none() {
+        if let Some(api) = api
+            && cell.get().is_none()
+        {
             self.hint(k, api);
         }
         if self.whole.is_some() {
@@ -726,12 +734,32 @@ impl LodtFile {
     /// [`Advice`]).
     #[inline]
     pub fn batch(&self, k: usize) -> Result<BatchView<'_>> {
-        self.batch_as(k, Pattern::Random)
+        self.batch_as(k, Some(Pattern::Random))
     }
 
-    /// Batch `k`, touched by an API that reads batches in pattern `api`.
+    /// Batch `k` with no hint to the source on its first touch: for a
+    /// caller that fetched what it reads itself (a gather,
+    /// [`LodtFile::prefetch`]).
     #[inline]
-    fn batch_as(&self, k: usize, api: Pattern) -> Result<BatchView<'_>> {
+    pub(crate) fn batch_unhinted(&self, k: usize) -> Result<BatchView<'_>> {
+        self.batch_as(k, None)
+    }
+
+    /// Whether batch `k` was parsed already (touched before).
+    pub(crate) fn batch_parsed(&self, k: usize) -> bool {
+        self.batches.get(k).is_some_and(|c| c.get().is_some())
+    }
+
+    /// Whether batches are windows of the whole file (a map, bytes in
+    /// memory): then a tensor's buffer range is its file offsets.
+    pub(crate) fn has_whole(&self) -> bool {
+        self.whole.is_some()
+    }
+
+    /// Batch `k`, touched by an API that reads batches in pattern `api`
+    /// (`None`: no hint).
+    #[inline]
+    fn batch_as(&self, k: usize, api: Option<Pattern>) -> Result<BatchView<'_>> {
         let (meta, section, offset) = self.meta(k, api, Use::TensorsOut)?;
         Ok(BatchView {
             k,
@@ -754,7 +782,7 @@ impl LodtFile {
     ///
     /// The source is told to read ahead ([`Pattern::Sequential`]).
     pub fn batches(&self) -> impl ExactSizeIterator<Item = Result<BatchView<'_>>> + '_ {
-        (0..self.num_batches()).map(|k| self.batch_as(k, Pattern::Sequential))
+        (0..self.num_batches()).map(|k| self.batch_as(k, Some(Pattern::Sequential)))
     }
 
     /// The buffers of tensor `name` of batch `batch`: byte ranges inside a
@@ -817,14 +845,14 @@ impl LodtFile {
     /// ```
     pub fn check_batches(&self) -> Result<()> {
         for k in 0..self.num_batches() {
-            self.meta(k, Pattern::Sequential, Use::Structure)?;
+            self.meta(k, Some(Pattern::Sequential), Use::Structure)?;
         }
         Ok(())
     }
 
     /// Batch `k`'s metadata and section, for `verify` (a scan).
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
-        let (meta, section, offset) = self.meta(k, Pattern::Sequential, Use::Structure)?;
+        let (meta, section, offset) = self.meta(k, Some(Pattern::Sequential), Use::Structure)?;
         Ok((meta, section.to_buffer()?, offset))
     }
 }

@@ -3,9 +3,10 @@
 //! ([`LodtFile::take`]).
 
 use super::error::Result;
+use super::gather::check_items;
 use super::reader::LodtFile;
 use crate::buffer::Pages;
-use crate::ops::concat::{check_part, join};
+use crate::ops::concat::join;
 use crate::{Batch, Error, LodTensor};
 
 /// Where a top-level row of a file is: its batch, and its row in that batch.
@@ -208,7 +209,7 @@ impl LodtFile {
         *out.metadata_mut() = view.metadata().clone();
         for i in 0..view.len() {
             let (name, t) = view.tensor_at(i)?;
-            check_rows(at.batch, name, t.top_level_rows(), rows)?;
+            check_items(at.batch, name, 0, t.top_level_rows(), rows)?;
             out.push(name, t.slice_top(at.row, at.row.saturating_add(1))?)?;
         }
         Ok(out)
@@ -235,81 +236,58 @@ impl LodtFile {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn take(&self, rows: &[RowLocation]) -> Result<Batch> {
-        let mut touched: Vec<usize> = Vec::new();
-        touched
-            .try_reserve_exact(rows.len().max(1))
-            .map_err(|_| Error::Overflow { what: "rows taken" })?;
-        touched.extend(rows.iter().map(|at| at.batch));
-        touched.sort_unstable();
-        touched.dedup();
-        let first = match rows.first() {
-            Some(at) => at.batch,
-            None if self.num_batches() > 0 => {
-                touched.push(0);
-                0
-            }
-            None => return Ok(Batch::new()),
-        };
-        let views = touched
-            .iter()
-            .map(|&k| self.batch(k))
-            .collect::<Result<Vec<_>>>()?;
-        let counts = touched
-            .iter()
-            .map(|&k| self.batch_rows(k))
-            .collect::<Result<Vec<_>>>()?;
-        let Some(template) = views.iter().find(|b| b.index() == first) else {
+        self.take_level(0, rows)
+    }
+
+    /// The items `items` of LoD level `level` gathered, in that order (an
+    /// item may repeat), into one new batch (a copy, one pass over each
+    /// tensor's bytes) whose top level is that level, with the tensors and
+    /// metadata of the first item's batch. An item is a
+    /// [`RowLocation`] whose `row` counts the sequences of level `level` of
+    /// its batch (level 0: [`LodtFile::take`], top-level rows). Every tensor of
+    /// a batch touched must have as many sequences at that level, and the
+    /// dtypes, element shapes and LoD levels of the first item's batch.
+    ///
+    /// The bytes of every item are asked of the source at once, sorted by
+    /// file offset, before the copy ([`LodtFile::prefetch`]): on a file not in
+    /// the page cache the reads run concurrently.
+    ///
+    /// ```
+    /// use lodt::{format::{self, RowLocation}, Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("a.lodt");
+    /// // Two documents of 2 and 1 sentences of 1, 2 and 3 tokens.
+    /// let lod = Lod::try_from_lengths(&[vec![2, 1], vec![1, 2, 3]])?;
+    /// let x = LodTensor::from_vec((0..6i64).collect(), vec![6], lod)?;
+    /// format::save_batch(&path, &Batch::try_from_tensors([("x", x)])?)?;
+    /// let file = format::LodtFile::open(&path)?;
+    /// let at = |row| RowLocation { batch: 0, row };
+    /// let got = file.take_level(1, &[at(2), at(0), at(2)])?;
+    /// let x = got.get("x").unwrap();
+    /// assert_eq!(x.as_slice::<i64>()?, &[3, 4, 5, 0, 3, 4, 5]);
+    /// assert_eq!(x.lod().to_lengths(), vec![vec![3, 1, 3]]);
+    /// assert!(file.take_level(1, &[at(3)]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn take_level(&self, level: usize, items: &[RowLocation]) -> Result<Batch> {
+        let Some(gathered) = self.gather(level, items, true)? else {
             return Ok(Batch::new());
         };
         let mut out = Batch::new();
-        *out.metadata_mut() = template.metadata().clone();
-        for name in template.names() {
-            let like = template.tensor(name)?;
-            let mut tensors: Vec<LodTensor> = Vec::with_capacity(views.len());
-            for (view, &count) in views.iter().zip(&counts) {
-                let t = view.tensor(name)?;
-                check_rows(view.index(), name, t.top_level_rows(), count)?;
-                check_part(&like, &t)?;
-                tensors.push(t);
-            }
-            let mut parts: Vec<LodTensor> = Vec::new();
-            parts
-                .try_reserve_exact(rows.len())
-                .map_err(|_| Error::Overflow { what: "rows taken" })?;
-            for at in rows {
-                // Present: `touched` holds every batch of `rows`.
-                let source = touched
-                    .binary_search(&at.batch)
-                    .ok()
-                    .and_then(|p| tensors.get(p))
-                    .ok_or(Error::OutOfRange {
-                        what: "batch",
-                        index: at.batch as u64,
-                        len: self.num_batches() as u64,
-                    })?;
-                parts.push(source.slice_top(at.row, at.row.saturating_add(1))?);
-            }
+        *out.metadata_mut() = gathered.template.metadata().clone();
+        for (name, parts) in &gathered.parts {
+            let like = gathered.template.tensor(name)?;
+            let levels = like.lod().num_levels().saturating_sub(level);
             let refs: Vec<&LodTensor> = parts.iter().collect();
-            let gathered = join(
+            let joined = join(
                 &refs,
                 like.dtype(),
                 like.element_shape(),
-                like.lod().num_levels(),
+                levels,
                 Pages::Huge,
             )?;
-            out.push(name, gathered)?;
+            out.push(*name, joined)?;
         }
         Ok(out)
     }
-}
-
-fn check_rows(k: usize, name: &str, found: usize, expected: usize) -> Result<()> {
-    if found == expected {
-        return Ok(());
-    }
-    Err(Error::InvalidArgument(format!(
-        "batch {k}: tensor {name:?} has {found} top-level rows, the batch's first tensor {expected}: \
-         row access needs every tensor of a batch to have as many"
-    ))
-    .into())
 }

@@ -103,6 +103,24 @@ pub trait RangeSource: Send + Sync {
         let _ = (ranges, pattern);
     }
 
+    /// A hint: every one of `ranges` (sorted by offset, disjoint) is about to
+    /// be read, now, by a gather ([`LodtFile::take`](super::LodtFile::take),
+    /// [`LodtFile::prefetch`](super::LodtFile::prefetch)). A source should
+    /// start fetching all of them at once, in offset order, and return
+    /// without waiting for them; errors are ignored. The default does
+    /// nothing. [`MmapSource`] asks the OS for each range not in memory
+    /// (`MADV_WILLNEED`, which queues the reads and returns);
+    /// [`PreadSource`] likewise (`POSIX_FADV_WILLNEED`).
+    ///
+    /// ```
+    /// use lodt::format::{MemorySource, RangeSource};
+    /// let src = MemorySource::new(std::sync::Arc::new(vec![0u8; 128]), "x");
+    /// src.will_gather(&[0..64, 96..128]); // bytes in memory: nothing to do
+    /// ```
+    fn will_gather(&self, ranges: &[Range<u64>]) {
+        let _ = ranges;
+    }
+
     /// The whole file as one storage, when the source has it (a map or bytes
     /// in memory). The reader then takes each batch's section as a window of
     /// it (borrowed: reaching a batch takes no reference count) instead of
@@ -265,6 +283,10 @@ pub struct MmapSource {
 /// header, metadata, LoD and checksum table: a caller may want little of
 /// its bodies).
 const WILLNEED_WHOLE: u64 = 8 << 20;
+
+/// How many ranges of a gather [`MmapSource`] checks before asking for
+/// them all ([`RangeSource::will_gather`]).
+const GATHER_SAMPLE: usize = 64;
 const WILLNEED_EDGE: u64 = 2 << 20;
 
 /// Once random access has asked for more than this fraction of a mapped file
@@ -378,6 +400,24 @@ impl RangeSource for MmapSource {
                     self.map.advise_pattern(pattern);
                 }
             }
+        }
+    }
+    /// Every range asked of the OS (`MADV_WILLNEED`, in requests of at most
+    /// 2 MiB): the reads are queued at once, in offset order, and the faults
+    /// of the gather that follows wait for them instead of each reading on
+    /// its own. No cut-off for dense access (as [`Pattern::Random`] has): the
+    /// caller asked for these bytes alone. Unless a sample of the ranges
+    /// (the first and last page of up to 64 of them, spread
+    /// over the list) is all in memory: the gather is then taken to be warm
+    /// and nothing is asked (asking costs a look-up of every page, about as
+    /// much as a warm gather's copy).
+    fn will_gather(&self, ranges: &[Range<u64>]) {
+        let step = (ranges.len() / GATHER_SAMPLE).max(1);
+        if ranges.iter().step_by(step).all(|r| self.resident(r)) {
+            return;
+        }
+        for r in ranges {
+            self.will_need(r.clone());
         }
     }
     fn open_hint(&self) -> OpenHint {
@@ -633,6 +673,17 @@ impl RangeSource for PreadSource {
         }
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         let _ = (ranges, pattern, &self.pattern);
+    }
+    /// Each range asked of the OS (`POSIX_FADV_WILLNEED`: queued at once,
+    /// in offset order), so that the positional reads that follow find it
+    /// in the page cache.
+    fn will_gather(&self, ranges: &[Range<u64>]) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        for r in ranges {
+            fadvise(&self.file, r.clone(), libc::POSIX_FADV_WILLNEED);
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = ranges;
     }
     fn open_hint(&self) -> OpenHint {
         LOCAL_OPEN_HINT

@@ -1,0 +1,127 @@
+//! The writer's own tests (checksum thread, sinks).
+
+use super::*;
+use crate::{Lod, LodTensor};
+use std::sync::{Condvar, Mutex};
+
+/// Batches with buffers of many sizes: empty, tiny, not a multiple of a
+/// part, large; slices (windows of a larger buffer, LoD levels that do
+/// not start at 0 and so are rebased copies).
+fn batches() -> Vec<Batch> {
+    let mut out = Vec::new();
+    for (k, rows) in [0usize, 1, 3, 1000, 4099, 20_000, 300_000]
+        .into_iter()
+        .enumerate()
+    {
+        let values: Vec<f32> = (0..rows).map(|i| (i * 31 + k) as f32).collect();
+        let lod = if rows < 2 {
+            Lod::empty()
+        } else {
+            Lod::try_from_lengths(&[vec![1, rows as u64 - 1]]).unwrap()
+        };
+        let x = LodTensor::from_vec(values, vec![rows], lod).unwrap();
+        let ids: Vec<i64> = (0..rows as i64 * 3).collect();
+        let lod = if rows == 0 {
+            Lod::empty()
+        } else {
+            Lod::try_from_lengths(&[vec![3u64; rows]]).unwrap()
+        };
+        let words = LodTensor::from_vec(ids, vec![rows * 3], lod).unwrap();
+        let mut b = Batch::try_from_tensors([("x", x), ("words", words.clone())]).unwrap();
+        if rows > 4 {
+            // A slice: its body is a window of `words`' buffer, its LoD a
+            // rebased copy.
+            let part = words.slice_level(0, 1, rows - 1).unwrap();
+            b.push("part", part).unwrap();
+        }
+        out.push(b);
+    }
+    out
+}
+
+fn write_with(plan: CrcPlan) -> (Vec<u8>, bool) {
+    let mut w = Writer::try_new(Vec::new(), Default::default()).unwrap();
+    w.crc_plan = plan;
+    for b in batches() {
+        w.write(&b).unwrap();
+    }
+    let threaded = w.crc_thread.is_some();
+    (w.finish().unwrap(), threaded)
+}
+
+#[test]
+fn checksums_off_the_writing_thread_equal_the_serial_ones() {
+    let serial = CrcPlan {
+        offload_min: usize::MAX,
+        part: 1,
+    };
+    let (expected, threaded) = write_with(serial);
+    assert!(!threaded);
+    crate::format::LodtFile::from_bytes(&expected)
+        .unwrap()
+        .verify()
+        .unwrap();
+    for (offload_min, part) in [(0, 1 << 20), (1, 1000), (100, 4099), (4096, 65_536)] {
+        let (got, threaded) = write_with(CrcPlan { offload_min, part });
+        assert!(threaded);
+        assert!(
+            got == expected,
+            "offload from {offload_min} B in parts of {part} B"
+        );
+    }
+    // And the machine's default.
+    assert!(write_with(CrcPlan::default_for_machine()).0 == expected);
+}
+
+/// Files go through the spool (aligned runs, shared buffers held):
+/// their bytes are the ones any other sink gets, created or appended.
+#[test]
+fn files_hold_the_bytes_any_sink_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = WriteOptions { fsync: false };
+    let serial = CrcPlan {
+        offload_min: usize::MAX,
+        part: 1,
+    };
+    for plan in [serial, CrcPlan::default_for_machine()] {
+        let (expected, _) = write_with(plan);
+        let path = dir.path().join("f.lodt");
+        let mut w = Writer::create_with(&path, Default::default(), options).unwrap();
+        w.crc_plan = plan;
+        for b in batches() {
+            w.write(&b).unwrap();
+        }
+        w.finish().unwrap();
+        assert!(std::fs::read(&path).unwrap() == expected);
+        let mut w = Writer::append_with(&path, options).unwrap();
+        w.crc_plan = plan;
+        for b in batches() {
+            w.write(&b).unwrap();
+        }
+        w.finish().unwrap();
+        let file = LodtFile::open(&path).unwrap();
+        file.verify().unwrap();
+        assert_eq!(file.num_batches(), 2 * batches().len());
+        let last = file.batch(file.num_batches() - 1).unwrap();
+        assert!(last.to_batch().unwrap() == batches().pop().unwrap());
+    }
+}
+
+#[test]
+fn a_part_the_thread_has_not_taken_is_computed_by_the_writer() {
+    // No thread: `collect` computes every part itself.
+    let thread = CrcThread {
+        jobs: None,
+        done: Arc::new((Mutex::new(()), Condvar::new())),
+        handle: None,
+    };
+    let bytes = Buffer::from_storage(Arc::new(
+        (0..10_000u32).map(|i| i as u8).collect::<Vec<_>>(),
+    ));
+    let jobs = thread.submit(&bytes, 333);
+    assert_eq!(jobs.len(), 31);
+    assert_eq!(thread.collect(&jobs), crc32(bytes.as_slice()));
+    let empty = Buffer::from_storage(Arc::new(Vec::<u8>::new()));
+    let jobs = thread.submit(&empty, 333);
+    assert_eq!(thread.collect(&jobs), crc32(&[]));
+}
