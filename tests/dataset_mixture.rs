@@ -1,6 +1,6 @@
 //! Weighted mixtures of datasets (`spec/DATASET.md`, "Mixtures"): the
 //! proportions, the stopping rules, resume (same and another world size),
-//! disjoint and complete ranks, and the test vector `spec/vectors/mixture.json`
+//! disjoint and complete ranks, and the test vector `spec/vectors/mixture/mixture.json`
 //! (regenerated here, `LODT_BLESS=1` rewrites it) checked by the independent
 //! `spec/vectors/check_dataset.py --mixture`.
 
@@ -335,7 +335,7 @@ fn rows_batching_works_on_a_mixture() {
 // -- the test vector ---------------------------------------------------------
 
 fn vector_path() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/vectors/mixture.json")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/vectors/mixture/mixture.json")
 }
 
 /// The mixture vector: the dataset vector twice, weights 3 and 1, draw seed
@@ -347,7 +347,7 @@ fn vector() -> String {
     );
     let shuffle = ShuffleOptions { seed: 7, buffer: 4 };
     let mut lines = vec![format!(
-        "{{\"sources\": [\"dataset\", \"dataset\"], \"weights\": [3.0, 1.0], \"seed\": 11, \"shuffle\": {},",
+        "{{\"sources\": [\"../dataset\", \"../dataset\"], \"weights\": [3.0, 1.0], \"seed\": 11, \"shuffle\": {},",
         serde_json::to_value(shuffle).unwrap()
     )];
     let rules = [
@@ -407,13 +407,13 @@ fn the_mixture_vector_matches_the_loader() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == expected,
-        "spec/vectors/mixture.json differs from what the code produces (LODT_BLESS=1 rewrites it)"
+        "spec/vectors/mixture/mixture.json differs from what the code produces (LODT_BLESS=1 rewrites it)"
     );
 }
 
 #[test]
 fn an_independent_python_reader_agrees_on_the_mixture_vector() {
-    let script = vector_path().with_file_name("check_dataset.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/vectors/check_dataset.py");
     if let Some(stdout) = python_output(&script, &["--mixture"]) {
         assert_eq!(
             stdout,

@@ -10,7 +10,7 @@ dataset/packing.json (section 7.4).
 
 Usage: python3 check_dataset.py [DIR]   (DIR defaults to ./dataset)
        python3 check_dataset.py --mixture [FILE]   (the Mixtures section; FILE defaults
-       to ./mixture.json, its sources named relative to it)
+       to ./mixture/mixture.json, its sources named relative to it)
 Exit status 0 when everything agrees.
 """
 
@@ -321,7 +321,7 @@ def check_mixture(path):
 
 def main():
     if sys.argv[1:2] == ["--mixture"]:
-        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixture.json")
+        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixture", "mixture.json")
         try:
             check_mixture(sys.argv[2] if len(sys.argv) > 2 else default)
         except Bad as e:
