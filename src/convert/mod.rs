@@ -1,0 +1,145 @@
+//! Converting datasets between file formats, batch by batch: what
+//! `lodt convert IN OUT` does.
+//!
+//! [`Format`] is the one list of the formats lodt reads and writes: it tells a
+//! file's format by its extension, opens a [`BatchReader`] or creates a
+//! [`BatchWriter`] for it, and says what the format can hold
+//! ([`Capabilities`]). A conversion is: open a reader, create a writer, copy.
+//! Adding a format touches [`Format`] and the format's own module only.
+//!
+//! | extension                   | format                                   | [`Format`] |
+//! |-----------------------------|------------------------------------------|------------|
+//! | `.lodt`                     | lodt's own format (`spec/FORMAT.md`)     | [`Format::Lodt`] |
+//! | `.parquet`                  | Parquet, one row group per batch         | [`Format::Parquet`] |
+//! | `.arrow`, `.feather`        | Arrow IPC file                           | [`Format::ArrowFile`] |
+//! | `.arrows`                   | Arrow IPC stream                         | [`Format::ArrowStream`] |
+//! | `.pdtensor`                 | one PaddlePaddle tensor (`SerializeToStream`) | [`Format::PaddleTensor`] |
+//! | `.pdparams`, `.pdiparams`   | PaddlePaddle `save_combine` file         | [`Format::PaddleCombined`] |
+//!
+//! ```text
+//!  IN ──open_reader──▶ Batch, Batch, … ──[rebatch to N rows]──▶ create_writer ──▶ OUT
+//! ```
+//!
+//! Only one batch is in memory at a time (two while re-batching). A `.lodt`
+//! input is read sequentially with every body checksum checked. Paddle files
+//! hold one unnamed set of tensors: reading one gives a single batch whose
+//! tensors are named from [`ConvertOptions::names`] (or `tensor0`, `tensor1`,
+//! …); writing one takes a single batch (a `.pdtensor`, a single tensor).
+//!
+//! ```
+//! use lodt::batch::copy;
+//! use lodt::convert::{ConvertOptions, Format};
+//! let dir = tempfile::tempdir()?;
+//! let (input, output) = ("tests/data/paddle/combined.pdparams", dir.path().join("params.lodt"));
+//! let options = ConvertOptions::default();
+//! let reader = Format::from_path(input)?.open_reader(input, &options)?;
+//! let writer = Format::from_path(&output)?.create_writer(&output, reader.metadata(), &options)?;
+//! let ((), stats) = copy(reader, writer, |_| {})?;
+//! assert_eq!((stats.batches, stats.tensors), (1, 8));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::atomic::{AtomicError, AtomicFile};
+use crate::batch::rebatch::{BatchBytes, rebatch, rebatch_bytes};
+use crate::batch::{
+    Batch, BatchReader, BatchWriter, BoxBatchReader, BoxBatchWriter, WriteStats, copy,
+};
+use crate::format::{self, FileSink, StreamReader};
+use crate::paddle::{self, PaddleBatchReader, PaddleBatchWriter, PaddleFile};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+
+mod adapters;
+#[cfg(feature = "arrow")]
+mod arrow_side;
+#[cfg(not(feature = "arrow"))]
+#[path = "arrow_missing.rs"]
+mod arrow_side;
+mod error;
+mod formats;
+mod options;
+
+use adapters::*;
+pub use error::ConvertError;
+use error::missing;
+use formats::known_extensions;
+pub use formats::{Capabilities, Format, MetadataScope};
+pub use options::ConvertOptions;
+
+/// Converts `input` to `output`, each in the format its extension names
+/// ([`Format::from_path`]): opens a reader, creates a writer, and copies,
+/// calling `progress` after each batch. Returns what was written.
+///
+/// `output` is replaced atomically (a failed conversion leaves what was
+/// there untouched), and is refused with [`AtomicError::SameFile`], before
+/// anything is written, when it is `input` itself (also through a symbolic
+/// or hard link). A `.lodt` output keeps the input's file metadata.
+///
+/// ```
+/// use lodt::convert::{convert, ConvertOptions};
+/// let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("params.lodt");
+/// let names = "a,b,c,d,e,f,g,h".split(',').map(String::from).collect();
+/// let options = ConvertOptions { names: Some(names), ..Default::default() };
+/// let stats = convert("tests/data/paddle/combined.pdparams", &out, &options, |_| {})?;
+/// assert_eq!(stats.tensors, 8);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert(
+    input: impl AsRef<Path>,
+    output: impl AsRef<Path>,
+    options: &ConvertOptions,
+    progress: impl FnMut(&WriteStats),
+) -> Result<WriteStats, ConvertError> {
+    let (input, output) = (input.as_ref(), output.as_ref());
+    let (from, to) = (Format::from_path(input)?, Format::from_path(output)?);
+    crate::atomic::ensure_distinct(input, output)?;
+    let reader = from.open_reader(input, options)?;
+    let writer = to.create_writer(output, reader.metadata(), options)?;
+    let ((), stats) = copy(reader, writer, progress)?;
+    Ok(stats)
+}
+
+/// What converting `input` (in format `from`) to `to` changes in the
+/// Arrow column types (see [`crate::arrow::TypeChange`]), for an Arrow or
+/// Parquet file converted to Arrow or Parquet; empty otherwise (and for an
+/// input that is not a regular file). Only [`ConvertOptions::columns`] are
+/// considered.
+///
+/// ```
+/// use lodt::convert::{type_changes, ConvertOptions, Format};
+/// let input = "tests/data/arrow/batch0.parquet"; // written by pyarrow
+/// let changes = type_changes(input, Format::Parquet, Format::ArrowFile, &ConvertOptions::default())?;
+/// assert_eq!(changes[0].to_string(), "words: list<list<int64>> becomes large_list<large_list<int64>>");
+/// let small = ConvertOptions { small_lists: true, ..Default::default() };
+/// let changes = type_changes(input, Format::Parquet, Format::Parquet, &small)?;
+/// assert_eq!(changes.len(), 1);
+/// assert_eq!(changes[0].to_string(), "frames: list<fixed_size_list<float, 4>> becomes list<arrow.fixed_shape_tensor<float, [4]>>");
+/// # Ok::<(), lodt::convert::ConvertError>(())
+/// ```
+#[cfg(feature = "arrow")]
+pub fn type_changes(
+    input: impl AsRef<Path>,
+    from: Format,
+    to: Format,
+    options: &ConvertOptions,
+) -> Result<Vec<crate::arrow::TypeChange>, ConvertError> {
+    let arrow = |f: Format| matches!(f, Format::ArrowFile | Format::ArrowStream | Format::Parquet);
+    let input = input.as_ref();
+    if !arrow(from) || !arrow(to) || !is_regular(input) || !from.is_available() {
+        return Ok(Vec::new());
+    }
+    let schema = arrow_side::schema(from, open(input)?, input.display().to_string())?;
+    let list_type = if options.small_lists {
+        crate::arrow::ListType::List
+    } else {
+        crate::arrow::ListType::LargeList
+    };
+    let mut changes = crate::arrow::type_changes(&schema, list_type);
+    if let Some(columns) = &options.columns {
+        changes.retain(|c| columns.contains(&c.column));
+    }
+    Ok(changes)
+}

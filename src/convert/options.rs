@@ -1,0 +1,45 @@
+//! [`ConvertOptions`]: how to convert.
+
+use super::*;
+
+/// How to convert.
+///
+/// ```
+/// let options = lodt::convert::ConvertOptions { batch_rows: Some(32), ..Default::default() };
+/// assert!(options.names.is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    /// Names for the tensors of an input whose format stores none (Paddle),
+    /// in file order (default `tensor0`, `tensor1`, …). An error for other
+    /// inputs.
+    pub names: Option<Vec<String>>,
+    /// Regroup the top-level rows into batches of this many rows.
+    pub batch_rows: Option<usize>,
+    /// Write Arrow `List` (32-bit offsets) instead of `LargeList`.
+    pub small_lists: bool,
+    /// Regroup the rows by size (see [`BatchBytes`]); excludes
+    /// [`ConvertOptions::batch_rows`].
+    pub batch_bytes: Option<BatchBytes>,
+    /// Read only these tensors (Arrow and Parquet columns), in this order.
+    /// For Arrow and Parquet inputs the other columns are not decoded, so a
+    /// file with columns lodt cannot read (strings) converts with the others
+    /// selected.
+    pub columns: Option<Vec<String>>,
+    /// Parquet output: the page compression (`None`: Snappy, as pyarrow).
+    /// Other outputs refuse a codec other than `Compression::None`.
+    #[cfg(feature = "arrow")]
+    pub compression: Option<crate::arrow::Compression>,
+    /// Arrow and Parquet input: what to do with null lists.
+    #[cfg(feature = "arrow")]
+    pub null_lists: crate::arrow::NullLists,
+    /// Parquet input: the most bytes one batch may decode to
+    /// ([`ArrowOptions::decode_budget`](crate::arrow::ArrowOptions::decode_budget);
+    /// `None`: [`DEFAULT_DECODE_BUDGET`](crate::arrow::DEFAULT_DECODE_BUDGET)).
+    #[cfg(feature = "arrow")]
+    pub decode_budget: Option<u64>,
+    /// Arrow and Parquet output: what to do with batches whose metadata
+    /// differs from the first batch's.
+    #[cfg(feature = "arrow")]
+    pub metadata_policy: crate::arrow::MetadataPolicy,
+}
