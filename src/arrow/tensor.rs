@@ -97,6 +97,48 @@ fn tensor_error(column: &str) -> impl Fn(crate::Error) -> ArrowError + '_ {
     }
 }
 
+/// The one DType ↔ Arrow table: `$bool` for [`DType::Bool`] (Arrow's
+/// booleans are bit-packed, not a primitive type), else `$m!(T)` with `T`
+/// the Arrow primitive type that holds the elements (bfloat16: `UInt16`,
+/// marked in the field metadata). [`arrow_data_type`], [`leaf_array`],
+/// [`leaf_buffer`] and the reverse lookup in [`from_arrow`] all use it.
+macro_rules! by_arrow_type {
+    ($dtype:expr, $bool:expr, $m:ident) => {
+        match $dtype {
+            DType::Bool => $bool,
+            DType::Int8 => $m!(Int8Type),
+            DType::Int16 => $m!(Int16Type),
+            DType::Int32 => $m!(Int32Type),
+            DType::Int64 => $m!(Int64Type),
+            DType::UInt8 => $m!(UInt8Type),
+            DType::UInt16 | DType::BFloat16 => $m!(UInt16Type),
+            DType::UInt32 => $m!(UInt32Type),
+            DType::UInt64 => $m!(UInt64Type),
+            DType::Float16 => $m!(Float16Type),
+            DType::Float32 => $m!(Float32Type),
+            DType::Float64 => $m!(Float64Type),
+        }
+    };
+}
+
+/// The Arrow type of `dtype`'s elements (from the table above).
+fn arrow_data_type(dtype: DType) -> DataType {
+    macro_rules! data_type {
+        ($t:ty) => {
+            <$t as arrow_array::types::ArrowPrimitiveType>::DATA_TYPE
+        };
+    }
+    by_arrow_type!(dtype, DataType::Boolean, data_type)
+}
+
+/// The dtype whose elements Arrow type `data_type` holds (`bf16`: the
+/// field is marked bfloat16), or `None`: the reverse of [`arrow_data_type`].
+fn dtype_of(data_type: &DataType, bf16: bool) -> Option<DType> {
+    DType::ALL
+        .into_iter()
+        .find(|&d| arrow_data_type(d) == *data_type && (d == DType::BFloat16) == bf16)
+}
+
 /// The primitive leaf of a tensor: every element, flat.
 fn leaf_array(dtype: DType, body: &[u8], shared: Option<Buffer>) -> ArrayRef {
     macro_rules! primitive {
@@ -107,24 +149,14 @@ fn leaf_array(dtype: DType, body: &[u8], shared: Option<Buffer>) -> ArrayRef {
             )) as ArrayRef
         };
     }
-    match dtype {
-        // Arrow booleans are bit-packed: necessarily a copy.
-        DType::Bool => Arc::new(BooleanArray::new(
+    // Arrow booleans are bit-packed: necessarily a copy.
+    let bool_array = || -> ArrayRef {
+        Arc::new(BooleanArray::new(
             BooleanBuffer::collect_bool(body.len(), |i| body.get(i).is_some_and(|&b| b != 0)),
             None,
-        )),
-        DType::Int8 => primitive!(Int8Type),
-        DType::Int16 => primitive!(Int16Type),
-        DType::Int32 => primitive!(Int32Type),
-        DType::Int64 => primitive!(Int64Type),
-        DType::UInt8 => primitive!(UInt8Type),
-        DType::UInt16 | DType::BFloat16 => primitive!(UInt16Type),
-        DType::UInt32 => primitive!(UInt32Type),
-        DType::UInt64 => primitive!(UInt64Type),
-        DType::Float16 => primitive!(Float16Type),
-        DType::Float32 => primitive!(Float32Type),
-        DType::Float64 => primitive!(Float64Type),
-    }
+        ))
+    };
+    by_arrow_type!(dtype, bool_array(), primitive)
 }
 
 /// `i64` offsets of one level, rebased to start at 0; shared when the level
@@ -623,26 +655,11 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
             ));
         }
     };
-    let dtype = match ftype {
-        DataType::Boolean => DType::Bool,
-        DataType::Int8 => DType::Int8,
-        DataType::Int16 => DType::Int16,
-        DataType::Int32 => DType::Int32,
-        DataType::Int64 => DType::Int64,
-        DataType::UInt8 => DType::UInt8,
-        DataType::UInt16 if is_bf16 => DType::BFloat16,
-        DataType::UInt16 => DType::UInt16,
-        DataType::UInt32 => DType::UInt32,
-        DataType::UInt64 => DType::UInt64,
-        DataType::Float16 => DType::Float16,
-        DataType::Float32 => DType::Float32,
-        DataType::Float64 => DType::Float64,
-        other => {
-            return Err(ArrowError::Unsupported {
-                column: column.to_owned(),
-                data_type: other.to_string(),
-            });
-        }
+    let Some(dtype) = dtype_of(ftype, is_bf16) else {
+        return Err(ArrowError::Unsupported {
+            column: column.to_owned(),
+            data_type: ftype.to_string(),
+        });
     };
     if runs.iter().any(|r| r.end > array.len()) {
         return Err(ArrowError::InvalidArgument(format!(
@@ -737,20 +754,7 @@ fn leaf_buffer(array: &dyn Array, dtype: DType) -> Option<Buffer> {
                 .map(|a| a.values().inner().clone())
         };
     }
-    match dtype {
-        DType::Bool => None,
-        DType::Int8 => values!(Int8Type),
-        DType::Int16 => values!(Int16Type),
-        DType::Int32 => values!(Int32Type),
-        DType::Int64 => values!(Int64Type),
-        DType::UInt8 => values!(UInt8Type),
-        DType::UInt16 | DType::BFloat16 => values!(UInt16Type),
-        DType::UInt32 => values!(UInt32Type),
-        DType::UInt64 => values!(UInt64Type),
-        DType::Float16 => values!(Float16Type),
-        DType::Float32 => values!(Float32Type),
-        DType::Float64 => values!(Float64Type),
-    }
+    by_arrow_type!(dtype, None, values)
 }
 
 /// [`from_arrow`] for an array without a field: the column is named `"array"`
@@ -767,4 +771,21 @@ fn leaf_buffer(array: &dyn Array, dtype: DType) -> Option<Buffer> {
 pub fn from_arrow_array(array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
     let field = Field::new("array", array.data_type().clone(), true);
     from_arrow(&field, array, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_maps_every_dtype_there_and_back() {
+        for dtype in DType::ALL {
+            let data_type = arrow_data_type(dtype);
+            assert_eq!(dtype_of(&data_type, dtype == DType::BFloat16), Some(dtype));
+        }
+        assert_eq!(arrow_data_type(DType::BFloat16), DataType::UInt16);
+        assert_eq!(arrow_data_type(DType::Bool), DataType::Boolean);
+        assert_eq!(dtype_of(&DataType::Int32, true), None);
+        assert_eq!(dtype_of(&DataType::Utf8, false), None);
+    }
 }
