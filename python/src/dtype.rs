@@ -16,26 +16,15 @@ pub fn missing_extra(what: &str, module: &str, extra: &str) -> PyErr {
 
 /// The numpy dtype of a lodt dtype; bfloat16 is `ml_dtypes.bfloat16`.
 pub fn descr(py: Python<'_>, dtype: DType) -> PyResult<Bound<'_, PyArrayDescr>> {
-    Ok(match dtype {
-        DType::Bool => numpy::dtype::<bool>(py),
-        DType::Int8 => numpy::dtype::<i8>(py),
-        DType::Int16 => numpy::dtype::<i16>(py),
-        DType::Int32 => numpy::dtype::<i32>(py),
-        DType::Int64 => numpy::dtype::<i64>(py),
-        DType::UInt8 => numpy::dtype::<u8>(py),
-        DType::UInt16 => numpy::dtype::<u16>(py),
-        DType::UInt32 => numpy::dtype::<u32>(py),
-        DType::UInt64 => numpy::dtype::<u64>(py),
-        DType::Float16 => numpy::dtype::<half::f16>(py),
-        DType::Float32 => numpy::dtype::<f32>(py),
-        DType::Float64 => numpy::dtype::<f64>(py),
-        DType::BFloat16 => {
-            let ml = py.import("ml_dtypes").map_err(|_| {
-                missing_extra("a bfloat16 tensor as numpy", "ml_dtypes", "bfloat16")
-            })?;
-            PyArrayDescr::new(py, ml.getattr("bfloat16")?)?
-        }
-    })
+    if dtype == DType::BFloat16 {
+        let ml = py
+            .import("ml_dtypes")
+            .map_err(|_| missing_extra("a bfloat16 tensor as numpy", "ml_dtypes", "bfloat16"))?;
+        return PyArrayDescr::new(py, ml.getattr("bfloat16")?);
+    }
+    // numpy's own dtype for every other element type (the crate's one
+    // dtype dispatch).
+    Ok(lodt::with_element!(dtype, T => numpy::dtype::<T>(py)))
 }
 
 /// The lodt dtype of a numpy dtype name.
