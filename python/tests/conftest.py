@@ -120,3 +120,13 @@ def s3():
     yield port, options
     proc.kill()
     proc.wait()
+
+
+# Tests that import TensorFlow or JAX start their thread pools in this
+# process; a later test that forks (DataLoader workers, Ray's raylet) could
+# then deadlock in the child. They run last, in their collected order.
+_MULTITHREADED_FRAMEWORKS = ("test_jax.py", "test_tf.py", "docs/frameworks.md")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: any(name in item.nodeid for name in _MULTITHREADED_FRAMEWORKS))
