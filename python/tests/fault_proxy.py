@@ -106,6 +106,8 @@ class FaultProxy:
         self.upstream = (upstream_host, upstream_port)
         self.faults: list[Fault] = []
         self.log: list[tuple[str, str, str]] = []
+        # (method, path, body bytes sent to the client) per response.
+        self.sent: list[tuple[str, str, int]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -129,6 +131,16 @@ class FaultProxy:
             return sum(
                 1
                 for m, p, _ in self.log
+                if (method is None or m == method) and (path is None or path in p)
+            )
+
+    def bytes_sent(self, method: Optional[str] = None, path: Optional[str] = None) -> int:
+        """The response body bytes the proxy sent to clients (of this method,
+        with ``path`` in their path): what a client fetched."""
+        with self._lock:
+            return sum(
+                n
+                for m, p, n in self.sent
                 if (method is None or m == method) and (path is None or path in p)
             )
 
@@ -214,6 +226,8 @@ def _handler_for(proxy: FaultProxy):
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(body)
+                with proxy._lock:
+                    proxy.sent.append((self.command, self.path, len(body)))
             self.wfile.flush()
 
         def _drop(self) -> None:

@@ -62,6 +62,17 @@ def test_forwards_unchanged(upstream):
         assert proxy.log == [("PUT", "/b/k", "200"), ("GET", "/b/k", "200")]
 
 
+def test_counts_the_bytes_it_sends(upstream):
+    with FaultProxy(upstream) as proxy:
+        _request(proxy.port, "PUT", "/b/k", b"hello world")
+        _request(proxy.port, "GET", "/b/k")
+        _request(proxy.port, "GET", "/b/k")
+        _request(proxy.port, "GET", "/b/none")
+        assert proxy.bytes_sent("GET", "/b/k") == 22
+        assert proxy.bytes_sent("PUT") == 0
+        assert proxy.bytes_sent() == 22
+
+
 def test_drop_response_after_the_server_acted(upstream):
     with FaultProxy(upstream) as proxy:
         proxy.add(Fault("drop_response", method="PUT"))
