@@ -6,7 +6,7 @@
 //! ```python
 //! import pyarrow.parquet as pq
 //! t = pq.ParquetFile("DIR/frames.parquet").read_row_group(0)
-//! print(t.schema)   # frames: large_list<extension<arrow.fixed_shape_tensor[value_type=float, shape=[2,3]]>>
+//! print(t.schema)   # frames: large_list<item: fixed_size_list<item: fixed_size_list<item: float>[3]>[2] not null>
 //! print(t.column("frames").chunk(0).offsets)        # LoD level 0
 //! ```
 

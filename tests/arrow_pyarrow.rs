@@ -10,7 +10,7 @@
 
 use lodt::arrow::ipc::{write_ipc_file, write_ipc_stream};
 use lodt::arrow::parquet::write_parquet;
-use lodt::arrow::{ArrowOptions, ArrowWriteOptions, ListType};
+use lodt::arrow::{ArrowOptions, ArrowWriteOptions, ListType, TensorType};
 use lodt::{Batch, DType, Lod, LodTensor};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -241,7 +241,8 @@ fn deep_batches() -> Vec<Batch> {
     vec![batch]
 }
 
-fn manifest_entry(path: &str, format: &str, list_type: ListType, batches: &[Batch]) -> Value {
+fn manifest_entry(path: &str, format: &str, options: &ArrowOptions, batches: &[Batch]) -> Value {
+    let list_type = options.list_type;
     let list_type = match list_type {
         ListType::List => "list",
         ListType::LargeList => "large_list",
@@ -270,6 +271,7 @@ fn manifest_entry(path: &str, format: &str, list_type: ListType, batches: &[Batc
         "path": path,
         "format": format,
         "list_type": list_type,
+        "tensor_type": options.tensor_type.name(),
         "metadata": batches_metadata(),
         "batches": batches,
     })
@@ -282,9 +284,15 @@ fn batches_metadata() -> Value {
 /// Writes every file and the manifest into `dir`.
 fn write_files(dir: &Path) {
     let mut files = Vec::new();
-    for (list_type, suffix) in [(ListType::LargeList, ""), (ListType::List, "_list")] {
-        let options = ArrowWriteOptions::default()
-            .with_arrow(ArrowOptions::default().with_list_type(list_type));
+    for (list_type, tensor_type, suffix) in [
+        (ListType::LargeList, TensorType::NestedLists, ""),
+        (ListType::List, TensorType::NestedLists, "_list"),
+        (ListType::LargeList, TensorType::FixedShape, "_fixed"),
+    ] {
+        let arrow = ArrowOptions::default()
+            .with_list_type(list_type)
+            .with_tensor_type(tensor_type);
+        let options = ArrowWriteOptions::default().with_arrow(arrow);
         for (set, batches) in [
             ("data", batches(42)),
             ("scalar", scalar_batches()),
@@ -298,7 +306,7 @@ fn write_files(dir: &Path) {
                 &options,
             )
             .unwrap();
-            files.push(manifest_entry(&name, "parquet", list_type, &batches));
+            files.push(manifest_entry(&name, "parquet", &arrow, &batches));
             let name = format!("{set}{suffix}.arrow");
             write_ipc_file(
                 std::fs::File::create(dir.join(&name)).unwrap(),
@@ -306,7 +314,7 @@ fn write_files(dir: &Path) {
                 &options,
             )
             .unwrap();
-            files.push(manifest_entry(&name, "ipc_file", list_type, &batches));
+            files.push(manifest_entry(&name, "ipc_file", &arrow, &batches));
             let name = format!("{set}{suffix}.arrows");
             write_ipc_stream(
                 std::fs::File::create(dir.join(&name)).unwrap(),
@@ -314,7 +322,7 @@ fn write_files(dir: &Path) {
                 &options,
             )
             .unwrap();
-            files.push(manifest_entry(&name, "ipc_stream", list_type, &batches));
+            files.push(manifest_entry(&name, "ipc_stream", &arrow, &batches));
         }
     }
     let manifest = json!({ "files": files });
@@ -371,7 +379,7 @@ fn pyarrow_reads_what_lodt_writes() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "check.py failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("18 files"), "{stdout}");
+    assert!(stdout.contains("27 files"), "{stdout}");
     eprintln!("{stdout}");
 }
 
@@ -402,4 +410,12 @@ fn the_written_files_read_back_in_lodt_too() {
     .collect::<Result<_, _>>()
     .unwrap();
     assert_eq!(back, deep_batches());
+    let back: Vec<Batch> = lodt::arrow::parquet::ParquetReader::open(
+        dir.path().join("data_fixed.parquet"),
+        &ArrowOptions::default(),
+    )
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    assert_eq!(back, batches(42));
 }

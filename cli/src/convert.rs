@@ -1,5 +1,6 @@
 //! `lodt convert IN OUT [--columns a,b] [--batch-rows N | --batch-bytes N] [--compression C]
-//! [--null-lists error|empty] [--metadata error|first] [--small-lists] [--format F]
+//! [--null-lists error|empty] [--metadata error|first] [--small-lists]
+//! [--tensor-type nested_lists|fixed_shape] [--format F]
 //! [--names a,b,c] [--shard-bytes N]`.
 //!
 //! By default batches of 1 MiB to 64 MiB pass unchanged, larger ones are
@@ -7,10 +8,13 @@
 //! metadata change), and the summary says which. Type changes (Arrow `list`
 //! to `large_list`, `fixed_size_list` to the tensor extension) are warned
 //! about on stderr.
+//! Rows with an element shape are written as nested fixed-size lists (what
+//! awkward, HF datasets, DuckDB and Polars read), or with `--tensor-type
+//! fixed_shape` as the `arrow.fixed_shape_tensor` extension.
 
 use crate::common::{self, CliError, human, plural};
 use indicatif::{ProgressBar, ProgressStyle};
-use lodt::arrow::{Compression, MetadataPolicy, NullLists};
+use lodt::arrow::{Compression, MetadataPolicy, NullLists, TensorType};
 use lodt::batch::rebatch::{BatchBytes, RebatchReport, rebatch, rebatch_bytes};
 use lodt::batch::{BatchReader, copy};
 use lodt::convert::{ConvertOptions, Format};
@@ -63,6 +67,11 @@ pub struct Args {
     /// Write Arrow List (32-bit offsets) instead of LargeList, as pyarrow's default list type.
     #[arg(long)]
     small_lists: bool,
+    /// Arrow/Parquet output: rows with an element shape as nested fixed-size lists
+    /// (nested_lists, default: what awkward, HF datasets, DuckDB and Polars read) or as the
+    /// arrow.fixed_shape_tensor extension (fixed_shape).
+    #[arg(long, value_name = "nested_lists|fixed_shape", value_parser = parse_tensor_type, default_value = "nested_lists")]
+    tensor_type: TensorType,
     /// Write a sharded dataset (the output is a directory: end it with /) with shards of about
     /// this size (default 256M; K, M, G suffixes).
     #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
@@ -79,6 +88,11 @@ fn parse_compression(text: &str) -> Result<Compression, String> {
 }
 
 fn parse_null_lists(text: &str) -> Result<NullLists, String> {
+    text.parse()
+        .map_err(|e: lodt::arrow::ArrowError| e.to_string())
+}
+
+fn parse_tensor_type(text: &str) -> Result<TensorType, String> {
     text.parse()
         .map_err(|e: lodt::arrow::ArrowError| e.to_string())
 }
@@ -130,6 +144,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         compression: args.compression,
         null_lists: args.null_lists,
         metadata_policy: args.metadata,
+        tensor_type: args.tensor_type,
         decode_budget: args.decode_budget,
         ..Default::default()
     };

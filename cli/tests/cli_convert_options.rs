@@ -248,7 +248,7 @@ fn type_changes_are_warned_about() {
     assert_eq!(
         err,
         "warning: words: list<list<int64>> becomes large_list<large_list<int64>> (--small-lists keeps 32-bit lists)\n\
-         warning: frames: list<fixed_size_list<float, 4>> becomes large_list<arrow.fixed_shape_tensor<float, [4]>> (--small-lists keeps 32-bit lists)\n\
+         warning: frames: list<fixed_size_list<float, 4>> becomes large_list<fixed_size_list<float, 4>> (--small-lists keeps 32-bit lists)\n\
          warning: labels: list<int64> becomes large_list<int64> (--small-lists keeps 32-bit lists)\n"
     );
     let (_, err) = ok(&[
@@ -256,6 +256,17 @@ fn type_changes_are_warned_about() {
         input,
         s(&dir.path().join("b.arrow")),
         "--small-lists",
+    ]);
+    // Fixed-size lists stay as they are (the default nested_lists).
+    assert_eq!(err, "");
+    // With --tensor-type fixed_shape they become the tensor extension.
+    let (_, err) = ok(&[
+        "convert",
+        input,
+        s(&dir.path().join("b2.arrow")),
+        "--small-lists",
+        "--tensor-type",
+        "fixed_shape",
     ]);
     assert_eq!(
         err,
@@ -457,5 +468,49 @@ fn stdin_stdout_and_fifos() {
             .unwrap()
             .file_type()
             .is_fifo()
+    );
+}
+
+#[test]
+fn tensor_type_chooses_nested_lists_or_the_tensor_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "../tests/data/arrow/batch0.parquet"; // frames: list<fixed_size_list<float, 4>>
+    let extension_of = |path: &Path| {
+        let file = std::fs::File::open(path).unwrap();
+        let reader = arrow_ipc::reader::FileReader::try_new(file, None).unwrap();
+        let schema = reader.schema();
+        let frames = schema.field_with_name("frames").unwrap();
+        let arrow_schema::DataType::LargeList(item) = frames.data_type() else {
+            panic!("{frames:?}")
+        };
+        assert!(matches!(
+            item.data_type(),
+            arrow_schema::DataType::FixedSizeList(_, 4)
+        ));
+        item.metadata().get("ARROW:extension:name").cloned()
+    };
+    let nested = dir.path().join("nested.arrow");
+    ok(&["convert", input, s(&nested)]);
+    assert_eq!(extension_of(&nested), None);
+    let fixed = dir.path().join("fixed.arrow");
+    ok(&["convert", input, s(&fixed), "--tensor-type", "fixed_shape"]);
+    assert_eq!(
+        extension_of(&fixed).as_deref(),
+        Some("arrow.fixed_shape_tensor")
+    );
+    // Both read back to the same tensors.
+    let show = |p: &Path| ok(&["show", s(p), "--tensor", "frames", "--json"]).0;
+    assert_eq!(show(&nested), show(&fixed));
+    let (code, _, err) = lodt(&[
+        "convert",
+        input,
+        s(&dir.path().join("x.arrow")),
+        "--tensor-type",
+        "variable_shape",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("expected nested_lists or fixed_shape, found \"variable_shape\""),
+        "{err}"
     );
 }

@@ -167,7 +167,11 @@ class LodTensor:
     def __arrow_c_schema__(self) -> object:
         """The Arrow field of the tensor (a PyCapsule)."""
     def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
-        """The tensor as an Arrow array (PyCapsules), sharing its buffers."""
+        """The tensor as an Arrow array (PyCapsules), sharing its buffers; in
+        ``requested_schema`` when it is one of lodt's mappings or a cast."""
+    def to_arrow(self, tensor_type: Literal["nested_lists", "fixed_shape"] = "nested_lists") -> Any:
+        """The tensor as a ``pyarrow.Array``; element shapes as nested
+        fixed-size lists or the ``arrow.fixed_shape_tensor`` extension."""
     @staticmethod
     def from_arrow(obj: Any) -> LodTensor:
         """A tensor from an object exporting the Arrow PyCapsule interface."""
@@ -220,9 +224,14 @@ class Batch(Mapping[str, LodTensor]):
     def __arrow_c_schema__(self) -> object:
         """The batch's Arrow schema (a PyCapsule)."""
     def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
-        """The batch as an Arrow record batch (PyCapsules)."""
+        """The batch as an Arrow record batch (PyCapsules), in
+        ``requested_schema`` when each column's type is one of lodt's
+        mappings or a cast."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The batch as an Arrow stream of one record batch."""
+    def to_arrow(self, tensor_type: Literal["nested_lists", "fixed_shape"] = "nested_lists") -> Any:
+        """The batch as a ``pyarrow.RecordBatch``; element shapes as nested
+        fixed-size lists or the ``arrow.fixed_shape_tensor`` extension."""
     @staticmethod
     def from_arrow(obj: Any) -> Batch:
         """A batch from an Arrow record batch, table or stream."""
@@ -624,6 +633,7 @@ def convert(
     null_lists: Literal["error", "empty"] = "error",
     metadata: Literal["error", "first"] = "error",
     decode_budget: int | None = None,
+    tensor_type: Literal["nested_lists", "fixed_shape"] = "nested_lists",
 ) -> dict[str, int]:
     """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension.
 
@@ -635,7 +645,9 @@ def convert(
     ``compression`` is the Parquet codec (snappy by default);
     ``null_lists="empty"`` reads null lists as empty sequences;
     ``metadata="first"`` keeps the first batch's metadata in an Arrow or
-    Parquet output.
+    Parquet output; ``tensor_type="fixed_shape"`` writes element shapes as
+    the ``arrow.fixed_shape_tensor`` extension instead of nested
+    fixed-size lists.
     """
 
 def read_paddle(path: _PathLike) -> LodTensor:

@@ -78,48 +78,12 @@ def _empty_tensor(t: Mapping[str, Any]) -> LodTensor:
     return tensor
 
 
-def _ray_type(t: pa.DataType) -> pa.DataType:
-    """``t`` with every ``arrow.fixed_shape_tensor`` (which Ray 2.40 cannot
-    serialize) replaced by nested ``FixedSizeList``s of its shape: the other
-    element-shape form of ``spec/ARROW.md`` section 4, read back the same."""
-    if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.fixed_shape_tensor":
-        nested = t.value_type
-        for n in reversed(t.shape):
-            nested = pa.list_(nested, int(n))
-        return nested
-    if pa.types.is_large_list(t) or pa.types.is_list(t):
-        field = t.value_field
-        item = pa.field(field.name, _ray_type(field.type), nullable=field.nullable)
-        return pa.large_list(item) if pa.types.is_large_list(t) else pa.list_(item)
-    return t
-
-
-def _ray_array(a: pa.Array) -> pa.Array:
-    t = a.type
-    if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.fixed_shape_tensor":
-        flat = a.storage.flatten()
-        for n in reversed(t.shape):
-            flat = pa.FixedSizeListArray.from_arrays(flat, int(n))
-        return flat
-    if pa.types.is_large_list(t):
-        return pa.LargeListArray.from_arrays(a.offsets, _ray_array(a.values), type=_ray_type(t))
-    if pa.types.is_list(t):
-        return pa.ListArray.from_arrays(a.offsets, _ray_array(a.values), type=_ray_type(t))
-    return a
-
-
-def _ray_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema(
-        [pa.field(f.name, _ray_type(f.type), f.nullable, f.metadata) for f in schema],
-        metadata=schema.metadata,
-    )
-
-
-def _ray_table(rb: pa.RecordBatch) -> pa.Table:
-    """A lodt record batch as a table Ray can move between processes."""
-    schema = _ray_schema(rb.schema)
-    columns = [_ray_array(c) for c in rb.columns]
-    return pa.Table.from_batches([pa.RecordBatch.from_arrays(columns, schema=schema)])
+def _ray_table(batch: Batch) -> pa.Table:
+    """A lodt batch as a table Ray can move between processes: element
+    shapes as nested ``fixed_size_list``s (``tensor_type="nested_lists"``,
+    ``spec/ARROW.md``), never the ``arrow.fixed_shape_tensor`` extension,
+    which Ray 2.40 cannot serialize."""
+    return pa.Table.from_batches([batch.to_arrow(tensor_type="nested_lists")])
 
 
 def _numpy_dtype(name: str) -> Any:
@@ -135,7 +99,7 @@ def _schema(tensors: Sequence[Mapping[str, Any]]) -> pa.Schema | None:
     None when it cannot be built here (bfloat16 without ml_dtypes)."""
     try:
         batch = Batch([(t["name"], _empty_tensor(t)) for t in tensors])
-        return _ray_schema(pa.schema(batch))
+        return _ray_table(batch).schema
     except (ImportError, ValueError, TypeError):
         return None
 
@@ -249,7 +213,7 @@ def _reader(
                     batch = f[k]
                     if tensors is not None:
                         batch = Batch([(n, batch[n]) for n in tensors])
-                    yield _ray_table(pa.record_batch(batch))
+                    yield _ray_table(batch)
 
     return read
 

@@ -12,7 +12,8 @@ use arrow_array::{
 };
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use lodt::arrow::{
-    ArrowOptions, batch_to_record_batch, from_arrow, lodt_tensor_to_arrow, record_batch_to_batch,
+    ArrowOptions, TensorType, batch_to_record_batch, batch_to_requested_record_batch, from_arrow,
+    lodt_tensor_to_arrow, record_batch_to_batch, to_arrow,
 };
 use lodt::format::LodtFile;
 use lodt::{Batch, LodTensor};
@@ -39,30 +40,81 @@ fn array_pair<'py>(
     PyTuple::new(py, [schema, array.into_any()])
 }
 
-fn tensor_to_arrow(t: &LodTensor) -> PyResult<(Field, ArrayRef)> {
-    lodt::arrow::to_arrow(TENSOR_FIELD, t, &ArrowOptions::default()).map_err(arrow_err)
+/// The options of an export: the default mapping, or `tensor_type`'s.
+pub fn export_options(tensor_type: &str) -> PyResult<ArrowOptions> {
+    let tensor_type: TensorType = tensor_type
+        .parse()
+        .map_err(|e: lodt::arrow::ArrowError| value(format!("tensor_type: {e}")))?;
+    Ok(ArrowOptions::default().with_tensor_type(tensor_type))
+}
+
+/// The field a `requested_schema` capsule describes (`None`: none requested).
+pub fn requested(capsule: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Field>> {
+    capsule
+        .filter(|c| !c.is_none())
+        .map(ffi::read_schema)
+        .transpose()
+}
+
+/// A requested record batch schema: the fields of a struct.
+fn requested_schema(field: &Field) -> PyResult<Schema> {
+    match field.data_type() {
+        DataType::Struct(fields) => Ok(Schema::new_with_metadata(
+            fields.clone(),
+            field.metadata().clone(),
+        )),
+        other => Err(value(format!(
+            "requested_schema: expected a struct (a record batch schema), found {other}"
+        ))),
+    }
+}
+
+/// The tensor as Arrow: as `requested` asks (its name and type), else with `options`.
+fn tensor_to_arrow(
+    t: &LodTensor,
+    options: &ArrowOptions,
+    requested: Option<&Field>,
+) -> PyResult<(Field, ArrayRef)> {
+    match requested {
+        Some(field) => lodt::arrow::to_requested(field, options, |o| to_arrow(field.name(), t, o)),
+        None => to_arrow(TENSOR_FIELD, t, options),
+    }
+    .map_err(arrow_err)
 }
 
 /// `LodTensor.__arrow_c_schema__`.
 pub fn tensor_schema<'py>(py: Python<'py>, t: &LodTensor) -> PyResult<Bound<'py, PyAny>> {
-    let (field, _) = tensor_to_arrow(t)?;
+    let (field, _) = tensor_to_arrow(t, &ArrowOptions::default(), None)?;
     schema_capsule(py, FFI_ArrowSchema::try_from(&field).map_err(arrow_rs)?)
 }
 
-/// `LodTensor.__arrow_c_array__`.
-pub fn tensor_array<'py>(py: Python<'py>, t: &LodTensor) -> PyResult<Bound<'py, PyTuple>> {
-    let (field, array) = tensor_to_arrow(t)?;
+/// `LodTensor.__arrow_c_array__` (with `options`: `to_arrow`).
+pub fn tensor_array<'py>(
+    py: Python<'py>,
+    t: &LodTensor,
+    options: &ArrowOptions,
+    requested: Option<&Field>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (field, array) = tensor_to_arrow(t, options, requested)?;
     let schema = FFI_ArrowSchema::try_from(&field).map_err(arrow_rs)?;
     array_pair(py, schema, array.as_ref())
 }
 
-fn record_batch(batch: &Batch) -> PyResult<RecordBatch> {
-    batch_to_record_batch(batch, &ArrowOptions::default()).map_err(arrow_err)
+fn record_batch(
+    batch: &Batch,
+    options: &ArrowOptions,
+    requested: Option<&Field>,
+) -> PyResult<RecordBatch> {
+    match requested {
+        Some(field) => batch_to_requested_record_batch(batch, options, &requested_schema(field)?),
+        None => batch_to_record_batch(batch, options),
+    }
+    .map_err(arrow_err)
 }
 
 /// `Batch.__arrow_c_schema__`.
 pub fn batch_schema<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyAny>> {
-    let rb = record_batch(batch)?;
+    let rb = record_batch(batch, &ArrowOptions::default(), None)?;
     schema_capsule(
         py,
         FFI_ArrowSchema::try_from(rb.schema().as_ref()).map_err(arrow_rs)?,
@@ -71,8 +123,13 @@ pub fn batch_schema<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, 
 
 /// `Batch.__arrow_c_array__`: a struct array (a record batch) whose schema
 /// carries the batch's metadata.
-pub fn batch_array<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyTuple>> {
-    let rb = record_batch(batch)?;
+pub fn batch_array<'py>(
+    py: Python<'py>,
+    batch: &Batch,
+    options: &ArrowOptions,
+    requested: Option<&Field>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let rb = record_batch(batch, options, requested)?;
     let schema = FFI_ArrowSchema::try_from(rb.schema().as_ref()).map_err(arrow_rs)?;
     let array = StructArray::from(rb);
     array_pair(py, schema, &array)
@@ -87,33 +144,115 @@ fn stream_capsule<'py>(
 }
 
 /// `Batch.__arrow_c_stream__`: a stream of one record batch.
-pub fn batch_stream<'py>(py: Python<'py>, batch: &Batch) -> PyResult<Bound<'py, PyAny>> {
-    let rb = record_batch(batch)?;
+pub fn batch_stream<'py>(
+    py: Python<'py>,
+    batch: &Batch,
+    requested: Option<&Field>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let rb = record_batch(batch, &ArrowOptions::default(), requested)?;
     let schema = rb.schema();
     stream_capsule(py, Box::new(RecordBatchIterator::new([Ok(rb)], schema)))
 }
 
+/// What `to_arrow` hands to pyarrow: one exported array (a tensor's) or
+/// record batch (a batch's), through the PyCapsule interface.
+#[pyclass(module = "lodt._lodt", frozen)]
+pub struct ArrowExport {
+    field: Field,
+    array: ArrayRef,
+}
+
+#[pymethods]
+impl ArrowExport {
+    /// __arrow_c_schema__() -> PyCapsule
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        schema_capsule(
+            py,
+            FFI_ArrowSchema::try_from(&self.field).map_err(arrow_rs)?,
+        )
+    }
+
+    /// __arrow_c_array__(requested_schema=None) -> (PyCapsule, PyCapsule)
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        if requested(requested_schema)?.is_some_and(|r| r != self.field) {
+            return Err(value(
+                "requested_schema: this export has its tensor_type already; request a schema from the tensor or batch itself",
+            ));
+        }
+        let schema = FFI_ArrowSchema::try_from(&self.field).map_err(arrow_rs)?;
+        array_pair(py, schema, self.array.as_ref())
+    }
+}
+
+fn pyarrow(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("pyarrow")
+        .map_err(|_| crate::dtype::missing_extra("to_arrow", "pyarrow", "arrow"))
+}
+
+/// `LodTensor.to_arrow(tensor_type)`: a `pyarrow.Array`.
+pub fn tensor_to_pyarrow<'py>(
+    py: Python<'py>,
+    t: &LodTensor,
+    tensor_type: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (field, array) = tensor_to_arrow(t, &export_options(tensor_type)?, None)?;
+    let export = Bound::new(py, ArrowExport { field, array })?;
+    pyarrow(py)?.call_method1("array", (export,))
+}
+
+/// `Batch.to_arrow(tensor_type)`: a `pyarrow.RecordBatch`.
+pub fn batch_to_pyarrow<'py>(
+    py: Python<'py>,
+    batch: &Batch,
+    tensor_type: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let rb = record_batch(batch, &export_options(tensor_type)?, None)?;
+    let field = Field::new_struct("", rb.schema().fields().clone(), false)
+        .with_metadata(rb.schema().metadata().clone());
+    let array: ArrayRef = Arc::new(StructArray::from(rb));
+    let export = Bound::new(py, ArrowExport { field, array })?;
+    pyarrow(py)?.call_method1("record_batch", (export,))
+}
+
 /// The batches of a `.lodt` file as Arrow record batches over the file's
 /// own bytes (no copy), in order. The schema is the first batch's, with the
-/// file's metadata and the first batch's (batch keys win); later batches must
-/// have the same columns and types (else the stream reports an error).
+/// file's metadata and the first batch's (batch keys win), or the requested
+/// one; later batches must have the same columns and types (else the stream
+/// reports an error).
 struct FileBatches {
     file: Arc<LodtFile>,
     next: usize,
     schema: SchemaRef,
+    requested: bool,
 }
 
+/// Batch `k` of `file` as a record batch: with `schema` (a later batch: the
+/// stream's; `requested`: the consumer's, which each column is converted to),
+/// or its own.
 fn file_record_batch(
     file: &LodtFile,
     k: usize,
     schema: Option<&SchemaRef>,
+    requested: bool,
 ) -> Result<RecordBatch, lodt::arrow::ArrowError> {
     let view = file.batch(k)?;
     let options = ArrowOptions::default();
+    if let Some(schema) = schema.filter(|_| requested) {
+        lodt::arrow::check_requested_columns(schema, view.names())?;
+    }
     let mut fields = Vec::with_capacity(view.len());
     let mut columns = Vec::with_capacity(view.len());
-    for name in view.names() {
-        let (field, array) = lodt_tensor_to_arrow(file, k, name, &options)?;
+    for (i, name) in view.names().enumerate() {
+        let produce = |o: &ArrowOptions| lodt_tensor_to_arrow(file, k, name, o);
+        let (field, array) = match schema.filter(|_| requested) {
+            Some(schema) => lodt::arrow::to_requested(schema.field(i), &options, produce)?,
+            None => produce(&options)?,
+        };
         fields.push(field);
         columns.push(array);
     }
@@ -143,7 +282,7 @@ impl Iterator for FileBatches {
         let k = self.next;
         self.next += 1;
         Some(
-            file_record_batch(&self.file, k, Some(&self.schema))
+            file_record_batch(&self.file, k, Some(&self.schema), self.requested)
                 .map_err(|e| ArrowError::ExternalError(Box::new(e))),
         )
     }
@@ -155,20 +294,36 @@ impl RecordBatchReader for FileBatches {
     }
 }
 
-/// `File.__arrow_c_stream__`.
-pub fn file_stream<'py>(py: Python<'py>, file: &Arc<LodtFile>) -> PyResult<Bound<'py, PyAny>> {
-    let schema = if file.num_batches() == 0 {
-        let metadata: HashMap<String, String> = file.metadata().clone().into_iter().collect();
-        Arc::new(Schema::new_with_metadata(Vec::<Field>::new(), metadata))
-    } else {
-        file_record_batch(file, 0, None)
+/// `File.__arrow_c_stream__`: every batch, in lodt's default mapping or as
+/// `requested` (a struct of the columns) asks. A requested schema is checked
+/// against the first batch before the stream is returned.
+pub fn file_stream<'py>(
+    py: Python<'py>,
+    file: &Arc<LodtFile>,
+    requested: Option<Field>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let requested = requested
+        .map(|f| requested_schema(&f))
+        .transpose()?
+        .map(Arc::new);
+    let schema = match (&requested, file.num_batches()) {
+        (Some(schema), 0) => schema.clone(),
+        (Some(schema), _) => file_record_batch(file, 0, Some(schema), true)
             .map_err(arrow_err)?
-            .schema()
+            .schema(),
+        (None, 0) => {
+            let metadata: HashMap<String, String> = file.metadata().clone().into_iter().collect();
+            Arc::new(Schema::new_with_metadata(Vec::<Field>::new(), metadata))
+        }
+        (None, _) => file_record_batch(file, 0, None, false)
+            .map_err(arrow_err)?
+            .schema(),
     };
     let reader = FileBatches {
         file: file.clone(),
         next: 0,
         schema,
+        requested: requested.is_some(),
     };
     stream_capsule(py, Box::new(reader))
 }

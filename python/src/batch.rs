@@ -241,28 +241,44 @@ impl PyBatch {
     /// __arrow_c_array__(requested_schema=None) -> (PyCapsule, PyCapsule)
     ///
     /// The batch as an Arrow record batch (a struct array), sharing every
-    /// buffer. Every tensor must have as many top-level rows.
+    /// buffer. Every tensor must have as many top-level rows. A
+    /// `requested_schema` (same columns, in order) is produced when each
+    /// column's type is one of lodt's mappings or a cast arrow-rs can do;
+    /// otherwise `ValueError`.
     #[pyo3(signature = (requested_schema = None))]
     fn __arrow_c_array__<'py>(
         &self,
         py: Python<'py>,
         requested_schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let _ = requested_schema;
-        crate::arrow::batch_array(py, &self.batch)
+        let requested = crate::arrow::requested(requested_schema)?;
+        let options = lodt::arrow::ArrowOptions::default();
+        crate::arrow::batch_array(py, &self.batch, &options, requested.as_ref())
+    }
+
+    /// to_arrow(tensor_type="nested_lists") -> pyarrow.RecordBatch
+    ///
+    /// The batch as a `pyarrow.RecordBatch` (no copy but bools), element
+    /// shapes as nested fixed-size lists (`"nested_lists"`, the default) or
+    /// as the `arrow.fixed_shape_tensor` extension (`"fixed_shape"`).
+    /// Needs pyarrow.
+    #[pyo3(signature = (tensor_type = "nested_lists"))]
+    fn to_arrow<'py>(&self, py: Python<'py>, tensor_type: &str) -> PyResult<Bound<'py, PyAny>> {
+        crate::arrow::batch_to_pyarrow(py, &self.batch, tensor_type)
     }
 
     /// __arrow_c_stream__(requested_schema=None) -> PyCapsule
     ///
-    /// The batch as an Arrow stream of one record batch.
+    /// The batch as an Arrow stream of one record batch (a
+    /// `requested_schema` as for `__arrow_c_array__`).
     #[pyo3(signature = (requested_schema = None))]
     fn __arrow_c_stream__<'py>(
         &self,
         py: Python<'py>,
         requested_schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = requested_schema;
-        crate::arrow::batch_stream(py, &self.batch)
+        let requested = crate::arrow::requested(requested_schema)?;
+        crate::arrow::batch_stream(py, &self.batch, requested.as_ref())
     }
 
     /// Batch.from_arrow(obj) -> Batch

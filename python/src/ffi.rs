@@ -131,6 +131,25 @@ pub fn take_schema(capsule: &Bound<'_, PyAny>) -> PyResult<FFI_ArrowSchema> {
     Ok(schema)
 }
 
+/// The field an `arrow_schema` capsule describes, read without taking it:
+/// the capsule stays its owner's (a `requested_schema` belongs to the
+/// consumer that passes it, which releases it).
+pub fn read_schema(capsule: &Bound<'_, PyAny>) -> PyResult<Field> {
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
+        crate::error::type_error("requested_schema must be an Arrow schema PyCapsule")
+    })?;
+    let ptr = capsule.pointer_checked(Some(SCHEMA_CAPSULE))?;
+    // SAFETY: a capsule named "arrow_schema" holds a pointer to a valid
+    // `ArrowSchema` struct (the Arrow PyCapsule interface) that the capsule
+    // owns and keeps alive while we hold `capsule`; it is only read here,
+    // not moved or released.
+    let schema = unsafe { &*ptr.as_ptr().cast::<FFI_ArrowSchema>() };
+    if schema.release().is_none() {
+        return Err(consumed("schema"));
+    }
+    Field::try_from(schema).map_err(crate::error::arrow_rs)
+}
+
 /// The error of a capsule whose structure was already moved out (released):
 /// a capsule can be imported once.
 fn consumed(what: &str) -> PyErr {

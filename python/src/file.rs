@@ -279,15 +279,16 @@ impl PyFile {
     ///
     /// The file as an Arrow stream: one record batch per batch, over the
     /// file's own bytes (no copy). The schema is the first batch's, with the
-    /// file's and the first batch's metadata.
+    /// file's and the first batch's metadata. A `requested_schema` (same
+    /// columns, in order) is produced as by `Batch.__arrow_c_stream__`.
     #[pyo3(signature = (requested_schema = None))]
     fn __arrow_c_stream__<'py>(
         &self,
         py: Python<'py>,
         requested_schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = requested_schema;
-        crate::arrow::file_stream(py, &self.file)
+        let requested = crate::arrow::requested(requested_schema)?;
+        crate::arrow::file_stream(py, &self.file, requested)
     }
 }
 
@@ -562,7 +563,8 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 
 /// convert(src, dst, *, names=None, batch_rows=None, small_lists=False,
 ///         batch_bytes=None, columns=None, compression=None,
-///         null_lists="error", metadata="error", decode_budget=None) -> dict
+///         null_lists="error", metadata="error", decode_budget=None,
+///         tensor_type="nested_lists") -> dict
 ///
 /// Converts between formats, chosen by extension: `.lodt`, `.parquet`,
 /// `.arrow`/`.feather`, `.arrows`, `.pdtensor`, `.pdparams`/`.pdiparams`
@@ -576,6 +578,9 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// as empty sequences; `metadata="first"` lets an Arrow or Parquet output
 /// keep the first batch's metadata when later batches differ;
 /// `small_lists` writes Arrow `List` instead of `LargeList`;
+/// `tensor_type` writes Arrow and Parquet element shapes as nested
+/// fixed-size lists (`"nested_lists"`) or as the `arrow.fixed_shape_tensor`
+/// extension (`"fixed_shape"`);
 /// `decode_budget` is the most bytes one batch of a Parquet input may decode
 /// to (default 256 MiB: larger row groups are read in several batches, and a
 /// row that needs more is a `ValueError` giving the budget and the need).
@@ -584,7 +589,7 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 #[pyo3(signature = (
     src, dst, *, names = None, batch_rows = None, small_lists = false, batch_bytes = None,
     columns = None, compression = None, null_lists = "error", metadata = "error",
-    decode_budget = None
+    decode_budget = None, tensor_type = "nested_lists"
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
@@ -600,6 +605,7 @@ pub fn convert<'py>(
     null_lists: &str,
     metadata: &str,
     decode_budget: Option<u64>,
+    tensor_type: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     use lodt::arrow::{ArrowError, MetadataPolicy, NullLists};
     use lodt::convert::ConvertError;
@@ -614,6 +620,7 @@ pub fn convert<'py>(
     let metadata_policy: MetadataPolicy = metadata
         .parse()
         .map_err(|e: ArrowError| value(format!("metadata: {e}")))?;
+    let tensor_type = crate::arrow::export_options(tensor_type)?.tensor_type;
     let batch_bytes = batch_bytes
         .map(lodt::batch::rebatch::BatchBytes::about)
         .transpose()
@@ -628,6 +635,7 @@ pub fn convert<'py>(
         null_lists,
         metadata_policy,
         decode_budget,
+        tensor_type,
     };
     let stats = py
         .detach(move || lodt::convert::convert(&src, &dst, &options, |_| {}).map_err(Box::new))

@@ -652,16 +652,31 @@ impl PyLodTensor {
     /// __arrow_c_array__(requested_schema=None) -> (PyCapsule, PyCapsule)
     ///
     /// The tensor as an Arrow array (one row per top-level sequence; nested
-    /// `LargeList`s over the values), sharing offsets and values (no copy but
-    /// bools). `requested_schema` is ignored.
+    /// `LargeList`s over the values; an element shape as nested
+    /// `FixedSizeList`s), sharing offsets and values (no copy but bools).
+    /// A `requested_schema` (an Arrow schema capsule) is produced when it is
+    /// one of lodt's mappings (e.g. the `arrow.fixed_shape_tensor`
+    /// extension) or a cast arrow-rs can do; otherwise `ValueError`.
     #[pyo3(signature = (requested_schema = None))]
     fn __arrow_c_array__<'py>(
         &self,
         py: Python<'py>,
         requested_schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let _ = requested_schema;
-        crate::arrow::tensor_array(py, self.tensor()?)
+        let requested = crate::arrow::requested(requested_schema)?;
+        let options = lodt::arrow::ArrowOptions::default();
+        crate::arrow::tensor_array(py, self.tensor()?, &options, requested.as_ref())
+    }
+
+    /// to_arrow(tensor_type="nested_lists") -> pyarrow.Array
+    ///
+    /// The tensor as a `pyarrow.Array` (no copy but bools), its element
+    /// shape as nested fixed-size lists (`"nested_lists"`, the default) or
+    /// as the `arrow.fixed_shape_tensor` extension (`"fixed_shape"`).
+    /// Needs pyarrow.
+    #[pyo3(signature = (tensor_type = "nested_lists"))]
+    fn to_arrow<'py>(&self, py: Python<'py>, tensor_type: &str) -> PyResult<Bound<'py, PyAny>> {
+        crate::arrow::tensor_to_pyarrow(py, self.tensor()?, tensor_type)
     }
 
     /// LodTensor.from_arrow(obj) -> LodTensor

@@ -16,7 +16,7 @@ def _leaf(array):
         array = array.values
     if isinstance(array, pa.ExtensionArray):
         array = array.storage
-    if pa.types.is_fixed_size_list(array.type):
+    while pa.types.is_fixed_size_list(array.type):
         array = array.values
     return array
 
@@ -41,8 +41,15 @@ def test_mapped_file_tensor_exports_without_copy(sample_file):
     values = _leaf(arr)
     start, length = span
     assert start <= values.buffers()[1].address < start + length
-    assert arr.type.value_type.extension_name == "arrow.fixed_shape_tensor"
+    # The default: element shape [2, 3] as nested fixed-size lists.
+    assert arr.type.value_type == pa.list_(pa.list_(pa.float32(), 3), 2)
     assert lodt.LodTensor.from_arrow(arr) == t
+    # The tensor extension, on request: also over the map, read back the same.
+    ext = t.to_arrow(tensor_type="fixed_shape")
+    assert ext.type.value_type.extension_name == "arrow.fixed_shape_tensor"
+    assert ext.type.value_type.shape == [2, 3]
+    assert start <= _leaf(ext).buffers()[1].address < start + length
+    assert lodt.LodTensor.from_arrow(ext) == t
 
 
 def test_batch_to_table_and_back(sample_file):

@@ -92,7 +92,7 @@ def _rows(tables) -> list[str]:
 
 
 def _expected(batches) -> list[str]:
-    return _rows(lray._ray_table(pa.record_batch(b)) for b in batches)
+    return _rows(lray._ray_table(b) for b in batches)
 
 
 def _ids(tables) -> list[int]:
@@ -118,7 +118,7 @@ def test_planning_reads_the_manifest_only(source):
     assert sum(t.metadata.num_rows for t in tasks) == TOTAL
     assert all(t.metadata.num_rows > 0 and t.metadata.size_bytes > 0 for t in tasks)
     # The schema from the manifest is the schema of the data.
-    assert tasks[0].metadata.schema == lray._ray_table(pa.record_batch(batches[0])).schema
+    assert tasks[0].metadata.schema == lray._ray_table(batches[0]).schema
     files = {f for t in tasks for f in t.metadata.input_files}
     assert len(files) == SHARDS
     # More tasks than batches: one per batch.

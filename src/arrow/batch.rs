@@ -1,6 +1,7 @@
 //! A mini-batch ([`Batch`]) <-> an Arrow `RecordBatch`, one column per tensor.
 
 use super::{ArrowError, ArrowOptions, Result, from_arrow, to_arrow};
+use crate::LodTensor;
 use crate::batch::{Batch, WriteStats};
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::Schema;
@@ -27,10 +28,61 @@ use std::sync::Arc;
 /// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<RecordBatch> {
+    let metadata: arrow_schema::Metadata = batch
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    columns_to_record_batch(batch, metadata, |_, name, tensor| {
+        to_arrow(name, tensor, options)
+    })
+}
+
+/// [`batch_to_record_batch`] in the schema a consumer requested (the Arrow
+/// PyCapsule `requested_schema`): the same columns, in order
+/// ([`check_requested_columns`](super::check_requested_columns)), each
+/// converted by [`to_requested`](super::to_requested); the schema, its
+/// metadata included, is `requested`.
+///
+/// ```
+/// use lodt::arrow::{batch_to_record_batch, batch_to_requested_record_batch, ArrowOptions, TensorType};
+/// use lodt::{Batch, Lod, LodTensor};
+/// let frames = LodTensor::from_vec(vec![0f32; 8], vec![2, 2, 2], Lod::try_from_lengths(&[vec![1, 1]])?)?;
+/// let batch = Batch::try_from_tensors([("frames", frames)])?;
+/// // A consumer that asks for the tensor extension gets it.
+/// let fixed = ArrowOptions::default().with_tensor_type(TensorType::FixedShape);
+/// let wanted = batch_to_record_batch(&batch, &fixed)?.schema();
+/// let rb = batch_to_requested_record_batch(&batch, &ArrowOptions::default(), &wanted)?;
+/// assert_eq!(rb.schema(), wanted);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn batch_to_requested_record_batch(
+    batch: &Batch,
+    options: &ArrowOptions,
+    requested: &Schema,
+) -> Result<RecordBatch> {
+    super::check_requested_columns(requested, batch.iter().map(|(name, _)| name))?;
+    columns_to_record_batch(batch, requested.metadata().clone(), |i, name, tensor| {
+        super::to_requested(requested.field(i), options, |o| to_arrow(name, tensor, o))
+    })
+}
+
+/// The record batch of `batch`'s tensors, each converted by `convert` (given
+/// its position and name), the schema carrying `metadata`. Checks that every
+/// tensor has as many top-level rows.
+fn columns_to_record_batch(
+    batch: &Batch,
+    metadata: arrow_schema::Metadata,
+    mut convert: impl FnMut(
+        usize,
+        &str,
+        &LodTensor,
+    ) -> Result<(arrow_schema::Field, arrow_array::ArrayRef)>,
+) -> Result<RecordBatch> {
     let mut fields = Vec::with_capacity(batch.len());
     let mut columns = Vec::with_capacity(batch.len());
     let mut first: Option<(&str, usize)> = None;
-    for (name, tensor) in batch.iter() {
+    for (i, (name, tensor)) in batch.iter().enumerate() {
         let rows = tensor.top_level_rows();
         match first {
             None => first = Some((name, rows)),
@@ -44,15 +96,10 @@ pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<Re
             }
             Some(_) => {}
         }
-        let (field, array) = to_arrow(name, tensor, options)?;
+        let (field, array) = convert(i, name, tensor)?;
         fields.push(field);
         columns.push(array);
     }
-    let metadata: arrow_schema::Metadata = batch
-        .metadata()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
     let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
     let rows = first.map_or(0, |(_, rows)| rows);
     let options = RecordBatchOptions::new().with_row_count(Some(rows));

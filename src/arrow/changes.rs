@@ -1,22 +1,23 @@
 //! What a conversion through lodt does to Arrow column types: lodt writes
-//! `LargeList` (or `List`) levels over a primitive leaf or a
-//! `FixedSizeList` carrying the `arrow.fixed_shape_tensor` extension, so a
-//! `list<int64>` column comes back as `large_list<int64>`, a
-//! `fixed_size_list<float32, 16>` leaf as a tensor extension.
+//! `LargeList` (or `List`) levels over a primitive leaf or the element shape
+//! as its [`TensorType`] says, so a `list<int64>` column comes back as
+//! `large_list<int64>`, an `arrow.fixed_shape_tensor` leaf as nested
+//! fixed-size lists (or a `fixed_size_list` leaf as the tensor extension,
+//! with [`TensorType::FixedShape`]).
 
-use super::{FIXED_SHAPE_TENSOR, ListType};
+use super::{ArrowOptions, FIXED_SHAPE_TENSOR, ListType, TensorType};
 use arrow_schema::{DataType, Field, Schema};
 
 /// A column whose type a conversion changes.
 ///
 /// ```
 /// use arrow_schema::{DataType, Field, Schema};
-/// use lodt::arrow::{type_changes, ListType};
+/// use lodt::arrow::{type_changes, ArrowOptions, ListType};
 /// let item = Field::new("item", DataType::Int64, true);
 /// let schema = Schema::new(vec![Field::new("tokens", DataType::List(item.into()), true)]);
-/// let changes = type_changes(&schema, ListType::LargeList);
+/// let changes = type_changes(&schema, &ArrowOptions::default());
 /// assert_eq!(changes[0].to_string(), "tokens: list<int64> becomes large_list<int64>");
-/// assert!(type_changes(&schema, ListType::List).is_empty());
+/// assert!(type_changes(&schema, &ArrowOptions::default().with_list_type(ListType::List)).is_empty());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -36,18 +37,20 @@ impl std::fmt::Display for TypeChange {
 }
 
 /// The columns of `schema` whose type changes when lodt reads them and
-/// writes them back with `list_type` levels (see [`TypeChange`]). Columns
+/// writes them back with `options` (its list and tensor types; see
+/// [`TypeChange`]). Columns
 /// lodt does not read (strings, structs, ...) are left out: reading them is
 /// an error of its own.
 ///
 /// See [`TypeChange`] for an example.
-pub fn type_changes(schema: &Schema, list_type: ListType) -> Vec<TypeChange> {
+pub fn type_changes(schema: &Schema, options: &ArrowOptions) -> Vec<TypeChange> {
+    let written = Some((options.list_type, options.tensor_type));
     schema
         .fields()
         .iter()
         .filter_map(|field| {
             let from = describe(field, None)?;
-            let to = describe(field, Some(list_type))?;
+            let to = describe(field, written)?;
             (from != to).then(|| TypeChange {
                 column: field.name().clone(),
                 from,
@@ -57,14 +60,14 @@ pub fn type_changes(schema: &Schema, list_type: ListType) -> Vec<TypeChange> {
         .collect()
 }
 
-/// The type of `field` in pyarrow's words; with `written`, as lodt writes it.
-/// `None` for a type lodt does not read.
-fn describe(field: &Field, written: Option<ListType>) -> Option<String> {
+/// The type of `field` in pyarrow's words; with `written` (list and tensor
+/// types), as lodt writes it. `None` for a type lodt does not read.
+fn describe(field: &Field, written: Option<(ListType, TensorType)>) -> Option<String> {
     match field.data_type() {
         DataType::List(child) | DataType::LargeList(child) => {
             let inner = describe(child, written)?;
             let large = match written {
-                Some(list_type) => list_type == ListType::LargeList,
+                Some((list_type, _)) => list_type == ListType::LargeList,
                 None => matches!(field.data_type(), DataType::LargeList(_)),
             };
             Some(format!(
@@ -83,14 +86,24 @@ fn describe(field: &Field, written: Option<ListType>) -> Option<String> {
                 leaf = child;
             }
             let value = primitive(leaf.data_type())?;
-            if extension || written.is_some() {
+            let metadata = field.metadata().get("ARROW:extension:metadata");
+            let fixed_shape = match written {
+                Some((_, tensor_type)) => tensor_type == TensorType::FixedShape,
+                None => extension,
+            };
+            if fixed_shape {
                 // The extension's own shape is kept; plain lists become one.
-                let shape = match field.metadata().get("ARROW:extension:metadata") {
+                let shape = match metadata {
                     Some(meta) if extension => meta.clone(),
                     _ => format!("[{}]", shape.join(", ")),
                 };
                 Some(format!("{FIXED_SHAPE_TENSOR}<{value}, {shape}>"))
             } else {
+                // Nested lists of the extension's shape, or of the sizes.
+                if extension {
+                    let dims = super::tensor::extension_dims(metadata?)?;
+                    shape = dims.iter().map(u64::to_string).collect();
+                }
                 let mut out = value.to_string();
                 for size in shape.iter().rev() {
                     out = format!("fixed_size_list<{out}, {size}>");

@@ -4,9 +4,10 @@
 //! The normative mapping is `spec/ARROW.md`. In short, a tensor with `k >= 1`
 //! LoD levels and element shape `S` is an array with one row per top-level
 //! sequence: `k` nested `LargeList`s (or `List`s), outermost = level 0, over a
-//! leaf that is the primitive type (`S` empty) or a
-//! `FixedSizeList<T, prod(S)>` carrying the canonical `arrow.fixed_shape_tensor`
-//! extension with shape `S`:
+//! leaf that is the primitive type (`S` empty) or, by default, nested
+//! `FixedSizeList`s of the element shape (or, with
+//! [`TensorType::FixedShape`], one `FixedSizeList<T, prod(S)>` carrying the
+//! canonical `arrow.fixed_shape_tensor` extension with shape `S`):
 //!
 //! ```text
 //!  words: int64 [15], lod {{0, 3, 4, 6}{0, 3, 5, 9, 10, 12, 15}}
@@ -56,16 +57,20 @@ pub mod ipc;
 mod option_names;
 #[cfg(feature = "parquet")]
 pub mod parquet;
+mod requested;
 mod select;
 mod tensor;
+mod tensor_type;
 
-pub use batch::{batch_to_record_batch, record_batch_to_batch};
+pub use batch::{batch_to_record_batch, batch_to_requested_record_batch, record_batch_to_batch};
 pub use changes::{TypeChange, type_changes};
 /// The module's error under its short name, for the IPC and Parquet files.
 pub(crate) use error::ArrowError as Error;
 pub use error::{ArrowError, Result};
 pub use file::lodt_tensor_to_arrow;
+pub use requested::{check_requested_columns, requested_options, to_requested};
 pub use tensor::{from_arrow, from_arrow_array, tensor_buffers_to_arrow, to_arrow};
+pub use tensor_type::TensorType;
 
 use crate::buffer::ByteStorage;
 use arrow_buffer::Buffer;
@@ -149,15 +154,19 @@ pub enum NullLists {
 /// Options of the conversions between lodt and Arrow.
 ///
 /// ```
-/// use lodt::arrow::{ArrowOptions, ListType, NullLists};
+/// use lodt::arrow::{ArrowOptions, ListType, NullLists, TensorType};
 /// let o = ArrowOptions::default().with_list_type(ListType::List).with_null_lists(NullLists::Empty);
 /// assert_eq!((o.list_type, o.null_lists), (ListType::List, NullLists::Empty));
+/// assert_eq!(o.tensor_type, TensorType::NestedLists);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ArrowOptions {
     /// The list type written for LoD levels (reading accepts both).
     pub list_type: ListType,
+    /// How rows with an element shape are written (reading accepts every
+    /// [`TensorType`]).
+    pub tensor_type: TensorType,
     /// What reading does with null lists.
     pub null_lists: NullLists,
     /// The most bytes a reader may decode into one batch
@@ -181,6 +190,7 @@ impl Default for ArrowOptions {
     fn default() -> Self {
         ArrowOptions {
             list_type: ListType::default(),
+            tensor_type: TensorType::default(),
             null_lists: NullLists::default(),
             decode_budget: DEFAULT_DECODE_BUDGET,
         }
@@ -196,6 +206,18 @@ impl ArrowOptions {
     /// ```
     pub fn with_list_type(mut self, list_type: ListType) -> Self {
         self.list_type = list_type;
+        self
+    }
+
+    /// Sets [`ArrowOptions::tensor_type`].
+    ///
+    /// ```
+    /// use lodt::arrow::{ArrowOptions, TensorType};
+    /// let o = ArrowOptions::default().with_tensor_type(TensorType::FixedShape);
+    /// assert_eq!(o.tensor_type, TensorType::FixedShape);
+    /// ```
+    pub fn with_tensor_type(mut self, tensor_type: TensorType) -> Self {
+        self.tensor_type = tensor_type;
         self
     }
 

@@ -1,8 +1,9 @@
 //! The names of the option enums as the CLI and Python take them
-//! (`--null-lists error|empty`, `--metadata error|first`), parsed in one
+//! (`--null-lists error|empty`, `--metadata error|first`,
+//! `--tensor-type nested_lists|fixed_shape`), parsed in one
 //! place so every front end spells them and their errors the same way.
 
-use super::{ArrowError, MetadataPolicy, NullLists};
+use super::{ArrowError, MetadataPolicy, NullLists, TensorType};
 
 impl NullLists {
     /// The name: `error` or `empty`.
@@ -66,6 +67,30 @@ impl std::str::FromStr for MetadataPolicy {
             MetadataPolicy::name,
             s,
         )
+    }
+}
+
+impl std::str::FromStr for TensorType {
+    type Err = ArrowError;
+
+    /// A [`TensorType::name`]: `nested_lists` or `fixed_shape`.
+    ///
+    /// ```
+    /// use lodt::arrow::TensorType;
+    /// assert_eq!("nested_lists".parse::<TensorType>()?, TensorType::NestedLists);
+    /// assert_eq!("x".parse::<TensorType>().unwrap_err().to_string(),
+    ///     "invalid argument: expected nested_lists or fixed_shape, found \"x\"");
+    /// # Ok::<(), lodt::arrow::ArrowError>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self, ArrowError> {
+        by_name(TensorType::ALL, TensorType::name, s)
+    }
+}
+
+impl std::fmt::Display for TensorType {
+    /// The [name](TensorType::name).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -133,7 +133,7 @@ fn arrow_data_type(dtype: DType) -> DataType {
 
 /// The dtype whose elements Arrow type `data_type` holds (`bf16`: the
 /// field is marked bfloat16), or `None`: the reverse of [`arrow_data_type`].
-fn dtype_of(data_type: &DataType, bf16: bool) -> Option<DType> {
+pub(super) fn dtype_of(data_type: &DataType, bf16: bool) -> Option<DType> {
     DType::ALL
         .into_iter()
         .find(|&d| arrow_data_type(d) == *data_type && (d == DType::BFloat16) == bf16)
@@ -244,34 +244,9 @@ fn build(name: &str, src: Source<'_>, options: &ArrowOptions) -> Result<(Field, 
     let mut metadata = Metadata::new();
     let mut array = leaf_array(src.dtype, src.body, src.body_shared);
     if !element_shape.is_empty() {
-        let size = element_shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| overflow(name, "element size", u128::MAX, i32::MAX as u128))?;
-        let size = i32::try_from(size)
-            .map_err(|_| overflow(name, "element size", size as u128, i32::MAX as u128))?;
-        // The value field is nullable (though no value is null): Arrow C++ and
-        // pyarrow define the extension's storage as `fixed_size_list<item: T>`
-        // with a nullable item, and restore the extension from Parquet only
-        // when the storage matches exactly. See spec/ARROW.md.
-        let value_field =
-            Field::new("item", array.data_type().clone(), true).with_metadata(metadata);
-        let fsl = FixedSizeListArray::try_new_with_length(
-            Arc::new(value_field),
-            size,
-            array,
-            None,
-            rows,
-        )?;
-        // The canonical extension, with the metadata written as the Arrow
-        // spec shows it (`{"shape":[...]}`, no null optional keys).
-        metadata = Metadata::new()
-            .with(EXTENSION_TYPE_NAME_KEY, FIXED_SHAPE_TENSOR)
-            .with(
-                EXTENSION_TYPE_METADATA_KEY,
-                serde_json::json!({ "shape": element_shape }).to_string(),
-            );
-        array = Arc::new(fsl);
+        (array, metadata) = options
+            .tensor_type
+            .element_array(name, array, element_shape, rows)?;
     }
     for level in src.levels.iter().rev() {
         let child = Field::new("item", array.data_type().clone(), false).with_metadata(metadata);
@@ -512,6 +487,13 @@ fn extension_shape(column: &str, metadata: &Metadata) -> Result<Option<Vec<u64>>
     let ext: TensorExtension = serde_json::from_str(json)
         .map_err(|e| metadata_error(column, format!("bad metadata {json:?}: {e}")))?;
     Ok(Some(ext.shape))
+}
+
+/// The shape of `arrow.fixed_shape_tensor` extension metadata (`None`: unparsable).
+pub(super) fn extension_dims(json: &str) -> Option<Vec<u64>> {
+    serde_json::from_str::<TensorExtension>(json)
+        .ok()
+        .map(|e| e.shape)
 }
 
 fn checked_product(dims: &[u64]) -> Option<u64> {

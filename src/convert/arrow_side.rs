@@ -2,7 +2,7 @@
 
 use super::{Commit, ConvertError, ConvertOptions, Format};
 use crate::arrow::ipc::{IpcFileReader, IpcFileWriter, IpcStreamReader, IpcStreamWriter};
-use crate::arrow::{ArrowOptions, ArrowWriteOptions, ListType};
+use crate::arrow::{ArrowOptions, ArrowWriteOptions};
 use crate::batch::{BatchReader, BoxBatchReader, BoxBatchWriter};
 use arrow_schema::SchemaRef;
 use std::fs::File;
@@ -72,13 +72,8 @@ pub(super) fn create_writer<W>(
 where
     W: Write + Send + Commit + 'static,
 {
-    let list_type = if options.small_lists {
-        ListType::List
-    } else {
-        ListType::LargeList
-    };
     let mut write = ArrowWriteOptions::default()
-        .with_arrow(ArrowOptions::default().with_list_type(list_type))
+        .with_arrow(options.arrow_write_options())
         .with_metadata_policy(options.metadata_policy);
     write.compression = options.compression;
     Ok(match format {

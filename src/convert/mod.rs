@@ -115,7 +115,9 @@ pub fn convert(
 /// assert_eq!(changes[0].to_string(), "words: list<list<int64>> becomes large_list<large_list<int64>>");
 /// let small = ConvertOptions { small_lists: true, ..Default::default() };
 /// let changes = type_changes(input, Format::Parquet, Format::Parquet, &small)?;
-/// assert_eq!(changes.len(), 1);
+/// assert!(changes.is_empty()); // fixed-size lists stay fixed-size lists
+/// let tensors = ConvertOptions { tensor_type: lodt::arrow::TensorType::FixedShape, ..small };
+/// let changes = type_changes(input, Format::Parquet, Format::Parquet, &tensors)?;
 /// assert_eq!(changes[0].to_string(), "frames: list<fixed_size_list<float, 4>> becomes list<arrow.fixed_shape_tensor<float, [4]>>");
 /// # Ok::<(), lodt::convert::ConvertError>(())
 /// ```
@@ -132,12 +134,7 @@ pub fn type_changes(
         return Ok(Vec::new());
     }
     let schema = arrow_side::schema(from, open(input)?, input.display().to_string())?;
-    let list_type = if options.small_lists {
-        crate::arrow::ListType::List
-    } else {
-        crate::arrow::ListType::LargeList
-    };
-    let mut changes = crate::arrow::type_changes(&schema, list_type);
+    let mut changes = crate::arrow::type_changes(&schema, &options.arrow_write_options());
     if let Some(columns) = &options.columns {
         changes.retain(|c| columns.contains(&c.column));
     }

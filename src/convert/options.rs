@@ -42,4 +42,31 @@ pub struct ConvertOptions {
     /// differs from the first batch's.
     #[cfg(feature = "arrow")]
     pub metadata_policy: crate::arrow::MetadataPolicy,
+    /// Arrow and Parquet output: how rows with an element shape are written
+    /// (nested fixed-size lists by default, or the tensor extension).
+    #[cfg(feature = "arrow")]
+    pub tensor_type: crate::arrow::TensorType,
+}
+
+#[cfg(feature = "arrow")]
+impl ConvertOptions {
+    /// The Arrow options of Arrow and Parquet output:
+    /// [`ConvertOptions::small_lists`] and [`ConvertOptions::tensor_type`].
+    ///
+    /// ```
+    /// use lodt::{arrow::{ListType, TensorType}, convert::ConvertOptions};
+    /// let o = ConvertOptions { small_lists: true, tensor_type: TensorType::FixedShape, ..Default::default() };
+    /// let arrow = o.arrow_write_options();
+    /// assert_eq!((arrow.list_type, arrow.tensor_type), (ListType::List, TensorType::FixedShape));
+    /// ```
+    pub fn arrow_write_options(&self) -> crate::arrow::ArrowOptions {
+        let list_type = if self.small_lists {
+            crate::arrow::ListType::List
+        } else {
+            crate::arrow::ListType::LargeList
+        };
+        crate::arrow::ArrowOptions::default()
+            .with_list_type(list_type)
+            .with_tensor_type(self.tensor_type)
+    }
 }

@@ -6,9 +6,9 @@ Usage: python check.py DIR   (DIR holds manifest.json and the files it names)
 For each column the manifest gives the dtype, the LoD (offsets, top level
 first), the element shape and the flat values (bfloat16 as raw uint16 bits).
 The check walks the pyarrow array the way spec/ARROW.md maps it: list levels
-are LoD levels (their type must be the manifest's list type), an
-arrow.fixed_shape_tensor extension holds the element shape, the leaf holds the
-values. Exit status 0 when everything matches, 1 otherwise.
+are LoD levels (their type must be the manifest's list type), the element
+shape is nested fixed-size lists (tensor type nested_lists) or an
+arrow.fixed_shape_tensor extension (fixed_shape), the leaf holds the values. Exit status 0 when everything matches, 1 otherwise.
 """
 import json
 import os
@@ -42,7 +42,7 @@ def expect(cond, what):
         raise Mismatch(what)
 
 
-def check_column(where, array, field, col, list_type):
+def check_column(where, array, field, col, list_type, tensor_type):
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     meta = field.metadata or {}
@@ -64,13 +64,15 @@ def check_column(where, array, field, col, list_type):
     expect(lod == col["lod"], f"{where}: lod {lod} != {col['lod']}")
     element_shape = []
     if isinstance(array.type, pa.FixedShapeTensorType):
+        expect(tensor_type == "fixed_shape", f"{where}: the tensor extension, expected {tensor_type}")
         element_shape = list(array.type.shape)
-        array = array.storage
+        array = array.storage.flatten()
     elif pa.types.is_fixed_size_list(array.type):
-        raise Mismatch(f"{where}: a FixedSizeList without the arrow.fixed_shape_tensor extension: {array.type}")
+        expect(tensor_type == "nested_lists", f"{where}: nested fixed-size lists, expected {tensor_type}")
+        while pa.types.is_fixed_size_list(array.type):
+            element_shape.append(array.type.list_size)
+            array = array.flatten()
     expect(element_shape == col["element_shape"], f"{where}: element shape {element_shape} != {col['element_shape']}")
-    if pa.types.is_fixed_size_list(array.type):
-        array = array.flatten()
     expect(array.type == ARROW[col["dtype"]], f"{where}: leaf type {array.type}, expected {ARROW[col['dtype']]}")
     expect(array.null_count == 0, f"{where}: null values")
     got = array.to_numpy(zero_copy_only=False)
@@ -111,7 +113,7 @@ def main(directory):
             expect(batch.schema.names == names, f"{where} batch {i}: columns {batch.schema.names} != {names}")
             expect(batch.num_rows == bspec["rows"], f"{where} batch {i}: {batch.num_rows} rows, expected {bspec['rows']}")
             for col in bspec["columns"]:
-                check_column(f"{where} batch {i} column {col['name']}", batch.column(col["name"]), schema.field(col["name"]), col, spec["list_type"])
+                check_column(f"{where} batch {i} column {col['name']}", batch.column(col["name"]), schema.field(col["name"]), col, spec["list_type"], spec["tensor_type"])
                 columns += 1
     print(f"pyarrow {pa.__version__}: {len(manifest['files'])} files, {columns} columns match")
 
