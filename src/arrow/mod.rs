@@ -58,6 +58,7 @@ mod option_names;
 pub mod parquet;
 mod select;
 mod tensor;
+mod variable_shape;
 
 pub use batch::{batch_to_record_batch, record_batch_to_batch};
 pub use changes::{TypeChange, type_changes};

@@ -81,7 +81,7 @@ fn aligned_buffer<T: ArrowNativeType>(bytes: &[u8], shared: Option<Buffer>) -> S
     ScalarBuffer::new(buffer, 0, len)
 }
 
-fn overflow(column: &str, what: &'static str, value: u128, limit: u128) -> ArrowError {
+pub(super) fn overflow(column: &str, what: &'static str, value: u128, limit: u128) -> ArrowError {
     ArrowError::Overflow {
         column: column.to_owned(),
         what,
@@ -494,7 +494,7 @@ struct TensorExtension {
     shape: Vec<u64>,
 }
 
-fn metadata_error(column: &str, message: String) -> ArrowError {
+pub(super) fn metadata_error(column: &str, message: String) -> ArrowError {
     ArrowError::Metadata {
         column: column.to_owned(),
         message,
