@@ -1280,6 +1280,37 @@ mod tests {
     }
 
     #[test]
+    fn an_ipc_struct_whose_child_is_shorter_is_refused_before_decoding() {
+        let (array, _) = canonical(&[&[2, 3], &[1, 2]]);
+        let field = Field::new("img", array.data_type().clone(), false)
+            .with_metadata(Metadata::new().with(EXTENSION_TYPE_NAME_KEY, VARIABLE_SHAPE_TENSOR));
+        let rb = record_batch(field, array);
+        let mut bytes = Vec::new();
+        let mut writer =
+            arrow_ipc::writer::StreamWriter::try_new(&mut bytes, &rb.schema()).unwrap();
+        writer.write(&rb).unwrap();
+        writer.finish().unwrap();
+        drop(writer);
+        // The field nodes (length, null count): struct 2, data 2, values 8, shape 2, dims 4.
+        let node = |len: i64| [len.to_le_bytes(), 0i64.to_le_bytes()].concat();
+        let nodes: Vec<u8> = [2, 2, 8, 2, 4].into_iter().flat_map(node).collect();
+        let at = bytes
+            .windows(nodes.len())
+            .position(|w| w == nodes.as_slice())
+            .unwrap();
+        // The shape child claims 1 row (and its values 2), the struct 2.
+        bytes[at + 48..at + 56].copy_from_slice(&1i64.to_le_bytes());
+        bytes[at + 64..at + 72].copy_from_slice(&2i64.to_le_bytes());
+        let mut reader = crate::arrow::ipc::IpcStreamReader::try_new(&bytes[..], &opts()).unwrap();
+        let err = reader.next().unwrap().unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("is a struct of 2 rows, its child \"shape\" has 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn files_with_the_extension_read_through_the_ipc_and_parquet_readers() {
         let (array, _) = canonical(&[&[2, 3], &[1, 2]]);
         let field = Field::new("img", array.data_type().clone(), true).with_metadata(
