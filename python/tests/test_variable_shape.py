@@ -107,6 +107,12 @@ def test_images_of_different_sizes_read_as_values_and_shapes():
     assert json.loads(batch.metadata[KEY + "img"]) == {"dim_names": ["H", "W"]}
 
 
+def test_a_column_of_images_alone_is_pointed_to_a_batch():
+    # A one-column table: LodTensor.from_arrow reads its column.
+    with pytest.raises(ValueError, match='reads as two tensors, "img" and "img.shape"'):
+        lodt.LodTensor.from_arrow(table("img", images(), {}))
+
+
 def test_a_shape_that_does_not_hold_its_values_is_a_clear_error():
     field, array = column("x", frames([2, 1]))
     bad = pa.StructArray.from_arrays(
@@ -151,6 +157,8 @@ def test_files_written_by_pyarrow_convert_to_lodt_with_their_metadata(tmp_path, 
         reread = ipc.open_file(str(src)).read_all()
         assert reread.schema.field("x").type.extension_name == "arrow.variable_shape_tensor"
         check_frames(lodt.Batch.from_arrow(reread)["x"], all_rows)
+        # One column alone reads as its one tensor.
+        check_frames(lodt.LodTensor.from_arrow(reread.column("x")), all_rows)
 
 
 def test_images_in_an_ipc_stream_and_a_parquet_file(tmp_path):

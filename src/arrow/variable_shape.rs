@@ -192,6 +192,20 @@ pub(crate) struct Imported {
     pub(crate) metadata: Option<(String, String)>,
 }
 
+impl Imported {
+    /// The one tensor of a column of the first-dimension form; a pair is an
+    /// error (it needs a batch).
+    pub(crate) fn into_tensor(self, column: &str) -> Result<LodTensor> {
+        let mut tensors = self.tensors;
+        match (tensors.pop(), tensors.is_empty()) {
+            (Some((_, tensor)), true) => Ok(tensor),
+            _ => Err(ArrowError::InvalidArgument(format!(
+                "column {column:?}: its rows vary in more than their first dimension, so it reads as two tensors, {column:?} and \"{column}{SHAPE_SUFFIX}\": read it into a batch (record_batch_to_batch; Python: Batch.from_arrow)"
+            ))),
+        }
+    }
+}
+
 fn storage_error(column: &str, kind: Kind, found: &DataType) -> ArrowError {
     let expected = match kind {
         Kind::Canonical => {
@@ -1307,6 +1321,112 @@ mod tests {
             err.to_string()
                 .contains("is a struct of 2 rows, its child \"shape\" has 1"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn from_arrow_reads_the_one_tensor_form_and_points_a_pair_to_a_batch() {
+        let (array, _) = canonical(&[&[2, 3], &[1, 3]]);
+        let ext = VariableShapeTensor::try_new(DataType::Float32, 2, None, None, None).unwrap();
+        let field = arrow_rs_field(&array, ext.clone());
+        let t = from_arrow(&field, array.as_ref(), &opts()).unwrap();
+        assert_eq!(
+            (t.shape(), t.lod().to_offsets()),
+            (&[3, 3][..], vec![vec![0, 2, 3]])
+        );
+        let (array, _) = canonical(&[&[2, 3], &[1, 2]]);
+        let field = arrow_rs_field(&array, ext);
+        let err = from_arrow(&field, array.as_ref(), &opts()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("reads as two tensors, \"x\" and \"x.shape\": read it into a batch"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bfloat16_keeps_its_marker_on_the_column() {
+        let lod = Lod::try_from_lengths(&[vec![1, 2]]).unwrap();
+        let t = LodTensor::from_bytes(DType::BFloat16, vec![3, 2], &[7u8; 12], lod).unwrap();
+        let (field, array) = variable_shape_column("b", &t, None).unwrap();
+        assert_eq!(field.metadata()[DTYPE_KEY], "bfloat16");
+        let back = record_batch_to_batch(&record_batch(field, array), &opts()).unwrap();
+        assert_eq!(back.get("b"), Some(&t));
+    }
+
+    /// pyarrow (Arrow C++) reads lodt's columns as its own
+    /// `arrow.variable_shape_tensor`, with the metadata and values written.
+    /// Needs `LODT_PYTHON` (a python with pyarrow), as `tests/arrow_pyarrow.rs`.
+    #[test]
+    fn pyarrow_reads_the_columns_written_as_the_extension() {
+        let Ok(python) = std::env::var("LODT_PYTHON") else {
+            eprintln!("SKIPPED: pyarrow not available (set LODT_PYTHON)");
+            return;
+        };
+        let lod = Lod::try_from_lengths(&[vec![2, 1]]).unwrap();
+        let clips =
+            LodTensor::from_vec((0..9).map(|v| v as f32).collect(), vec![3, 3], lod).unwrap();
+        let lod = Lod::try_from_lengths(&[vec![6, 2]]).unwrap();
+        let img = LodTensor::from_vec((0..8i16).collect(), vec![8], lod).unwrap();
+        let shape = LodTensor::from_vec(vec![2i32, 3, 1, 2], vec![2, 2], Lod::empty()).unwrap();
+        let labels = LodTensor::from_vec(vec![5i64, 6], vec![2], Lod::empty()).unwrap();
+        let mut batch = Batch::try_from_tensors([
+            ("clips", clips),
+            ("img", img),
+            ("img.shape", shape),
+            ("labels", labels),
+        ])
+        .unwrap();
+        batch.metadata_mut().insert(
+            format!("{METADATA_KEY_PREFIX}clips"),
+            r#"{"dim_names":["time","feature"],"uniform_shape":[null,3]}"#.into(),
+        );
+        let rb = variable_shape_record_batch(&batch, &opts()).unwrap();
+        assert!(rb.schema().metadata().is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.arrow");
+        let file = std::fs::File::create(&path).unwrap();
+        let mut writer = arrow_ipc::writer::FileWriter::try_new(file, &rb.schema()).unwrap();
+        writer.write(&rb).unwrap();
+        writer.finish().unwrap();
+        let script = r#"
+import json, sys, pyarrow.ipc as ipc
+t = ipc.open_file(sys.argv[1]).read_all()
+out = {}
+for f in t.schema:
+    col = t.column(f.name).combine_chunks()
+    if not hasattr(f.type, "extension_name"):
+        out[f.name] = col.to_pylist()
+        continue
+    s = col.storage
+    out[f.name] = [str(f.type), s.field("data").to_pylist(), s.field("shape").to_pylist()]
+print(json.dumps(out))
+"#;
+        let output = std::process::Command::new(python)
+            .args(["-c", script, path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let got: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            got,
+            serde_json::json!({
+                "clips": [
+                    "extension<arrow.variable_shape_tensor[value_type=float, ndim=2, dim_names=[time,feature], uniform_shape=[null,3]]>",
+                    [[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0]],
+                    [[2, 3], [1, 3]]
+                ],
+                "img": [
+                    "extension<arrow.variable_shape_tensor[value_type=int16, ndim=2]>",
+                    [[0, 1, 2, 3, 4, 5], [6, 7]],
+                    [[2, 3], [1, 2]]
+                ],
+                "labels": [5, 6]
+            })
         );
     }
 
