@@ -17,6 +17,7 @@ import pyarrow.ipc as ipc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import lodt  # noqa: E402
+from conftest import in_span  # noqa: E402
 
 NAME = "ARROW:extension:name"
 META = "ARROW:extension:metadata"
@@ -83,9 +84,13 @@ def check_pair(batch, name, rows):
 def test_rows_varying_in_their_first_dimension_read_as_one_tensor():
     rows = frames([2, 1, 0, 4])
     meta = {"dim_names": ["time", "feature"], "permutation": [0, 1]}
-    batch = lodt.Batch.from_arrow(table("x", rows, meta, split="train"))
+    t = table("x", rows, meta, split="train")
+    batch = lodt.Batch.from_arrow(t)
     assert list(batch) == ["x"]
     check_frames(batch["x"], rows)
+    # The values are Arrow's, not a copy.
+    values = t.column("x").chunk(0).field("data").values.buffers()[1]
+    assert in_span(batch["x"].numpy(), (values.address, values.size))
     assert batch["x"].shape() == [7, 3]
     assert batch.metadata["split"] == "train"
     assert json.loads(batch.metadata[KEY + "x"]) == meta
