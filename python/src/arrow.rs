@@ -440,31 +440,32 @@ pub fn batch_from_arrow(obj: &Bound<'_, PyAny>) -> PyResult<Batch> {
             .map_err(arrow_rs)
         })
         .collect::<PyResult<Vec<_>>>()?;
+    // A stream of no batch reads as one empty batch. The tensors and the
+    // metadata are the converted batches' (a variable-shape tensor column
+    // can read as two tensors, and adds a metadata key).
+    let batches = if batches.is_empty() {
+        vec![RecordBatch::new_empty(schema.clone())]
+    } else {
+        batches
+    };
     let converted = batches
         .iter()
         .map(|rb| record_batch_to_batch(rb, &options).map_err(arrow_err))
         .collect::<PyResult<Vec<_>>>()?;
+    let first = converted.first().ok_or_else(|| value("no record batch"))?;
     let mut out = Batch::new();
-    *out.metadata_mut() = schema
-        .metadata()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    for field in schema.fields() {
-        let name = field.name();
+    *out.metadata_mut() = first.metadata().clone();
+    for name in first.names() {
         let parts = converted
             .iter()
             .map(|b| {
                 b.get(name)
                     .cloned()
-                    .ok_or_else(|| value(format!("a record batch lacks column {name:?}")))
+                    .ok_or_else(|| value(format!("a record batch lacks tensor {name:?}")))
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let tensor = concat(parts, || {
-            let empty = new_empty_array(field.data_type());
-            from_arrow(field, &empty, &options).map_err(arrow_err)
-        })?;
-        out.push(name.clone(), tensor).map_err(core_err)?;
+        let tensor = concat(parts, || Err(value("no part")))?;
+        out.push(name, tensor).map_err(core_err)?;
     }
     Ok(out)
 }

@@ -1,6 +1,6 @@
 //! A mini-batch ([`Batch`]) <-> an Arrow `RecordBatch`, one column per tensor.
 
-use super::{ArrowError, ArrowOptions, Result, from_arrow, to_arrow};
+use super::{ArrowError, ArrowOptions, Result, from_arrow, to_arrow, variable_shape};
 use crate::LodTensor;
 use crate::batch::{Batch, WriteStats};
 use arrow_array::{RecordBatch, RecordBatchOptions};
@@ -122,7 +122,16 @@ fn columns_to_record_batch(
 pub fn record_batch_to_batch(record_batch: &RecordBatch, options: &ArrowOptions) -> Result<Batch> {
     let schema = record_batch.schema();
     let mut batch = Batch::new();
+    let mut extensions = Vec::new();
     for (field, column) in schema.fields().iter().zip(record_batch.columns()) {
+        // Variable-shape tensor columns (one tensor, or two) first.
+        if let Some(imported) = variable_shape::import(field, column, options)? {
+            for (name, tensor) in imported.tensors {
+                batch.push(name, tensor)?;
+            }
+            extensions.extend(imported.metadata);
+            continue;
+        }
         let tensor = from_arrow(field, column, options)?;
         batch.push(field.name().clone(), tensor)?;
     }
@@ -132,6 +141,7 @@ pub fn record_batch_to_batch(record_batch: &RecordBatch, options: &ArrowOptions)
             .iter()
             .map(|(k, v)| (k.clone(), v.clone())),
     );
+    batch.metadata_mut().extend(extensions);
     Ok(batch)
 }
 

@@ -40,7 +40,7 @@ pub enum ArrowError {
     Format(Box<crate::format::FormatError>),
     /// An Arrow type with no LoD tensor counterpart.
     #[error(
-        "column {column:?}: unsupported Arrow type {data_type}: lodt reads List, LargeList and FixedSizeList arrays (or the arrow.fixed_shape_tensor extension) over boolean, integer and floating-point values"
+        "column {column:?}: unsupported Arrow type {data_type}: lodt reads List, LargeList and FixedSizeList arrays (or the arrow.fixed_shape_tensor extension) over boolean, integer and floating-point values, and struct columns of the arrow.variable_shape_tensor or ray.data.arrow_variable_shaped_tensor extension"
     )]
     Unsupported {
         /// The column.

@@ -14,6 +14,7 @@
 use super::{Error, Result};
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, GenericListArray, LargeListArray, OffsetSizeTrait,
+    StructArray,
 };
 use arrow_schema::{DataType, Field, FieldRef, Schema};
 use std::sync::Arc;
@@ -43,6 +44,7 @@ fn has_fixed(data_type: &DataType) -> bool {
     match data_type {
         DataType::FixedSizeList(..) => true,
         DataType::List(child) | DataType::LargeList(child) => has_fixed(child.data_type()),
+        DataType::Struct(children) => children.iter().any(|c| has_fixed(c.data_type())),
         _ => false,
     }
 }
@@ -58,6 +60,7 @@ fn decode_type(data_type: &DataType) -> DataType {
     match data_type {
         DataType::FixedSizeList(f, _) | DataType::LargeList(f) => DataType::LargeList(child(f)),
         DataType::List(f) => DataType::List(child(f)),
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(child).collect()),
         other => other.clone(),
     }
 }
@@ -143,6 +146,25 @@ fn restore_in(
             restore_list::<i64>(column, array, field).ok_or_else(mismatch)?
         }
         DataType::List(field) => restore_list::<i32>(column, array, field).ok_or_else(mismatch)?,
+        // A variable-shape tensor column: its children restored, one entry per row.
+        DataType::Struct(fields) => {
+            let strukt: &StructArray = array.as_any().downcast_ref().ok_or_else(mismatch)?;
+            let children = strukt
+                .columns()
+                .iter()
+                .zip(fields.iter())
+                .map(|(child, field)| restore_in(column, child, field.data_type(), per_row))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Arc::new(
+                StructArray::try_new_with_length(
+                    fields.clone(),
+                    children,
+                    strukt.nulls().cloned(),
+                    strukt.len(),
+                )
+                .map_err(|e| Error::InvalidArgument(format!("column {column:?}: {e}")))?,
+            ))
+        }
         _ => Ok(array.clone()),
     }
 }

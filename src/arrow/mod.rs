@@ -61,6 +61,7 @@ mod requested;
 mod select;
 mod tensor;
 mod tensor_type;
+mod variable_shape;
 
 pub use batch::{batch_to_record_batch, batch_to_requested_record_batch, record_batch_to_batch};
 pub use changes::{TypeChange, type_changes};

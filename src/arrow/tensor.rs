@@ -81,7 +81,7 @@ fn aligned_buffer<T: ArrowNativeType>(bytes: &[u8], shared: Option<Buffer>) -> S
     ScalarBuffer::new(buffer, 0, len)
 }
 
-fn overflow(column: &str, what: &'static str, value: u128, limit: u128) -> ArrowError {
+pub(super) fn overflow(column: &str, what: &'static str, value: u128, limit: u128) -> ArrowError {
     ArrowError::Overflow {
         column: column.to_owned(),
         what,
@@ -469,7 +469,7 @@ struct TensorExtension {
     shape: Vec<u64>,
 }
 
-fn metadata_error(column: &str, message: String) -> ArrowError {
+pub(super) fn metadata_error(column: &str, message: String) -> ArrowError {
     ArrowError::Metadata {
         column: column.to_owned(),
         message,
@@ -505,6 +505,12 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
 /// `LargeList` levels become LoD levels, `FixedSizeList`s (or the
 /// `arrow.fixed_shape_tensor` extension, whose shape wins) the element shape.
 ///
+/// An `arrow.variable_shape_tensor` (or Ray variable-shaped tensor) column
+/// whose rows vary only in their first dimension reads as its one tensor
+/// (without the extension metadata a batch would keep); one that reads as
+/// a pair is an [`ArrowError::InvalidArgument`] pointing to
+/// [`record_batch_to_batch`](super::record_batch_to_batch).
+///
 /// Slices are rebased. When the selected values are one contiguous run of
 /// non-boolean values (no null lists read as empty in between), the tensor
 /// shares Arrow's values buffer ([`ArrowBytes`]) instead of copying it; the
@@ -527,6 +533,11 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
 /// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
+    // A variable-shape tensor column (spec/ARROW.md, section 9), when it
+    // reads as one tensor.
+    if let Some(imported) = super::variable_shape::import(field, array, options)? {
+        return imported.into_tensor(field.name());
+    }
     let column = field.name().as_str();
     if !field.data_type().equals_datatype(array.data_type()) {
         return Err(ArrowError::InvalidArgument(format!(

@@ -168,6 +168,19 @@ impl Walk {
                     ));
                 }
             }
+            // A variable-shape tensor column (check_schema lets no other
+            // struct through): a validity bitmap, then the children.
+            DataType::Struct(children) => {
+                for child in children {
+                    let child_length = self.array(column, child.data_type())?;
+                    if child_length < length {
+                        return Err(format!(
+                            "column {column:?}: field node {index} is a struct of {length} rows, its child {:?} has {child_length}",
+                            child.name()
+                        ));
+                    }
+                }
+            }
             DataType::Boolean => {
                 let values = self.next_buffer(column)?;
                 if values < bitmap {

@@ -79,7 +79,24 @@ pub(crate) fn decode_error(file: &str, section: &str, message: impl Into<String>
 /// the one [`from_arrow`](super::from_arrow) gives for such a column.
 pub(crate) fn check_schema(schema: &Schema) -> Result<()> {
     for field in schema.fields() {
-        let mut data_type = field.data_type();
+        // A variable-shape tensor column (`variable_shape::kind`) is a
+        // struct of such types; its layout is checked when it is read.
+        match (super::variable_shape::kind(field), field.data_type()) {
+            (Some(_), DataType::Struct(children)) => {
+                for child in children {
+                    check_type(field.name(), child.data_type())?;
+                }
+            }
+            _ => check_type(field.name(), field.data_type())?,
+        }
+    }
+    Ok(())
+}
+
+/// [`check_schema`] for one type of column `column`.
+fn check_type(column: &str, data_type: &DataType) -> Result<()> {
+    let mut data_type = data_type;
+    {
         loop {
             match data_type {
                 DataType::List(child) | DataType::LargeList(child) => {
@@ -102,7 +119,7 @@ pub(crate) fn check_schema(schema: &Schema) -> Result<()> {
                 | DataType::Float64 => break,
                 other => {
                     return Err(Error::Unsupported {
-                        column: field.name().clone(),
+                        column: column.to_owned(),
                         data_type: other.to_string(),
                     });
                 }
