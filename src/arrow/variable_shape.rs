@@ -411,7 +411,8 @@ fn element_shape(
         return None;
     }
     let uniform = metadata.uniform_shape.as_deref();
-    let mut element = Vec::with_capacity(ndim - 1);
+    // Not sized by `ndim`: Ray's comes from metadata (and no row may exist).
+    let mut element = Vec::new();
     for k in 1..ndim {
         let fixed = match uniform.and_then(|u| u.get(k).copied().flatten()) {
             Some(d) => d as u64,
@@ -485,9 +486,10 @@ fn ray_shapes<O: OffsetSizeTrait>(column: &str, array: &ArrayRef, ndim: usize) -
         .values()
         .as_primitive_opt::<Int64Type>()
         .ok_or_else(|| storage_error(column, Kind::Ray, array.data_type()))?;
+    // At most the dimensions present (`ndim` is metadata).
     let mut shapes = Vec::new();
     shapes
-        .try_reserve_exact(list.len().saturating_mul(ndim))
+        .try_reserve_exact(list.len().saturating_mul(ndim).min(values.len()))
         .map_err(|_| overflow(column, "rows", list.len() as u128, usize::MAX as u128))?;
     let offsets = list.value_offsets();
     for row in 0..list.len() {

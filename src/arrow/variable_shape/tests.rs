@@ -101,6 +101,14 @@ fn rows_varying_in_more_dimensions_read_as_the_values_and_a_shape_tensor() {
             .with(EXTENSION_TYPE_NAME_KEY, VARIABLE_SHAPE_TENSOR)
             .with(EXTENSION_TYPE_METADATA_KEY, r#"{"dim_names":["H","W"]}"#),
     );
+    // A slice: its own rows only, and the form they decide (one row of
+    // shape [1, 2]: one tensor).
+    let sliced = record_batch(field.clone(), array.slice(1, 1));
+    let batch = record_batch_to_batch(&sliced, &opts()).unwrap();
+    let img = batch.get("img").unwrap();
+    assert_eq!(img.shape(), &[1, 2]);
+    assert_eq!(img.as_slice::<f32>().unwrap(), &[6., 7.]);
+    assert_eq!(batch.len(), 1);
     let batch = record_batch_to_batch(&record_batch(field, array), &opts()).unwrap();
     assert_eq!(batch.names().collect::<Vec<_>>(), ["img", "img.shape"]);
     let img = batch.get("img").unwrap();
@@ -277,6 +285,12 @@ fn rays_variable_shaped_tensors_read_in_both_forms() {
     assert_eq!(
         batch.get("t.shape").unwrap().as_slice::<i32>().unwrap(),
         &[2, 2, 1, 3]
+    );
+    // No rows and a huge ndim: nothing allocated by it.
+    let batch = record_batch_to_batch(&ray(&[], "1000000000000"), &opts()).unwrap();
+    assert_eq!(
+        batch.get("t.shape").unwrap().shape(),
+        &[0, 1_000_000_000_000]
     );
     let err = record_batch_to_batch(&ray(&[&[2, 2], &[1, 2]], "3"), &opts()).unwrap_err();
     assert!(
