@@ -1,6 +1,6 @@
 //! `lodt convert IN OUT [--columns a,b] [--batch-rows N | --batch-bytes N] [--compression C]
 //! [--null-lists error|empty] [--metadata error|first] [--small-lists]
-//! [--tensor-type nested_lists|fixed_shape] [--format F]
+//! [--tensor-type nested_lists|fixed_shape|variable_shape] [--format F]
 //! [--names a,b,c] [--shard-bytes N]`.
 //!
 //! By default batches of 1 MiB to 64 MiB pass unchanged, larger ones are
@@ -10,7 +10,8 @@
 //! about on stderr.
 //! Rows with an element shape are written as nested fixed-size lists (what
 //! awkward, HF datasets, DuckDB and Polars read), or with `--tensor-type
-//! fixed_shape` as the `arrow.fixed_shape_tensor` extension.
+//! fixed_shape` as the `arrow.fixed_shape_tensor` extension (`variable_shape`:
+//! 1-level tensors as `arrow.variable_shape_tensor` columns).
 
 use crate::common::{self, CliError, human, plural};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -68,9 +69,10 @@ pub struct Args {
     #[arg(long)]
     small_lists: bool,
     /// Arrow/Parquet output: rows with an element shape as nested fixed-size lists
-    /// (nested_lists, default: what awkward, HF datasets, DuckDB and Polars read) or as the
-    /// arrow.fixed_shape_tensor extension (fixed_shape).
-    #[arg(long, value_name = "nested_lists|fixed_shape", value_parser = parse_tensor_type, default_value = "nested_lists")]
+    /// (nested_lists, default: what awkward, HF datasets, DuckDB and Polars read), as the
+    /// arrow.fixed_shape_tensor extension (fixed_shape), or 1-level tensors as
+    /// arrow.variable_shape_tensor columns, one row per sequence (variable_shape).
+    #[arg(long, value_name = "nested_lists|fixed_shape|variable_shape", value_parser = parse_tensor_type, default_value = "nested_lists")]
     tensor_type: TensorType,
     /// Write a sharded dataset (the output is a directory: end it with /) with shards of about
     /// this size (default 256M; K, M, G suffixes).

@@ -472,7 +472,7 @@ fn stdin_stdout_and_fifos() {
 }
 
 #[test]
-fn tensor_type_chooses_nested_lists_or_the_tensor_extension() {
+fn tensor_type_chooses_nested_lists_or_a_tensor_extension() {
     let dir = tempfile::tempdir().unwrap();
     let input = "../tests/data/arrow/batch0.parquet"; // frames: list<fixed_size_list<float, 4>>
     let extension_of = |path: &Path| {
@@ -501,16 +501,42 @@ fn tensor_type_chooses_nested_lists_or_the_tensor_extension() {
     // Both read back to the same tensors.
     let show = |p: &Path| ok(&["show", s(p), "--tensor", "frames", "--json"]).0;
     assert_eq!(show(&nested), show(&fixed));
+    // variable_shape: the 1-level tensor is one arrow.variable_shape_tensor column.
+    let variable = dir.path().join("variable.arrow");
+    ok(&[
+        "convert",
+        input,
+        s(&variable),
+        "--tensor-type",
+        "variable_shape",
+    ]);
+    let file = std::fs::File::open(&variable).unwrap();
+    let schema = arrow_ipc::reader::FileReader::try_new(file, None)
+        .unwrap()
+        .schema();
+    let frames = schema.field_with_name("frames").unwrap();
+    assert_eq!(
+        frames
+            .metadata()
+            .get("ARROW:extension:name")
+            .map(String::as_str),
+        Some("arrow.variable_shape_tensor")
+    );
+    assert!(matches!(
+        frames.data_type(),
+        arrow_schema::DataType::Struct(_)
+    ));
+    assert_eq!(show(&variable), show(&fixed));
     let (code, _, err) = lodt(&[
         "convert",
         input,
         s(&dir.path().join("x.arrow")),
         "--tensor-type",
-        "variable_shape",
+        "ragged",
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("expected nested_lists or fixed_shape, found \"variable_shape\""),
+        err.contains("expected nested_lists or fixed_shape or variable_shape, found \"ragged\""),
         "{err}"
     );
 }

@@ -169,9 +169,10 @@ class LodTensor:
     def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
         """The tensor as an Arrow array (PyCapsules), sharing its buffers; in
         ``requested_schema`` when it is one of lodt's mappings or a cast."""
-    def to_arrow(self, tensor_type: Literal["nested_lists", "fixed_shape"] = "nested_lists") -> Any:
+    def to_arrow(self, tensor_type: Literal["nested_lists", "fixed_shape", "variable_shape"] = "nested_lists") -> Any:
         """The tensor as a ``pyarrow.Array``; element shapes as nested
-        fixed-size lists or the ``arrow.fixed_shape_tensor`` extension."""
+        fixed-size lists, the ``arrow.fixed_shape_tensor`` extension, or
+        (``"variable_shape"``, 1-level tensors) ``arrow.variable_shape_tensor``."""
     @staticmethod
     def from_arrow(obj: Any) -> LodTensor:
         """A tensor from an object exporting the Arrow PyCapsule interface."""
@@ -229,9 +230,10 @@ class Batch(Mapping[str, LodTensor]):
         mappings or a cast."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The batch as an Arrow stream of one record batch."""
-    def to_arrow(self, tensor_type: Literal["nested_lists", "fixed_shape"] = "nested_lists") -> Any:
+    def to_arrow(self, tensor_type: Literal["nested_lists", "fixed_shape", "variable_shape"] = "nested_lists") -> Any:
         """The batch as a ``pyarrow.RecordBatch``; element shapes as nested
-        fixed-size lists or the ``arrow.fixed_shape_tensor`` extension."""
+        fixed-size lists, the ``arrow.fixed_shape_tensor`` extension, or
+        (``"variable_shape"``, 1-level tensors) ``arrow.variable_shape_tensor``."""
     @staticmethod
     def from_arrow(obj: Any) -> Batch:
         """A batch from an Arrow record batch, table or stream."""
@@ -633,7 +635,7 @@ def convert(
     null_lists: Literal["error", "empty"] = "error",
     metadata: Literal["error", "first"] = "error",
     decode_budget: int | None = None,
-    tensor_type: Literal["nested_lists", "fixed_shape"] = "nested_lists",
+    tensor_type: Literal["nested_lists", "fixed_shape", "variable_shape"] = "nested_lists",
 ) -> dict[str, int]:
     """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension.
 
@@ -647,7 +649,8 @@ def convert(
     ``metadata="first"`` keeps the first batch's metadata in an Arrow or
     Parquet output; ``tensor_type="fixed_shape"`` writes element shapes as
     the ``arrow.fixed_shape_tensor`` extension instead of nested
-    fixed-size lists.
+    fixed-size lists, ``"variable_shape"`` 1-level tensors as
+    ``arrow.variable_shape_tensor`` columns.
     """
 
 def read_paddle(path: _PathLike) -> LodTensor:

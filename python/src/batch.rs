@@ -259,8 +259,10 @@ impl PyBatch {
     /// to_arrow(tensor_type="nested_lists") -> pyarrow.RecordBatch
     ///
     /// The batch as a `pyarrow.RecordBatch` (no copy but bools), element
-    /// shapes as nested fixed-size lists (`"nested_lists"`, the default) or
-    /// as the `arrow.fixed_shape_tensor` extension (`"fixed_shape"`).
+    /// shapes as nested fixed-size lists (`"nested_lists"`, the default), as
+    /// the `arrow.fixed_shape_tensor` extension (`"fixed_shape"`), or its
+    /// 1-level tensors as `arrow.variable_shape_tensor` columns
+    /// (`"variable_shape"`).
     /// Needs pyarrow.
     #[pyo3(signature = (tensor_type = "nested_lists"))]
     fn to_arrow<'py>(&self, py: Python<'py>, tensor_type: &str) -> PyResult<Bound<'py, PyAny>> {

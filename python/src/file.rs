@@ -579,8 +579,9 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// keep the first batch's metadata when later batches differ;
 /// `small_lists` writes Arrow `List` instead of `LargeList`;
 /// `tensor_type` writes Arrow and Parquet element shapes as nested
-/// fixed-size lists (`"nested_lists"`) or as the `arrow.fixed_shape_tensor`
-/// extension (`"fixed_shape"`);
+/// fixed-size lists (`"nested_lists"`), as the `arrow.fixed_shape_tensor`
+/// extension (`"fixed_shape"`), or 1-level tensors as
+/// `arrow.variable_shape_tensor` columns (`"variable_shape"`);
 /// `decode_budget` is the most bytes one batch of a Parquet input may decode
 /// to (default 256 MiB: larger row groups are read in several batches, and a
 /// row that needs more is a `ValueError` giving the budget and the need).

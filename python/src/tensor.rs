@@ -671,8 +671,9 @@ impl PyLodTensor {
     /// to_arrow(tensor_type="nested_lists") -> pyarrow.Array
     ///
     /// The tensor as a `pyarrow.Array` (no copy but bools), its element
-    /// shape as nested fixed-size lists (`"nested_lists"`, the default) or
-    /// as the `arrow.fixed_shape_tensor` extension (`"fixed_shape"`).
+    /// shape as nested fixed-size lists (`"nested_lists"`, the default), as
+    /// the `arrow.fixed_shape_tensor` extension (`"fixed_shape"`), or (1
+    /// LoD level) as an `arrow.variable_shape_tensor` (`"variable_shape"`).
     /// Needs pyarrow.
     #[pyo3(signature = (tensor_type = "nested_lists"))]
     fn to_arrow<'py>(&self, py: Python<'py>, tensor_type: &str) -> PyResult<Bound<'py, PyAny>> {

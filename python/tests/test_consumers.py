@@ -192,5 +192,5 @@ def test_convert_writes_either_tensor_type(tmp_path):
         back = tmp_path / f"{tensor_type}.lodt"
         lodt.convert(dst, back)
         assert lodt.open(back)[0]["frames"] == batch["frames"]
-    with pytest.raises(ValueError, match="expected nested_lists or fixed_shape"):
-        lodt.convert(src, tmp_path / "x.parquet", tensor_type="variable_shape")
+    with pytest.raises(ValueError, match="expected nested_lists or fixed_shape or variable_shape"):
+        lodt.convert(src, tmp_path / "x.parquet", tensor_type="ragged")

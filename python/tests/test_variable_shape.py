@@ -229,3 +229,33 @@ def test_a_ray_column_varying_in_its_first_dimension_reads_as_one_tensor(local_r
     t = ray_table(local_ray, rows)
     assert t.schema.field("t").type.extension_name == "ray.data.arrow_variable_shaped_tensor"
     check_frames(lodt.Batch.from_arrow(t)["t"], rows)
+
+
+def test_the_variable_shape_export_option_writes_the_canonical_extension(tmp_path):
+    rows = frames([2, 1, 3])
+    clips = lodt.create_lod_tensor(np.concatenate(rows), [[r.shape[0] for r in rows]])
+    labels = lodt.LodTensor(np.array([4, 5, 6], dtype=np.int64))
+    batch = lodt.Batch({"clips": clips, "labels": labels})
+    # In memory: a tensor and a batch.
+    arr = clips.to_arrow(tensor_type="variable_shape")
+    assert arr.type.storage_type.field("shape").type == pa.list_(pa.field("item", pa.int32(), False), 2)
+    rb = batch.to_arrow(tensor_type="variable_shape")
+    field = rb.schema.field("clips")
+    assert field.metadata[NAME.encode()] == b"arrow.variable_shape_tensor"
+    assert json.loads(field.metadata[META.encode()]) == {"uniform_shape": [None, 3]}
+    assert rb.column("labels").to_pylist() == [4, 5, 6]
+    assert lodt.Batch.from_arrow(rb) == batch
+    # A file: lodt convert to IPC, read by pyarrow as the extension type.
+    src = tmp_path / "clips.lodt"
+    with lodt.Writer(src) as w:
+        w.write(batch)
+    dst = tmp_path / "clips.arrow"
+    lodt.convert(src, dst, tensor_type="variable_shape")
+    table = ipc.open_file(str(dst)).read_all()
+    assert table.schema.field("clips").type.extension_name == "arrow.variable_shape_tensor"
+    storage = table.column("clips").combine_chunks().storage
+    assert storage.field("shape").to_pylist() == [[2, 3], [1, 3], [3, 3]]
+    np.testing.assert_array_equal(
+        np.concatenate(storage.field("data").to_pylist()), np.concatenate(rows).ravel()
+    )
+    check_frames(lodt.Batch.from_arrow(table)["clips"], rows)

@@ -1,6 +1,6 @@
 //! A mini-batch ([`Batch`]) <-> an Arrow `RecordBatch`, one column per tensor.
 
-use super::{ArrowError, ArrowOptions, Result, from_arrow, to_arrow, variable_shape};
+use super::{ArrowError, ArrowOptions, Result, TensorType, from_arrow, to_arrow, variable_shape};
 use crate::LodTensor;
 use crate::batch::{Batch, WriteStats};
 use arrow_array::{RecordBatch, RecordBatchOptions};
@@ -15,6 +15,12 @@ use std::sync::Arc;
 /// for example a 0-level `labels` tensor of N rows fits beside a `words` tensor
 /// of N top-level sequences. Anything else is an [`ArrowError::RowCount`].
 ///
+/// With [`TensorType::VariableShape`], 1-level tensors (and pairs `x` +
+/// `x.shape`) become `arrow.variable_shape_tensor` columns (`spec/ARROW.md`
+/// 9.2), whose 32-bit offsets hold at most `i32::MAX` values per column
+/// (more is an [`ArrowError::Overflow`]; the IPC and Parquet writers split
+/// such a batch by rows instead).
+///
 /// ```
 /// use lodt::{arrow::{batch_to_record_batch, ArrowOptions}, Batch, Lod, LodTensor};
 /// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
@@ -28,6 +34,9 @@ use std::sync::Arc;
 /// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 pub fn batch_to_record_batch(batch: &Batch, options: &ArrowOptions) -> Result<RecordBatch> {
+    if options.tensor_type == TensorType::VariableShape {
+        return variable_shape::variable_shape_record_batch(batch, options);
+    }
     let metadata: arrow_schema::Metadata = batch
         .metadata()
         .iter()
@@ -194,7 +203,7 @@ impl BatchEncoder {
     /// Converts `batch`; its record batch carries the file's schema. Refuses
     /// tensors deeper than [`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS), which
     /// no reader could read back from the file.
-    pub(crate) fn encode(&mut self, batch: &Batch) -> Result<RecordBatch> {
+    pub(crate) fn encode(&mut self, batch: &Batch) -> Result<Vec<RecordBatch>> {
         for (name, tensor) in batch.iter() {
             let levels = tensor.lod().num_levels();
             if levels > super::MAX_LOD_LEVELS {
@@ -205,6 +214,19 @@ impl BatchEncoder {
                 });
             }
         }
+        if self.options.arrow.tensor_type == TensorType::VariableShape {
+            // 32-bit `data` offsets: a batch of more values per column is
+            // written as several record batches, split by rows.
+            return variable_shape::split_for_list_offsets(batch, i32::MAX as u64)?
+                .iter()
+                .map(|piece| self.encode_one(piece))
+                .collect();
+        }
+        Ok(vec![self.encode_one(batch)?])
+    }
+
+    /// [`Self::encode`] of a batch that fits one record batch.
+    fn encode_one(&mut self, batch: &Batch) -> Result<RecordBatch> {
         let record_batch = batch_to_record_batch(batch, &self.options.arrow)?;
         let record_batch = match &self.schema {
             None => {

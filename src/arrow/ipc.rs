@@ -80,8 +80,9 @@ impl<W: Write> IpcFileWriter<W> {
     ///
     /// See the [type-level example](IpcFileWriter).
     pub fn write(&mut self, batch: &Batch) -> Result<()> {
-        let record_batch = self.encoder.encode(batch)?;
-        self.open(&record_batch.schema())?.write(&record_batch)?;
+        for record_batch in self.encoder.encode(batch)? {
+            self.open(&record_batch.schema())?.write(&record_batch)?;
+        }
         Ok(())
     }
 
@@ -149,10 +150,11 @@ impl<W: Write> IpcStreamWriter<W> {
     ///
     /// See the [type-level example](IpcStreamWriter).
     pub fn write(&mut self, batch: &Batch) -> Result<()> {
-        let record_batch = self.encoder.encode(batch)?;
-        let writer = self.open(&record_batch.schema())?;
-        writer.write(&record_batch)?;
-        writer.flush()?;
+        for record_batch in self.encoder.encode(batch)? {
+            let writer = self.open(&record_batch.schema())?;
+            writer.write(&record_batch)?;
+            writer.flush()?;
+        }
         Ok(())
     }
 

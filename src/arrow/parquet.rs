@@ -128,12 +128,13 @@ impl<W: Write + Send> ParquetWriter<W> {
         for (_, tensor) in batch.iter() {
             tensor.check_rows_without_bytes(tensor.rows(), "writing Parquet (levels per row)")?;
         }
-        let record_batch = self.encoder.encode(batch)?;
         let per_batch = self.per_batch;
-        let writer = self.open(&record_batch.schema())?;
-        writer.write(&record_batch)?;
-        if per_batch {
-            writer.flush()?;
+        for record_batch in self.encoder.encode(batch)? {
+            let writer = self.open(&record_batch.schema())?;
+            writer.write(&record_batch)?;
+            if per_batch {
+                writer.flush()?;
+            }
         }
         Ok(())
     }

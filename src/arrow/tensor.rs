@@ -3,7 +3,7 @@
 
 use super::{
     ArrowBytes, ArrowError, ArrowOptions, DTYPE_KEY, FIXED_SHAPE_TENSOR, ListType, NullLists,
-    Result, SCALAR_KEY,
+    Result, SCALAR_KEY, TensorType,
 };
 use crate::buffer::{AlignedBytes, ByteStorage};
 use crate::dtype::DType;
@@ -304,6 +304,9 @@ pub fn to_arrow(
     tensor: &LodTensor,
     options: &ArrowOptions,
 ) -> Result<(Field, ArrayRef)> {
+    if options.tensor_type == TensorType::VariableShape && tensor.lod().num_levels() == 1 {
+        return super::variable_shape::variable_shape_column(name, tensor, None);
+    }
     let levels = tensor
         .lod()
         .levels()

@@ -8,6 +8,7 @@
 //! place in [`TensorType::ALL`], its arm in [`TensorType::element_array`]
 //! (and in [`TensorType::requested_by`] if a requested Arrow type names it).
 
+use super::variable_shape::VARIABLE_SHAPE_TENSOR;
 use super::{ArrowError, FIXED_SHAPE_TENSOR, Result};
 use arrow_array::{ArrayRef, FixedSizeListArray};
 use arrow_schema::extension::{EXTENSION_TYPE_METADATA_KEY, EXTENSION_TYPE_NAME_KEY};
@@ -37,17 +38,27 @@ pub enum TensorType {
     /// One `FixedSizeList<T, prod(S)>` whose field carries Arrow's canonical
     /// `arrow.fixed_shape_tensor` extension with shape `S`.
     FixedShape,
+    /// A tensor of exactly one LoD level (and a pair `x` + `x.shape`) as an
+    /// `arrow.variable_shape_tensor` column, one Arrow row per sequence
+    /// (`spec/ARROW.md`, section 9.2); the rows of other tensors as
+    /// [`TensorType::NestedLists`].
+    VariableShape,
 }
 
 impl TensorType {
     /// Every mapping, in the order of the variants.
     ///
     /// ```
-    /// assert_eq!(lodt::arrow::TensorType::ALL.len(), 2);
+    /// assert_eq!(lodt::arrow::TensorType::ALL.len(), 3);
     /// ```
-    pub const ALL: [TensorType; 2] = [TensorType::NestedLists, TensorType::FixedShape];
+    pub const ALL: [TensorType; 3] = [
+        TensorType::NestedLists,
+        TensorType::FixedShape,
+        TensorType::VariableShape,
+    ];
 
-    /// The name as the CLI and Python take it: `nested_lists` or `fixed_shape`.
+    /// The name as the CLI and Python take it: `nested_lists`, `fixed_shape`
+    /// or `variable_shape`.
     ///
     /// ```
     /// assert_eq!(lodt::arrow::TensorType::FixedShape.name(), "fixed_shape");
@@ -56,12 +67,14 @@ impl TensorType {
         match self {
             TensorType::NestedLists => "nested_lists",
             TensorType::FixedShape => "fixed_shape",
+            TensorType::VariableShape => "variable_shape",
         }
     }
 
     /// The mapping a requested Arrow field asks for: the one whose extension
     /// name is on `field` or on a field of its type's tree
-    /// (`arrow.fixed_shape_tensor`: [`TensorType::FixedShape`]), else
+    /// (`arrow.fixed_shape_tensor`: [`TensorType::FixedShape`];
+    /// `arrow.variable_shape_tensor`: [`TensorType::VariableShape`]), else
     /// [`TensorType::NestedLists`].
     ///
     /// ```
@@ -72,17 +85,20 @@ impl TensorType {
     /// assert_eq!(TensorType::requested_by(&plain), TensorType::NestedLists);
     /// let ext = plain.with_metadata([("ARROW:extension:name", "arrow.fixed_shape_tensor")]);
     /// assert_eq!(TensorType::requested_by(&ext), TensorType::FixedShape);
+    /// let var = plain.with_metadata([("ARROW:extension:name", "arrow.variable_shape_tensor")]);
+    /// assert_eq!(TensorType::requested_by(&var), TensorType::VariableShape);
     /// ```
     pub fn requested_by(field: &Field) -> TensorType {
         let mut field = field;
         loop {
-            if field
+            match field
                 .metadata()
                 .get(EXTENSION_TYPE_NAME_KEY)
                 .map(String::as_str)
-                == Some(FIXED_SHAPE_TENSOR)
             {
-                return TensorType::FixedShape;
+                Some(FIXED_SHAPE_TENSOR) => return TensorType::FixedShape,
+                Some(VARIABLE_SHAPE_TENSOR) => return TensorType::VariableShape,
+                _ => {}
             }
             match field.data_type() {
                 DataType::List(child)
@@ -125,7 +141,9 @@ impl TensorType {
                 .try_fold(1usize, |a, &d| a.checked_mul(d)),
         )?;
         match self {
-            TensorType::NestedLists => {
+            // Variable-shape columns are made whole by `to_arrow`; the rows
+            // of other tensors are nested lists.
+            TensorType::NestedLists | TensorType::VariableShape => {
                 // Level j (from the outside) holds rows * n1 * ... * nj
                 // lists of n(j+1) values; built innermost first.
                 let mut lengths = Vec::with_capacity(element_shape.len());
@@ -212,7 +230,7 @@ mod tests {
         let err = "variable".parse::<TensorType>().unwrap_err().to_string();
         assert_eq!(
             err,
-            "invalid argument: expected nested_lists or fixed_shape, found \"variable\""
+            "invalid argument: expected nested_lists or fixed_shape or variable_shape, found \"variable\""
         );
     }
 

@@ -12,8 +12,9 @@
 //! `[rows, ndim]` tensor named `<column>.shape`. The canonical extension's
 //! metadata goes to the batch metadata key `lodt.variable_shape_tensor.<column>`.
 //!
-//! Writing ([`variable_shape_record_batches`], [`variable_shape_column`],
-//! [`variable_shape_pair_column`]): the reverse; the canonical `data` field is
+//! Writing ([`variable_shape_record_batch`], [`variable_shape_column`],
+//! [`variable_shape_pair_column`], selected by
+//! [`TensorType::VariableShape`](super::TensorType::VariableShape)): the reverse; the canonical `data` field is
 //! a 32-bit `List`, so a batch holding more than `i32::MAX` values in one
 //! column is split by rows ([`split_for_list_offsets`]).
 
@@ -531,8 +532,6 @@ fn ray_shapes<O: OffsetSizeTrait>(column: &str, array: &ArrayRef, ndim: usize) -
 
 /// The 32-bit offsets of the `data` list: `offsets` (a LoD level, possibly
 /// not starting at 0) rebased and times `per_row` values.
-// Until the Arrow export's tensor type option calls it (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 fn data_offsets(name: &str, offsets: &[u64], per_row: u64) -> Result<OffsetBuffer<i32>> {
     let first = offsets.first().copied().unwrap_or(0);
     let mut out = Vec::new();
@@ -560,8 +559,6 @@ fn data_offsets(name: &str, offsets: &[u64], per_row: u64) -> Result<OffsetBuffe
 /// Builds the column from its parts: the `tensor`'s values (shared, as a
 /// flat leaf), the data list's `offsets`, `ndim` dimensions per row
 /// (`shapes`, flat) and the extension metadata (checked against them).
-// Until the Arrow export's tensor type option calls it (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 fn assemble(
     name: &str,
     tensor: &LodTensor,
@@ -623,8 +620,6 @@ fn assemble(
 /// the batch with [`split_for_list_offsets`] first). `metadata` (checked
 /// against the rows) is the extension's; `None` writes `uniform_shape =
 /// [null, S...]`.
-// Until the Arrow export's tensor type option calls it (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn variable_shape_column(
     name: &str,
     tensor: &LodTensor,
@@ -661,8 +656,6 @@ pub(crate) fn variable_shape_column(
 /// values of sequence `r`, of shape `shape[r]`, whose product must be the
 /// sequence's length. `metadata` (checked) is the extension's; `None` writes
 /// `{}`.
-// Until the Arrow export's tensor type option calls it (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn variable_shape_pair_column(
     name: &str,
     values: &LodTensor,
@@ -730,8 +723,6 @@ pub(crate) fn variable_shape_pair_column(
 }
 
 /// Whether `batch` holds, beside `name`, the shape tensor of a pair.
-// Until the Arrow export's tensor type option calls it (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 fn pair_shape<'a>(batch: &'a Batch, name: &str, tensor: &LodTensor) -> Option<&'a LodTensor> {
     let shape = batch.get(&format!("{name}{SHAPE_SUFFIX}"))?;
     let is_pair = tensor.lod().num_levels() == 1
@@ -746,8 +737,6 @@ fn pair_shape<'a>(batch: &'a Batch, name: &str, tensor: &LodTensor) -> Option<&'
 /// hold at most `limit` values (`i32::MAX` for the canonical `data` list),
 /// with no copy (slices); one batch when it fits. A single sequence of more
 /// than `limit` values is an [`ArrowError::Overflow`].
-// Until the Arrow export's tensor type option calls it (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn split_for_list_offsets(batch: &Batch, limit: u64) -> Result<Vec<Batch>> {
     let lists: Vec<(&str, &[u64], u64)> = batch
         .iter()
@@ -800,29 +789,14 @@ pub(crate) fn split_for_list_offsets(batch: &Batch, limit: u64) -> Result<Vec<Ba
     Ok(out)
 }
 
-/// `batch` as record batches whose 1-level tensors are
+/// `batch` as one record batch whose 1-level tensors are
 /// `arrow.variable_shape_tensor` columns: a pair `x` + `x.shape`
 /// ([`variable_shape_pair_column`]) as one column `x`, every other 1-level
 /// tensor by [`variable_shape_column`], the rest by [`to_arrow`] with
 /// `options`. The metadata key `lodt.variable_shape_tensor.<column>` gives
 /// a column's extension metadata and leaves the schema metadata. More than
-/// `i32::MAX` values in a column splits the batch by rows
-/// ([`split_for_list_offsets`]).
-// Until the Arrow export's tensor type option calls it (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
-pub(crate) fn variable_shape_record_batches(
-    batch: &Batch,
-    options: &ArrowOptions,
-) -> Result<Vec<RecordBatch>> {
-    split_for_list_offsets(batch, i32::MAX as u64)?
-        .iter()
-        .map(|piece| variable_shape_record_batch(piece, options))
-        .collect()
-}
-
-/// One piece of [`variable_shape_record_batches`] (an overflow is an error).
-// Until the Arrow export's tensor type option calls it (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
+/// `i32::MAX` values in a column is an overflow: the file writers split the
+/// batch with [`split_for_list_offsets`] first.
 pub(crate) fn variable_shape_record_batch(
     batch: &Batch,
     options: &ArrowOptions,

@@ -411,7 +411,8 @@ fn more_values_than_32_bit_offsets_hold_split_the_batch() {
         vec![batch.clone()]
     );
     // Under the 32-bit limit: one record batch, `t` a variable_shape_tensor column.
-    let record_batches = variable_shape_record_batches(&batch, &opts()).unwrap();
+    let options = opts().with_tensor_type(crate::arrow::TensorType::VariableShape);
+    let record_batches = [crate::arrow::batch_to_record_batch(&batch, &options).unwrap()];
     assert_eq!(record_batches.len(), 1);
     assert_eq!(
         kind(record_batches[0].schema().field(0)),
@@ -601,4 +602,74 @@ fn files_with_the_extension_read_through_the_ipc_and_parquet_readers() {
         let batches: Vec<Batch> = reader.collect::<Result<_>>().unwrap();
         assert_eq!(batches, [expected]);
     }
+}
+
+#[test]
+fn the_variable_shape_tensor_type_selects_the_extension_for_every_export() {
+    use crate::arrow::{
+        ArrowWriteOptions, TensorType, batch_to_record_batch, batch_to_requested_record_batch,
+        ipc::{IpcFileReader, IpcFileWriter},
+    };
+    let clips = LodTensor::from_vec(
+        (0..12).map(|v| v as f32).collect(),
+        vec![4, 3],
+        Lod::try_from_lengths(&[vec![3, 1]]).unwrap(),
+    )
+    .unwrap();
+    let words = LodTensor::from_vec(
+        (0..6i64).collect(),
+        vec![6],
+        Lod::try_from_lengths(&[vec![1, 2], vec![2, 3, 1]]).unwrap(),
+    )
+    .unwrap();
+    let labels = LodTensor::from_vec(vec![7i64, 8], vec![2], Lod::empty()).unwrap();
+    let batch = Batch::try_from_tensors([
+        ("clips", clips.clone()),
+        ("words", words),
+        ("labels", labels),
+    ])
+    .unwrap();
+    let variable = opts().with_tensor_type(TensorType::VariableShape);
+    // A batch: the 1-level tensor is the extension (arrow-rs accepts it),
+    // the 2-level one a list column, the plain one primitive.
+    let rb = batch_to_record_batch(&batch, &variable).unwrap();
+    let schema = rb.schema();
+    assert_eq!(kind(schema.field(0)), Some(Kind::Canonical));
+    let extension = schema
+        .field(0)
+        .try_extension_type::<VariableShapeTensor>()
+        .unwrap();
+    assert_eq!(extension.value_type(), &DataType::Float32);
+    let shapes = rb
+        .column(0)
+        .as_struct()
+        .column(1)
+        .as_fixed_size_list()
+        .values()
+        .clone();
+    assert_eq!(shapes.as_primitive::<Int32Type>().values(), &[3, 3, 1, 3]);
+    assert!(matches!(
+        schema.field(1).data_type(),
+        DataType::LargeList(_)
+    ));
+    assert_eq!(schema.field(2).data_type(), &DataType::Int64);
+    assert_eq!(record_batch_to_batch(&rb, &opts()).unwrap(), batch);
+    // One tensor.
+    let (field, _) = to_arrow("clips", &clips, &variable).unwrap();
+    assert_eq!(kind(&field), Some(Kind::Canonical));
+    // A consumer that requests the extension gets it from the default options.
+    let requested = batch_to_requested_record_batch(&batch, &opts(), &schema).unwrap();
+    assert_eq!(requested.schema(), schema);
+    // The IPC writer, then its reader: the same batch.
+    let mut writer = IpcFileWriter::new(
+        Vec::new(),
+        &ArrowWriteOptions {
+            arrow: variable,
+            ..Default::default()
+        },
+    );
+    writer.write(&batch).unwrap();
+    let bytes = writer.finish().unwrap();
+    let reader = IpcFileReader::try_new(std::io::Cursor::new(bytes), &opts()).unwrap();
+    assert_eq!(reader.collect::<Result<Vec<_>>>().unwrap(), [batch]);
 }
