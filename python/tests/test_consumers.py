@@ -7,6 +7,8 @@ shapes [3] and [2, 4], under 1- and 2-level LoDs; values equal.
 Also: the PyCapsule ``requested_schema``, honoured (lodt's other mapping,
 or a cast) or refused with an error."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,9 @@ import lodt
 from conftest import pyarrow_or_skip
 
 pa = pyarrow_or_skip()
+# Hugging Face datasets: no network (everything here is local), read when it is imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 LODS = {
     "lod1": [[2, 0, 3]],

@@ -210,6 +210,21 @@ mod tests {
         );
         let back = from_arrow(&field, &array, &Default::default()).unwrap();
         assert_eq!(back.shape(), &[3, 2, 4]);
+        // Other field names only: a cast that shares the values.
+        let leaf = Field::new("v", DataType::Float32, true);
+        let inner = Field::new("r", DataType::FixedSizeList(leaf.into(), 4), true);
+        let outer = Field::new("element", DataType::FixedSizeList(inner.into(), 2), true);
+        let requested = Field::new("f", DataType::LargeList(outer.into()), true);
+        let (_, array) = produce(&t, &requested).unwrap();
+        let values = array
+            .as_list::<i64>()
+            .values()
+            .as_fixed_size_list()
+            .values()
+            .clone();
+        let values = values.as_fixed_size_list().values().to_data();
+        let pointer = values.buffers()[0].as_ptr();
+        assert_eq!(pointer, t.as_bytes().as_ptr());
     }
 
     #[test]
