@@ -376,9 +376,11 @@ class DatasetReader:
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
         pack_buffer: int = 1000,
+        pack_equal: bool | None = None,
     ) -> DatasetLoader:
         """The Rust loader of consumer ``(rank, worker)``, at ``epoch`` or resumed from ``state`` (JSON);
-        packing (``spec/DATASET.md`` 7.4) with ``pack_tokens``."""
+        packing (``spec/DATASET.md`` 7.4) with ``pack_tokens``; ``pack_equal``: as many mini-batches on
+        every consumer (``None``: when ``world_size > 1``)."""
 
 @final
 class DatasetLoader:

@@ -112,6 +112,11 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
       bins of ``pack_tokens`` rows per mini-batch (an ``[R, L]`` shape; the
       bins are in the batch's metadata, see :func:`lodt.torch.varlen`).
       Exactly resumable; on another world size via :meth:`merge_states`.
+      ``pack_equal``: every consumer (rank and worker) yields the same number
+      of packed mini-batches per epoch, as data-parallel training needs (the
+      smaller counts are raised by splitting mini-batches of their last
+      windows; a ValueError if a consumer has fewer sequences than the
+      largest count). Default (``None``): on when ``world_size > 1``.
     * ``remainder``: ``"keep"`` (every sequence once; consumers differ by at
       most one sequence), ``"drop"`` or ``"repeat"`` (equal counts).
     * ``prefetch``: mini-batches read ahead by a background thread.
@@ -155,6 +160,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
         pack_buffer: int = 1000,
+        pack_equal: bool | None = None,
     ) -> None:
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither (torch.distributed's, or 0 of 1)")
@@ -174,6 +180,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self.pack_tokens = pack_tokens
         self.pack_rows = pack_rows
         self.pack_buffer = pack_buffer
+        self.pack_equal = pack_equal
         self.storage_options = dict(storage_options) if storage_options else None
         self._explicit = None if rank is None else (int(rank), int(world_size))  # type: ignore[arg-type]
         self._rank_world: tuple[int, int] | None = None
@@ -246,6 +253,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
             pack_tokens=self.pack_tokens,
             pack_rows=self.pack_rows,
             pack_buffer=self.pack_buffer,
+            pack_equal=self.pack_equal,
         )
 
     def _probe(self, rank: int, world: int, local: int, workers: int) -> Any:

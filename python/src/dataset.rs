@@ -191,11 +191,12 @@ impl PyDatasetReader {
     /// from `state` (a loader state's JSON text). `pack_tokens`: packed
     /// mini-batches (`spec/DATASET.md` 7.4) of at most that many rows of
     /// `rows_of` per bin, `pack_rows` bins each, best-fit from windows of
-    /// `pack_buffer` sequences.
+    /// `pack_buffer` sequences; `pack_equal`: as many mini-batches on every
+    /// consumer (`None`: when `world_size > 1`).
     #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
         seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
         num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
-        pack_tokens = None, pack_rows = None, pack_buffer = 1000))]
+        pack_tokens = None, pack_rows = None, pack_buffer = 1000, pack_equal = None))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -217,6 +218,7 @@ impl PyDatasetReader {
         pack_tokens: Option<usize>,
         pack_rows: Option<usize>,
         pack_buffer: usize,
+        pack_equal: Option<bool>,
     ) -> PyResult<PyDatasetLoader> {
         let pack = match pack_tokens {
             Some(capacity) => {
@@ -230,6 +232,7 @@ impl PyDatasetReader {
                     rows: pack_rows,
                     buffer: pack_buffer,
                     tensor: rows_of.clone(),
+                    equal_batches: pack_equal,
                 })
             }
             None if pack_rows.is_some() => {

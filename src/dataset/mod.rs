@@ -88,6 +88,7 @@ mod mixture;
 mod names;
 mod pack;
 mod pack_elastic;
+mod pack_equal;
 mod parts;
 mod reader;
 mod shuffle;

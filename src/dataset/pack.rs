@@ -19,6 +19,7 @@
 //! carry) can be packed the same way.
 
 use super::error::{DatasetError, Result};
+use super::feed::Feed;
 use super::loader::{Batching, Loader, LoaderOptions, LoaderState, MiniBatch, STATE_VERSION};
 use super::reader::Dataset;
 use crate::batch::Batch;
@@ -29,12 +30,14 @@ use std::sync::Arc;
 
 /// The loader state version of a packing consumer.
 const PACK_VERSION: u32 = 2;
+/// The loader state version of a packing consumer with equal counts.
+const PACK_EQUAL_VERSION: u32 = 3;
 
 /// How a [`PackedLoader`] packs (see `spec/DATASET.md` section 7.4).
 ///
 /// ```
 /// let o = lodt::dataset::PackOptions::tokens(16384);
-/// assert_eq!((o.capacity, o.rows, o.buffer), (16384, None, 1000));
+/// assert_eq!((o.capacity, o.rows, o.buffer, o.equal_batches), (16384, None, 1000, None));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackOptions {
@@ -47,6 +50,11 @@ pub struct PackOptions {
     pub buffer: usize,
     /// The tensor whose rows count (default: the schema's first).
     pub tensor: Option<String>,
+    /// Every consumer delivers the same number of mini-batches per epoch
+    /// (section 7.4, "Equal counts"): `None` means on when
+    /// [`LoaderOptions::world_size`] is above 1 (data-parallel training
+    /// needs equal steps per rank).
+    pub equal_batches: Option<bool>,
 }
 
 impl PackOptions {
@@ -62,7 +70,13 @@ impl PackOptions {
             rows: None,
             buffer: 1000,
             tensor: None,
+            equal_batches: None,
         }
+    }
+
+    /// Whether the loader of `options` equalises counts.
+    fn equal(&self, options: &LoaderOptions) -> bool {
+        self.equal_batches.unwrap_or(options.world_size > 1)
     }
 }
 
@@ -70,7 +84,7 @@ impl PackOptions {
 /// consumer, its current window.
 ///
 /// ```
-/// let s = lodt::dataset::PackState { capacity: 8, rows: None, buffer: 4, tensor: "x".into(),
+/// let s = lodt::dataset::PackState { capacity: 8, rows: None, buffer: 4, tensor: "x".into(), equal: false,
 ///     windows: [(0, lodt::dataset::PackWindow { carry: vec![3], delivered: 1 })].into() };
 /// assert_eq!(serde_json::to_value(&s)?["windows"]["0"]["carry"], serde_json::json!([3]));
 /// # Ok::<(), serde_json::Error>(())
@@ -85,6 +99,9 @@ pub struct PackState {
     pub buffer: usize,
     /// The name of the tensor whose rows count.
     pub tensor: String,
+    /// Equal counts per consumer (version 3; absent: false).
+    #[serde(default)]
+    pub equal: bool,
     /// Per consumer (by index), its current window.
     pub windows: BTreeMap<u64, PackWindow>,
 }
@@ -108,16 +125,29 @@ impl PackState {
     fn options(&self) -> (usize, Option<usize>, usize, &str) {
         (self.capacity, self.rows, self.buffer, self.tensor.as_str())
     }
+
+    /// The state version this packing needs.
+    fn version(&self) -> u32 {
+        if self.equal {
+            PACK_EQUAL_VERSION
+        } else {
+            PACK_VERSION
+        }
+    }
 }
 
 /// Checks a state's version against its `packing` field.
 pub(super) fn check_version(state: &LoaderState) -> Result<()> {
     match (state.version, &state.packing) {
-        (STATE_VERSION, None) | (PACK_VERSION, Some(_)) => Ok(()),
+        (STATE_VERSION, None) => Ok(()),
+        (v, Some(p)) if v == p.version() => Ok(()),
         (v, p) => Err(DatasetError::BadState {
             reason: format!(
-                "state version {v} {} `packing`: this lodt reads version {STATE_VERSION} without it and version {PACK_VERSION} with it",
-                if p.is_some() { "with" } else { "without" }
+                "state version {v} {}: this lodt reads version {STATE_VERSION} without `packing`, {PACK_VERSION} with it and {PACK_EQUAL_VERSION} with it and `equal` true",
+                match p {
+                    None => "without `packing`".to_string(),
+                    Some(p) => format!("with `packing` and `equal` {}", p.equal),
+                }
             ),
         }),
     }
@@ -137,12 +167,12 @@ pub(super) fn merge_packing(states: &[LoaderState]) -> Result<Option<PackState>>
         let Some(p) = &s.packing else {
             return Err(mixed());
         };
-        if p.options() != first.options() {
+        if (p.options(), p.equal) != (first.options(), first.equal) {
             return Err(DatasetError::BadState {
                 reason: format!(
-                    "the states differ in packing (capacity, rows, buffer, tensor): {:?} vs {:?}",
-                    first.options(),
-                    p.options()
+                    "the states differ in packing (capacity, rows, buffer, tensor, equal): {:?} vs {:?}",
+                    (first.options(), first.equal),
+                    (p.options(), p.equal)
                 ),
             });
         }
@@ -482,10 +512,19 @@ pub fn varlen(t: &LodTensor, level: usize) -> Result<Varlen> {
 /// ```
 pub struct PackedLoader {
     dataset: Arc<Dataset>,
+    feed: Feed,
     inner: Loader,
     options: PackOptions,
     tensor: usize,
     tensor_name: String,
+    /// Equal counts (section 7.4), resolved from the options.
+    equal: bool,
+    /// This consumer's index.
+    consumer: u64,
+    /// With `equal`: every sequence's length (by id), read once.
+    lengths: Option<Arc<Vec<u32>>>,
+    /// With `equal`: this consumer's splits per window of the epoch.
+    splits: Option<BTreeMap<u64, usize>>,
     /// The stream's state before the current window's new sequences.
     window_state: LoaderState,
     carry_ids: Vec<u64>,
@@ -582,12 +621,12 @@ impl PackedLoader {
         let mut start = probe.state();
         start.epoch = epoch;
         let tensor = resolve(&dataset, &pack)?.1;
-        start.version = PACK_VERSION;
-        start.packing = Some(PackState {
+        let packing = PackState {
             capacity: pack.capacity,
             rows: pack.rows,
             buffer: pack.buffer,
             tensor,
+            equal: pack.equal(&options),
             windows: start
                 .consumed
                 .keys()
@@ -599,7 +638,9 @@ impl PackedLoader {
                     (c, w)
                 })
                 .collect(),
-        });
+        };
+        start.version = packing.version();
+        start.packing = Some(packing);
         Self::build(dataset, options, pack, Some(&start))
     }
 
@@ -616,6 +657,14 @@ impl PackedLoader {
             )));
         }
         let (tensor, tensor_name) = resolve(&dataset, &pack)?;
+        let equal = pack.equal(&options);
+        let (_, consumer) = options.consumer()?;
+        let shape = Shape {
+            tensor,
+            tensor_name,
+            equal,
+            consumer,
+        };
         options.batching = Batching::Sequences(pack.buffer);
         options.drop_last = false;
         let (inner, carry_ids, skip) = match state {
@@ -626,7 +675,12 @@ impl PackedLoader {
                         reason: "the state is not a packing loader's (it has no `packing`)".into(),
                     });
                 };
-                let mine = (pack.capacity, pack.rows, pack.buffer, tensor_name.as_str());
+                let mine = (
+                    pack.capacity,
+                    pack.rows,
+                    pack.buffer,
+                    shape.tensor_name.as_str(),
+                );
                 let saved = p.options();
                 if mine != saved {
                     return Err(DatasetError::BadState {
@@ -638,17 +692,17 @@ impl PackedLoader {
                 let (consumers, consumer) = options.consumer()?;
                 if state.consumers != consumers {
                     let plain =
-                        super::pack_elastic::unpack_state(&dataset, state, p, &pack, tensor)?;
+                        super::pack_elastic::unpack_state(&dataset, state, p, &pack, shape.tensor)?;
                     let inner = Loader::resume(dataset.clone(), options, &plain)?;
-                    return Self::assemble(
-                        dataset,
-                        inner,
-                        pack,
-                        tensor,
-                        tensor_name,
-                        Vec::new(),
-                        0,
-                    );
+                    return Self::assemble(dataset, inner, pack, shape, Vec::new(), 0);
+                }
+                if p.equal != equal {
+                    return Err(DatasetError::BadState {
+                        reason: format!(
+                            "it was saved with equal packed counts {}, the options say {equal}",
+                            p.equal
+                        ),
+                    });
                 }
                 let Some(window) = p.windows.get(&consumer) else {
                     return Err(DatasetError::BadState {
@@ -668,7 +722,7 @@ impl PackedLoader {
                 )
             }
         };
-        Self::assemble(dataset, inner, pack, tensor, tensor_name, carry_ids, skip)
+        Self::assemble(dataset, inner, pack, shape, carry_ids, skip)
     }
 
     /// The loader around `inner`, its first window read (the carry
@@ -677,8 +731,7 @@ impl PackedLoader {
         dataset: Arc<Dataset>,
         inner: Loader,
         pack: PackOptions,
-        tensor: usize,
-        tensor_name: String,
+        shape: Shape,
         carry_ids: Vec<u64>,
         skip: u64,
     ) -> Result<Self> {
@@ -695,11 +748,16 @@ impl PackedLoader {
         // state is the one resumed from.
         let window_state = inner.state();
         Ok(PackedLoader {
+            feed: Feed::dataset(dataset.clone()),
             dataset,
             inner,
             options: pack,
-            tensor,
-            tensor_name,
+            tensor: shape.tensor,
+            tensor_name: shape.tensor_name,
+            equal: shape.equal,
+            consumer: shape.consumer,
+            lengths: None,
+            splits: None,
             window_state,
             carry_ids: carry.as_ref().map(|c| c.ids.clone()).unwrap_or_default(),
             delivered: skip,
@@ -753,6 +811,7 @@ impl PackedLoader {
         self.window_state = self.inner.state();
         self.carry_ids.clear();
         self.delivered = 0;
+        self.splits = None;
         Ok(())
     }
 
@@ -782,12 +841,12 @@ impl PackedLoader {
     /// [`LoaderState`]. See [`PackedLoader::resume`].
     pub fn state(&self) -> LoaderState {
         let mut state = self.window_state.clone();
-        state.version = PACK_VERSION;
-        state.packing = Some(PackState {
+        let packing = PackState {
             capacity: self.options.capacity,
             rows: self.options.rows,
             buffer: self.options.buffer,
             tensor: self.tensor_name.clone(),
+            equal: self.equal,
             windows: state
                 .consumed
                 .keys()
@@ -799,7 +858,9 @@ impl PackedLoader {
                     (c, w)
                 })
                 .collect(),
-        });
+        };
+        state.version = packing.version();
+        state.packing = Some(packing);
         state
     }
 
@@ -828,7 +889,11 @@ impl PackedLoader {
             return Ok(());
         }
         let last = self.inner.remaining() == 0;
-        let (batches, carry) = plan_window(&lengths, &self.options, last);
+        let (mut batches, carry) = plan_window(&lengths, &self.options, last);
+        if self.equal {
+            let splits = self.window_splits()?;
+            super::pack_equal::split(&mut batches, &lengths, splits);
+        }
         // Window index -> (part, index in it).
         let first_len = parts.first().map_or(0, |p| p.ids.len());
         let locate = |k: usize| {
@@ -876,6 +941,44 @@ impl PackedLoader {
         Ok(())
     }
 
+    /// With equal counts: the splits of the current window (section 7.4),
+    /// the epoch's splits computed at its first window.
+    fn window_splits(&mut self) -> Result<usize> {
+        if self.splits.is_none() {
+            let lengths = match &self.lengths {
+                Some(l) => l.clone(),
+                None => {
+                    let l = Arc::new(super::pack_equal::lengths(&self.feed, self.tensor)?);
+                    self.lengths = Some(l.clone());
+                    l
+                }
+            };
+            let all = super::pack_equal::equal_splits(
+                &self.feed,
+                &self.window_state,
+                &lengths,
+                &self.options,
+            )?;
+            let mine = usize::try_from(self.consumer)
+                .ok()
+                .and_then(|c| all.into_iter().nth(c))
+                .unwrap_or_default();
+            self.splits = Some(mine);
+        }
+        let read = self
+            .window_state
+            .consumed
+            .get(&self.consumer)
+            .copied()
+            .unwrap_or(0);
+        let window = read / self.options.buffer as u64;
+        Ok(self
+            .splits
+            .as_ref()
+            .and_then(|s| s.get(&window).copied())
+            .unwrap_or(0))
+    }
+
     /// The sequences `picks` (part, index), in order, gathered into one
     /// batch: one copy of their bytes per run of picks from one part (and
     /// one more to join the runs when there are several).
@@ -914,6 +1017,14 @@ impl PackedLoader {
         }
         Ok((ids, batch))
     }
+}
+
+/// What a packing loader resolved from its options.
+struct Shape {
+    tensor: usize,
+    tensor_name: String,
+    equal: bool,
+    consumer: u64,
 }
 
 /// The index and name of the tensor whose rows count.

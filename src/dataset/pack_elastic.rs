@@ -3,10 +3,11 @@
 //! plain state that holds exactly the sequences not delivered.
 
 use super::error::{DatasetError, Result};
+use super::feed::Feed;
 use super::loader::{LoaderState, Remainder, STATE_VERSION};
 use super::pack::{PackOptions, PackState, plan_window, row_counts};
 use super::reader::Dataset;
-use super::shuffle::{EpochOrder, Shuffle};
+use super::shuffle::Shuffle;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -64,6 +65,14 @@ pub(super) fn unpack_state(
         }
     }
     let tail_len = n - state.frontier - state.skip.len() as u64;
+    let feed = Feed::dataset(dataset.clone());
+    // With equal counts, the old consumers' splits per window.
+    let splits = if packing.equal {
+        let lengths = super::pack_equal::lengths(&feed, tensor)?;
+        super::pack_equal::equal_splits(&feed, state, &lengths, pack)?
+    } else {
+        Vec::new()
+    };
     let w = pack.buffer as u64;
     // The tail indices of each window's new sequences, and its carry ids.
     let new_index = |win: &Window, k: u64| win.consumer + (win.start + k) * c_old;
@@ -83,14 +92,14 @@ pub(super) fn unpack_state(
         .collect();
     let mut carry_index: BTreeMap<u64, u64> = BTreeMap::new(); // id -> tail index
     let last_wanted = wanted.keys().next_back().copied();
-    walk(dataset, state, |i, _, id| {
+    walk(&feed, state, |i, _, id| {
         if let Some(slot) = wanted.get_mut(&i) {
             *slot = id;
         }
         if carry_ids.contains(&id) {
             carry_index.insert(id, i);
         }
-        last_wanted.is_some_and(|l| i < l) || carry_index.len() < carry_ids.len()
+        Ok(last_wanted.is_some_and(|l| i < l) || carry_index.len() < carry_ids.len())
     })?;
     // Re-pack each window: delivered ids are consumed; the rest of the
     // window (its carry included) is not.
@@ -127,7 +136,14 @@ pub(super) fn unpack_state(
         }
         let batch = dataset.take(&ids)?;
         let lengths = row_counts(&batch, ids.len(), tensor)?;
-        let (batches, _) = plan_window(&lengths, pack, end >= tail_len);
+        let (mut batches, _) = plan_window(&lengths, pack, end >= tail_len);
+        let window = win.start / w.max(1);
+        let n = splits
+            .get(win.consumer as usize)
+            .and_then(|s| s.get(&window))
+            .copied()
+            .unwrap_or(0);
+        super::pack_equal::split(&mut batches, &lengths, n);
         let delivered: BTreeSet<usize> = batches
             .iter()
             .take(usize::try_from(win.delivered).unwrap_or(usize::MAX))
@@ -164,13 +180,13 @@ pub(super) fn unpack_state(
     let mut frontier = n;
     let mut skip: Vec<u64> = state.skip.clone();
     if first < tail_len {
-        walk(dataset, state, |i, p, _| {
+        walk(&feed, state, |i, p, _| {
             if i == first {
                 frontier = p;
             } else if consumed_after(i) {
                 skip.push(p);
             }
-            ends.iter().any(|&e| i < e)
+            Ok(ends.iter().any(|&e| i < e))
         })?;
     }
     skip.retain(|&p| p > frontier && p < n);
@@ -187,21 +203,20 @@ pub(super) fn unpack_state(
     })
 }
 
-/// Walks the tail of `state`'s epoch order: `f(tail index, position, id)`
-/// until it returns false.
-fn walk(
-    dataset: &Arc<Dataset>,
+/// Walks the tail of `state`'s epoch order of `feed`: `f(tail index,
+/// position, id)` until it returns false.
+pub(super) fn walk(
+    feed: &Feed,
     state: &LoaderState,
-    mut f: impl FnMut(u64, u64, u64) -> bool,
+    mut f: impl FnMut(u64, u64, u64) -> Result<bool>,
 ) -> Result<()> {
-    let counts = dataset.batch_counts();
     let shuffle = state.shuffle.map(|s| Shuffle {
         seed: s.seed,
         buffer: s.buffer,
     });
     let mut skip = state.skip.iter().peekable();
     let mut i = 0u64;
-    for (p, at) in EpochOrder::new(counts, shuffle, state.epoch).enumerate() {
+    for (p, (k, at)) in feed.order(state.epoch, shuffle).enumerate() {
         let p = p as u64;
         if p < state.frontier {
             continue;
@@ -210,7 +225,7 @@ fn walk(
             skip.next();
             continue;
         }
-        if !f(i, p, dataset.id_of(at)) {
+        if !f(i, p, feed.id_of(k, at))? {
             break;
         }
         i += 1;
