@@ -32,6 +32,7 @@ fn packs() -> Vec<PackOptions> {
         buffer,
         tensor: Some("words".into()),
         equal_batches: None,
+        truncate: false,
     };
     vec![words(24, None, 10), words(9, Some(3), 7), words(5, None, 1)]
 }

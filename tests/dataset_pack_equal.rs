@@ -31,6 +31,7 @@ fn packs() -> Vec<PackOptions> {
         buffer,
         tensor: Some("words".into()),
         equal_batches: Some(true),
+        truncate: false,
     };
     vec![
         words(40, None, 9),

@@ -154,7 +154,11 @@ fn packing(dataset: &Arc<Dataset>) -> Vec<u8> {
                 loader(rank, pack)
                     .map(|b| {
                         let b = b.unwrap();
-                        serde_json::json!({"ids": b.batch.ids, "bins": b.bins})
+                        let mut v = serde_json::json!({"ids": b.batch.ids, "bins": b.bins});
+                        if pack.truncate {
+                            v["truncated"] = serde_json::json!(b.truncated);
+                        }
+                        v
                     })
                     .collect::<Vec<_>>()
             })
@@ -171,6 +175,15 @@ fn packing(dataset: &Arc<Dataset>) -> Vec<u8> {
         buffer: 3,
         equal_batches: Some(false),
         ..PackOptions::tokens(3)
+    };
+    let truncate = PackOptions {
+        truncate: true,
+        ..PackOptions::tokens(2)
+    };
+    let truncate = PackOptions {
+        buffer: 3,
+        equal_batches: Some(false),
+        ..truncate
     };
     let equal = |p: &PackOptions| PackOptions {
         equal_batches: Some(true),
@@ -191,6 +204,8 @@ fn packing(dataset: &Arc<Dataset>) -> Vec<u8> {
         format!("\"rows_batches\": {},", batches(&rows)),
         format!("\"tokens_equal_batches\": {},", batches(&equal(&tokens))),
         format!("\"rows_equal_batches\": {},", batches(&equal(&rows))),
+        "\"truncate\": {\"buffer\":3,\"capacity\":2,\"rows\":null,\"truncate\":true},".to_string(),
+        format!("\"truncate_batches\": {},", batches(&truncate)),
         "\"resume_consumer\": 1, \"resume_after\": 2,".to_string(),
         format!("\"resume_state\": {},", state),
         format!(

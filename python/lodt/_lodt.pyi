@@ -377,10 +377,12 @@ class DatasetReader:
         pack_rows: int | None = None,
         pack_buffer: int = 1000,
         pack_equal: bool | None = None,
+        pack_truncate: bool = False,
     ) -> DatasetLoader:
         """The Rust loader of consumer ``(rank, worker)``, at ``epoch`` or resumed from ``state`` (JSON);
         packing (``spec/DATASET.md`` 7.4) with ``pack_tokens``; ``pack_equal``: as many mini-batches on
-        every consumer (``None``: when ``world_size > 1``)."""
+        every consumer (``None``: when ``world_size > 1``); ``pack_truncate``: cut longer sequences to
+        ``pack_tokens`` rows (metadata ``lodt.pack.truncated``)."""
 
 @final
 class DatasetLoader:

@@ -192,11 +192,14 @@ impl PyDatasetReader {
     /// mini-batches (`spec/DATASET.md` 7.4) of at most that many rows of
     /// `rows_of` per bin, `pack_rows` bins each, best-fit from windows of
     /// `pack_buffer` sequences; `pack_equal`: as many mini-batches on every
-    /// consumer (`None`: when `world_size > 1`).
+    /// consumer (`None`: when `world_size > 1`); `pack_truncate`: cut a
+    /// sequence longer than `pack_tokens` to its first `pack_tokens` rows
+    /// (reported in the batch's metadata `lodt.pack.truncated`).
     #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
         seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
         num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
-        pack_tokens = None, pack_rows = None, pack_buffer = 1000, pack_equal = None))]
+        pack_tokens = None, pack_rows = None, pack_buffer = 1000, pack_equal = None,
+        pack_truncate = false))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -219,6 +222,7 @@ impl PyDatasetReader {
         pack_rows: Option<usize>,
         pack_buffer: usize,
         pack_equal: Option<bool>,
+        pack_truncate: bool,
     ) -> PyResult<PyDatasetLoader> {
         let pack = match pack_tokens {
             Some(capacity) => {
@@ -233,7 +237,13 @@ impl PyDatasetReader {
                     buffer: pack_buffer,
                     tensor: rows_of.clone(),
                     equal_batches: pack_equal,
+                    truncate: pack_truncate,
                 })
+            }
+            None if pack_truncate => {
+                return Err(value(
+                    "pack_truncate needs pack_tokens (the length to cut to)",
+                ));
             }
             None if pack_rows.is_some() => {
                 return Err(value("pack_rows needs pack_tokens (the row length L)"));

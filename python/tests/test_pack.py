@@ -202,6 +202,33 @@ def test_unreachable_equal_counts_are_a_value_error(path):
         list(ds)
 
 
+@pytest.mark.parametrize("rows", [None, 2])
+def test_truncation_cuts_long_sequences_and_reports_them(path, rows):
+    lens = lengths()
+    seen, cuts = [], {}
+    for b in make(path, pack_tokens=16, pack_rows=rows, pack_truncate=True):
+        ids = labels(b)
+        kept = [min(int(lens[i]), 16) for i in ids]
+        assert b["x"].recursive_sequence_lengths() == [kept]
+        assert b["words"].shape()[0] == sum(kept)  # aligned with x: cut too
+        col = np.asarray(b["x"])[:, 0]
+        expect = np.concatenate([i + np.arange(k) / 1000.0 for i, k in zip(ids, kept)]).astype(np.float32)
+        np.testing.assert_array_equal(col, expect)
+        text = b.metadata.get("lodt.pack.truncated")
+        got = dict(tuple(int(v) for v in kv.split(":")) for kv in text.split(",")) if text else {}
+        assert got == {i: int(lens[i]) for i in ids if lens[i] > 16}
+        cuts.update(got)
+        seen += ids
+    assert sorted(seen) == list(range(N))
+    assert cuts == {i: int(lens[i]) for i in range(N) if lens[i] > 16}
+    # Without truncation, a long sequence comes whole, alone.
+    for b in make(path, pack_tokens=16, pack_rows=rows):
+        for k in b["x"].recursive_sequence_lengths()[0]:
+            assert k <= 16 or len(labels(b)) == 1 or rows
+    with pytest.raises(ValueError, match="pack_truncate needs pack_tokens"):
+        lodt.Dataset(path, pack_truncate=True)
+
+
 def test_jagged_tensors_at_every_level_both_ways(path):
     b = next(iter(make(path)))
     words = b["words"]

@@ -234,6 +234,11 @@ def check_packing(directory, counts, length, shuffle):
         need(len({len(g) for g in got}) == 1, "equal counts (" + mode + ")")
         delivered = sorted(i for share in got for b in share for i in b["ids"])
         need(delivered == sorted(order), "equal counts deliver every sequence exactly once (" + mode + ")")
+    o = v["truncate"]
+    cut = [min(x, o["capacity"]) for x in length]  # section 7.4, truncation
+    got = [[{"ids": ids, "bins": bins, "truncated": [[i, length[i]] for i in ids if length[i] > o["capacity"]]} for ids, bins, *_ in pack(s, cut, o["capacity"], o["rows"], o["buffer"])] for s in shares]
+    need(got == v["truncate_batches"], "packed mini-batches, truncation")
+    need(any(b["truncated"] for share in got for b in share), "the truncation vector cuts a sequence")
     c, k, state = v["resume_consumer"], v["resume_after"], v["resume_state"]
     o = v["tokens"]
     batches = pack(shares[c], length, o["capacity"], o["rows"], o["buffer"])

@@ -37,7 +37,7 @@ const PACK_EQUAL_VERSION: u32 = 3;
 ///
 /// ```
 /// let o = lodt::dataset::PackOptions::tokens(16384);
-/// assert_eq!((o.capacity, o.rows, o.buffer, o.equal_batches), (16384, None, 1000, None));
+/// assert_eq!((o.capacity, o.rows, o.buffer, o.equal_batches, o.truncate), (16384, None, 1000, None, false));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackOptions {
@@ -55,6 +55,10 @@ pub struct PackOptions {
     /// [`LoaderOptions::world_size`] is above 1 (data-parallel training
     /// needs equal steps per rank).
     pub equal_batches: Option<bool>,
+    /// Cut a sequence longer than `capacity` to its first `capacity` rows
+    /// (section 7.4, "Truncation"; reported in
+    /// [`PackedBatch::truncated`]) instead of delivering it alone.
+    pub truncate: bool,
 }
 
 impl PackOptions {
@@ -71,6 +75,16 @@ impl PackOptions {
             buffer: 1000,
             tensor: None,
             equal_batches: None,
+            truncate: false,
+        }
+    }
+
+    /// The length a sequence of `rows` rows packs as.
+    pub(super) fn bin_length(&self, rows: usize) -> usize {
+        if self.truncate {
+            rows.min(self.capacity)
+        } else {
+            rows
         }
     }
 
@@ -85,7 +99,7 @@ impl PackOptions {
 ///
 /// ```
 /// let s = lodt::dataset::PackState { capacity: 8, rows: None, buffer: 4, tensor: "x".into(), equal: false,
-///     windows: [(0, lodt::dataset::PackWindow { carry: vec![3], delivered: 1 })].into() };
+///     truncate: false, windows: [(0, lodt::dataset::PackWindow { carry: vec![3], delivered: 1 })].into() };
 /// assert_eq!(serde_json::to_value(&s)?["windows"]["0"]["carry"], serde_json::json!([3]));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
@@ -102,6 +116,9 @@ pub struct PackState {
     /// Equal counts per consumer (version 3; absent: false).
     #[serde(default)]
     pub equal: bool,
+    /// [`PackOptions::truncate`] (version 3; absent: false).
+    #[serde(default)]
+    pub truncate: bool,
     /// Per consumer (by index), its current window.
     pub windows: BTreeMap<u64, PackWindow>,
 }
@@ -122,13 +139,19 @@ pub struct PackWindow {
 
 impl PackState {
     /// The options part, for comparisons.
-    fn options(&self) -> (usize, Option<usize>, usize, &str) {
-        (self.capacity, self.rows, self.buffer, self.tensor.as_str())
+    fn options(&self) -> (usize, Option<usize>, usize, &str, bool) {
+        (
+            self.capacity,
+            self.rows,
+            self.buffer,
+            self.tensor.as_str(),
+            self.truncate,
+        )
     }
 
     /// The state version this packing needs.
     fn version(&self) -> u32 {
-        if self.equal {
+        if self.equal || self.truncate {
             PACK_EQUAL_VERSION
         } else {
             PACK_VERSION
@@ -143,10 +166,13 @@ pub(super) fn check_version(state: &LoaderState) -> Result<()> {
         (v, Some(p)) if v == p.version() => Ok(()),
         (v, p) => Err(DatasetError::BadState {
             reason: format!(
-                "state version {v} {}: this lodt reads version {STATE_VERSION} without `packing`, {PACK_VERSION} with it and {PACK_EQUAL_VERSION} with it and `equal` true",
+                "state version {v} {}: this lodt reads version {STATE_VERSION} without `packing`, {PACK_VERSION} with it and {PACK_EQUAL_VERSION} with it and `equal` or `truncate` true",
                 match p {
                     None => "without `packing`".to_string(),
-                    Some(p) => format!("with `packing` and `equal` {}", p.equal),
+                    Some(p) => format!(
+                        "with `packing`, `equal` {} and `truncate` {}",
+                        p.equal, p.truncate
+                    ),
                 }
             ),
         }),
@@ -170,7 +196,7 @@ pub(super) fn merge_packing(states: &[LoaderState]) -> Result<Option<PackState>>
         if (p.options(), p.equal) != (first.options(), first.equal) {
             return Err(DatasetError::BadState {
                 reason: format!(
-                    "the states differ in packing (capacity, rows, buffer, tensor, equal): {:?} vs {:?}",
+                    "the states differ in packing (capacity, rows, buffer, tensor, truncate, equal): {:?} vs {:?}",
                     (first.options(), first.equal),
                     (p.options(), p.equal)
                 ),
@@ -308,7 +334,8 @@ struct Part {
 /// [`MiniBatch`], and where each bin (row of an `[R, L]` batch) starts.
 ///
 /// ```
-/// let b = lodt::dataset::PackedBatch { batch: lodt::dataset::MiniBatch { epoch: 0, ids: vec![2, 0], batch: lodt::Batch::new() }, bins: vec![0, 1, 2] };
+/// let b = lodt::dataset::PackedBatch { batch: lodt::dataset::MiniBatch { epoch: 0, ids: vec![2, 0], batch: lodt::Batch::new() },
+///     bins: vec![0, 1, 2], truncated: vec![] };
 /// assert_eq!(b.bins.len() - 1, 2); // two bins of one sequence each
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -318,6 +345,10 @@ pub struct PackedBatch {
     /// Bin `b` holds sequences `bins[b]..bins[b + 1]` (one bin without
     /// [`PackOptions::rows`]).
     pub bins: Vec<usize>,
+    /// With [`PackOptions::truncate`]: the sequences cut, `(id, rows
+    /// before the cut)`, in batch order (also in the batch's metadata under
+    /// [`TRUNCATED_KEY`](super::TRUNCATED_KEY)).
+    pub truncated: Vec<(u64, usize)>,
 }
 
 impl PackedBatch {
@@ -329,7 +360,7 @@ impl PackedBatch {
     /// use lodt::{Batch, Lod, LodTensor};
     /// let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![2, 1, 3]])?)?;
     /// let b = lodt::dataset::PackedBatch { batch: lodt::dataset::MiniBatch { epoch: 0, ids: vec![0, 1, 2],
-    ///     batch: Batch::try_from_tensors([("x", x)])? }, bins: vec![0, 2, 3] };
+    ///     batch: Batch::try_from_tensors([("x", x)])? }, bins: vec![0, 2, 3], truncated: vec![] };
     /// let (cu, starts) = b.row_cu_seqlens("x", 0)?;
     /// assert_eq!((cu, starts), (vec![0, 2, 3, 0, 3], vec![0, 3, 5]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -627,6 +658,7 @@ impl PackedLoader {
             buffer: pack.buffer,
             tensor,
             equal: pack.equal(&options),
+            truncate: pack.truncate,
             windows: start
                 .consumed
                 .keys()
@@ -680,12 +712,13 @@ impl PackedLoader {
                     pack.rows,
                     pack.buffer,
                     shape.tensor_name.as_str(),
+                    pack.truncate,
                 );
                 let saved = p.options();
                 if mine != saved {
                     return Err(DatasetError::BadState {
                         reason: format!(
-                            "it was saved with packing (capacity, rows, buffer, tensor) {saved:?}, the options say {mine:?}"
+                            "it was saved with packing (capacity, rows, buffer, tensor, truncate) {saved:?}, the options say {mine:?}"
                         ),
                     });
                 }
@@ -847,6 +880,7 @@ impl PackedLoader {
             buffer: self.options.buffer,
             tensor: self.tensor_name.clone(),
             equal: self.equal,
+            truncate: self.options.truncate,
             windows: state
                 .consumed
                 .keys()
@@ -884,6 +918,10 @@ impl PackedLoader {
         for part in &parts {
             lengths.extend(row_counts(&part.batch, part.ids.len(), self.tensor)?);
         }
+        let rows = lengths.clone();
+        for l in &mut lengths {
+            *l = self.options.bin_length(*l);
+        }
         if lengths.is_empty() {
             self.done = true;
             return Ok(());
@@ -912,11 +950,30 @@ impl PackedLoader {
         for bins in batches {
             let mut picks: Vec<(usize, usize)> = Vec::new();
             let mut starts = vec![0usize];
+            let mut picked_rows = Vec::new();
             for bin in bins {
                 picks.extend(bin.iter().map(|&k| locate(k)));
+                picked_rows.extend(bin.iter().map(|&k| rows[k]));
                 starts.push(picks.len());
             }
-            let (ids, mut batch) = self.gather(&parts, &picks)?;
+            let (ids, batch) = self.gather(&parts, &picks)?;
+            let (mut batch, truncated) = if self.options.truncate {
+                super::pack_truncate::truncate(
+                    batch,
+                    &ids,
+                    &picked_rows,
+                    self.tensor,
+                    self.options.capacity,
+                )?
+            } else {
+                (batch, Vec::new())
+            };
+            if !truncated.is_empty() {
+                let text: Vec<String> = truncated.iter().map(|(i, r)| format!("{i}:{r}")).collect();
+                batch
+                    .metadata_mut()
+                    .insert(super::pack_truncate::TRUNCATED_KEY.into(), text.join(","));
+            }
             if self.options.rows.is_some() {
                 let text: Vec<String> = starts.iter().map(usize::to_string).collect();
                 batch.metadata_mut().insert(BINS_KEY.into(), text.join(","));
@@ -924,6 +981,7 @@ impl PackedLoader {
             self.ready.push_back(PackedBatch {
                 batch: MiniBatch { epoch, ids, batch },
                 bins: starts,
+                truncated,
             });
         }
         while self.skip > 0 {

@@ -135,7 +135,10 @@ pub(super) fn unpack_state(
             continue;
         }
         let batch = dataset.take(&ids)?;
-        let lengths = row_counts(&batch, ids.len(), tensor)?;
+        let mut lengths = row_counts(&batch, ids.len(), tensor)?;
+        for l in &mut lengths {
+            *l = pack.bin_length(*l);
+        }
         let (mut batches, _) = plan_window(&lengths, pack, end >= tail_len);
         let window = win.start / w.max(1);
         let n = splits

@@ -114,7 +114,7 @@ pub(super) fn equal_splits(
                 lengths.len()
             ))
         })? as usize;
-        tail.push(len);
+        tail.push(pack.bin_length(len));
         Ok(true)
     })?;
     let l = tail.len();
