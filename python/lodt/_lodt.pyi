@@ -448,8 +448,11 @@ class MixtureReader:
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
         pack_buffer: int = 1000,
+        pack_equal: bool | None = None,
+        pack_truncate: bool = False,
     ) -> DatasetLoader:
-        """The Rust loader of consumer ``(rank, worker)`` of the mixture (``seed`` shuffles each source; packing is refused)."""
+        """The Rust loader of consumer ``(rank, worker)`` of the mixture (``seed`` shuffles each source;
+        ``pack_*`` pack the mixed stream, as ``DatasetReader.loader``)."""
 
 @final
 class DatasetWriter:

@@ -224,32 +224,13 @@ impl PyDatasetReader {
         pack_equal: Option<bool>,
         pack_truncate: bool,
     ) -> PyResult<PyDatasetLoader> {
-        let pack = match pack_tokens {
-            Some(capacity) => {
-                if max_rows.is_some() {
-                    return Err(value(
-                        "give max_rows (a row budget, in order) or pack_tokens (packed), not both",
-                    ));
-                }
-                Some(PackOptions {
-                    capacity,
-                    rows: pack_rows,
-                    buffer: pack_buffer,
-                    tensor: rows_of.clone(),
-                    equal_batches: pack_equal,
-                    truncate: pack_truncate,
-                })
-            }
-            None if pack_truncate => {
-                return Err(value(
-                    "pack_truncate needs pack_tokens (the length to cut to)",
-                ));
-            }
-            None if pack_rows.is_some() => {
-                return Err(value("pack_rows needs pack_tokens (the row length L)"));
-            }
-            None => None,
-        };
+        let pack = pack_options(
+            max_rows,
+            rows_of.as_deref(),
+            (pack_tokens, pack_rows, pack_buffer),
+            pack_equal,
+            pack_truncate,
+        )?;
         // When packing, `rows_of` names the tensor whose rows fill a bin.
         let options = loader_options(
             batch_size,
@@ -348,6 +329,38 @@ pub(crate) fn start_loader(
     Ok(PyDatasetLoader {
         loader: Mutex::new(Some(ForkSafe::new(loader))),
     })
+}
+
+/// The packing options of `loader()`'s arguments (`None`: not packing).
+pub(crate) fn pack_options(
+    max_rows: Option<usize>,
+    rows_of: Option<&str>,
+    (pack_tokens, pack_rows, pack_buffer): (Option<usize>, Option<usize>, usize),
+    pack_equal: Option<bool>,
+    pack_truncate: bool,
+) -> PyResult<Option<PackOptions>> {
+    match pack_tokens {
+        Some(capacity) => {
+            if max_rows.is_some() {
+                return Err(value(
+                    "give max_rows (a row budget, in order) or pack_tokens (packed), not both",
+                ));
+            }
+            Ok(Some(PackOptions {
+                capacity,
+                rows: pack_rows,
+                buffer: pack_buffer,
+                tensor: rows_of.map(str::to_string),
+                equal_batches: pack_equal,
+                truncate: pack_truncate,
+            }))
+        }
+        None if pack_truncate => Err(value(
+            "pack_truncate needs pack_tokens (the length to cut to)",
+        )),
+        None if pack_rows.is_some() => Err(value("pack_rows needs pack_tokens (the row length L)")),
+        None => Ok(None),
+    }
 }
 
 /// A plain or a packing loader.

@@ -324,7 +324,7 @@ def check(directory):
     need(sorted(old + rest) == list(range(total)), "every sequence exactly once")
     need(len(length) == total, "sequence lengths")
     check_packing(directory, counts, length, shuffle)
-    return len(manifest["shards"]), total
+    return len(manifest["shards"]), total, length
 
 
 SOURCE, DRAWS = 4, 5  # the purposes of the Mixtures section
@@ -383,6 +383,20 @@ def check_mixture(path):
         for epoch, expected in enumerate(vector[name]):
             got = mixture_stream(counts, vector["weights"], vector["seed"], stop, vector["shuffle"], epoch)
             need(got == expected, "mixture %s, epoch %d" % (name, epoch))
+    # Section 7.4 over section 10: the packed mixed stream, by mixture ids.
+    p = vector["packed"]
+    lengths, offsets = [], []
+    for name in vector["sources"]:
+        offsets.append(len(lengths))
+        lengths += check(os.path.join(here, name))[2]
+    stream = mixture_stream(counts, vector["weights"], vector["seed"], p["stop"], vector["shuffle"], p["epoch"])
+    ids = [offsets[k] + i for k, i in stream]
+    shares = [ids[c :: p["consumers"]] for c in range(p["consumers"])]
+    args = (lengths, p["capacity"], p["rows"], p["buffer"])
+    splits = equal_splits(shares, *args) if p["equal"] else [{}] * len(shares)
+    got = [[{"ids": i, "bins": b} for i, b, *_ in pack(s, *args, splits=sp)] for s, sp in zip(shares, splits)]
+    need(got == p["batches"], "the packed mixture stream")
+    need(sorted(i for share in got for b in share for i in b["ids"]) == sorted(ids), "packing the mixture delivers every position once")
 
 
 def main():
@@ -393,11 +407,11 @@ def main():
         except Bad as e:
             print("FAILED: " + str(e))
             return 1
-        print("ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences match")
+        print("ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences, and the packed stream, match")
         return 0
     directory = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "dataset")
     try:
-        shards, total = check(directory)
+        shards, total, _ = check(directory)
     except Bad as e:
         print("FAILED: " + str(e))
         return 1

@@ -542,7 +542,6 @@ pub fn varlen(t: &LodTensor, level: usize) -> Result<Varlen> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PackedLoader {
-    dataset: Arc<Dataset>,
     feed: Feed,
     inner: Loader,
     options: PackOptions,
@@ -590,7 +589,7 @@ impl PackedLoader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(dataset: Arc<Dataset>, options: LoaderOptions, pack: PackOptions) -> Result<Self> {
-        Self::build(dataset, options, pack, None)
+        Self::build(Feed::dataset(dataset), options, pack, None)
     }
 
     /// A packing loader that continues from `state` (a state this consumer
@@ -620,7 +619,7 @@ impl PackedLoader {
         pack: PackOptions,
         state: &LoaderState,
     ) -> Result<Self> {
-        Self::build(dataset, options, pack, Some(state))
+        Self::build(Feed::dataset(dataset), options, pack, Some(state))
     }
 
     /// A packing loader at the start of epoch `epoch` (reading nothing of
@@ -641,17 +640,30 @@ impl PackedLoader {
         pack: PackOptions,
         epoch: u64,
     ) -> Result<Self> {
-        let probe = Loader::new(
-            dataset.clone(),
+        Self::feed_at_epoch(Feed::dataset(dataset), options, pack, epoch)
+    }
+
+    /// [`PackedLoader::at_epoch`] of any feed.
+    pub(super) fn feed_at_epoch(
+        feed: Feed,
+        options: LoaderOptions,
+        pack: PackOptions,
+        epoch: u64,
+    ) -> Result<Self> {
+        let probe = Loader::build(
+            feed.clone(),
             LoaderOptions {
                 prefetch: 0,
                 batching: Batching::Sequences(1),
                 ..options.clone()
             },
+            None,
         )?;
         let mut start = probe.state();
         start.epoch = epoch;
-        let tensor = resolve(&dataset, &pack)?.1;
+        // A mixture's epochs differ in length.
+        start.sequences = feed.len(epoch);
+        let tensor = resolve(&feed, &pack)?.1;
         let packing = PackState {
             capacity: pack.capacity,
             rows: pack.rows,
@@ -673,11 +685,12 @@ impl PackedLoader {
         };
         start.version = packing.version();
         start.packing = Some(packing);
-        Self::build(dataset, options, pack, Some(&start))
+        Self::build(feed, options, pack, Some(&start))
     }
 
-    fn build(
-        dataset: Arc<Dataset>,
+    /// A packing loader of `feed`, new or resumed from `state`.
+    pub(super) fn build(
+        feed: Feed,
         mut options: LoaderOptions,
         pack: PackOptions,
         state: Option<&LoaderState>,
@@ -688,7 +701,7 @@ impl PackedLoader {
                 pack.capacity, pack.buffer, pack.rows
             )));
         }
-        let (tensor, tensor_name) = resolve(&dataset, &pack)?;
+        let (tensor, tensor_name) = resolve(&feed, &pack)?;
         let equal = pack.equal(&options);
         let (_, consumer) = options.consumer()?;
         let shape = Shape {
@@ -700,7 +713,7 @@ impl PackedLoader {
         options.batching = Batching::Sequences(pack.buffer);
         options.drop_last = false;
         let (inner, carry_ids, skip) = match state {
-            None => (Loader::new(dataset.clone(), options)?, Vec::new(), 0),
+            None => (Loader::build(feed.clone(), options, None)?, Vec::new(), 0),
             Some(state) => {
                 let Some(p) = &state.packing else {
                     return Err(DatasetError::BadState {
@@ -725,9 +738,9 @@ impl PackedLoader {
                 let (consumers, consumer) = options.consumer()?;
                 if state.consumers != consumers {
                     let plain =
-                        super::pack_elastic::unpack_state(&dataset, state, p, &pack, shape.tensor)?;
-                    let inner = Loader::resume(dataset.clone(), options, &plain)?;
-                    return Self::assemble(dataset, inner, pack, shape, Vec::new(), 0);
+                        super::pack_elastic::unpack_state(&feed, state, p, &pack, shape.tensor)?;
+                    let inner = Loader::build(feed.clone(), options, Some(&plain))?;
+                    return Self::assemble(feed, inner, pack, shape, Vec::new(), 0);
                 }
                 if p.equal != equal {
                     return Err(DatasetError::BadState {
@@ -749,19 +762,19 @@ impl PackedLoader {
                 plain.version = STATE_VERSION;
                 plain.packing = None;
                 (
-                    Loader::resume(dataset.clone(), options, &plain)?,
+                    Loader::build(feed.clone(), options, Some(&plain))?,
                     window.carry.clone(),
                     window.delivered,
                 )
             }
         };
-        Self::assemble(dataset, inner, pack, shape, carry_ids, skip)
+        Self::assemble(feed, inner, pack, shape, carry_ids, skip)
     }
 
     /// The loader around `inner`, its first window read (the carry
     /// `carry_ids`, then new sequences) with `skip` mini-batches skipped.
     fn assemble(
-        dataset: Arc<Dataset>,
+        feed: Feed,
         inner: Loader,
         pack: PackOptions,
         shape: Shape,
@@ -771,7 +784,7 @@ impl PackedLoader {
         let carry = if carry_ids.is_empty() {
             None
         } else {
-            let batch = dataset.take(&carry_ids)?;
+            let batch = feed.take(&carry_ids)?;
             Some(Part {
                 ids: carry_ids,
                 batch,
@@ -781,8 +794,7 @@ impl PackedLoader {
         // state is the one resumed from.
         let window_state = inner.state();
         Ok(PackedLoader {
-            feed: Feed::dataset(dataset.clone()),
-            dataset,
+            feed,
             inner,
             options: pack,
             tensor: shape.tensor,
@@ -801,7 +813,7 @@ impl PackedLoader {
         })
     }
 
-    /// The dataset.
+    /// The dataset (`None` for a [`Mixture`](super::Mixture)'s loader).
     ///
     /// ```
     /// # use lodt::dataset::*;
@@ -809,11 +821,14 @@ impl PackedLoader {
     /// # DatasetWriter::create(dir.path(), Default::default())?.finish()?;
     /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
     /// let l = PackedLoader::new(dataset, LoaderOptions::default(), PackOptions::tokens(4))?;
-    /// assert_eq!(l.dataset().num_sequences(), 0);
+    /// assert_eq!(l.dataset().unwrap().num_sequences(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn dataset(&self) -> &Arc<Dataset> {
-        &self.dataset
+    pub fn dataset(&self) -> Option<&Arc<Dataset>> {
+        match &self.feed {
+            Feed::Dataset { dataset, .. } => Some(dataset),
+            Feed::Mixture(_) => None,
+        }
     }
 
     /// The current epoch.
@@ -1054,7 +1069,7 @@ impl PackedLoader {
             }
         }
         let mut batch = Batch::new();
-        for t in &self.dataset.schema().tensors {
+        for t in &self.feed.schema().tensors {
             let err = |e| DatasetError::tensor(format!("packing tensor {:?}", t.name), e);
             let mut pieces = Vec::with_capacity(runs.len());
             for (p, run) in &runs {
@@ -1086,8 +1101,8 @@ struct Shape {
 }
 
 /// The index and name of the tensor whose rows count.
-fn resolve(dataset: &Dataset, pack: &PackOptions) -> Result<(usize, String)> {
-    let schema = dataset.schema();
+fn resolve(feed: &Feed, pack: &PackOptions) -> Result<(usize, String)> {
+    let schema = feed.schema();
     let tensor = match &pack.tensor {
         None => 0,
         Some(name) => schema.position(name).ok_or_else(|| {

@@ -6,10 +6,8 @@ use super::error::{DatasetError, Result};
 use super::feed::Feed;
 use super::loader::{LoaderState, Remainder, STATE_VERSION};
 use super::pack::{PackOptions, PackState, plan_window, row_counts};
-use super::reader::Dataset;
 use super::shuffle::Shuffle;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 /// One old consumer's current window: its carry (by id), its new
 /// sequences (by tail index) and how many of its mini-batches it delivered.
@@ -24,14 +22,14 @@ struct Window<'a> {
 /// leaves exactly the sequences the consumers of `state` (a complete
 /// packing state) did not deliver.
 pub(super) fn unpack_state(
-    dataset: &Arc<Dataset>,
+    feed: &Feed,
     state: &LoaderState,
     packing: &PackState,
     pack: &PackOptions,
     tensor: usize,
 ) -> Result<LoaderState> {
     let bad = |reason: String| DatasetError::BadState { reason };
-    let n = dataset.num_sequences();
+    let n = feed.len(state.epoch);
     let c_old = state.consumers;
     if state.remainder != Remainder::Keep {
         return Err(bad(format!(
@@ -65,11 +63,10 @@ pub(super) fn unpack_state(
         }
     }
     let tail_len = n - state.frontier - state.skip.len() as u64;
-    let feed = Feed::dataset(dataset.clone());
     // With equal counts, the old consumers' splits per window.
     let splits = if packing.equal {
-        let lengths = super::pack_equal::lengths(&feed, tensor)?;
-        super::pack_equal::equal_splits(&feed, state, &lengths, pack)?
+        let lengths = super::pack_equal::lengths(feed, tensor)?;
+        super::pack_equal::equal_splits(feed, state, &lengths, pack)?
     } else {
         Vec::new()
     };
@@ -86,20 +83,32 @@ pub(super) fn unpack_state(
             wanted.insert(i, u64::MAX);
         }
     }
-    let carry_ids: BTreeSet<u64> = windows
+    // A carry's members are the consumer's sequences before its window's
+    // first new one. A mixture may hold an id twice: each carry member takes
+    // the latest such tail index of its consumer not taken by another.
+    let carry_ids: BTreeSet<(u64, u64)> = windows
         .iter()
-        .flat_map(|w| w.carry.iter().copied())
+        .flat_map(|w| w.carry.iter().map(|&id| (w.consumer, id)))
         .collect();
-    let mut carry_index: BTreeMap<u64, u64> = BTreeMap::new(); // id -> tail index
-    let last_wanted = wanted.keys().next_back().copied();
-    walk(&feed, state, |i, _, id| {
+    let starts: Vec<u64> = windows.iter().map(|win| new_index(win, 0)).collect();
+    let mut carry_index: BTreeMap<(u64, u64), Vec<u64>> = BTreeMap::new();
+    let last = wanted
+        .keys()
+        .next_back()
+        .copied()
+        .into_iter()
+        .chain(starts.iter().copied())
+        .max()
+        .unwrap_or(0);
+    walk(feed, state, |i, _, id| {
         if let Some(slot) = wanted.get_mut(&i) {
             *slot = id;
         }
-        if carry_ids.contains(&id) {
-            carry_index.insert(id, i);
+        let c = i % c_old.max(1);
+        if i < starts[c as usize] && carry_ids.contains(&(c, id)) {
+            carry_index.entry((c, id)).or_default().push(i);
         }
-        Ok(last_wanted.is_some_and(|l| i < l) || carry_index.len() < carry_ids.len())
+        Ok(i < last)
     })?;
     // Re-pack each window: delivered ids are consumed; the rest of the
     // window (its carry included) is not.
@@ -118,7 +127,7 @@ pub(super) fn unpack_state(
         let mut index: Vec<u64> = Vec::with_capacity(ids.len());
         for (k, id) in ids.iter().enumerate() {
             let i = if k < win.carry.len() {
-                carry_index.get(id).copied()
+                carry_index.get_mut(&(win.consumer, *id)).and_then(Vec::pop)
             } else {
                 news.get(k - win.carry.len()).copied()
             };
@@ -134,7 +143,7 @@ pub(super) fn unpack_state(
         if ids.is_empty() {
             continue;
         }
-        let batch = dataset.take(&ids)?;
+        let batch = feed.take(&ids)?;
         let mut lengths = row_counts(&batch, ids.len(), tensor)?;
         for l in &mut lengths {
             *l = pack.bin_length(*l);
@@ -183,7 +192,7 @@ pub(super) fn unpack_state(
     let mut frontier = n;
     let mut skip: Vec<u64> = state.skip.clone();
     if first < tail_len {
-        walk(&feed, state, |i, p, _| {
+        walk(feed, state, |i, p, _| {
             if i == first {
                 frontier = p;
             } else if consumed_after(i) {
