@@ -151,6 +151,16 @@ def test_an_object_store_source(s3, tmp_path):
     mix = lodt.Mixture([remote, local], [1, 1], seed=8, stop="all_exhausted", shuffle=True, return_ids=True)
     ids = stream(mix)
     assert set(ids) == set(range(200))
+    # Packed, two ranks (equal counts): the lengths come from both sources,
+    # the S3 one included.
+    union, counts = [], []
+    for rank in range(2):
+        part = lodt.Mixture([remote, local], [1, 1], seed=8, stop="all_exhausted", shuffle=True, return_ids=True,
+                            pack_tokens=12, rows_of="tokens", rank=rank, world_size=2)
+        union += stream(part)
+        counts.append(sum(1 for _ in part))
+    assert counts[0] == counts[1]
+    assert sorted(union) == sorted(ids)
 
 
 def test_torch_data_loader_workers_split_the_stream(two):
