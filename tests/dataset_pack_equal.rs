@@ -127,9 +127,17 @@ fn without_equal_counts_the_consumers_differ_and_the_splits_are_what_equalises()
     };
     let two = PackedLoader::new(dataset.clone(), options(0, 2, 0, 1), default.clone()).unwrap();
     assert!(two.state().packing.unwrap().equal);
-    let one = PackedLoader::new(dataset.clone(), options(0, 1, 0, 2), default).unwrap();
+    let one = PackedLoader::new(dataset.clone(), options(0, 1, 0, 2), default.clone()).unwrap();
     assert!(!one.state().packing.unwrap().equal);
     assert_eq!(one.state().version, 2);
+    // A version-2 state written before `equal` and `truncate` existed
+    // still resumes (both absent: false).
+    let mut json = one.state().to_json();
+    let packing = json["packing"].as_object_mut().unwrap();
+    assert!(packing.remove("equal").is_some() && packing.remove("truncate").is_some());
+    let old = LoaderState::from_json(&json).unwrap();
+    let again = PackedLoader::resume(dataset.clone(), options(0, 1, 0, 2), default, &old).unwrap();
+    assert_eq!(again.state(), one.state());
 }
 
 #[test]
