@@ -9,7 +9,7 @@ mod dataset_util;
 use dataset_util::{open, python_output, shape_of, words_of, write_dataset};
 use lodt::dataset::{
     Batching, Dataset, DatasetError, Loader, LoaderOptions, LoaderState, MiniBatch, Mixture,
-    MixtureOptions, Remainder, ShuffleOptions, Stop,
+    MixtureOptions, PackOptions, Remainder, ShuffleOptions, Stop,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -386,14 +386,54 @@ fn vector() -> String {
         }
         streams.insert(name, epochs);
     }
-    let n = streams.len();
-    for (i, (name, epochs)) in streams.into_iter().enumerate() {
-        let end = if i + 1 == n { "}" } else { "," };
-        lines.push(format!(
-            "\"{name}\": {}{end}",
-            serde_json::Value::from(epochs)
-        ));
+    for (name, epochs) in streams {
+        lines.push(format!("\"{name}\": {},", serde_json::Value::from(epochs)));
     }
+    // Epoch 1 of all_exhausted packed (section 7.4) by 2 consumers with
+    // equal counts: each consumer's mini-batches (mixture ids, bins).
+    let m = Arc::new(
+        Mixture::try_new(
+            vec![dataset.clone(), dataset],
+            &[3.0, 1.0],
+            MixtureOptions {
+                seed: 11,
+                stop: Stop::AllExhausted,
+            },
+        )
+        .unwrap(),
+    );
+    let pack = PackOptions {
+        buffer: 3,
+        equal_batches: Some(true),
+        ..PackOptions::tokens(4)
+    };
+    let packed: Vec<serde_json::Value> = (0..2)
+        .map(|rank| {
+            let o = LoaderOptions {
+                shuffle: Some(shuffle),
+                prefetch: 0,
+                rank,
+                world_size: 2,
+                ..Default::default()
+            };
+            let mut l = m.packed_loader(o, pack.clone()).unwrap();
+            l.set_epoch(1).unwrap();
+            l.map(|b| {
+                let b = b.unwrap();
+                serde_json::json!({"ids": b.batch.ids, "bins": b.bins})
+            })
+            .collect::<Vec<_>>()
+            .into()
+        })
+        .collect();
+    lines.push(
+        "\"packed\": {\"stop\": \"all_exhausted\", \"epoch\": 1, \"consumers\": 2, \"capacity\": 4, \"rows\": null, \"buffer\": 3, \"equal\": true,"
+            .to_string(),
+    );
+    lines.push(format!(
+        "\"batches\": {}}}}}",
+        serde_json::Value::from(packed)
+    ));
     lines.join("\n") + "\n"
 }
 
@@ -417,7 +457,7 @@ fn an_independent_python_reader_agrees_on_the_mixture_vector() {
     if let Some(stdout) = python_output(&script, &["--mixture"]) {
         assert_eq!(
             stdout,
-            "ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences match\n"
+            "ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences, and the packed stream, match\n"
         );
     }
 }

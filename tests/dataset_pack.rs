@@ -31,6 +31,8 @@ fn packs() -> Vec<PackOptions> {
         rows,
         buffer,
         tensor: Some("words".into()),
+        equal_batches: None,
+        truncate: false,
     };
     vec![words(24, None, 10), words(9, Some(3), 7), words(5, None, 1)]
 }
@@ -97,7 +99,9 @@ fn resuming_after_any_mini_batch_gives_the_identical_rest() {
                 a.next().unwrap().unwrap();
             }
             let json = a.state().to_json();
-            assert_eq!(json["version"], 2);
+            // Two ranks: equal counts (section 7.4), a version-3 state.
+            assert_eq!(json["version"], 3);
+            assert_eq!(json["packing"]["equal"], true);
             let state = LoaderState::from_json(&json).unwrap();
             let b = PackedLoader::resume(dataset.clone(), options(1, 2, 1), pack.clone(), &state)
                 .unwrap();

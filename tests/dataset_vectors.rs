@@ -154,7 +154,11 @@ fn packing(dataset: &Arc<Dataset>) -> Vec<u8> {
                 loader(rank, pack)
                     .map(|b| {
                         let b = b.unwrap();
-                        serde_json::json!({"ids": b.batch.ids, "bins": b.bins})
+                        let mut v = serde_json::json!({"ids": b.batch.ids, "bins": b.bins});
+                        if pack.truncate {
+                            v["truncated"] = serde_json::json!(b.truncated);
+                        }
+                        v
                     })
                     .collect::<Vec<_>>()
             })
@@ -163,16 +167,34 @@ fn packing(dataset: &Arc<Dataset>) -> Vec<u8> {
     };
     let tokens = PackOptions {
         buffer: 3,
+        equal_batches: Some(false),
         ..PackOptions::tokens(4)
     };
     let rows = PackOptions {
         rows: Some(2),
         buffer: 3,
+        equal_batches: Some(false),
         ..PackOptions::tokens(3)
     };
-    let mut l = loader(1, &tokens);
-    l.by_ref().take(2).for_each(|b| drop(b.unwrap()));
-    let state = l.state().to_json();
+    let truncate = PackOptions {
+        truncate: true,
+        ..PackOptions::tokens(2)
+    };
+    let truncate = PackOptions {
+        buffer: 3,
+        equal_batches: Some(false),
+        ..truncate
+    };
+    let equal = |p: &PackOptions| PackOptions {
+        equal_batches: Some(true),
+        ..p.clone()
+    };
+    let state_after_2 = |p: &PackOptions| {
+        let mut l = loader(1, p);
+        l.by_ref().take(2).for_each(|b| drop(b.unwrap()));
+        l.state().to_json()
+    };
+    let state = state_after_2(&tokens);
     let opts = |p: &PackOptions| serde_json::json!({"capacity": p.capacity, "rows": p.rows, "buffer": p.buffer});
     let lines = [
         "{\"epoch\": 1, \"consumers\": 2,".to_string(),
@@ -180,8 +202,16 @@ fn packing(dataset: &Arc<Dataset>) -> Vec<u8> {
         format!("\"tokens_batches\": {},", batches(&tokens)),
         format!("\"rows\": {},", opts(&rows)),
         format!("\"rows_batches\": {},", batches(&rows)),
+        format!("\"tokens_equal_batches\": {},", batches(&equal(&tokens))),
+        format!("\"rows_equal_batches\": {},", batches(&equal(&rows))),
+        "\"truncate\": {\"buffer\":3,\"capacity\":2,\"rows\":null,\"truncate\":true},".to_string(),
+        format!("\"truncate_batches\": {},", batches(&truncate)),
         "\"resume_consumer\": 1, \"resume_after\": 2,".to_string(),
-        format!("\"resume_state\": {}}}\n", state),
+        format!("\"resume_state\": {},", state),
+        format!(
+            "\"equal_resume_state\": {}}}\n",
+            state_after_2(&equal(&tokens))
+        ),
     ];
     lines.join("\n").into_bytes()
 }

@@ -387,9 +387,13 @@ class DatasetReader:
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
         pack_buffer: int = 1000,
+        pack_equal: bool | None = None,
+        pack_truncate: bool = False,
     ) -> DatasetLoader:
         """The Rust loader of consumer ``(rank, worker)``, at ``epoch`` or resumed from ``state`` (JSON);
-        packing (``spec/DATASET.md`` 7.4) with ``pack_tokens``."""
+        packing (``spec/DATASET.md`` 7.4) with ``pack_tokens``; ``pack_equal``: as many mini-batches on
+        every consumer (``None``: when ``world_size > 1``); ``pack_truncate``: cut longer sequences to
+        ``pack_tokens`` rows (metadata ``lodt.pack.truncated``)."""
 
 @final
 class DatasetLoader:
@@ -455,8 +459,11 @@ class MixtureReader:
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
         pack_buffer: int = 1000,
+        pack_equal: bool | None = None,
+        pack_truncate: bool = False,
     ) -> DatasetLoader:
-        """The Rust loader of consumer ``(rank, worker)`` of the mixture (``seed`` shuffles each source; packing is refused)."""
+        """The Rust loader of consumer ``(rank, worker)`` of the mixture (``seed`` shuffles each source;
+        ``pack_*`` pack the mixed stream, as ``DatasetReader.loader``)."""
 
 @final
 class DatasetWriter:

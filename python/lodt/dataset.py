@@ -112,6 +112,16 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
       bins of ``pack_tokens`` rows per mini-batch (an ``[R, L]`` shape; the
       bins are in the batch's metadata, see :func:`lodt.torch.varlen`).
       Exactly resumable; on another world size via :meth:`merge_states`.
+      ``pack_equal``: every consumer (rank and worker) yields the same number
+      of packed mini-batches per epoch, as data-parallel training needs (the
+      smaller counts are raised by splitting mini-batches of their last
+      windows; a ValueError if a consumer has fewer sequences than the
+      largest count). Default (``None``): on when ``world_size > 1``.
+      ``pack_truncate=True``: a sequence longer than ``pack_tokens`` is cut to
+      its first ``pack_tokens`` rows (with every tensor whose rows align with
+      ``rows_of``; a tensor without LoD is kept) instead of coming alone; the
+      cuts are in the batch's metadata ``"lodt.pack.truncated"`` (``id:rows``,
+      comma-separated, ``rows`` before the cut).
     * ``remainder``: ``"keep"`` (every sequence once; consumers differ by at
       most one sequence), ``"drop"`` or ``"repeat"`` (equal counts).
     * ``prefetch``: mini-batches read ahead by a background thread.
@@ -155,6 +165,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
         pack_buffer: int = 1000,
+        pack_equal: bool | None = None,
+        pack_truncate: bool = False,
     ) -> None:
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither (torch.distributed's, or 0 of 1)")
@@ -174,6 +186,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self.pack_tokens = pack_tokens
         self.pack_rows = pack_rows
         self.pack_buffer = pack_buffer
+        self.pack_equal = pack_equal
+        self.pack_truncate = pack_truncate
         self.storage_options = dict(storage_options) if storage_options else None
         self._explicit = None if rank is None else (int(rank), int(world_size))  # type: ignore[arg-type]
         self._rank_world: tuple[int, int] | None = None
@@ -246,6 +260,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
             pack_tokens=self.pack_tokens,
             pack_rows=self.pack_rows,
             pack_buffer=self.pack_buffer,
+            pack_equal=self.pack_equal,
+            pack_truncate=self.pack_truncate,
         )
 
     def _probe(self, rank: int, world: int, local: int, workers: int) -> Any:

@@ -40,7 +40,9 @@ class Mixture(Dataset):
     * every other option is :class:`lodt.Dataset`'s: ``batch_size`` or
       ``max_rows``/``rows_of``, ``drop_last``, ``shuffle``,
       ``shuffle_buffer``, ``rank``/``world_size``, ``remainder``,
-      ``prefetch``, ``return_ids``.
+      ``prefetch``, ``return_ids``, and packing (``pack_tokens``,
+      ``pack_rows``, ``pack_buffer``, ``pack_equal``, ``pack_truncate``: the
+      mixed stream packed, ``spec/DATASET.md`` 10.5).
 
     Ranks and ``DataLoader`` workers split the mixed stream as they split a
     dataset: round robin, disjoint, together the whole stream.

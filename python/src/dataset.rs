@@ -191,11 +191,15 @@ impl PyDatasetReader {
     /// from `state` (a loader state's JSON text). `pack_tokens`: packed
     /// mini-batches (`spec/DATASET.md` 7.4) of at most that many rows of
     /// `rows_of` per bin, `pack_rows` bins each, best-fit from windows of
-    /// `pack_buffer` sequences.
+    /// `pack_buffer` sequences; `pack_equal`: as many mini-batches on every
+    /// consumer (`None`: when `world_size > 1`); `pack_truncate`: cut a
+    /// sequence longer than `pack_tokens` to its first `pack_tokens` rows
+    /// (reported in the batch's metadata `lodt.pack.truncated`).
     #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
         seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
         num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
-        pack_tokens = None, pack_rows = None, pack_buffer = 1000))]
+        pack_tokens = None, pack_rows = None, pack_buffer = 1000, pack_equal = None,
+        pack_truncate = false))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -217,26 +221,16 @@ impl PyDatasetReader {
         pack_tokens: Option<usize>,
         pack_rows: Option<usize>,
         pack_buffer: usize,
+        pack_equal: Option<bool>,
+        pack_truncate: bool,
     ) -> PyResult<PyDatasetLoader> {
-        let pack = match pack_tokens {
-            Some(capacity) => {
-                if max_rows.is_some() {
-                    return Err(value(
-                        "give max_rows (a row budget, in order) or pack_tokens (packed), not both",
-                    ));
-                }
-                Some(PackOptions {
-                    capacity,
-                    rows: pack_rows,
-                    buffer: pack_buffer,
-                    tensor: rows_of.clone(),
-                })
-            }
-            None if pack_rows.is_some() => {
-                return Err(value("pack_rows needs pack_tokens (the row length L)"));
-            }
-            None => None,
-        };
+        let pack = pack_options(
+            max_rows,
+            rows_of.as_deref(),
+            (pack_tokens, pack_rows, pack_buffer),
+            pack_equal,
+            pack_truncate,
+        )?;
         // When packing, `rows_of` names the tensor whose rows fill a bin.
         let options = loader_options(
             batch_size,
@@ -335,6 +329,38 @@ pub(crate) fn start_loader(
     Ok(PyDatasetLoader {
         loader: Mutex::new(Some(ForkSafe::new(loader))),
     })
+}
+
+/// The packing options of `loader()`'s arguments (`None`: not packing).
+pub(crate) fn pack_options(
+    max_rows: Option<usize>,
+    rows_of: Option<&str>,
+    (pack_tokens, pack_rows, pack_buffer): (Option<usize>, Option<usize>, usize),
+    pack_equal: Option<bool>,
+    pack_truncate: bool,
+) -> PyResult<Option<PackOptions>> {
+    match pack_tokens {
+        Some(capacity) => {
+            if max_rows.is_some() {
+                return Err(value(
+                    "give max_rows (a row budget, in order) or pack_tokens (packed), not both",
+                ));
+            }
+            Ok(Some(PackOptions {
+                capacity,
+                rows: pack_rows,
+                buffer: pack_buffer,
+                tensor: rows_of.map(str::to_string),
+                equal_batches: pack_equal,
+                truncate: pack_truncate,
+            }))
+        }
+        None if pack_truncate => Err(value(
+            "pack_truncate needs pack_tokens (the length to cut to)",
+        )),
+        None if pack_rows.is_some() => Err(value("pack_rows needs pack_tokens (the row length L)")),
+        None => Ok(None),
+    }
 }
 
 /// A plain or a packing loader.

@@ -3,7 +3,9 @@
 //! dataset. The pure-Python `lodt.Mixture` wraps it. Conversion, GIL
 //! release and error mapping only: the mixture is `lodt::dataset::Mixture`.
 
-use crate::dataset::{AnyLoader, PyDatasetLoader, PyDatasetReader, loader_options, start_loader};
+use crate::dataset::{
+    AnyLoader, PyDatasetLoader, PyDatasetReader, loader_options, pack_options, start_loader,
+};
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{LoaderOptions, LoaderState, Mixture, MixtureOptions, Stop};
 use pyo3::prelude::*;
@@ -119,13 +121,14 @@ impl PyMixtureReader {
     ///        num_workers=1, remainder="keep", prefetch=2, epoch=0, state=None)
     ///        -> DatasetLoader
     ///
-    /// A loader of the mixture, with `DatasetReader.loader`'s options;
-    /// `seed` (when given) shuffles each source. Packing (`pack_tokens`) is
-    /// not offered for mixtures: a `ValueError` says so.
+    /// A loader of the mixture, with `DatasetReader.loader`'s options,
+    /// packing included (the mixed stream packed, `spec/DATASET.md` 10.5);
+    /// `seed` (when given) shuffles each source.
     #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
         seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
         num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
-        pack_tokens = None, pack_rows = None, pack_buffer = 1000))]
+        pack_tokens = None, pack_rows = None, pack_buffer = 1000, pack_equal = None,
+        pack_truncate = false))]
     #[allow(clippy::too_many_arguments)]
     fn loader(
         &self,
@@ -147,17 +150,20 @@ impl PyMixtureReader {
         pack_tokens: Option<usize>,
         pack_rows: Option<usize>,
         pack_buffer: usize,
+        pack_equal: Option<bool>,
+        pack_truncate: bool,
     ) -> PyResult<PyDatasetLoader> {
-        let _ = pack_buffer;
-        if pack_tokens.is_some() || pack_rows.is_some() {
-            return Err(value(
-                "packing (pack_tokens, pack_rows) reads one dataset; a mixture's mini-batches are not packed",
-            ));
-        }
+        let pack = pack_options(
+            max_rows,
+            rows_of.as_deref(),
+            (pack_tokens, pack_rows, pack_buffer),
+            pack_equal,
+            pack_truncate,
+        )?;
         let options = loader_options(
             batch_size,
             max_rows,
-            rows_of,
+            if pack.is_some() { None } else { rows_of },
             drop_last,
             seed,
             shuffle_buffer,
@@ -166,9 +172,13 @@ impl PyMixtureReader {
             prefetch,
         )?;
         let mixture = self.mixture.clone();
-        let start = move |o: LoaderOptions, s: Option<&LoaderState>| match s {
-            Some(s) => mixture.resume(o, s).map(AnyLoader::plain),
-            None => mixture.loader(o).map(AnyLoader::plain),
+        let start = move |o: LoaderOptions, s: Option<&LoaderState>| match (&pack, s) {
+            (None, Some(s)) => mixture.resume(o, s).map(AnyLoader::plain),
+            (None, None) => mixture.loader(o).map(AnyLoader::plain),
+            (Some(p), Some(s)) => mixture
+                .resume_packed(o, p.clone(), s)
+                .map(AnyLoader::packed),
+            (Some(p), None) => mixture.packed_loader(o, p.clone()).map(AnyLoader::packed),
         };
         start_loader(py, start, options, epoch, state)
     }

@@ -151,6 +151,16 @@ def test_an_object_store_source(s3, tmp_path):
     mix = lodt.Mixture([remote, local], [1, 1], seed=8, stop="all_exhausted", shuffle=True, return_ids=True)
     ids = stream(mix)
     assert set(ids) == set(range(200))
+    # Packed, two ranks (equal counts): the lengths come from both sources,
+    # the S3 one included.
+    union, counts = [], []
+    for rank in range(2):
+        part = lodt.Mixture([remote, local], [1, 1], seed=8, stop="all_exhausted", shuffle=True, return_ids=True,
+                            pack_tokens=12, rows_of="tokens", rank=rank, world_size=2)
+        union += stream(part)
+        counts.append(sum(1 for _ in part))
+    assert counts[0] == counts[1]
+    assert sorted(union) == sorted(ids)
 
 
 def test_torch_data_loader_workers_split_the_stream(two):
@@ -226,9 +236,48 @@ def lodt_other(tmp_path):
     return path
 
 
-def test_packing_a_mixture_is_refused_with_a_clear_error(two):
-    with pytest.raises(ValueError, match="a mixture's mini-batches are not packed"):
-        lodt.Mixture(list(two), [1, 1], seed=3, pack_tokens=64)
+def test_totals_are_the_sources_totals(two):
     mix = lodt.Mixture(list(two), [1, 1], seed=3)
     assert mix.num_batches == sum(d.num_batches for d in two)
     assert mix.num_bytes == sum(d.num_bytes for d in two) > 0
+
+
+def packed(two, **kw):
+    options = dict(seed=4, stop="all_exhausted", shuffle=True, return_ids=True, pack_tokens=16, pack_buffer=30, rows_of="tokens")
+    options.update(kw)
+    return lodt.Mixture(list(two), [1, 1], **options)
+
+
+def test_a_packed_mixture_splits_between_two_ranks_disjoint_complete_and_equal(two):
+    whole = sorted(stream(packed(two, pack_tokens=None, rows_of=None, batch_size=64)))
+    union, counts = [], []
+    for rank in range(2):
+        mix = packed(two, rank=rank, world_size=2)
+        n = 0
+        for ids, batch in mix:
+            assert batch["tokens"].shape()[0] <= 16
+            n += 1
+        counts.append(n)
+        union += stream(mix)
+    assert counts[0] == counts[1]  # equal packed counts with two ranks
+    assert sorted(union) == whole
+    assert len(whole) > len(set(whole))  # all_exhausted repeats the small source
+
+
+def test_a_packed_mixture_resumes_into_the_uninterrupted_rest(two):
+    def mix():
+        m = packed(two, rank=1, world_size=2)
+        m.set_epoch(1)
+        return m
+
+    full = [[int(i) for i in ids] for ids, _ in mix()]
+    for k in [1, len(full) // 2, len(full) - 1]:
+        a = mix()
+        it = iter(a)
+        for _ in range(k):
+            next(it)
+        state = a.state_dict()
+        assert "mixture" in state["loader"] and state["loader"]["packing"]["equal"] is True
+        b = mix()
+        b.load_state_dict(state)
+        assert [[int(i) for i in ids] for ids, _ in b] == full[k:], k

@@ -151,6 +151,84 @@ def test_resume_mid_epoch_gives_the_identical_rest(path, rows):
         assert [labels(x) for x in b] == full[k:], k
 
 
+@pytest.mark.parametrize("world,workers", [(2, 0), (3, 2), (4, 1)])
+def test_every_rank_yields_as_many_packed_batches_and_every_token_once(path, world, workers):
+    lens = lengths()
+    counts, seen = [], []
+    for rank in range(world):
+        ds = make(path, pack_tokens=96, rank=rank, world_size=world)
+        ds.set_epoch(1)
+        n = 0
+        for b in lt.DataLoader(ds, num_workers=workers):
+            ids = labels(b)
+            assert b["x"].shape()[0] == sum(lens[i] for i in ids)
+            seen += ids
+            n += 1
+        counts.append(n)
+    assert len(set(counts)) == 1, counts
+    assert sorted(seen) == list(range(N))
+    # Without equal counts, some rank differs here (what the option fixes).
+    if world == 4:
+        plain = [sum(1 for _ in make(path, pack_tokens=96, rank=r, world_size=world, pack_equal=False)) for r in range(world)]
+        assert len(set(plain)) > 1 and max(plain) == counts[0], (plain, counts)
+
+
+@pytest.mark.parametrize("rows", [None, 3])
+def test_resume_of_an_equal_count_rank_gives_the_identical_rest(path, rows):
+    def ds():
+        d = make(path, pack_tokens=48, pack_rows=rows, rank=1, world_size=3)
+        d.set_epoch(2)
+        return d
+
+    full = [labels(b) for b in ds()]
+    for k in [1, 4, len(full) - 1]:
+        a = ds()
+        it = iter(a)
+        for _ in range(k):
+            next(it)
+        state = json.loads(json.dumps(a.state_dict()))
+        assert state["loader"]["version"] == 3 and state["loader"]["packing"]["equal"] is True
+        b = ds()
+        b.load_state_dict(state)
+        assert [labels(x) for x in b] == full[k:], k
+
+
+def test_unreachable_equal_counts_are_a_value_error(path):
+    # 200 ranks of 300 sequences: ranks 0-99 get 2, the others 1. A budget
+    # of 1 row packs each sequence alone: 2 mini-batches on rank 0, which a
+    # rank of 1 sequence cannot match.
+    ds = make(path, pack_tokens=1, rank=0, world_size=200)
+    with pytest.raises(ValueError, match="fewer than the 2 mini-batches"):
+        list(ds)
+
+
+@pytest.mark.parametrize("rows", [None, 2])
+def test_truncation_cuts_long_sequences_and_reports_them(path, rows):
+    lens = lengths()
+    seen, cuts = [], {}
+    for b in make(path, pack_tokens=16, pack_rows=rows, pack_truncate=True):
+        ids = labels(b)
+        kept = [min(int(lens[i]), 16) for i in ids]
+        assert b["x"].recursive_sequence_lengths() == [kept]
+        assert b["words"].shape()[0] == sum(kept)  # aligned with x: cut too
+        col = np.asarray(b["x"])[:, 0]
+        expect = np.concatenate([i + np.arange(k) / 1000.0 for i, k in zip(ids, kept)]).astype(np.float32)
+        np.testing.assert_array_equal(col, expect)
+        text = b.metadata.get("lodt.pack.truncated")
+        got = dict(tuple(int(v) for v in kv.split(":")) for kv in text.split(",")) if text else {}
+        assert got == {i: int(lens[i]) for i in ids if lens[i] > 16}
+        cuts.update(got)
+        seen += ids
+    assert sorted(seen) == list(range(N))
+    assert cuts == {i: int(lens[i]) for i in range(N) if lens[i] > 16}
+    # Without truncation, a long sequence comes whole, alone.
+    for b in make(path, pack_tokens=16, pack_rows=rows):
+        for k in b["x"].recursive_sequence_lengths()[0]:
+            assert k <= 16 or len(labels(b)) == 1 or rows
+    with pytest.raises(ValueError, match="pack_truncate needs pack_tokens"):
+        lodt.Dataset(path, pack_truncate=True)
+
+
 def test_jagged_tensors_at_every_level_both_ways(path):
     b = next(iter(make(path)))
     words = b["words"]
@@ -220,9 +298,9 @@ def _second_run(rank, world, port, path, out, old_world, packed):
         ds = _dataset(path, packed)
         ds.load_state_dict(lodt.Dataset.merge_states(states))
         ds.set_epoch(1)
-        ids = [i for b in lt.DataLoader(ds, num_workers=0) for i in labels(b)]
+        batches = [labels(b) for b in lt.DataLoader(ds, num_workers=0)]
         with open(f"{out}.second.{rank}", "w") as f:
-            json.dump(ids, f)
+            json.dump(batches, f)
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -244,7 +322,10 @@ def test_four_ranks_stop_two_resume_and_every_sequence_comes_once(path, tmp_path
     if not packed:
         assert [len(f) for f in first] == [8, 12, 16, 20]
     mp.spawn(_second_run, args=(2, _port(), str(path), out, 4, packed), nprocs=2, join=True)
-    second = [json.load(open(f"{out}.second.{r}")) for r in range(2)]
+    second_batches = [json.load(open(f"{out}.second.{r}")) for r in range(2)]
+    if packed:  # two ranks: equal packed counts by default
+        assert len(second_batches[0]) == len(second_batches[1])
+    second = [[i for b in rank for i in b] for rank in second_batches]
     assert all(second)
     union = [i for part in first + second for i in part]
     assert len(union) == len(set(union)) == N

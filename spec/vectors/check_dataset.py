@@ -139,9 +139,52 @@ def best_fit(lengths, capacity):
     return [sorted(b) for b in bins], free
 
 
-def pack(seqs, length, capacity, rows, buffer):
+def split(batches, length, n):
+    """Section 7.4, equal counts: n splits of a window's mini-batches (each
+    a list of bins, each a list of ids)."""
+    for _ in range(n):
+        cands = [(sum(length[i] for b in mb for i in b), k) for k, mb in enumerate(batches) if sum(len(b) for b in mb) >= 2]
+        if not cands:
+            return
+        _, k = max(cands)
+        mb = batches[k]
+        if len(mb) >= 2:
+            h = (len(mb) + 1) // 2
+            parts = [mb[:h], mb[h:]]
+        else:
+            h = (len(mb[0]) + 1) // 2
+            parts = [[mb[0][:h]], [mb[0][h:]]]
+        batches[k : k + 1] = parts
+
+
+def equal_splits(shares, length, capacity, rows, buffer):
+    """Section 7.4, equal counts: per consumer, {window index: splits}."""
+    counts = []
+    for s in shares:
+        windows = {}
+        for _, _, _, _, _, w, n_seq, n_mb in pack(s, length, capacity, rows, buffer, details=True):
+            windows[w] = (n_seq, n_mb)
+        counts.append(windows)
+    totals = [sum(n for _, n in w.values()) for w in counts]
+    most = max(totals, default=0)
+    out = []
+    for c, windows in enumerate(counts):
+        need(len(shares[c]) >= most, "equal counts are reachable")
+        left, splits = most - totals[c], {}
+        for w in sorted(windows, reverse=True):
+            n_seq, n_mb = windows[w]
+            k = min(left, n_seq - n_mb)
+            if k:
+                splits[w] = k
+                left -= k
+        out.append(splits)
+    return out
+
+
+def pack(seqs, length, capacity, rows, buffer, splits=None, details=False):
     """Section 7.4: a consumer's packed mini-batches, each
-    (ids, bins, window start, carry, index in its window)."""
+    (ids, bins, window start, carry, index in its window); `splits` (window
+    index -> n) for equal counts."""
     out, carry, pos = [], [], 0
     while True:
         start, window_carry = pos, list(carry)
@@ -160,12 +203,15 @@ def pack(seqs, length, capacity, rows, buffer):
         carry = [window[i] for i in sorted(i for b in kept for i in bins[b])]
         delivered = [b for k, b in enumerate(bins) if k not in kept]
         per = rows or 1
-        for n, g in enumerate(range(0, len(delivered), per)):
+        batches = [[[window[i] for i in b] for b in delivered[g : g + per]] for g in range(0, len(delivered), per)]
+        w = start // buffer
+        split(batches, length, (splits or {}).get(w, 0))
+        for n, mb in enumerate(batches):
             ids, starts = [], [0]
-            for b in delivered[g : g + per]:
-                ids += [window[i] for i in b]
+            for b in mb:
+                ids += b
                 starts.append(len(ids))
-            out.append((ids, starts, start, window_carry, n))
+            out.append((ids, starts, start, window_carry, n) + ((w, len(window) - len(carry), len(batches)) if details else ()))
 
 
 def check_packing(directory, counts, length, shuffle):
@@ -177,10 +223,22 @@ def check_packing(directory, counts, length, shuffle):
     shares = [order[c::c_n] for c in range(c_n)]
     for mode in ("tokens", "rows"):
         o = v[mode]
-        got = [[{"ids": ids, "bins": bins} for ids, bins, *_ in pack(s, length, o["capacity"], o["rows"], o["buffer"])] for s in shares]
+        args = (length, o["capacity"], o["rows"], o["buffer"])
+        got = [[{"ids": ids, "bins": bins} for ids, bins, *_ in pack(s, *args)] for s in shares]
         need(got == v[mode + "_batches"], "packed mini-batches (" + mode + ")")
         delivered = sorted(i for share in got for b in share for i in b["ids"])
         need(delivered == sorted(order), "packing delivers every sequence exactly once (" + mode + ")")
+        splits = equal_splits(shares, *args)
+        got = [[{"ids": ids, "bins": bins} for ids, bins, *_ in pack(s, *args, splits=sp)] for s, sp in zip(shares, splits)]
+        need(got == v[mode + "_equal_batches"], "packed mini-batches, equal counts (" + mode + ")")
+        need(len({len(g) for g in got}) == 1, "equal counts (" + mode + ")")
+        delivered = sorted(i for share in got for b in share for i in b["ids"])
+        need(delivered == sorted(order), "equal counts deliver every sequence exactly once (" + mode + ")")
+    o = v["truncate"]
+    cut = [min(x, o["capacity"]) for x in length]  # section 7.4, truncation
+    got = [[{"ids": ids, "bins": bins, "truncated": [[i, length[i]] for i in ids if length[i] > o["capacity"]]} for ids, bins, *_ in pack(s, cut, o["capacity"], o["rows"], o["buffer"])] for s in shares]
+    need(got == v["truncate_batches"], "packed mini-batches, truncation")
+    need(any(b["truncated"] for share in got for b in share), "the truncation vector cuts a sequence")
     c, k, state = v["resume_consumer"], v["resume_after"], v["resume_state"]
     o = v["tokens"]
     batches = pack(shares[c], length, o["capacity"], o["rows"], o["buffer"])
@@ -189,6 +247,14 @@ def check_packing(directory, counts, length, shuffle):
     need(state["version"] == 2 and state["epoch"] == epoch and state["consumed"] == {str(c): start}, "packing state: version, epoch, consumed")
     need((p["capacity"], p["rows"], p["buffer"]) == (o["capacity"], o["rows"], o["buffer"]), "packing state: options")
     need(p["windows"] == {str(c): {"carry": carry, "delivered": n + 1}}, "packing state: window")
+    need(p["equal"] is False, "packing state: equal")
+    state = v["equal_resume_state"]
+    args = (length, o["capacity"], o["rows"], o["buffer"])
+    batches = pack(shares[c], *args, splits=equal_splits(shares, *args)[c])
+    _, _, start, carry, n = batches[k - 1]
+    p = state["packing"]
+    need(state["version"] == 3 and state["consumed"] == {str(c): start} and p["equal"] is True, "equal counts state: version, consumed, equal")
+    need(p["windows"] == {str(c): {"carry": carry, "delivered": n + 1}}, "equal counts state: window")
 
 
 def check(directory):
@@ -258,7 +324,7 @@ def check(directory):
     need(sorted(old + rest) == list(range(total)), "every sequence exactly once")
     need(len(length) == total, "sequence lengths")
     check_packing(directory, counts, length, shuffle)
-    return len(manifest["shards"]), total
+    return len(manifest["shards"]), total, length
 
 
 SOURCE, DRAWS = 4, 5  # the purposes of the Mixtures section
@@ -317,6 +383,20 @@ def check_mixture(path):
         for epoch, expected in enumerate(vector[name]):
             got = mixture_stream(counts, vector["weights"], vector["seed"], stop, vector["shuffle"], epoch)
             need(got == expected, "mixture %s, epoch %d" % (name, epoch))
+    # Section 7.4 over section 10: the packed mixed stream, by mixture ids.
+    p = vector["packed"]
+    lengths, offsets = [], []
+    for name in vector["sources"]:
+        offsets.append(len(lengths))
+        lengths += check(os.path.join(here, name))[2]
+    stream = mixture_stream(counts, vector["weights"], vector["seed"], p["stop"], vector["shuffle"], p["epoch"])
+    ids = [offsets[k] + i for k, i in stream]
+    shares = [ids[c :: p["consumers"]] for c in range(p["consumers"])]
+    args = (lengths, p["capacity"], p["rows"], p["buffer"])
+    splits = equal_splits(shares, *args) if p["equal"] else [{}] * len(shares)
+    got = [[{"ids": i, "bins": b} for i, b, *_ in pack(s, *args, splits=sp)] for s, sp in zip(shares, splits)]
+    need(got == p["batches"], "the packed mixture stream")
+    need(sorted(i for share in got for b in share for i in b["ids"]) == sorted(ids), "packing the mixture delivers every position once")
 
 
 def main():
@@ -327,11 +407,11 @@ def main():
         except Bad as e:
             print("FAILED: " + str(e))
             return 1
-        print("ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences match")
+        print("ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences, and the packed stream, match")
         return 0
     directory = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "dataset")
     try:
-        shards, total = check(directory)
+        shards, total, _ = check(directory)
     except Bad as e:
         print("FAILED: " + str(e))
         return 1

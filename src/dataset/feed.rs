@@ -69,6 +69,15 @@ impl Feed {
         }
     }
 
+    /// The sequences `ids` (as a mini-batch reports them), in order, as one
+    /// batch.
+    pub(crate) fn take(&self, ids: &[u64]) -> super::error::Result<crate::batch::Batch> {
+        match self {
+            Feed::Dataset { dataset, .. } => dataset.take(ids),
+            Feed::Mixture(m) => m.take(ids),
+        }
+    }
+
     /// The fingerprint a state records.
     pub(crate) fn fingerprint(&self) -> u32 {
         match self {

@@ -7,6 +7,7 @@ use super::error::{DatasetError, Result};
 use super::feed::Feed;
 use super::loader::{Loader, LoaderOptions, LoaderState};
 use super::manifest::Schema;
+use super::pack::{PackOptions, PackedLoader};
 use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, Rng, Shuffle, stream_seed};
 use serde::{Deserialize, Serialize};
@@ -455,6 +456,65 @@ impl Mixture {
         (local < self.sources[k].num_sequences()).then_some((k, local))
     }
 
+    /// The sequences `ids` (mixture ids, as [`Mixture::source_of`] splits
+    /// them), in order, as one batch: one [`Dataset::take`] per run of ids
+    /// from one source, joined.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![0u8, 1, 2, 3], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let m = Mixture::try_new(vec![a.clone(), a], &[1.0, 1.0], Default::default())?;
+    /// let b = m.take(&[5, 1, 6])?; // source 1's 1, source 0's 1, source 1's 2
+    /// assert_eq!(b.get("x").unwrap().as_slice::<u8>()?, &[1, 1, 2]);
+    /// assert!(m.take(&[8]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn take(&self, ids: &[u64]) -> Result<crate::batch::Batch> {
+        let mut runs: Vec<(usize, Vec<u64>)> = Vec::new();
+        for &id in ids {
+            let (k, local) = self.source_of(id).ok_or(DatasetError::OutOfRange {
+                what: "mixture sequence id",
+                index: id,
+                len: self.offsets.last().copied().unwrap_or(0)
+                    + self.sources.last().map_or(0, |s| s.num_sequences()),
+            })?;
+            match runs.last_mut() {
+                Some((q, run)) if *q == k => run.push(local),
+                _ => runs.push((k, vec![local])),
+            }
+        }
+        let mut parts = Vec::with_capacity(runs.len());
+        for (k, run) in &runs {
+            parts.push(self.sources[*k].take(run)?);
+        }
+        if parts.len() <= 1 {
+            return match parts.pop() {
+                Some(p) => Ok(p),
+                None => self.sources[0].take(&[]),
+            };
+        }
+        let mut out = crate::batch::Batch::new();
+        for t in &self.schema().tensors {
+            let err = |e| DatasetError::tensor(format!("joining tensor {:?}", t.name), e);
+            let pieces: Vec<crate::tensor::LodTensor> = parts
+                .iter()
+                .map(|p| {
+                    p.get(&t.name).cloned().ok_or_else(|| {
+                        DatasetError::Loader(format!("a source's batch lacks tensor {:?}", t.name))
+                    })
+                })
+                .collect::<Result<_>>()?;
+            let merged = crate::ops::concat(&pieces).map_err(err)?;
+            out.push(t.name.clone(), merged)
+                .map_err(|e| DatasetError::tensor("joining a mixture's sequences", e))?;
+        }
+        Ok(out)
+    }
+
     /// The mixture id of the sequence at `at` of source `k`.
     pub(crate) fn id_of(&self, k: usize, at: SequenceLocation) -> u64 {
         self.offsets.get(k).copied().unwrap_or(0) + self.sources[k].id_of(at)
@@ -555,6 +615,53 @@ impl Mixture {
     /// ```
     pub fn resume(self: &Arc<Self>, options: LoaderOptions, state: &LoaderState) -> Result<Loader> {
         Loader::build(Feed::Mixture(self.clone()), options, Some(state))
+    }
+
+    /// A packing loader of the mixture (`spec/DATASET.md` 7.4 and 10.5):
+    /// the consumer's share of the mixed stream packed as
+    /// [`PackedLoader::new`] packs a dataset's, equal counts and truncation
+    /// included; a carry holds mixture ids.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # let lod = Lod::try_from_lengths(&[vec![5, 3, 4, 2]])?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec((0..14i32).collect(), vec![14], lod)?)])?)?;
+    /// # w.finish()?;
+    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let options = MixtureOptions { seed: 2, stop: Stop::AllExhausted };
+    /// let m = std::sync::Arc::new(Mixture::try_new(vec![a.clone(), a], &[1.0, 1.0], options)?);
+    /// let mut loader = m.packed_loader(LoaderOptions::default(), PackOptions::tokens(8))?;
+    /// let first = loader.next().unwrap()?;
+    /// assert!(first.batch.batch.get("x").unwrap().rows() <= 8);
+    /// let state = loader.state();
+    /// let rest: Vec<Vec<u64>> = loader.map(|b| b.unwrap().batch.ids).collect();
+    /// let again = m.resume_packed(LoaderOptions::default(), PackOptions::tokens(8), &state)?;
+    /// assert_eq!(again.map(|b| b.unwrap().batch.ids).collect::<Vec<_>>(), rest);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn packed_loader(
+        self: &Arc<Self>,
+        options: LoaderOptions,
+        pack: PackOptions,
+    ) -> Result<PackedLoader> {
+        PackedLoader::build(Feed::Mixture(self.clone()), options, pack, None)
+    }
+
+    /// A packing loader of the mixture that continues from `state` (of a
+    /// packing loader of an equal mixture, the same packing options), as
+    /// [`PackedLoader::resume`] does, also on another number of consumers.
+    ///
+    /// See [`Mixture::packed_loader`].
+    pub fn resume_packed(
+        self: &Arc<Self>,
+        options: LoaderOptions,
+        pack: PackOptions,
+        state: &LoaderState,
+    ) -> Result<PackedLoader> {
+        PackedLoader::build(Feed::Mixture(self.clone()), options, pack, Some(state))
     }
 }
 

@@ -88,6 +88,8 @@ mod mixture;
 mod names;
 mod pack;
 mod pack_elastic;
+mod pack_equal;
+mod pack_truncate;
 mod parts;
 mod reader;
 mod shuffle;
@@ -118,6 +120,7 @@ pub use pack::{
     BINS_KEY, PackOptions, PackState, PackWindow, PackedBatch, PackedLoader, Varlen, best_fit,
     row_cu_seqlens, varlen,
 };
+pub use pack_truncate::TRUNCATED_KEY;
 pub use parts::Part;
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};

@@ -19,6 +19,7 @@
 //! carry) can be packed the same way.
 
 use super::error::{DatasetError, Result};
+use super::feed::Feed;
 use super::loader::{Batching, Loader, LoaderOptions, LoaderState, MiniBatch, STATE_VERSION};
 use super::reader::Dataset;
 use crate::batch::Batch;
@@ -29,12 +30,14 @@ use std::sync::Arc;
 
 /// The loader state version of a packing consumer.
 const PACK_VERSION: u32 = 2;
+/// The loader state version of a packing consumer with equal counts.
+const PACK_EQUAL_VERSION: u32 = 3;
 
 /// How a [`PackedLoader`] packs (see `spec/DATASET.md` section 7.4).
 ///
 /// ```
 /// let o = lodt::dataset::PackOptions::tokens(16384);
-/// assert_eq!((o.capacity, o.rows, o.buffer), (16384, None, 1000));
+/// assert_eq!((o.capacity, o.rows, o.buffer, o.equal_batches, o.truncate), (16384, None, 1000, None, false));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackOptions {
@@ -47,6 +50,15 @@ pub struct PackOptions {
     pub buffer: usize,
     /// The tensor whose rows count (default: the schema's first).
     pub tensor: Option<String>,
+    /// Every consumer delivers the same number of mini-batches per epoch
+    /// (section 7.4, "Equal counts"): `None` means on when
+    /// [`LoaderOptions::world_size`] is above 1 (data-parallel training
+    /// needs equal steps per rank).
+    pub equal_batches: Option<bool>,
+    /// Cut a sequence longer than `capacity` to its first `capacity` rows
+    /// (section 7.4, "Truncation"; reported in
+    /// [`PackedBatch::truncated`]) instead of delivering it alone.
+    pub truncate: bool,
 }
 
 impl PackOptions {
@@ -62,7 +74,23 @@ impl PackOptions {
             rows: None,
             buffer: 1000,
             tensor: None,
+            equal_batches: None,
+            truncate: false,
         }
+    }
+
+    /// The length a sequence of `rows` rows packs as.
+    pub(super) fn bin_length(&self, rows: usize) -> usize {
+        if self.truncate {
+            rows.min(self.capacity)
+        } else {
+            rows
+        }
+    }
+
+    /// Whether the loader of `options` equalises counts.
+    fn equal(&self, options: &LoaderOptions) -> bool {
+        self.equal_batches.unwrap_or(options.world_size > 1)
     }
 }
 
@@ -70,8 +98,8 @@ impl PackOptions {
 /// consumer, its current window.
 ///
 /// ```
-/// let s = lodt::dataset::PackState { capacity: 8, rows: None, buffer: 4, tensor: "x".into(),
-///     windows: [(0, lodt::dataset::PackWindow { carry: vec![3], delivered: 1 })].into() };
+/// let s = lodt::dataset::PackState { capacity: 8, rows: None, buffer: 4, tensor: "x".into(), equal: false,
+///     truncate: false, windows: [(0, lodt::dataset::PackWindow { carry: vec![3], delivered: 1 })].into() };
 /// assert_eq!(serde_json::to_value(&s)?["windows"]["0"]["carry"], serde_json::json!([3]));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
@@ -85,6 +113,12 @@ pub struct PackState {
     pub buffer: usize,
     /// The name of the tensor whose rows count.
     pub tensor: String,
+    /// Equal counts per consumer (version 3; absent: false).
+    #[serde(default)]
+    pub equal: bool,
+    /// [`PackOptions::truncate`] (version 3; absent: false).
+    #[serde(default)]
+    pub truncate: bool,
     /// Per consumer (by index), its current window.
     pub windows: BTreeMap<u64, PackWindow>,
 }
@@ -105,19 +139,41 @@ pub struct PackWindow {
 
 impl PackState {
     /// The options part, for comparisons.
-    fn options(&self) -> (usize, Option<usize>, usize, &str) {
-        (self.capacity, self.rows, self.buffer, self.tensor.as_str())
+    fn options(&self) -> (usize, Option<usize>, usize, &str, bool) {
+        (
+            self.capacity,
+            self.rows,
+            self.buffer,
+            self.tensor.as_str(),
+            self.truncate,
+        )
+    }
+
+    /// The state version this packing needs.
+    fn version(&self) -> u32 {
+        if self.equal || self.truncate {
+            PACK_EQUAL_VERSION
+        } else {
+            PACK_VERSION
+        }
     }
 }
 
 /// Checks a state's version against its `packing` field.
 pub(super) fn check_version(state: &LoaderState) -> Result<()> {
     match (state.version, &state.packing) {
-        (STATE_VERSION, None) | (PACK_VERSION, Some(_)) => Ok(()),
+        (STATE_VERSION, None) => Ok(()),
+        (v, Some(p)) if v == p.version() => Ok(()),
         (v, p) => Err(DatasetError::BadState {
             reason: format!(
-                "state version {v} {} `packing`: this lodt reads version {STATE_VERSION} without it and version {PACK_VERSION} with it",
-                if p.is_some() { "with" } else { "without" }
+                "state version {v} {}: this lodt reads version {STATE_VERSION} without `packing`, {PACK_VERSION} with it and {PACK_EQUAL_VERSION} with it and `equal` or `truncate` true",
+                match p {
+                    None => "without `packing`".to_string(),
+                    Some(p) => format!(
+                        "with `packing`, `equal` {} and `truncate` {}",
+                        p.equal, p.truncate
+                    ),
+                }
             ),
         }),
     }
@@ -137,12 +193,12 @@ pub(super) fn merge_packing(states: &[LoaderState]) -> Result<Option<PackState>>
         let Some(p) = &s.packing else {
             return Err(mixed());
         };
-        if p.options() != first.options() {
+        if (p.options(), p.equal) != (first.options(), first.equal) {
             return Err(DatasetError::BadState {
                 reason: format!(
-                    "the states differ in packing (capacity, rows, buffer, tensor): {:?} vs {:?}",
-                    first.options(),
-                    p.options()
+                    "the states differ in packing (capacity, rows, buffer, tensor, truncate, equal): {:?} vs {:?}",
+                    (first.options(), first.equal),
+                    (p.options(), p.equal)
                 ),
             });
         }
@@ -278,7 +334,8 @@ struct Part {
 /// [`MiniBatch`], and where each bin (row of an `[R, L]` batch) starts.
 ///
 /// ```
-/// let b = lodt::dataset::PackedBatch { batch: lodt::dataset::MiniBatch { epoch: 0, ids: vec![2, 0], batch: lodt::Batch::new() }, bins: vec![0, 1, 2] };
+/// let b = lodt::dataset::PackedBatch { batch: lodt::dataset::MiniBatch { epoch: 0, ids: vec![2, 0], batch: lodt::Batch::new() },
+///     bins: vec![0, 1, 2], truncated: vec![] };
 /// assert_eq!(b.bins.len() - 1, 2); // two bins of one sequence each
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -288,6 +345,10 @@ pub struct PackedBatch {
     /// Bin `b` holds sequences `bins[b]..bins[b + 1]` (one bin without
     /// [`PackOptions::rows`]).
     pub bins: Vec<usize>,
+    /// With [`PackOptions::truncate`]: the sequences cut, `(id, rows
+    /// before the cut)`, in batch order (also in the batch's metadata under
+    /// [`TRUNCATED_KEY`](super::TRUNCATED_KEY)).
+    pub truncated: Vec<(u64, usize)>,
 }
 
 impl PackedBatch {
@@ -299,7 +360,7 @@ impl PackedBatch {
     /// use lodt::{Batch, Lod, LodTensor};
     /// let x = LodTensor::from_vec((0..6i32).collect(), vec![6], Lod::try_from_lengths(&[vec![2, 1, 3]])?)?;
     /// let b = lodt::dataset::PackedBatch { batch: lodt::dataset::MiniBatch { epoch: 0, ids: vec![0, 1, 2],
-    ///     batch: Batch::try_from_tensors([("x", x)])? }, bins: vec![0, 2, 3] };
+    ///     batch: Batch::try_from_tensors([("x", x)])? }, bins: vec![0, 2, 3], truncated: vec![] };
     /// let (cu, starts) = b.row_cu_seqlens("x", 0)?;
     /// assert_eq!((cu, starts), (vec![0, 2, 3, 0, 3], vec![0, 3, 5]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -481,11 +542,19 @@ pub fn varlen(t: &LodTensor, level: usize) -> Result<Varlen> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PackedLoader {
-    dataset: Arc<Dataset>,
+    feed: Feed,
     inner: Loader,
     options: PackOptions,
     tensor: usize,
     tensor_name: String,
+    /// Equal counts (section 7.4), resolved from the options.
+    equal: bool,
+    /// This consumer's index.
+    consumer: u64,
+    /// With `equal`: every sequence's length (by id), read once.
+    lengths: Option<Arc<Vec<u32>>>,
+    /// With `equal`: this consumer's splits per window of the epoch.
+    splits: Option<BTreeMap<u64, usize>>,
     /// The stream's state before the current window's new sequences.
     window_state: LoaderState,
     carry_ids: Vec<u64>,
@@ -520,7 +589,7 @@ impl PackedLoader {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(dataset: Arc<Dataset>, options: LoaderOptions, pack: PackOptions) -> Result<Self> {
-        Self::build(dataset, options, pack, None)
+        Self::build(Feed::dataset(dataset), options, pack, None)
     }
 
     /// A packing loader that continues from `state` (a state this consumer
@@ -550,7 +619,7 @@ impl PackedLoader {
         pack: PackOptions,
         state: &LoaderState,
     ) -> Result<Self> {
-        Self::build(dataset, options, pack, Some(state))
+        Self::build(Feed::dataset(dataset), options, pack, Some(state))
     }
 
     /// A packing loader at the start of epoch `epoch` (reading nothing of
@@ -571,23 +640,37 @@ impl PackedLoader {
         pack: PackOptions,
         epoch: u64,
     ) -> Result<Self> {
-        let probe = Loader::new(
-            dataset.clone(),
+        Self::feed_at_epoch(Feed::dataset(dataset), options, pack, epoch)
+    }
+
+    /// [`PackedLoader::at_epoch`] of any feed.
+    pub(super) fn feed_at_epoch(
+        feed: Feed,
+        options: LoaderOptions,
+        pack: PackOptions,
+        epoch: u64,
+    ) -> Result<Self> {
+        let probe = Loader::build(
+            feed.clone(),
             LoaderOptions {
                 prefetch: 0,
                 batching: Batching::Sequences(1),
                 ..options.clone()
             },
+            None,
         )?;
         let mut start = probe.state();
         start.epoch = epoch;
-        let tensor = resolve(&dataset, &pack)?.1;
-        start.version = PACK_VERSION;
-        start.packing = Some(PackState {
+        // A mixture's epochs differ in length.
+        start.sequences = feed.len(epoch);
+        let tensor = resolve(&feed, &pack)?.1;
+        let packing = PackState {
             capacity: pack.capacity,
             rows: pack.rows,
             buffer: pack.buffer,
             tensor,
+            equal: pack.equal(&options),
+            truncate: pack.truncate,
             windows: start
                 .consumed
                 .keys()
@@ -599,12 +682,15 @@ impl PackedLoader {
                     (c, w)
                 })
                 .collect(),
-        });
-        Self::build(dataset, options, pack, Some(&start))
+        };
+        start.version = packing.version();
+        start.packing = Some(packing);
+        Self::build(feed, options, pack, Some(&start))
     }
 
-    fn build(
-        dataset: Arc<Dataset>,
+    /// A packing loader of `feed`, new or resumed from `state`.
+    pub(super) fn build(
+        feed: Feed,
         mut options: LoaderOptions,
         pack: PackOptions,
         state: Option<&LoaderState>,
@@ -615,40 +701,54 @@ impl PackedLoader {
                 pack.capacity, pack.buffer, pack.rows
             )));
         }
-        let (tensor, tensor_name) = resolve(&dataset, &pack)?;
+        let (tensor, tensor_name) = resolve(&feed, &pack)?;
+        let equal = pack.equal(&options);
+        let (_, consumer) = options.consumer()?;
+        let shape = Shape {
+            tensor,
+            tensor_name,
+            equal,
+            consumer,
+        };
         options.batching = Batching::Sequences(pack.buffer);
         options.drop_last = false;
         let (inner, carry_ids, skip) = match state {
-            None => (Loader::new(dataset.clone(), options)?, Vec::new(), 0),
+            None => (Loader::build(feed.clone(), options, None)?, Vec::new(), 0),
             Some(state) => {
                 let Some(p) = &state.packing else {
                     return Err(DatasetError::BadState {
                         reason: "the state is not a packing loader's (it has no `packing`)".into(),
                     });
                 };
-                let mine = (pack.capacity, pack.rows, pack.buffer, tensor_name.as_str());
+                let mine = (
+                    pack.capacity,
+                    pack.rows,
+                    pack.buffer,
+                    shape.tensor_name.as_str(),
+                    pack.truncate,
+                );
                 let saved = p.options();
                 if mine != saved {
                     return Err(DatasetError::BadState {
                         reason: format!(
-                            "it was saved with packing (capacity, rows, buffer, tensor) {saved:?}, the options say {mine:?}"
+                            "it was saved with packing (capacity, rows, buffer, tensor, truncate) {saved:?}, the options say {mine:?}"
                         ),
                     });
                 }
                 let (consumers, consumer) = options.consumer()?;
                 if state.consumers != consumers {
                     let plain =
-                        super::pack_elastic::unpack_state(&dataset, state, p, &pack, tensor)?;
-                    let inner = Loader::resume(dataset.clone(), options, &plain)?;
-                    return Self::assemble(
-                        dataset,
-                        inner,
-                        pack,
-                        tensor,
-                        tensor_name,
-                        Vec::new(),
-                        0,
-                    );
+                        super::pack_elastic::unpack_state(&feed, state, p, &pack, shape.tensor)?;
+                    let inner = Loader::build(feed.clone(), options, Some(&plain))?;
+                    return Self::assemble(feed, inner, pack, shape, Vec::new(), 0);
+                }
+                if p.equal != equal {
+                    return Err(DatasetError::BadState {
+                        reason: format!(
+                            "it was saved with equal packed counts {}, the options say {equal}",
+                            p.equal
+                        ),
+                    });
                 }
                 let Some(window) = p.windows.get(&consumer) else {
                     return Err(DatasetError::BadState {
@@ -662,30 +762,29 @@ impl PackedLoader {
                 plain.version = STATE_VERSION;
                 plain.packing = None;
                 (
-                    Loader::resume(dataset.clone(), options, &plain)?,
+                    Loader::build(feed.clone(), options, Some(&plain))?,
                     window.carry.clone(),
                     window.delivered,
                 )
             }
         };
-        Self::assemble(dataset, inner, pack, tensor, tensor_name, carry_ids, skip)
+        Self::assemble(feed, inner, pack, shape, carry_ids, skip)
     }
 
     /// The loader around `inner`, its first window read (the carry
     /// `carry_ids`, then new sequences) with `skip` mini-batches skipped.
     fn assemble(
-        dataset: Arc<Dataset>,
+        feed: Feed,
         inner: Loader,
         pack: PackOptions,
-        tensor: usize,
-        tensor_name: String,
+        shape: Shape,
         carry_ids: Vec<u64>,
         skip: u64,
     ) -> Result<Self> {
         let carry = if carry_ids.is_empty() {
             None
         } else {
-            let batch = dataset.take(&carry_ids)?;
+            let batch = feed.take(&carry_ids)?;
             Some(Part {
                 ids: carry_ids,
                 batch,
@@ -695,11 +794,15 @@ impl PackedLoader {
         // state is the one resumed from.
         let window_state = inner.state();
         Ok(PackedLoader {
-            dataset,
+            feed,
             inner,
             options: pack,
-            tensor,
-            tensor_name,
+            tensor: shape.tensor,
+            tensor_name: shape.tensor_name,
+            equal: shape.equal,
+            consumer: shape.consumer,
+            lengths: None,
+            splits: None,
             window_state,
             carry_ids: carry.as_ref().map(|c| c.ids.clone()).unwrap_or_default(),
             delivered: skip,
@@ -710,7 +813,7 @@ impl PackedLoader {
         })
     }
 
-    /// The dataset.
+    /// The dataset (`None` for a [`Mixture`](super::Mixture)'s loader).
     ///
     /// ```
     /// # use lodt::dataset::*;
@@ -718,11 +821,14 @@ impl PackedLoader {
     /// # DatasetWriter::create(dir.path(), Default::default())?.finish()?;
     /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
     /// let l = PackedLoader::new(dataset, LoaderOptions::default(), PackOptions::tokens(4))?;
-    /// assert_eq!(l.dataset().num_sequences(), 0);
+    /// assert_eq!(l.dataset().unwrap().num_sequences(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn dataset(&self) -> &Arc<Dataset> {
-        &self.dataset
+    pub fn dataset(&self) -> Option<&Arc<Dataset>> {
+        match &self.feed {
+            Feed::Dataset { dataset, .. } => Some(dataset),
+            Feed::Mixture(_) => None,
+        }
     }
 
     /// The current epoch.
@@ -753,6 +859,7 @@ impl PackedLoader {
         self.window_state = self.inner.state();
         self.carry_ids.clear();
         self.delivered = 0;
+        self.splits = None;
         Ok(())
     }
 
@@ -782,12 +889,13 @@ impl PackedLoader {
     /// [`LoaderState`]. See [`PackedLoader::resume`].
     pub fn state(&self) -> LoaderState {
         let mut state = self.window_state.clone();
-        state.version = PACK_VERSION;
-        state.packing = Some(PackState {
+        let packing = PackState {
             capacity: self.options.capacity,
             rows: self.options.rows,
             buffer: self.options.buffer,
             tensor: self.tensor_name.clone(),
+            equal: self.equal,
+            truncate: self.options.truncate,
             windows: state
                 .consumed
                 .keys()
@@ -799,7 +907,9 @@ impl PackedLoader {
                     (c, w)
                 })
                 .collect(),
-        });
+        };
+        state.version = packing.version();
+        state.packing = Some(packing);
         state
     }
 
@@ -823,12 +933,20 @@ impl PackedLoader {
         for part in &parts {
             lengths.extend(row_counts(&part.batch, part.ids.len(), self.tensor)?);
         }
+        let rows = lengths.clone();
+        for l in &mut lengths {
+            *l = self.options.bin_length(*l);
+        }
         if lengths.is_empty() {
             self.done = true;
             return Ok(());
         }
         let last = self.inner.remaining() == 0;
-        let (batches, carry) = plan_window(&lengths, &self.options, last);
+        let (mut batches, carry) = plan_window(&lengths, &self.options, last);
+        if self.equal {
+            let splits = self.window_splits()?;
+            super::pack_equal::split(&mut batches, &lengths, splits);
+        }
         // Window index -> (part, index in it).
         let first_len = parts.first().map_or(0, |p| p.ids.len());
         let locate = |k: usize| {
@@ -847,11 +965,30 @@ impl PackedLoader {
         for bins in batches {
             let mut picks: Vec<(usize, usize)> = Vec::new();
             let mut starts = vec![0usize];
+            let mut picked_rows = Vec::new();
             for bin in bins {
                 picks.extend(bin.iter().map(|&k| locate(k)));
+                picked_rows.extend(bin.iter().map(|&k| rows[k]));
                 starts.push(picks.len());
             }
-            let (ids, mut batch) = self.gather(&parts, &picks)?;
+            let (ids, batch) = self.gather(&parts, &picks)?;
+            let (mut batch, truncated) = if self.options.truncate {
+                super::pack_truncate::truncate(
+                    batch,
+                    &ids,
+                    &picked_rows,
+                    self.tensor,
+                    self.options.capacity,
+                )?
+            } else {
+                (batch, Vec::new())
+            };
+            if !truncated.is_empty() {
+                let text: Vec<String> = truncated.iter().map(|(i, r)| format!("{i}:{r}")).collect();
+                batch
+                    .metadata_mut()
+                    .insert(super::pack_truncate::TRUNCATED_KEY.into(), text.join(","));
+            }
             if self.options.rows.is_some() {
                 let text: Vec<String> = starts.iter().map(usize::to_string).collect();
                 batch.metadata_mut().insert(BINS_KEY.into(), text.join(","));
@@ -859,6 +996,7 @@ impl PackedLoader {
             self.ready.push_back(PackedBatch {
                 batch: MiniBatch { epoch, ids, batch },
                 bins: starts,
+                truncated,
             });
         }
         while self.skip > 0 {
@@ -874,6 +1012,44 @@ impl PackedLoader {
             self.delivered += 1;
         }
         Ok(())
+    }
+
+    /// With equal counts: the splits of the current window (section 7.4),
+    /// the epoch's splits computed at its first window.
+    fn window_splits(&mut self) -> Result<usize> {
+        if self.splits.is_none() {
+            let lengths = match &self.lengths {
+                Some(l) => l.clone(),
+                None => {
+                    let l = Arc::new(super::pack_equal::lengths(&self.feed, self.tensor)?);
+                    self.lengths = Some(l.clone());
+                    l
+                }
+            };
+            let all = super::pack_equal::equal_splits(
+                &self.feed,
+                &self.window_state,
+                &lengths,
+                &self.options,
+            )?;
+            let mine = usize::try_from(self.consumer)
+                .ok()
+                .and_then(|c| all.into_iter().nth(c))
+                .unwrap_or_default();
+            self.splits = Some(mine);
+        }
+        let read = self
+            .window_state
+            .consumed
+            .get(&self.consumer)
+            .copied()
+            .unwrap_or(0);
+        let window = read / self.options.buffer as u64;
+        Ok(self
+            .splits
+            .as_ref()
+            .and_then(|s| s.get(&window).copied())
+            .unwrap_or(0))
     }
 
     /// The sequences `picks` (part, index), in order, gathered into one
@@ -893,7 +1069,7 @@ impl PackedLoader {
             }
         }
         let mut batch = Batch::new();
-        for t in &self.dataset.schema().tensors {
+        for t in &self.feed.schema().tensors {
             let err = |e| DatasetError::tensor(format!("packing tensor {:?}", t.name), e);
             let mut pieces = Vec::with_capacity(runs.len());
             for (p, run) in &runs {
@@ -916,9 +1092,17 @@ impl PackedLoader {
     }
 }
 
+/// What a packing loader resolved from its options.
+struct Shape {
+    tensor: usize,
+    tensor_name: String,
+    equal: bool,
+    consumer: u64,
+}
+
 /// The index and name of the tensor whose rows count.
-fn resolve(dataset: &Dataset, pack: &PackOptions) -> Result<(usize, String)> {
-    let schema = dataset.schema();
+fn resolve(feed: &Feed, pack: &PackOptions) -> Result<(usize, String)> {
+    let schema = feed.schema();
     let tensor = match &pack.tensor {
         None => 0,
         Some(name) => schema.position(name).ok_or_else(|| {

@@ -3,12 +3,11 @@
 //! plain state that holds exactly the sequences not delivered.
 
 use super::error::{DatasetError, Result};
+use super::feed::Feed;
 use super::loader::{LoaderState, Remainder, STATE_VERSION};
 use super::pack::{PackOptions, PackState, plan_window, row_counts};
-use super::reader::Dataset;
-use super::shuffle::{EpochOrder, Shuffle};
+use super::shuffle::Shuffle;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 /// One old consumer's current window: its carry (by id), its new
 /// sequences (by tail index) and how many of its mini-batches it delivered.
@@ -23,14 +22,14 @@ struct Window<'a> {
 /// leaves exactly the sequences the consumers of `state` (a complete
 /// packing state) did not deliver.
 pub(super) fn unpack_state(
-    dataset: &Arc<Dataset>,
+    feed: &Feed,
     state: &LoaderState,
     packing: &PackState,
     pack: &PackOptions,
     tensor: usize,
 ) -> Result<LoaderState> {
     let bad = |reason: String| DatasetError::BadState { reason };
-    let n = dataset.num_sequences();
+    let n = feed.len(state.epoch);
     let c_old = state.consumers;
     if state.remainder != Remainder::Keep {
         return Err(bad(format!(
@@ -64,6 +63,13 @@ pub(super) fn unpack_state(
         }
     }
     let tail_len = n - state.frontier - state.skip.len() as u64;
+    // With equal counts, the old consumers' splits per window.
+    let splits = if packing.equal {
+        let lengths = super::pack_equal::lengths(feed, tensor)?;
+        super::pack_equal::equal_splits(feed, state, &lengths, pack)?
+    } else {
+        Vec::new()
+    };
     let w = pack.buffer as u64;
     // The tail indices of each window's new sequences, and its carry ids.
     let new_index = |win: &Window, k: u64| win.consumer + (win.start + k) * c_old;
@@ -77,20 +83,32 @@ pub(super) fn unpack_state(
             wanted.insert(i, u64::MAX);
         }
     }
-    let carry_ids: BTreeSet<u64> = windows
+    // A carry's members are the consumer's sequences before its window's
+    // first new one. A mixture may hold an id twice: each carry member takes
+    // the latest such tail index of its consumer not taken by another.
+    let carry_ids: BTreeSet<(u64, u64)> = windows
         .iter()
-        .flat_map(|w| w.carry.iter().copied())
+        .flat_map(|w| w.carry.iter().map(|&id| (w.consumer, id)))
         .collect();
-    let mut carry_index: BTreeMap<u64, u64> = BTreeMap::new(); // id -> tail index
-    let last_wanted = wanted.keys().next_back().copied();
-    walk(dataset, state, |i, _, id| {
+    let starts: Vec<u64> = windows.iter().map(|win| new_index(win, 0)).collect();
+    let mut carry_index: BTreeMap<(u64, u64), Vec<u64>> = BTreeMap::new();
+    let last = wanted
+        .keys()
+        .next_back()
+        .copied()
+        .into_iter()
+        .chain(starts.iter().copied())
+        .max()
+        .unwrap_or(0);
+    walk(feed, state, |i, _, id| {
         if let Some(slot) = wanted.get_mut(&i) {
             *slot = id;
         }
-        if carry_ids.contains(&id) {
-            carry_index.insert(id, i);
+        let c = i % c_old.max(1);
+        if i < starts[c as usize] && carry_ids.contains(&(c, id)) {
+            carry_index.entry((c, id)).or_default().push(i);
         }
-        last_wanted.is_some_and(|l| i < l) || carry_index.len() < carry_ids.len()
+        Ok(i < last)
     })?;
     // Re-pack each window: delivered ids are consumed; the rest of the
     // window (its carry included) is not.
@@ -109,7 +127,7 @@ pub(super) fn unpack_state(
         let mut index: Vec<u64> = Vec::with_capacity(ids.len());
         for (k, id) in ids.iter().enumerate() {
             let i = if k < win.carry.len() {
-                carry_index.get(id).copied()
+                carry_index.get_mut(&(win.consumer, *id)).and_then(Vec::pop)
             } else {
                 news.get(k - win.carry.len()).copied()
             };
@@ -125,9 +143,19 @@ pub(super) fn unpack_state(
         if ids.is_empty() {
             continue;
         }
-        let batch = dataset.take(&ids)?;
-        let lengths = row_counts(&batch, ids.len(), tensor)?;
-        let (batches, _) = plan_window(&lengths, pack, end >= tail_len);
+        let batch = feed.take(&ids)?;
+        let mut lengths = row_counts(&batch, ids.len(), tensor)?;
+        for l in &mut lengths {
+            *l = pack.bin_length(*l);
+        }
+        let (mut batches, _) = plan_window(&lengths, pack, end >= tail_len);
+        let window = win.start / w.max(1);
+        let n = splits
+            .get(win.consumer as usize)
+            .and_then(|s| s.get(&window))
+            .copied()
+            .unwrap_or(0);
+        super::pack_equal::split(&mut batches, &lengths, n);
         let delivered: BTreeSet<usize> = batches
             .iter()
             .take(usize::try_from(win.delivered).unwrap_or(usize::MAX))
@@ -164,13 +192,13 @@ pub(super) fn unpack_state(
     let mut frontier = n;
     let mut skip: Vec<u64> = state.skip.clone();
     if first < tail_len {
-        walk(dataset, state, |i, p, _| {
+        walk(feed, state, |i, p, _| {
             if i == first {
                 frontier = p;
             } else if consumed_after(i) {
                 skip.push(p);
             }
-            ends.iter().any(|&e| i < e)
+            Ok(ends.iter().any(|&e| i < e))
         })?;
     }
     skip.retain(|&p| p > frontier && p < n);
@@ -187,21 +215,20 @@ pub(super) fn unpack_state(
     })
 }
 
-/// Walks the tail of `state`'s epoch order: `f(tail index, position, id)`
-/// until it returns false.
-fn walk(
-    dataset: &Arc<Dataset>,
+/// Walks the tail of `state`'s epoch order of `feed`: `f(tail index,
+/// position, id)` until it returns false.
+pub(super) fn walk(
+    feed: &Feed,
     state: &LoaderState,
-    mut f: impl FnMut(u64, u64, u64) -> bool,
+    mut f: impl FnMut(u64, u64, u64) -> Result<bool>,
 ) -> Result<()> {
-    let counts = dataset.batch_counts();
     let shuffle = state.shuffle.map(|s| Shuffle {
         seed: s.seed,
         buffer: s.buffer,
     });
     let mut skip = state.skip.iter().peekable();
     let mut i = 0u64;
-    for (p, at) in EpochOrder::new(counts, shuffle, state.epoch).enumerate() {
+    for (p, (k, at)) in feed.order(state.epoch, shuffle).enumerate() {
         let p = p as u64;
         if p < state.frontier {
             continue;
@@ -210,7 +237,7 @@ fn walk(
             skip.next();
             continue;
         }
-        if !f(i, p, dataset.id_of(at)) {
+        if !f(i, p, feed.id_of(k, at))? {
             break;
         }
         i += 1;
