@@ -53,15 +53,16 @@ fn inside(range: &Range<usize>, ptr: *const u8) -> bool {
 
 use common::seed_frames as seed_tensor;
 
-/// The pointers of every buffer of a LargeList<LargeList<FixedSizeList<f32>>>.
+/// The pointers of every buffer of a LargeList<LargeList<...>> over
+/// (nested) FixedSizeLists of f32.
 fn buffer_ptrs(array: &ArrayRef) -> (Vec<*const u8>, *const u8) {
     let l0 = array.as_list::<i64>();
     let l1 = l0.values().as_list::<i64>();
-    let values = l1
-        .values()
-        .as_fixed_size_list()
-        .values()
-        .as_primitive::<Float32Type>();
+    let mut leaf = l1.values().clone();
+    while let Some(fixed) = leaf.as_fixed_size_list_opt() {
+        leaf = fixed.values().clone();
+    }
+    let values = leaf.as_primitive::<Float32Type>();
     (
         vec![
             l0.value_offsets().as_ptr() as *const u8,
