@@ -395,7 +395,10 @@ impl PyWriter {
                 "an appending writer keeps the file's metadata: give none",
             ));
         }
-        let options = WriteOptions { fsync };
+        let options = WriteOptions {
+            fsync,
+            ..Default::default()
+        };
         let p = path.clone();
         let writer = py
             .detach(move || {

@@ -54,6 +54,7 @@ mod section;
 mod source;
 mod storage;
 mod stream;
+mod v2;
 mod verify;
 mod writer;
 
@@ -61,7 +62,8 @@ pub use batch_io::LodtFileReader;
 pub use buffers::TensorBuffers;
 pub use error::{FormatError, Location, Part, Result};
 pub use layout::{
-    ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
+    ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_MAJOR_VERSION, MAX_METADATA_LEN,
+    MINOR_VERSION,
 };
 pub use reader::{Advice, BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
@@ -71,6 +73,7 @@ pub use source::{
 };
 pub use storage::MappedFile;
 pub use stream::StreamReader;
+pub use v2::{Compression, MAX_DECODED_BATCH};
 pub use verify::{VerifyReport, verify};
 pub use writer::{FileSink, WriteOptions, Writer};
 
