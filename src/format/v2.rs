@@ -911,6 +911,145 @@ fn compress(bytes: &[u8], compression: Compression) -> Result<Option<(Codec, Vec
 mod tests {
     use super::*;
 
+    /// A 2.0 section of batch 0 whose record is `record` (after the fixed
+    /// part) and whose buffer bytes are `tail`, placed at pad64(head_len).
+    fn section(record: &[u8], tail: &[u8]) -> Vec<u8> {
+        let head_len = HEAD_FIXED + record.len() + 4;
+        let start = pad64(head_len as u64).unwrap() as usize;
+        let section_len = pad64((start + tail.len()) as u64).unwrap().max(64);
+        let mut s = Vec::new();
+        s.extend_from_slice(&BATCH_TAG);
+        s.extend_from_slice(&section_len.to_le_bytes());
+        s.extend_from_slice(&(head_len as u32).to_le_bytes());
+        s.extend_from_slice(record);
+        let crc = crc32(&s);
+        s.extend_from_slice(&crc.to_le_bytes());
+        s.resize(start, 0);
+        s.extend_from_slice(tail);
+        s.resize(section_len as usize, 0);
+        s
+    }
+
+    /// A record of batch 0 holding `schema`, then `rest`.
+    fn record(schema: &str, rest: &[u8]) -> Vec<u8> {
+        let mut r = vec![0, 0];
+        put_varint(&mut r, schema.len() as u64);
+        r.extend_from_slice(schema.as_bytes());
+        r.push(0); // no metadata
+        r.extend_from_slice(rest);
+        r
+    }
+
+    fn parse(s: &[u8]) -> Result<BatchMeta> {
+        let aligned = AlignedBytes::from_slice(s);
+        parse_batch(aligned.as_slice(), 0, 0, &mut |j| {
+            Err(FormatError::corrupt(
+                Location::batch(j, Part::BatchHeader),
+                "no schema",
+            ))
+        })
+    }
+
+    /// A compressed buffer entry: codec, stored length, crc.
+    fn entry(codec: u8, stored: &[u8]) -> Vec<u8> {
+        let mut e = vec![codec];
+        put_varint(&mut e, stored.len() as u64);
+        e.extend_from_slice(&crc32(stored).to_le_bytes());
+        e
+    }
+
+    const ONE: &str = r#"{"tensors":[{"name":"x","dtype":"int64","shape":[]}]}"#;
+
+    #[test]
+    fn the_decode_budget_is_checked_before_allocating() {
+        let stored = [0u8; 10];
+        let mut rest = Vec::new();
+        put_varint(&mut rest, (1 << 27) + 8); // 1 GiB + 64 B of int64
+        rest.extend(entry(2, &stored));
+        let err = parse(&section(&record(ONE, &rest), &stored)).unwrap_err();
+        assert!(
+            matches!(err, FormatError::TooLarge { limit, found, .. } if limit == MAX_DECODED_BATCH && found == (1 << 30) + 64),
+            "{err}"
+        );
+        // Exactly the budget parses (and is never allocated here).
+        let mut rest = Vec::new();
+        put_varint(&mut rest, 1 << 27);
+        rest.extend(entry(2, &stored));
+        assert_eq!(
+            parse(&section(&record(ONE, &rest), &stored))
+                .unwrap()
+                .decoded_len,
+            Some(1 << 30)
+        );
+    }
+
+    #[test]
+    fn a_buffer_that_decodes_to_another_length_is_an_error() {
+        for (codec, n) in [(2u8, 801usize), (2, 799), (1, 801), (1, 799)] {
+            let raw = vec![7u8; n];
+            let stored = if codec == 2 {
+                zstd::bulk::compress(&raw, 3).unwrap()
+            } else {
+                lz4_flex::block::compress(&raw)
+            };
+            let mut rest = vec![100]; // 100 int64: 800 bytes
+            rest.extend(entry(codec, &stored));
+            let s = section(&record(ONE, &rest), &stored);
+            let meta = parse(&s).unwrap();
+            let err = decode(AlignedBytes::from_slice(&s).as_slice(), &meta)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("800"), "{codec} {n}: {err}");
+            assert!(
+                err.contains(&stored.len().to_string()),
+                "{codec} {n}: {err}"
+            );
+        }
+        // Garbage: an error, not a panic.
+        let stored = [0xffu8, 0x13, 0x00, 0x45, 0x99, 0x01];
+        for codec in [1u8, 2] {
+            let mut rest = vec![100];
+            rest.extend(entry(codec, &stored));
+            let s = section(&record(ONE, &rest), &stored);
+            let meta = parse(&s).unwrap();
+            assert!(decode(AlignedBytes::from_slice(&s).as_slice(), &meta).is_err());
+        }
+    }
+
+    #[test]
+    fn bad_records_are_errors_naming_what_was_expected() {
+        let two = r#"{"tensors":[{"name":"a","dtype":"int8","shape":[],"lod":1},{"name":"b","dtype":"int8","shape":[],"lod":2}]}"#;
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            // b shares a's LoD, which has 1 level, not 2.
+            (
+                record(two, &[1, 0, 2, 1, 1]),
+                "expected an earlier tensor with 2 levels",
+            ),
+            // An unknown codec.
+            (record(ONE, &[0, 3, 0, 0, 0, 0]), "found 3"),
+            // Bytes left over before the head's crc.
+            (
+                {
+                    let mut r = record(ONE, &[0, 0]);
+                    r.extend_from_slice(&crc32(&[]).to_le_bytes()[..]);
+                    r.insert(r.len() - 4, 9);
+                    r
+                },
+                "expected the record to end",
+            ),
+            // A schema in batch 0 that batch 0 does not hold.
+            (vec![0, 1, 0], "schema_back 1 points before batch 0"),
+            // An empty LoD level.
+            (record(two, &[1, 0, 0]), "expected at least 1 offset"),
+            // A varint of 11 bytes.
+            (vec![0x80; 11], "expected a varint below 2^64"),
+        ];
+        for (rec, want) in cases {
+            let err = parse(&section(&rec, &[])).unwrap_err().to_string();
+            assert!(err.contains(want), "{want}: {err}");
+        }
+    }
+
     #[test]
     fn varints_round_trip_and_reject_overlong() {
         for v in [0u64, 1, 127, 128, 300, 16383, 16384, u64::MAX] {
