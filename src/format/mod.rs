@@ -96,6 +96,29 @@ pub struct Version {
     pub minor: u16,
 }
 
+impl std::str::FromStr for Version {
+    type Err = FormatError;
+
+    /// Parses `MAJOR.MINOR` (`"1.0"`, `"2.0"`), or `MAJOR` alone (minor 0).
+    ///
+    /// ```
+    /// use lodt::format::Version;
+    /// assert_eq!("2.0".parse::<Version>()?, Version { major: 2, minor: 0 });
+    /// assert_eq!("1".parse::<Version>()?, Version { major: 1, minor: 0 });
+    /// assert!("two".parse::<Version>().is_err());
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self> {
+        let (major, minor) = s.split_once('.').unwrap_or((s, "0"));
+        match (major.parse(), minor.parse()) {
+            (Ok(major), Ok(minor)) => Ok(Version { major, minor }),
+            _ => Err(FormatError::Unwritable(format!(
+                "expected a format version such as 1.0 or 2.0, found {s:?}"
+            ))),
+        }
+    }
+}
+
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)

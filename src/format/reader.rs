@@ -697,8 +697,19 @@ impl LodtFile {
         {
             return Ok(s.clone());
         }
-        let (section, offset) = self.section(jj)?;
-        let schema = super::v2::head_schema(section.bytes(), offset, j)?;
+        let schema = if self.whole.is_some() {
+            let (section, offset) = self.section(jj)?;
+            super::v2::head_schema(section.bytes(), offset, j)?
+        } else {
+            // The head alone: its first 64 bytes tell its length.
+            let r = self.batch_range(jj)?;
+            let source = self.source.as_ref();
+            let ctx = || format!("reading the head of batch {j} of {}", source.describe());
+            let first = read_one(source, r.start..r.end.min(r.start + STRUCT_LEN), ctx)?;
+            let (_, head_len) = super::v2::parse_fixed(first.as_slice(), r.start, j)?;
+            let head = read_one(source, r.start..(r.start + head_len).min(r.end), ctx)?;
+            super::v2::head_schema(head.as_slice(), r.start, j)?
+        };
         if let Ok(mut last) = self.last_schema.lock() {
             *last = Some((j, schema.clone()));
         }

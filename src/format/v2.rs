@@ -71,6 +71,42 @@ impl std::fmt::Display for Compression {
     }
 }
 
+impl std::str::FromStr for Compression {
+    type Err = FormatError;
+
+    /// Parses `none`, `lz4`, `zstd` (level 3) or `zstd:LEVEL` (1 to 22): the
+    /// spelling of the CLI's and Python's `compression` options.
+    ///
+    /// ```
+    /// use lodt::format::Compression;
+    /// assert_eq!("zstd:9".parse::<Compression>()?, Compression::Zstd { level: 9 });
+    /// assert_eq!("lz4".parse::<Compression>()?, Compression::Lz4);
+    /// assert!("gzip".parse::<Compression>().unwrap_err().to_string().contains("found \"gzip\""));
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            FormatError::Unwritable(format!(
+                "expected a compression none, lz4, zstd or zstd:LEVEL (LEVEL 1 to 22), found {s:?}"
+            ))
+        };
+        match s {
+            "none" => Ok(Compression::None),
+            "lz4" => Ok(Compression::Lz4),
+            "zstd" => Ok(Compression::Zstd { level: 3 }),
+            _ => {
+                let level = s.strip_prefix("zstd:").ok_or_else(bad)?;
+                let level: i32 = level.parse().map_err(|_| bad())?;
+                if (1..=22).contains(&level) {
+                    Ok(Compression::Zstd { level })
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
 /// The codec of one stored buffer (the record's `codec` byte).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum Codec {
