@@ -467,6 +467,8 @@ pub(crate) fn parse_batch(
     let overflow =
         |what: &str| FormatError::corrupt(at(), format!("{what} overflows a 64-bit length"));
     let mut tensors: Vec<TensorMeta> = Vec::with_capacity(schema.tensors.len());
+    // Whether each tensor has LoD levels of its own (others share them).
+    let mut own_lod: Vec<bool> = Vec::with_capacity(schema.tensors.len());
     let mut lens: Vec<u64> = Vec::new();
     let mut by_name = HashMap::with_capacity(schema.tensors.len());
     for (t, st) in schema.tensors.iter().enumerate() {
@@ -481,9 +483,11 @@ pub(crate) fn parse_batch(
         }
         shape.extend_from_slice(&st.shape);
         let mut lod = Vec::with_capacity(st.lod);
+        let mut own = false;
         if st.lod > 0 {
             let r = c.varint("lod_ref")?;
             if r == 0 {
+                own = true;
                 for _ in 0..st.lod {
                     let n = c.varint("a level's offset count")?;
                     if n == 0 {
@@ -500,15 +504,12 @@ pub(crate) fn parse_batch(
                     .ok()
                     .and_then(|r| t.checked_sub(r))
                     .and_then(|s| schema.tensors.get(s).map(|st| (s, st)));
-                let own = source.and_then(|(s, sst)| {
+                let shared = source.and_then(|(s, sst)| {
                     let tm = tensors.get(s)?;
-                    let own = tm
-                        .lod
-                        .first()
-                        .is_some_and(|&b| !tensors[..s].iter().any(|o| o.lod.contains(&b)));
+                    let own = own_lod.get(s).copied().unwrap_or(false);
                     (own && sst.lod == st.lod).then(|| tm.lod.clone())
                 });
-                let Some(shared) = own else {
+                let Some(shared) = shared else {
                     return Err(FormatError::corrupt(
                         Location::tensor(k, &st.name, Part::Lod(0)),
                         format!(
@@ -528,6 +529,7 @@ pub(crate) fn parse_batch(
             .ok_or_else(|| overflow("a body"))?;
         lens.push(elems);
         by_name.insert(st.name.clone(), t);
+        own_lod.push(own);
         tensors.push(TensorMeta {
             name: st.name.clone(),
             dtype: st.dtype,
