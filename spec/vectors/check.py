@@ -209,19 +209,21 @@ def read_batch2(s, k, header_crc, table_crc, heads):
                     n = r.varint()
                     need(n >= 1, "empty LoD level")
                     lod.append(len(lens))
-                    lens.append(8 * n)
+                    lens.append((8 * n, 8))
             else:
                 need(ref <= t and specs[t - ref][3] and len(specs[t - ref][2]) == levels,
                      "lod_ref %d" % ref)
                 lod = specs[t - ref][2]
         specs.append((st["name"], st["dtype"], lod, ref == 0 if levels else False,
                       shape, len(lens)))
-        lens.append(size * math.prod(shape))
+        lens.append((size * math.prod(shape), size))
     # Buffers: codec, stored length, CRC; placement; decoding.
     buffers, crcs, cursor = [], b"", pad64(head_len)
-    for i, n in enumerate(lens):
+    for i, (n, width) in enumerate(lens):
         codec = r.take(1)[0]
-        need(codec in (0, 1, 2), "codec %d" % codec)
+        shuffle = codec & 0x10
+        codec &= ~0x10
+        need(codec in (0, 1, 2) and (not shuffle or (codec and width > 1)), "codec %d" % codec)
         stored = r.varint() if codec else n
         crc = r.take(4)
         crcs += crc
@@ -230,7 +232,11 @@ def read_batch2(s, k, header_crc, table_crc, heads):
         zero(s, cursor, start, "buffer gap")
         data = s[start:start + stored]
         need(zlib.crc32(data) == struct.unpack("<I", crc)[0], "buffer %d CRC" % i)
-        buffers.append(decompress(codec, data, n) if codec else data)
+        data = decompress(codec, data, n) if codec else data
+        if shuffle:  # byte j of element i is at j * (n / width) + i
+            m = n // width
+            data = bytes(data[j * m + i] for i in range(m) for j in range(width))
+        buffers.append(data)
         cursor = start + stored
     need(r.pos == len(r.b), "record ends before the head CRC")
     need(section_len == max(64, pad64(cursor)), "section length")

@@ -128,6 +128,8 @@ pub(crate) struct BufferMeta {
     pub crc: u32,
     /// How the stored bytes are compressed (2.0).
     pub codec: super::v2::Codec,
+    /// The element width of a byte-shuffled buffer, 0 if not shuffled (2.0).
+    pub shuffle: usize,
     /// The decoded bytes: within the decoded batch when the batch has a
     /// compressed buffer, else `range`.
     pub view: Range<usize>,
@@ -332,6 +334,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
             range: b.offset as usize..end as usize,
             crc: u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]),
             codec: super::v2::Codec::None,
+            shuffle: 0,
             view: b.offset as usize..end as usize,
         });
     }

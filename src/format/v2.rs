@@ -469,7 +469,8 @@ pub(crate) fn parse_batch(
     let mut tensors: Vec<TensorMeta> = Vec::with_capacity(schema.tensors.len());
     // Whether each tensor has LoD levels of its own (others share them).
     let mut own_lod: Vec<bool> = Vec::with_capacity(schema.tensors.len());
-    let mut lens: Vec<u64> = Vec::new();
+    // Each buffer's decoded length and element width (8 for a LoD level).
+    let mut lens: Vec<(u64, usize)> = Vec::new();
     let mut by_name = HashMap::with_capacity(schema.tensors.len());
     for (t, st) in schema.tensors.iter().enumerate() {
         let rows = if st.scalar {
@@ -497,7 +498,7 @@ pub(crate) fn parse_batch(
                         ));
                     }
                     lod.push(lens.len());
-                    lens.push(n.checked_mul(8).ok_or_else(|| overflow("a level"))?);
+                    lens.push((n.checked_mul(8).ok_or_else(|| overflow("a level"))?, 8));
                 }
             } else {
                 let source = usize::try_from(r)
@@ -527,7 +528,7 @@ pub(crate) fn parse_batch(
             .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
             .and_then(|e| e.checked_mul(st.dtype.size() as u64))
             .ok_or_else(|| overflow("a body"))?;
-        lens.push(elems);
+        lens.push((elems, st.dtype.size()));
         by_name.insert(st.name.clone(), t);
         own_lod.push(own);
         tensors.push(TensorMeta {
@@ -544,12 +545,17 @@ pub(crate) fn parse_batch(
     let mut cursor = data_start as u64;
     let mut decoded = 0u64;
     let mut compressed = false;
-    for (i, &dlen) in lens.iter().enumerate() {
+    for (i, &(dlen, width)) in lens.iter().enumerate() {
         let b = c.take(1, "a buffer's codec")?[0];
-        let Some(codec) = Codec::from_byte(b) else {
+        let codec = Codec::from_byte(b & !SHUFFLE);
+        let shuffle = b & SHUFFLE != 0;
+        let Some(codec) = codec.filter(|&c| !shuffle || (c != Codec::None && width > 1)) else {
             return Err(FormatError::corrupt(
                 at(),
-                format!("buffer {i}: expected codec 0 (none), 1 (lz4) or 2 (zstd), found {b}"),
+                format!(
+                    "buffer {i}: expected codec 0 (none), 1 (lz4) or 2 (zstd), plus 16 (byte \
+                     shuffle) with 1 or 2 for elements of {width} bytes, found {b}"
+                ),
             ));
         };
         let (start, len) = if codec == Codec::None {
@@ -579,6 +585,7 @@ pub(crate) fn parse_batch(
             range: start as usize..end as usize,
             crc,
             codec,
+            shuffle: if shuffle { width } else { 0 },
             view: dstart as usize..decoded.min(usize::MAX as u64) as usize,
         });
         cursor = end;
@@ -710,6 +717,7 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
             Codec::Zstd => zstd::bulk::decompress_to_buffer(stored, dst).map_err(|e| e.to_string()),
         };
         match got {
+            Ok(n) if n == want && b.shuffle > 1 => unshuffle(dst, b.shuffle)?,
             Ok(n) if n == want => {}
             Ok(n) => {
                 return Err(FormatError::corrupt(
@@ -736,6 +744,42 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
         check_tensor_bytes(out.as_slice(), meta, t, false)?;
     }
     Ok(Buffer::from_storage(Arc::new(out)))
+}
+
+/// The bit of a buffer's codec byte that says its elements are byte-shuffled
+/// (`spec/FORMAT.md` §12.4).
+const SHUFFLE: u8 = 0x10;
+
+/// Byte-shuffles `src`, elements of `width` bytes: byte `j` of element `i`
+/// goes to `j * (len / width) + i` (all first bytes, then all second bytes...).
+fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
+    let m = src.len() / width;
+    let mut out = vec![0u8; src.len()];
+    for (i, element) in src.chunks_exact(width).enumerate() {
+        for (j, &byte) in element.iter().enumerate() {
+            if let Some(o) = out.get_mut(j * m + i) {
+                *o = byte;
+            }
+        }
+    }
+    out
+}
+
+/// Undoes [`shuffle`] in place (a copy of `dst`, bounded by the decoded
+/// batch, is the scratch space).
+fn unshuffle(dst: &mut [u8], width: usize) -> Result<()> {
+    let m = dst.len() / width;
+    let mut planes = Vec::new();
+    planes
+        .try_reserve_exact(dst.len())
+        .map_err(|_| FormatError::Unwritable(format!("no memory for {} bytes", dst.len())))?;
+    planes.extend_from_slice(dst);
+    for (i, element) in dst.chunks_exact_mut(width).enumerate() {
+        for (j, byte) in element.iter_mut().enumerate() {
+            *byte = planes.get(j * m + i).copied().unwrap_or(0);
+        }
+    }
+    Ok(())
 }
 
 /// The schema a 2.0 writer has in force: the batch whose head holds it.
@@ -821,7 +865,9 @@ pub(crate) fn encode<'b>(
         rec.extend_from_slice(&json);
     }
     // Tensors, and the raw buffers in order.
-    let mut raw: Vec<(Cow<'b, [u8]>, Option<Buffer>)> = Vec::new();
+    // Each buffer: its bytes, its storage when the batch owns it, its
+    // element width.
+    let mut raw: Vec<(Cow<'b, [u8]>, Option<Buffer>, usize)> = Vec::new();
     let tensors: Vec<_> = batch.iter().collect();
     for (t, (_, tensor)) in tensors.iter().enumerate() {
         if let Some(&rows) = tensor.shape().first() {
@@ -848,7 +894,7 @@ pub(crate) fn encode<'b>(
                             Cow::Borrowed(_) => lod.level_buffer(l),
                             Cow::Owned(_) => None,
                         };
-                        raw.push((bytes, own));
+                        raw.push((bytes, own, 8));
                     }
                 }
             }
@@ -856,11 +902,12 @@ pub(crate) fn encode<'b>(
         raw.push((
             Cow::Borrowed(tensor.as_bytes()),
             Some(tensor.buffer().clone()),
+            tensor.dtype().size(),
         ));
     }
     let decoded: u64 = raw
         .iter()
-        .map(|(b, _)| pad64(b.len() as u64).unwrap_or(u64::MAX))
+        .map(|(b, _, _)| pad64(b.len() as u64).unwrap_or(u64::MAX))
         .fold(0u64, |a, b| a.saturating_add(b));
     let compression = if decoded > MAX_DECODED_BATCH {
         Compression::None
@@ -870,8 +917,14 @@ pub(crate) fn encode<'b>(
     let mut buffers = Vec::with_capacity(raw.len());
     let mut shared = Vec::with_capacity(raw.len());
     let mut codecs = Vec::with_capacity(raw.len());
-    for (bytes, own) in raw {
-        let packed = compress(&bytes, compression)?;
+    for (bytes, own, width) in raw {
+        // Elements wider than a byte are byte-shuffled before compressing:
+        // token ids' high bytes, mostly zero, then compress to almost nothing.
+        let packed = if width > 1 && compression != Compression::None {
+            compress(&shuffle(&bytes, width), compression)?.map(|(c, b)| (c.byte() | SHUFFLE, b))
+        } else {
+            compress(&bytes, compression)?.map(|(c, b)| (c.byte(), b))
+        };
         match packed {
             Some((codec, c)) if c.len() < bytes.len() => {
                 buffers.push(Cow::Owned(c));
@@ -881,14 +934,14 @@ pub(crate) fn encode<'b>(
             _ => {
                 buffers.push(bytes);
                 shared.push(own);
-                codecs.push(Codec::None);
+                codecs.push(Codec::None.byte());
             }
         }
     }
     let mut crcs = Vec::with_capacity(buffers.len());
     for (b, &codec) in buffers.iter().zip(&codecs) {
-        rec.push(codec.byte());
-        if codec != Codec::None {
+        rec.push(codec);
+        if codec != 0 {
             put_varint(&mut rec, b.len() as u64);
         }
         let crc = super::section::crc32_large(b);
@@ -902,7 +955,7 @@ pub(crate) fn encode<'b>(
     let mut cursor = pad64(head_len as u64).ok_or_else(overflow)?;
     let mut offsets = Vec::with_capacity(buffers.len());
     for (b, &codec) in buffers.iter().zip(&codecs) {
-        if codec == Codec::None {
+        if codec == 0 {
             cursor = pad64(cursor).ok_or_else(overflow)?;
         }
         offsets.push(start + cursor);
@@ -1052,6 +1105,38 @@ mod tests {
             let meta = parse(&s).unwrap();
             assert!(decode(AlignedBytes::from_slice(&s).as_slice(), &meta).is_err());
         }
+    }
+
+    #[test]
+    fn byte_shuffle_round_trips_and_is_refused_where_it_cannot_apply() {
+        let raw: Vec<u8> = (0..100i64).flat_map(|v| (v * 300).to_le_bytes()).collect();
+        let shuffled = shuffle(&raw, 8);
+        assert_eq!(&shuffled[..3], &[0, 44, 88]); // the low bytes of 0, 300, 600
+        assert!(shuffled[200..].iter().all(|&b| b == 0), "the high bytes");
+        let mut back = shuffled.clone();
+        unshuffle(&mut back, 8).unwrap();
+        assert_eq!(back, raw);
+        // Through a section: zstd + shuffle decodes to the values.
+        let stored = zstd::bulk::compress(&shuffled, 3).unwrap();
+        let mut rest = vec![100];
+        rest.extend(entry(2 | SHUFFLE, &stored));
+        let s = section(&record(ONE, &rest), &stored);
+        let meta = parse(&s).unwrap();
+        let decoded = decode(AlignedBytes::from_slice(&s).as_slice(), &meta).unwrap();
+        assert_eq!(&decoded.as_slice()[..800], &raw[..]);
+        // Shuffle on a raw buffer, or of 1-byte elements: refused.
+        let mut rest = vec![8, SHUFFLE];
+        rest.extend_from_slice(&crc32(&raw[..8]).to_le_bytes());
+        let err = parse(&section(&record(ONE, &rest), &raw[..8])).unwrap_err();
+        assert!(err.to_string().contains("found 16"), "{err}");
+        let bytes = r#"{"tensors":[{"name":"x","dtype":"uint8","shape":[]}]}"#;
+        let mut rest = vec![8];
+        rest.extend(entry(1 | SHUFFLE, &stored));
+        let err = parse(&section(&record(bytes, &rest), &stored)).unwrap_err();
+        assert!(
+            err.to_string().contains("elements of 1 bytes, found 17"),
+            "{err}"
+        );
     }
 
     #[test]
