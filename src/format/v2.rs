@@ -709,10 +709,11 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
         };
         let want = dst.len();
         let got = match b.codec {
-            Codec::None => {
-                dst.copy_from_slice(stored.get(..want).unwrap_or(&[]));
+            Codec::None if stored.len() == want => {
+                dst.copy_from_slice(stored);
                 Ok(want)
             }
+            Codec::None => Ok(stored.len()),
             Codec::Lz4 => lz4_flex::block::decompress_into(stored, dst).map_err(|e| e.to_string()),
             Codec::Zstd => zstd::bulk::decompress_to_buffer(stored, dst).map_err(|e| e.to_string()),
         };
