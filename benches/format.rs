@@ -51,7 +51,15 @@ fn batch(k: usize, mib: usize) -> Batch {
 }
 
 fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) {
-    let mut w = Writer::create_with(path, BTreeMap::new(), WriteOptions { fsync }).unwrap();
+    let mut w = Writer::create_with(
+        path,
+        BTreeMap::new(),
+        WriteOptions {
+            fsync,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for b in batches {
         w.write(b).unwrap();
     }
@@ -60,7 +68,15 @@ fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) {
 
 /// A lodt file of `count` batches of `mib` MiB, written batch by batch.
 fn make_lodt(path: &Path, count: usize, mib: usize) {
-    let mut w = Writer::create_with(path, BTreeMap::new(), WriteOptions { fsync: false }).unwrap();
+    let mut w = Writer::create_with(
+        path,
+        BTreeMap::new(),
+        WriteOptions {
+            fsync: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for k in 0..count {
         w.write(&batch(k, mib)).unwrap();
     }

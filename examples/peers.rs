@@ -167,7 +167,14 @@ impl Offsets {
 }
 
 fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) -> Res<()> {
-    let mut w = Writer::create_with(path, BTreeMap::new(), WriteOptions { fsync })?;
+    let mut w = Writer::create_with(
+        path,
+        BTreeMap::new(),
+        WriteOptions {
+            fsync,
+            ..Default::default()
+        },
+    )?;
     for b in batches {
         w.write(b)?;
     }

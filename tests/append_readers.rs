@@ -39,7 +39,10 @@ fn batch(k: u64) -> Batch {
 }
 
 fn no_fsync() -> WriteOptions {
-    WriteOptions { fsync: false }
+    WriteOptions {
+        fsync: false,
+        ..Default::default()
+    }
 }
 
 /// What the test asks the hook to do.

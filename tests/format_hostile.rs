@@ -545,16 +545,16 @@ fn versions() {
     let err = LodtFile::from_bytes(&bad).unwrap().verify().unwrap_err();
     assert_eq!(err.location().unwrap().part, Part::Buffer(2));
     // A newer major is refused, before its header CRC is looked at.
-    let mut bytes = build_with(&[good_batch()], 2, 0, |_| {});
+    let mut bytes = build_with(&[good_batch()], 3, 0, |_| {});
     bytes[63] ^= 0xff;
     let err = read_all(&bytes).unwrap_err();
     assert!(
         matches!(
             err,
             FormatError::UnsupportedVersion {
-                major: 2,
+                major: 3,
                 minor: 0,
-                supported: 1
+                supported: 2
             }
         ),
         "{err}"

@@ -96,7 +96,10 @@ fn every_truncation_keeps_every_complete_batch() {
         tempfile::tempdir().unwrap()
     };
     let path = dir.path().join("cut.lodt");
-    let options = WriteOptions { fsync: false };
+    let options = WriteOptions {
+        fsync: false,
+        ..Default::default()
+    };
     for cut in 0..bytes.len() {
         let part = &bytes[..cut];
         let complete = ends.iter().filter(|&&e| e <= cut as u64).count();

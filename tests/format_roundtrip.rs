@@ -384,7 +384,15 @@ fn saving_is_atomic_and_leaves_mapped_readers_alone() {
     format::save_batch(&path, &words_batch(1)).unwrap();
     let old = LodtFile::open(&path).unwrap();
     // Overwrite with different (and larger) content while `old` is mapped.
-    let mut w = Writer::create_with(&path, BTreeMap::new(), WriteOptions { fsync: false }).unwrap();
+    let mut w = Writer::create_with(
+        &path,
+        BTreeMap::new(),
+        WriteOptions {
+            fsync: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for i in 5..9 {
         w.write(&words_batch(i)).unwrap();
     }

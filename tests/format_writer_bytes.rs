@@ -55,7 +55,15 @@ fn file_and_vec_writers_give_the_same_bytes_as_before_the_split() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.lodt");
     let meta = [("who".to_string(), "test".to_string())].into();
-    let mut w = Writer::create_with(&path, meta, WriteOptions { fsync: false }).unwrap();
+    let mut w = Writer::create_with(
+        &path,
+        meta,
+        WriteOptions {
+            fsync: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for b in &batches {
         w.write(b).unwrap();
     }

@@ -54,8 +54,15 @@ fn tags(path: &Path, elems: impl Fn(u64) -> usize) -> Vec<u64> {
 
 /// A file of batches tagged `tags` (each `elems(tag)` long).
 fn write_file(path: &Path, tags: impl IntoIterator<Item = u64>, elems: impl Fn(u64) -> usize) {
-    let mut w =
-        Writer::create_with(path, Default::default(), WriteOptions { fsync: false }).unwrap();
+    let mut w = Writer::create_with(
+        path,
+        Default::default(),
+        WriteOptions {
+            fsync: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     for tag in tags {
         w.write(&tagged(tag, elems(tag))).unwrap();
     }
@@ -145,7 +152,13 @@ fn child_append(path: &Path) -> Result<(), FormatError> {
     let count = env_u64("LODT_COUNT", 1);
     let elems = env_u64("LODT_ELEMS", 100) as usize;
     let ready_after = env_u64("LODT_READY_AFTER", 1);
-    let mut w = Writer::append_with(path, WriteOptions { fsync: false })?;
+    let mut w = Writer::append_with(
+        path,
+        WriteOptions {
+            fsync: false,
+            ..Default::default()
+        },
+    )?;
     for i in 0..count {
         w.write(&tagged(first + i, elems))?;
         if i + 1 == ready_after
@@ -166,7 +179,13 @@ fn child_append(path: &Path) -> Result<(), FormatError> {
 fn child_append_loop(path: &Path) -> Result<(), FormatError> {
     let mut out = std::io::stdout().lock();
     loop {
-        let mut w = Writer::append_with(path, WriteOptions { fsync: false })?;
+        let mut w = Writer::append_with(
+            path,
+            WriteOptions {
+                fsync: false,
+                ..Default::default()
+            },
+        )?;
         let tag = w.batches_written() as u64;
         w.write(&tagged(tag, elems_of(tag)))?;
         w.finish()?;

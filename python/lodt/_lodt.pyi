@@ -310,8 +310,12 @@ class Writer:
         *,
         append: bool = False,
         fsync: bool = True,
+        format_version: str = "1.0",
+        compression: str = "none",
     ) -> Self:
-        """Starts a new file (or appends to one)."""
+        """Starts a new file (or appends to one); ``format_version="2.0"``
+        writes format 2.0, whose buffers ``compression`` ("none", "lz4",
+        "zstd", "zstd:LEVEL") may compress."""
     def write(self, batch: _BatchLike, metadata: Mapping[str, str] | None = None) -> None:
         """Writes one batch."""
     @property

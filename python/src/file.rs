@@ -375,20 +375,27 @@ impl PyWriter {
 
 #[pymethods]
 impl PyWriter {
-    /// Writer(path, metadata=None, *, append=False, fsync=True)
+    /// Writer(path, metadata=None, *, append=False, fsync=True,
+    ///        format_version="1.0", compression="none")
     ///
     /// Starts a new file at `path` with file-level `metadata` (written to a
     /// temporary file renamed over `path` on `close`), or, with
-    /// `append=True`, adds batches to the existing file (its metadata is kept).
-    /// `fsync` makes `close` flush to disk first.
+    /// `append=True`, adds batches to the existing file (its metadata and
+    /// version are kept). `fsync` makes `close` flush to disk first.
+    /// `format_version` "2.0" writes format 2.0, whose buffers `compression`
+    /// may compress: "none", "lz4", "zstd" or "zstd:LEVEL".
     #[new]
-    #[pyo3(signature = (path, metadata = None, *, append = false, fsync = true))]
+    #[pyo3(signature = (path, metadata = None, *, append = false, fsync = true,
+                        format_version = "1.0", compression = "none"))]
+    #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
         path: PathBuf,
         metadata: Option<&Bound<'_, PyAny>>,
         append: bool,
         fsync: bool,
+        format_version: &str,
+        compression: &str,
     ) -> PyResult<Self> {
         let meta = crate::batch::metadata(metadata)?;
         if append && !meta.is_empty() {
@@ -396,7 +403,11 @@ impl PyWriter {
                 "an appending writer keeps the file's metadata: give none",
             ));
         }
-        let options = WriteOptions { fsync };
+        let options = WriteOptions {
+            fsync,
+            format_version: format_version.parse().map_err(format_err)?,
+            compression: compression.parse().map_err(format_err)?,
+        };
         let p = path.clone();
         let writer = py
             .detach(move || {

@@ -348,3 +348,19 @@ def test_safe_write_refusals_are_os_errors(tmp_path, sample_file):
     with pytest.raises(OSError):
         lodt.save(tmp_path / "dir.lodt", {"x": np.zeros(2)})
     assert len(lodt.open(sample_file)) == 3
+
+
+def test_writer_format_2_0_compressed(tmp_path, words):
+    for compression in ("none", "lz4", "zstd", "zstd:9"):
+        path = tmp_path / f"{compression.replace(':', '_')}.lodt"
+        with lodt.Writer(path, format_version="2.0", compression=compression) as w:
+            w.write({"words": words})
+            w.write({"words": words})
+        f = lodt.open(path)
+        assert f.version == (2, 0) and len(f) == 2
+        assert f[1]["words"] == words
+        assert f.verify()["batches"] == 2
+    with pytest.raises(ValueError, match="compression lz4 needs format version 2.0"):
+        lodt.Writer(tmp_path / "x.lodt", compression="lz4")
+    with pytest.raises(ValueError, match='found "gzip"'):
+        lodt.Writer(tmp_path / "y.lodt", format_version="2.0", compression="gzip")

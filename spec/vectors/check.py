@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""An independent .lodt reader, written from ../FORMAT.md alone (Python
-standard library only), run on every test vector: it checks every checksum,
+"""An independent .lodt reader (versions 1.0 and 2.0), written from
+../FORMAT.md alone (Python standard library, plus the `zstandard` and `lz4`
+packages for 2.0's compressed buffers, imported when a file has one), run on
+every test vector: it checks every checksum,
 padding byte and rule of each file, then compares each tensor (and each
 recorded branch slice) with the JSON next to it.
 
@@ -60,7 +62,8 @@ def zero(b, start, end, what):
 def read_file(b):
     """Returns (file metadata, [batch]) where batch = (metadata, {name: tensor})."""
     need(b[:9] == MAGIC, "magic")
-    need(struct.unpack_from("<H", b, 12)[0] == 1, "major version")
+    major = struct.unpack_from("<H", b, 12)[0]
+    need(major in (1, 2), "major version")
     sealed(b, 0, "file header")
     meta_len = u64(b, 16)
     need(64 + meta_len <= len(b), "file metadata length")
@@ -83,11 +86,16 @@ def read_file(b):
     need(zlib.crc32(index) == u32(b, footer + 24), "index CRC")
     zero(b, footer + 64 + 24 * count, trailer, "index")
 
-    batches, pos = [], data_start
+    batches, pos, heads = [], data_start, {}
     for k in range(count):
         offset, length, header_crc, table_crc = struct.unpack_from("<QQII", index, 24 * k)
-        need(offset == pos and length % 64 == 0 and length >= 128, "index entry %d" % k)
-        batches.append(read_batch(b[offset:offset + length], k, header_crc, table_crc))
+        need(offset == pos and length % 64 == 0 and length >= (128 if major == 1 else 64),
+             "index entry %d" % k)
+        section = b[offset:offset + length]
+        if major == 1:
+            batches.append(read_batch(section, k, header_crc, table_crc))
+        else:
+            batches.append(read_batch2(section, k, header_crc, table_crc, heads))
         pos += length
     need(pos == footer, "batches end at the footer")
     return file_meta, batches
@@ -133,6 +141,114 @@ def read_batch(s, k, header_crc, table_crc):
         check_lod(lod, shape)
         tensors[t["name"]] = (t["dtype"], shape, lod, values(t["dtype"], body))
     return m.get("metadata", {}), tensors
+
+
+class Record:
+    """The fields of a 2.0 batch head's record (FORMAT.md 12.2)."""
+
+    def __init__(self, b):
+        self.b, self.pos = b, 0
+
+    def varint(self):
+        v = 0
+        for i in range(10):
+            need(self.pos < len(self.b), "record ends inside a varint")
+            byte = self.b[self.pos]
+            self.pos += 1
+            v |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                need(v < 1 << 64, "varint overflows")
+                return v
+        raise Bad("varint longer than 10 bytes")
+
+    def take(self, n):
+        need(self.pos + n <= len(self.b), "record too short")
+        self.pos += n
+        return self.b[self.pos - n:self.pos]
+
+
+def decompress(codec, data, n):
+    if codec == 1:
+        import lz4.block
+        out = lz4.block.decompress(data, uncompressed_size=n)
+    else:
+        import zstandard
+        out = zstandard.ZstdDecompressor().decompress(data, max_output_size=n)
+    need(len(out) == n, "decoded length %d, expected %d" % (len(out), n))
+    return out
+
+
+def read_batch2(s, k, header_crc, table_crc, heads):
+    """A 2.0 batch section (FORMAT.md 12); `heads` maps each batch whose head
+    held a schema to that schema."""
+    need(s[:8] == b"LODTBTCH", "batch tag")
+    section_len, head_len = u64(s, 8), u32(s, 16)
+    need(section_len == len(s) and 27 <= head_len <= section_len, "batch and head length")
+    need(zlib.crc32(s[:head_len - 4]) == u32(s, head_len - 4) == header_crc, "head CRC")
+    zero(s, head_len, pad64(head_len), "head")
+    r = Record(s[20:head_len - 4])
+    need(r.varint() == k, "batch number")
+    back = r.varint()
+    if back == 0:
+        heads[k] = json.loads(r.take(r.varint()))["tensors"]
+    need(k - back in heads, "schema_back %d" % back)
+    schema = heads[k - back]
+    meta = r.take(r.varint())
+    metadata = json.loads(meta) if meta else {}
+    # Tensors: shapes, LoD offset counts (own or shared), decoded lengths.
+    lens, specs = [], []
+    for t, st in enumerate(schema):
+        code, size = DTYPES[st["dtype"]]
+        shape = [] if st.get("scalar") else [r.varint()] + st["shape"]
+        levels = st.get("lod", 0)
+        lod = []
+        if levels:
+            ref = r.varint()
+            if ref == 0:
+                for _ in range(levels):
+                    n = r.varint()
+                    need(n >= 1, "empty LoD level")
+                    lod.append(len(lens))
+                    lens.append((8 * n, 8))
+            else:
+                need(ref <= t and specs[t - ref][3] and len(specs[t - ref][2]) == levels,
+                     "lod_ref %d" % ref)
+                lod = specs[t - ref][2]
+        specs.append((st["name"], st["dtype"], lod, ref == 0 if levels else False,
+                      shape, len(lens)))
+        lens.append((size * math.prod(shape), size))
+    # Buffers: codec, stored length, CRC; placement; decoding.
+    buffers, crcs, cursor = [], b"", pad64(head_len)
+    for i, (n, width) in enumerate(lens):
+        codec = r.take(1)[0]
+        shuffle = codec & 0x10
+        codec &= ~0x10
+        need(codec in (0, 1, 2) and (not shuffle or (codec and width > 1)), "codec %d" % codec)
+        stored = r.varint() if codec else n
+        crc = r.take(4)
+        crcs += crc
+        start = pad64(cursor) if codec == 0 else cursor
+        need(start + stored <= section_len, "buffer %d placement" % i)
+        zero(s, cursor, start, "buffer gap")
+        data = s[start:start + stored]
+        need(zlib.crc32(data) == struct.unpack("<I", crc)[0], "buffer %d CRC" % i)
+        data = decompress(codec, data, n) if codec else data
+        if shuffle:  # byte j of element i is at j * (n / width) + i
+            m = n // width
+            data = bytes(data[j * m + i] for i in range(m) for j in range(width))
+        buffers.append(data)
+        cursor = start + stored
+    need(r.pos == len(r.b), "record ends before the head CRC")
+    need(section_len == max(64, pad64(cursor)), "section length")
+    zero(s, cursor, section_len, "last buffer")
+    need(zlib.crc32(crcs) == table_crc, "index table CRC")
+    tensors = {}
+    for name, dtype, lod_bufs, _, shape, body in specs:
+        lod = [list(struct.unpack("<%dQ" % (len(buffers[bi]) // 8), buffers[bi]))
+               for bi in lod_bufs]
+        check_lod(lod, shape)
+        tensors[name] = (dtype, shape, lod, values(dtype, buffers[body]))
+    return metadata, tensors
 
 
 def check_lod(lod, shape):
@@ -222,4 +338,7 @@ if __name__ == "__main__":
     except Bad as e:
         print("FAIL: " + str(e))
         sys.exit(1)
+    except ImportError as e:
+        print("SKIP: %s (pip install zstandard lz4 to decode compressed 2.0 vectors)" % e)
+        sys.exit(3)
     print("ok: %d files read, %d JSON records match" % (files, checked))

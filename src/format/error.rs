@@ -164,14 +164,14 @@ pub enum FormatError {
     },
     /// The file's major version is not one this reader knows.
     #[error(
-        "unsupported .lodt version {major}.{minor}: this reader reads major version {supported}"
+        "unsupported .lodt version {major}.{minor}: this reader reads major versions 1 to {supported}"
     )]
     UnsupportedVersion {
         /// The file's major version.
         major: u16,
         /// The file's minor version.
         minor: u16,
-        /// The major version this reader supports.
+        /// The highest major version this reader reads (it reads 1 to this one).
         supported: u16,
     },
     /// A CRC32 does not match the bytes it covers.

@@ -34,12 +34,26 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// ```
 pub const MAGIC: [u8; 9] = *b"\x89LODT\r\n\x1a\n";
 
-/// The major version this crate writes and reads. Readers reject other majors.
+/// The major version this crate writes by default ([`WriteOptions::format_version`](super::WriteOptions::format_version)
+/// chooses 2.0).
 ///
 /// ```
 /// assert_eq!(lodt::format::MAJOR_VERSION, 1);
 /// ```
 pub const MAJOR_VERSION: u16 = 1;
+
+/// The highest major version this crate reads: it reads every major from 1
+/// to this one (1.0 and 2.0), and rejects others.
+///
+/// ```
+/// assert_eq!(lodt::format::MAX_MAJOR_VERSION, 2);
+/// ```
+pub const MAX_MAJOR_VERSION: u16 = 2;
+
+/// Whether this crate reads files of major version `major`.
+pub(crate) fn known_major(major: u16) -> bool {
+    (1..=MAX_MAJOR_VERSION).contains(&major)
+}
 
 /// The minor version this crate writes. Readers accept any minor of their
 /// major and ignore what newer minors add.
@@ -217,11 +231,11 @@ pub(crate) struct IndexEntry {
 }
 
 impl FileHeader {
-    pub fn new(meta: &[u8]) -> Self {
+    pub fn new(meta: &[u8], major: u16) -> Self {
         let mut h = FileHeader {
             magic: MAGIC,
             zero: [0; 3],
-            major: U16::new(MAJOR_VERSION),
+            major: U16::new(major),
             minor: U16::new(MINOR_VERSION),
             meta_len: U64::new(meta.len() as u64),
             meta_crc: U32::new(crc32(meta)),
@@ -353,7 +367,7 @@ fn bounded_list<'de, D: Deserializer<'de>, const N: usize>(d: D) -> Result<Vec<u
     d.deserialize_seq(Visitor::<N>)
 }
 
-fn bounded_dims<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+pub(crate) fn bounded_dims<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
     bounded_list::<D, MAX_DIMS>(d)
 }
 
@@ -558,11 +572,11 @@ pub(crate) fn parse_file_start(
     let (major, minor) = (header.major.get(), header.minor.get());
     // The version is read before the CRC so that a future major, which may
     // change the header, is reported as such.
-    if major != MAJOR_VERSION {
+    if !known_major(major) {
         return Err(FormatError::UnsupportedVersion {
             major,
             minor,
-            supported: MAJOR_VERSION,
+            supported: MAX_MAJOR_VERSION,
         });
     }
     header.check_crc(at())?;

@@ -54,6 +54,7 @@ mod section;
 mod source;
 mod storage;
 mod stream;
+mod v2;
 mod verify;
 mod writer;
 
@@ -61,7 +62,8 @@ pub use batch_io::LodtFileReader;
 pub use buffers::TensorBuffers;
 pub use error::{FormatError, Location, Part, Result};
 pub use layout::{
-    ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, MINOR_VERSION,
+    ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_MAJOR_VERSION, MAX_METADATA_LEN,
+    MINOR_VERSION,
 };
 pub use reader::{Advice, BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
@@ -71,6 +73,7 @@ pub use source::{
 };
 pub use storage::MappedFile;
 pub use stream::StreamReader;
+pub use v2::{Compression, MAX_DECODED_BATCH};
 pub use verify::{VerifyReport, verify};
 pub use writer::{FileSink, WriteOptions, Writer};
 
@@ -91,6 +94,29 @@ pub struct Version {
     pub major: u16,
     /// Compatible additions that older readers ignore.
     pub minor: u16,
+}
+
+impl std::str::FromStr for Version {
+    type Err = FormatError;
+
+    /// Parses `MAJOR.MINOR` (`"1.0"`, `"2.0"`), or `MAJOR` alone (minor 0).
+    ///
+    /// ```
+    /// use lodt::format::Version;
+    /// assert_eq!("2.0".parse::<Version>()?, Version { major: 2, minor: 0 });
+    /// assert_eq!("1".parse::<Version>()?, Version { major: 1, minor: 0 });
+    /// assert!("two".parse::<Version>().is_err());
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self> {
+        let (major, minor) = s.split_once('.').unwrap_or((s, "0"));
+        match (major.parse(), minor.parse()) {
+            (Ok(major), Ok(minor)) => Ok(Version { major, minor }),
+            _ => Err(FormatError::Unwritable(format!(
+                "expected a format version such as 1.0 or 2.0, found {s:?}"
+            ))),
+        }
+    }
 }
 
 impl fmt::Display for Version {

@@ -177,6 +177,8 @@ pub struct LodtFile {
     last_touched: AtomicUsize,
     /// How far a scan has asked the source to fetch ahead (a file offset).
     ahead: AtomicU64,
+    /// The 2.0 schema looked up last (the batch whose head holds it).
+    last_schema: std::sync::Mutex<Option<(u64, Arc<super::v2::Schema>)>>,
 }
 
 impl std::fmt::Debug for LodtFile {
@@ -399,7 +401,7 @@ impl LodtFile {
         let need = file_start_len(head.as_slice()).min(len);
         let start = reads.get(0..need)?;
         let (version, metadata, data_start) = parse_file_start(start.as_slice())?;
-        let (footer_offset, entries) = parse_footer(&reads, len, data_start)?;
+        let (footer_offset, entries) = parse_footer(&reads, len, data_start, version.major)?;
         let batches = (0..entries.len()).map(|_| OnceLock::new()).collect();
         let bodies_checked = (0..entries.len()).map(|_| AtomicBool::new(false)).collect();
         drop(reads);
@@ -418,6 +420,7 @@ impl LodtFile {
             advice: Advice::Auto,
             last_touched: AtomicUsize::new(NOT_A_BATCH),
             ahead: AtomicU64::new(0),
+            last_schema: std::sync::Mutex::new(None),
         })
     }
 
@@ -668,12 +671,49 @@ impl LodtFile {
         if let Some(meta) = cell.get() {
             return Ok((meta, false));
         }
-        let meta = section::parse_batch(bytes, offset, k as u64)?;
+        let meta = section::parse_any(self.version.major, bytes, offset, k as u64, &mut |j| {
+            self.schema_of(j)
+        })?;
         let e = self.entry(k)?;
         let at = || Location::batch(k as u64, Part::Index);
         same_crc(at(), e.header_crc.get(), meta.header_crc)?;
         same_crc(at(), e.table_crc.get(), meta.table_crc)?;
         Ok((cell.get_or_init(|| Box::new(meta)), true))
+    }
+
+    /// The 2.0 schema held by batch `j`'s head: from its parsed metadata,
+    /// the last schema looked up, or its head, read and checked alone.
+    fn schema_of(&self, j: u64) -> Result<Arc<super::v2::Schema>> {
+        let jj = usize::try_from(j).unwrap_or(usize::MAX);
+        if let Some(m) = self.batches.get(jj).and_then(|c| c.get())
+            && m.holds_schema
+            && let Some(s) = &m.schema
+        {
+            return Ok(s.clone());
+        }
+        if let Ok(last) = self.last_schema.lock()
+            && let Some((at, s)) = last.as_ref()
+            && *at == j
+        {
+            return Ok(s.clone());
+        }
+        let schema = if self.whole.is_some() {
+            let (section, offset) = self.section(jj)?;
+            super::v2::head_schema(section.bytes(), offset, j)?
+        } else {
+            // The head alone: its first 64 bytes tell its length.
+            let r = self.batch_range(jj)?;
+            let source = self.source.as_ref();
+            let ctx = || format!("reading the head of batch {j} of {}", source.describe());
+            let first = read_one(source, r.start..r.end.min(r.start + STRUCT_LEN), ctx)?;
+            let (_, head_len) = super::v2::parse_fixed(first.as_slice(), r.start, j)?;
+            let head = read_one(source, r.start..(r.start + head_len).min(r.end), ctx)?;
+            super::v2::head_schema(head.as_slice(), r.start, j)?
+        };
+        if let Ok(mut last) = self.last_schema.lock() {
+            *last = Some((j, schema.clone()));
+        }
+        Ok(schema)
     }
 
     /// Tells the source how batch `k`, touched for the first time, is about
@@ -761,6 +801,7 @@ impl LodtFile {
     #[inline]
     fn batch_as(&self, k: usize, api: Option<Pattern>) -> Result<BatchView<'_>> {
         let (meta, section, offset) = self.meta(k, api, Use::TensorsOut)?;
+        let section = section::decoded(section, meta).map_err(|e| self.bad_read(e))?;
         Ok(BatchView {
             k,
             meta,
@@ -806,7 +847,7 @@ impl LodtFile {
         let tm = view.meta.tensors.get(t).ok_or_else(|| view.no_such(name))?;
         // Ranges within the section's storage (the whole file for a map or
         // bytes in memory, the section alone for positional reads).
-        let abs = |b: usize| view.section.in_storage(view.meta.range(b));
+        let abs = |b: usize| view.section.in_storage(view.meta.view(b));
         Ok(TensorBuffers {
             storage: view.section.storage().clone(),
             dtype: tm.dtype,
@@ -921,7 +962,14 @@ fn parse_footer(
     reads: &OpenReads<'_>,
     len: u64,
     data_start: u64,
+    major: u16,
 ) -> Result<(u64, Vec<IndexEntry>)> {
+    // The smallest batch section: 128 bytes in 1.0, 64 in 2.0.
+    let min_len = if major >= 2 {
+        STRUCT_LEN
+    } else {
+        2 * STRUCT_LEN
+    };
     let min = data_start + 2 * STRUCT_LEN;
     if len < min {
         return Err(FormatError::NoFooter {
@@ -972,11 +1020,11 @@ fn parse_footer(
     let mut next = data_start;
     for (k, e) in entries.iter().enumerate() {
         let (offset, length) = (e.offset.get(), e.length.get());
-        if offset != next || length < 2 * STRUCT_LEN || !length.is_multiple_of(64) {
+        if offset != next || length < min_len || !length.is_multiple_of(64) {
             return Err(FormatError::corrupt(
                 Location::batch(k as u64, Part::Index),
                 format!(
-                    "entry says {length} bytes at {offset}; expected a multiple of 64 of at least 128 at {next}"
+                    "entry says {length} bytes at {offset}; expected a multiple of 64 of at least {min_len} at {next}"
                 ),
             ));
         }

@@ -110,13 +110,29 @@ pub(crate) struct BatchMeta {
     /// Where the buffers start and the checksum table starts (section-relative).
     pub data_start: usize,
     pub table_start: usize,
+    /// The schema in force (2.0; `None` for 1.0).
+    pub schema: Option<Arc<super::v2::Schema>>,
+    /// Whether this batch's head holds the schema (2.0).
+    pub holds_schema: bool,
+    /// The batch whose head holds the schema in force (2.0).
+    pub schema_at: u64,
+    /// The bytes a batch with a compressed buffer decodes to (2.0).
+    pub decoded_len: Option<usize>,
 }
 
 /// A buffer of a batch: its byte range within the section and its CRC32.
 #[derive(Debug, Clone)]
 pub(crate) struct BufferMeta {
+    /// The stored bytes, within the section (what the crc covers).
     pub range: Range<usize>,
     pub crc: u32,
+    /// How the stored bytes are compressed (2.0).
+    pub codec: super::v2::Codec,
+    /// The element width of a byte-shuffled buffer, 0 if not shuffled (2.0).
+    pub shuffle: usize,
+    /// The decoded bytes: within the decoded batch when the batch has a
+    /// compressed buffer, else `range`.
+    pub view: Range<usize>,
 }
 
 /// A tensor of a batch, checked against its buffers.
@@ -151,11 +167,17 @@ impl BatchMeta {
         self.buffers.get(i).map(|b| b.range.clone()).unwrap_or(0..0)
     }
 
-    /// The total number of body bytes.
+    /// The byte range of buffer `i`'s decoded bytes (section-relative, or
+    /// within the decoded batch: see [`BufferMeta::view`]).
+    pub fn view(&self, i: usize) -> Range<usize> {
+        self.buffers.get(i).map(|b| b.view.clone()).unwrap_or(0..0)
+    }
+
+    /// The total number of body bytes (decoded).
     pub fn body_bytes(&self) -> u64 {
         self.tensors
             .iter()
-            .map(|t| self.range(t.body).len() as u64)
+            .map(|t| self.view(t.body).len() as u64)
             .sum()
     }
 }
@@ -311,6 +333,9 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         buffers.push(BufferMeta {
             range: b.offset as usize..end as usize,
             crc: u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]),
+            codec: super::v2::Codec::None,
+            shuffle: 0,
+            view: b.offset as usize..end as usize,
         });
     }
 
@@ -415,31 +440,69 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         buffers,
         data_start,
         table_start,
+        schema: None,
+        holds_schema: false,
+        schema_at: 0,
+        decoded_len: None,
     };
     // LoD checksums and rules, body lengths and bools.
     for i in 0..meta.tensors.len() {
-        check_tensor(section, &meta, i)?;
+        check_tensor_bytes(section, &meta, i, true)?;
     }
     Ok(meta)
 }
 
-/// The bytes of buffer `i` of a section.
-fn buffer<'a>(section: &'a [u8], meta: &BatchMeta, i: usize) -> &'a [u8] {
-    section.get(meta.range(i)).unwrap_or(&[])
+/// Parses batch `k` of a file of major version `major`: the one place the
+/// batch section's version is dispatched on (1.0: section 5 of
+/// `spec/FORMAT.md`, 2.0: section 12). `schema_of(j)` gives the 2.0 schema
+/// held by batch `j`'s head.
+pub(crate) fn parse_any(
+    major: u16,
+    section: &[u8],
+    file_offset: u64,
+    k: u64,
+    schema_of: &mut dyn FnMut(u64) -> Result<Arc<super::v2::Schema>>,
+) -> Result<BatchMeta> {
+    if major >= 2 {
+        super::v2::parse_batch(section, file_offset, k, schema_of)
+    } else {
+        parse_batch(section, file_offset, k)
+    }
 }
 
-/// Checks one tensor's LoD checksums, its LoD against Paddle's rules and its
-/// shape, and (for bool) its body bytes.
-fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
+/// The section a checked batch's tensors are windows of: `section` itself,
+/// or, for a 2.0 batch with a compressed buffer, its decoded bytes.
+pub(crate) fn decoded<'a>(section: Section<'a>, meta: &BatchMeta) -> Result<Section<'a>> {
+    if meta.decoded_len.is_none() {
+        return Ok(section);
+    }
+    Ok(Section::owned(super::v2::decode(section.bytes(), meta)?))
+}
+
+/// Checks one tensor's LoD against Paddle's rules and its shape, and (for
+/// bool) its body bytes; `bytes` is the section with `stored` (and then the
+/// LoD checksums are checked too), else the decoded batch.
+pub(crate) fn check_tensor_bytes(
+    section: &[u8],
+    meta: &BatchMeta,
+    t: usize,
+    stored: bool,
+) -> Result<()> {
+    let buffer = |i: usize| -> &[u8] {
+        let r = if stored { meta.range(i) } else { meta.view(i) };
+        section.get(r).unwrap_or(&[])
+    };
     let Some(tm) = meta.tensors.get(t) else {
         return Ok(());
     };
     let tat = |part| Location::tensor(meta.index, &tm.name, part);
     let mut levels = Vec::with_capacity(tm.lod.len());
     for (l, &b) in tm.lod.iter().enumerate() {
-        let bytes = buffer(section, meta, b);
-        let expected = meta.buffers.get(b).map_or(0, |b| b.crc);
-        check_crc32(bytes, expected, tat(Part::Lod(l)))?;
+        let bytes = buffer(b);
+        if stored {
+            let expected = meta.buffers.get(b).map_or(0, |b| b.crc);
+            check_crc32(bytes, expected, tat(Part::Lod(l)))?;
+        }
         levels.push(
             u64::slice_from_bytes(bytes).map_err(|source| FormatError::Tensor {
                 at: tat(Part::Lod(l)),
@@ -448,7 +511,7 @@ fn check_tensor(section: &[u8], meta: &BatchMeta, t: usize) -> Result<()> {
         );
     }
     let lod_rows = levels.last().and_then(|w| w.last().copied());
-    let body = buffer(section, meta, tm.body);
+    let body = buffer(tm.body);
     check_view_levels(&levels, tm.shape.first().map(|&r| r as u64))
         .and_then(|()| check_parts(tm.dtype, &tm.shape, levels.len(), lod_rows, body))
         .map_err(|source| FormatError::Tensor {
@@ -476,9 +539,9 @@ pub(crate) fn tensor(section: &Section<'_>, meta: &BatchMeta, t: usize) -> Resul
     // The LoD holds one reference to the storage, the body another.
     let lod = Lod::from_buffer_windows(
         &section.buf,
-        tm.lod.iter().map(|&b| section.in_buf(meta.range(b))),
+        tm.lod.iter().map(|&b| section.in_buf(meta.view(b))),
     )?;
-    let body = section.slice(meta.range(tm.body))?;
+    let body = section.slice(meta.view(tm.body))?;
     Ok(LodTensor::from_checked_parts(
         tm.dtype, &tm.shape, body, lod,
     ))

@@ -4,9 +4,8 @@
 use super::Version;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    BATCH_TAG, FOOTER_TAG, FileHeader, INDEX_ENTRY_LEN, IndexEntry, MAGIC, MAJOR_VERSION,
-    STRUCT_LEN, Sealed64, check_footer_region, check_meta_len, pad64, parse_file_start,
-    read_struct,
+    BATCH_TAG, FOOTER_TAG, FileHeader, INDEX_ENTRY_LEN, IndexEntry, MAGIC, STRUCT_LEN, Sealed64,
+    check_footer_region, check_meta_len, pad64, parse_file_start, read_struct,
 };
 use super::section::{self, BatchMeta};
 use super::storage::GrowBuf;
@@ -52,6 +51,8 @@ pub struct StreamReader<R: Read> {
     pos: u64,
     entries: Vec<IndexEntry>,
     done: bool,
+    /// The 2.0 schema in force: the batch whose head held it, and it.
+    schema: Option<(u64, Arc<super::v2::Schema>)>,
 }
 
 impl<R: Read> std::fmt::Debug for StreamReader<R> {
@@ -96,11 +97,11 @@ impl<R: Read> StreamReader<R> {
             });
         }
         let header: FileHeader = read_struct(head, 0, Location::file(Part::FileHeader))?;
-        if header.major.get() != MAJOR_VERSION {
+        if !super::layout::known_major(header.major.get()) {
             return Err(FormatError::UnsupportedVersion {
                 major: header.major.get(),
                 minor: header.minor.get(),
-                supported: MAJOR_VERSION,
+                supported: super::layout::MAX_MAJOR_VERSION,
             });
         }
         header.check_crc(Location::file(Part::FileHeader))?;
@@ -129,6 +130,7 @@ impl<R: Read> StreamReader<R> {
             pos: data_start,
             entries: Vec::new(),
             done: false,
+            schema: None,
         })
     }
 
@@ -234,8 +236,11 @@ impl<R: Read> StreamReader<R> {
                 ),
             ));
         }
-        let header = section::parse_header(&head, offset, k)?;
-        let section_len = header.section_len.get();
+        let section_len = if self.version.major >= 2 {
+            super::v2::parse_fixed(&head, offset, k)?.0
+        } else {
+            section::parse_header(&head, offset, k)?.section_len.get()
+        };
         let rest =
             usize::try_from(section_len - STRUCT_LEN).map_err(|_| FormatError::TooLarge {
                 at: Location::batch(k, Part::BatchHeader),
@@ -257,8 +262,27 @@ impl<R: Read> StreamReader<R> {
                 });
             }
         }
-        let meta = section::parse_batch(buf.as_slice(), offset, k)?;
+        let in_force = self.schema.clone();
+        let meta = section::parse_any(self.version.major, buf.as_slice(), offset, k, &mut |j| {
+            match &in_force {
+                Some((at, schema)) if *at == j => Ok(schema.clone()),
+                _ => Err(FormatError::corrupt(
+                    Location::batch(k, Part::BatchHeader),
+                    format!(
+                        "expected the schema of batch {}, the last that held one, found a reference to batch {j}",
+                        in_force
+                            .as_ref()
+                            .map_or("(none)".to_string(), |s| s.0.to_string())
+                    ),
+                )),
+            }
+        })?;
         section::check_buffers(buf.as_slice(), &meta, offset, &mut |_| {})?;
+        if meta.holds_schema
+            && let Some(schema) = &meta.schema
+        {
+            self.schema = Some((k, schema.clone()));
+        }
         self.pos = offset + section_len;
         self.entries.push(IndexEntry {
             offset: U64::new(offset),
@@ -306,7 +330,7 @@ impl<R: Read> StreamReader<R> {
 
 /// Builds an owned batch whose tensors' offsets and bodies are windows of `buf`.
 fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
-    let section = section::Section::owned(Buffer::from_storage(buf));
+    let section = section::decoded(section::Section::owned(Buffer::from_storage(buf)), meta)?;
     let mut batch = Batch::new();
     *batch.metadata_mut() = meta.metadata.clone();
     for i in 0..meta.tensors.len() {

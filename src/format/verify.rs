@@ -132,6 +132,14 @@ impl LodtFile {
         } else {
             self.verify_parallel(threads, piece.max(1), &mut report, progress)?;
         }
+        // 2.0 batches with compressed buffers: each decodes to its recorded
+        // lengths, and the decoded LoD and bodies follow the rules.
+        for k in 0..self.num_batches() {
+            let (meta, bytes, _) = self.checked_batch(k)?;
+            if meta.decoded_len.is_some() {
+                super::v2::decode(bytes.as_slice(), meta)?;
+            }
+        }
         progress(report.file_bytes, report.file_bytes);
         Ok(report)
     }

@@ -20,6 +20,7 @@ use super::aligned::Spool;
 use super::error::{FormatError, Result};
 use super::layout::{FileHeader, FileMetaJson, IndexEntry, MAX_METADATA_LEN, STRUCT_LEN, crc32};
 use super::storage::MappedFile;
+use super::v2::{self, Compression, SchemaState};
 use crate::Batch;
 use crate::atomic::{self, AtomicFile, WriterLock};
 use crate::batch::WriteStats;
@@ -45,7 +46,7 @@ const CHUNK: usize = 2 << 20;
 /// Options of a file [`Writer`].
 ///
 /// ```
-/// let opts = lodt::format::WriteOptions { fsync: false };
+/// let opts = lodt::format::WriteOptions { fsync: false, ..Default::default() };
 /// assert!(lodt::format::WriteOptions::default().fsync);
 /// # let _ = opts;
 /// ```
@@ -54,11 +55,64 @@ pub struct WriteOptions {
     /// Flush the file (and its directory) to disk before `finish` returns, so
     /// a power cut cannot leave a renamed but empty file. On by default.
     pub fsync: bool,
+    /// The format version a new file is written in: 1.0 (the default) or
+    /// 2.0 (`spec/FORMAT.md` §12: the schema once, a compact batch head,
+    /// compressed buffers). An append writes the version of its file.
+    ///
+    /// ```
+    /// use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};
+    /// let options = WriteOptions {
+    ///     format_version: Version { major: 2, minor: 0 },
+    ///     compression: Compression::Zstd { level: 3 },
+    ///     ..Default::default()
+    /// };
+    /// let t = lodt::LodTensor::from_vec(vec![7i64; 1000], vec![1000], Default::default())?;
+    /// let mut w = Writer::try_new_with(Vec::new(), Default::default(), options)?;
+    /// w.write(&lodt::Batch::try_from_tensors([("t", t.clone())])?)?;
+    /// let bytes = w.finish()?;
+    /// assert!(bytes.len() < 1000); // 8,000 bytes of values, compressed
+    /// let file = LodtFile::from_bytes(&bytes)?;
+    /// assert_eq!(file.version().to_string(), "2.0");
+    /// assert_eq!(file.read_batch(0)?.get("t"), Some(&t));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub format_version: super::Version,
+    /// How a 2.0 file's buffers are compressed (each kept compressed only
+    /// if that makes it smaller); [`Compression::None`] by default, and the
+    /// only choice for 1.0.
+    pub compression: Compression,
 }
 
 impl Default for WriteOptions {
     fn default() -> Self {
-        WriteOptions { fsync: true }
+        WriteOptions {
+            fsync: true,
+            format_version: super::Version {
+                major: super::MAJOR_VERSION,
+                minor: 0,
+            },
+            compression: Compression::None,
+        }
+    }
+}
+
+impl WriteOptions {
+    /// Checks the version and the compression: the major version of a new
+    /// file (1 or 2).
+    fn major(&self) -> Result<u16> {
+        match (self.format_version.major, self.format_version.minor) {
+            (1, 0) if self.compression != Compression::None => {
+                Err(FormatError::Unwritable(format!(
+                    "compression {} needs format version 2.0, the options ask for 1.0",
+                    self.compression
+                )))
+            }
+            (1, 0) => Ok(1),
+            (2, 0) => Ok(2),
+            (major, minor) => Err(FormatError::Unwritable(format!(
+                "expected format version 1.0 or 2.0, found {major}.{minor}"
+            ))),
+        }
     }
 }
 
@@ -115,6 +169,12 @@ pub struct Writer<W: Write> {
     /// For files: what is written waits here until it can go out in aligned
     /// runs (`format/aligned.rs`). Other sinks get each piece as it comes.
     spool: Option<Spool>,
+    /// The major version written (1 or 2).
+    major: u16,
+    /// How 2.0 buffers are compressed.
+    compression: Compression,
+    /// The 2.0 schema in force.
+    schema: Option<SchemaState>,
 }
 
 impl<W: Write> std::fmt::Debug for Writer<W> {
@@ -141,7 +201,7 @@ impl Writer<FileSink> {
     /// ```
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("a.lodt");
-    /// let opts = lodt::format::WriteOptions { fsync: false };
+    /// let opts = lodt::format::WriteOptions { fsync: false, ..Default::default() };
     /// lodt::format::Writer::create_with(&path, Default::default(), opts)?.finish()?;
     /// assert_eq!(lodt::format::LodtFile::open(&path)?.num_batches(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -156,7 +216,7 @@ impl Writer<FileSink> {
             out: Out::New(Some(file)),
             fsync: options.fsync,
         };
-        let mut w = Writer::start(sink, metadata, Some(Spool::new(0)))?;
+        let mut w = Writer::start(sink, metadata, Some(Spool::new(0)), &options)?;
         w.commit = Some(FileSink::commit);
         Ok(w)
     }
@@ -212,7 +272,7 @@ impl Writer<FileSink> {
     /// # let dir = tempfile::tempdir()?;
     /// # let path = dir.path().join("log.lodt");
     /// # lodt::format::save_batch(&path, &lodt::Batch::new())?;
-    /// let opts = lodt::format::WriteOptions { fsync: false };
+    /// let opts = lodt::format::WriteOptions { fsync: false, ..Default::default() };
     /// lodt::format::Writer::append_with(&path, opts)?.finish()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -231,6 +291,25 @@ impl Writer<FileSink> {
             .and_then(|s| s.bytes().get(end as usize..))
             .unwrap_or_default()
             .to_vec();
+        let major = existing.version().major;
+        let schema = match entries.len().checked_sub(1) {
+            Some(last) if major >= 2 => {
+                let meta = existing.checked_batch(last)?.0;
+                meta.schema.clone().map(|schema| SchemaState {
+                    batch: meta.schema_at,
+                    schema,
+                })
+            }
+            _ => None,
+        };
+        if major < 2 && options.compression != Compression::None {
+            return Err(FormatError::Unwritable(format!(
+                "compression {} needs format version 2.0, {} is version {}",
+                options.compression,
+                path.display(),
+                existing.version()
+            )));
+        }
         drop(existing);
         let ctx = || format!("appending to {}", path.display());
         let mut file = lock
@@ -262,6 +341,9 @@ impl Writer<FileSink> {
             crc_plan: CrcPlan::default_for_machine(),
             crc_thread: None,
             spool: Some(Spool::new(end)),
+            major,
+            compression: options.compression,
+            schema,
         })
     }
 }
@@ -281,12 +363,39 @@ impl<W: Write> Writer<W> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_new(sink: W, metadata: BTreeMap<String, String>) -> Result<Self> {
-        Self::start(sink, metadata, None)
+        Self::start(sink, metadata, None, &WriteOptions::default())
+    }
+
+    /// [`Writer::try_new`] with `options`: its format version and
+    /// compression ([`WriteOptions::format_version`]; `fsync` applies to
+    /// files only).
+    ///
+    /// ```
+    /// use lodt::format::{Version, WriteOptions, Writer};
+    /// let options = WriteOptions { format_version: Version { major: 2, minor: 0 }, ..Default::default() };
+    /// let mut w = Writer::try_new_with(Vec::new(), Default::default(), options)?;
+    /// w.write(&lodt::Batch::new())?;
+    /// let bytes = w.finish()?;
+    /// assert_eq!(bytes[12], 2); // the major version
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn try_new_with(
+        sink: W,
+        metadata: BTreeMap<String, String>,
+        options: WriteOptions,
+    ) -> Result<Self> {
+        Self::start(sink, metadata, None, &options)
     }
 
     /// [`Writer::try_new`], queuing what it writes in `spool` (when given)
     /// until whole aligned runs can go out.
-    fn start(sink: W, metadata: BTreeMap<String, String>, spool: Option<Spool>) -> Result<Self> {
+    fn start(
+        sink: W,
+        metadata: BTreeMap<String, String>,
+        spool: Option<Spool>,
+        options: &WriteOptions,
+    ) -> Result<Self> {
+        let major = options.major()?;
         let meta = serde_json::to_vec(&FileMetaJson { metadata })
             .map_err(|e| FormatError::Unwritable(format!("file metadata: {e}")))?;
         if meta.len() as u64 > MAX_METADATA_LEN {
@@ -295,7 +404,7 @@ impl<W: Write> Writer<W> {
                 meta.len()
             )));
         }
-        let header = FileHeader::new(&meta);
+        let header = FileHeader::new(&meta, major);
         let mut w = Writer {
             sink: Some(sink),
             pos: 0,
@@ -308,6 +417,9 @@ impl<W: Write> Writer<W> {
             crc_plan: CrcPlan::default_for_machine(),
             crc_thread: None,
             spool,
+            major,
+            compression: options.compression,
+            schema: None,
         };
         w.put(header.as_bytes())?;
         w.put(&meta)?;
@@ -438,6 +550,9 @@ impl<W: Write> Writer<W> {
     /// ```
     pub fn write(&mut self, batch: &Batch) -> Result<()> {
         self.sink()?;
+        if self.major >= 2 {
+            return self.write_v2(batch);
+        }
         let plan = plan_batch(batch, self.entries.len() as u64, self.pos)?;
         // Large buffers go to the checksum thread first, to be checksummed
         // while this thread writes the header and the buffers.
@@ -467,6 +582,64 @@ impl<W: Write> Writer<W> {
             header_crc: plan.header.crc,
             table_crc: U32::new(table_crc),
         });
+        self.stats.add(batch);
+        Ok(())
+    }
+
+    /// Writes buffer `b` (whose storage is `shared`, when the batch owns it)
+    /// in chunks of [`CHUNK`], each checksummed into `crc` when given: a
+    /// file's spool holds each chunk of a shared buffer, and writes it out
+    /// while it is still in cache.
+    fn put_chunks(
+        &mut self,
+        b: &[u8],
+        shared: Option<&Buffer>,
+        mut crc: Option<&mut crc32fast::Hasher>,
+    ) -> Result<()> {
+        let spooled = self.spool.is_some();
+        for (i, chunk) in b.chunks(CHUNK).enumerate() {
+            if let Some(h) = crc.as_deref_mut() {
+                h.update(chunk);
+            }
+            let start = i * CHUNK;
+            let piece = shared
+                .filter(|_| spooled)
+                .and_then(|s| s.slice(start..start + chunk.len()).ok());
+            self.put_shared(chunk, piece.as_ref())?;
+            if chunk.len() == CHUNK {
+                self.drain(false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a 2.0 batch (`spec/FORMAT.md` §12): its head (checksums
+    /// computed first), then its buffers, raw ones 64-aligned.
+    fn write_v2(&mut self, batch: &Batch) -> Result<()> {
+        let index = self.entries.len() as u64;
+        let enc = v2::encode(batch, index, self.pos, &self.schema, self.compression)?;
+        let start = self.pos;
+        self.put(&enc.head)?;
+        for ((b, shared), &at) in enc.buffers.iter().zip(&enc.shared).zip(&enc.offsets) {
+            self.pad_to(at)?;
+            self.put_chunks(b, shared.as_ref(), None)?;
+        }
+        self.pad()?;
+        if self.pos - start != enc.section_len {
+            self.failed = true;
+            return Err(FormatError::Unwritable(format!(
+                "internal layout error: wrote {} bytes for a batch planned at {}",
+                self.pos - start,
+                enc.section_len
+            )));
+        }
+        self.entries.push(IndexEntry {
+            offset: U64::new(start),
+            length: U64::new(enc.section_len),
+            header_crc: U32::new(enc.header_crc),
+            table_crc: U32::new(enc.table_crc),
+        });
+        self.schema = Some(enc.state);
         self.stats.add(batch);
         Ok(())
     }
@@ -534,22 +707,8 @@ impl<W: Write> Writer<W> {
                     crcs.push(0);
                 }
                 None => {
-                    // A file's spool holds each chunk of a shared buffer, and
-                    // writes it out while it is still in cache.
-                    let spooled = self.spool.is_some();
                     let mut h = crc32fast::Hasher::new();
-                    for (i, chunk) in b.chunks(CHUNK).enumerate() {
-                        h.update(chunk);
-                        let start = i * CHUNK;
-                        let piece = shared
-                            .as_ref()
-                            .filter(|_| spooled)
-                            .and_then(|s| s.slice(start..start + chunk.len()).ok());
-                        self.put_shared(chunk, piece.as_ref())?;
-                        if chunk.len() == CHUNK {
-                            self.drain(false)?;
-                        }
-                    }
+                    self.put_chunks(b, shared.as_ref(), Some(&mut h))?;
                     crcs.push(h.finalize());
                 }
             }

@@ -78,7 +78,10 @@ fn checksums_off_the_writing_thread_equal_the_serial_ones() {
 #[test]
 fn files_hold_the_bytes_any_sink_gets() {
     let dir = tempfile::tempdir().unwrap();
-    let options = WriteOptions { fsync: false };
+    let options = WriteOptions {
+        fsync: false,
+        ..Default::default()
+    };
     let serial = CrcPlan {
         offload_min: usize::MAX,
         part: 1,

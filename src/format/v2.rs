@@ -1,0 +1,1207 @@
+//! Format 2.0's batch section (`spec/FORMAT.md` §12): the compact batch
+//! head (varints, the schema once, buffer codecs and checksums), its parser,
+//! the decoding of a batch with compressed buffers, and the encoding the
+//! writer uses.
+//!
+//! ```text
+//!  +0              tag "LODTBTCH" | section_len u64 | head_len u32
+//!  +20             record: index, schema_back, [schema JSON], metadata JSON,
+//!                  per tensor rows / lod_ref / level counts,
+//!                  per buffer codec, [stored_len], crc
+//!  head_len - 4    crc of the head
+//!  pad64(head_len) buffers: raw ones 64-aligned, compressed ones packed
+//! ```
+
+use super::error::{FormatError, Location, Part, Result};
+use super::layout::{
+    BATCH_TAG, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, bounded_dims, crc32, pad64, parse_json,
+    same_crc,
+};
+use super::section::{BatchMeta, BufferMeta, TensorMeta, buffer_location, check_tensor_bytes};
+use crate::Batch;
+use crate::buffer::{AlignedBytes, Buffer};
+use crate::dtype::DType;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The most bytes a 2.0 batch holding a compressed buffer decodes to (1 GiB,
+/// `spec/FORMAT.md` §12.4, "Decode budget"): the sum of its buffers' decoded
+/// lengths, each rounded up to 64. A reader checks it before allocating; the
+/// writer stores a batch above it uncompressed.
+///
+/// ```
+/// assert_eq!(lodt::format::MAX_DECODED_BATCH, 1 << 30);
+/// ```
+pub const MAX_DECODED_BATCH: u64 = 1 << 30;
+
+/// The fixed part of a 2.0 batch head: tag, `section_len`, `head_len`.
+pub(crate) const HEAD_FIXED: usize = 20;
+
+/// How the buffers of a 2.0 file are compressed ([`WriteOptions::compression`](super::WriteOptions::compression)).
+/// Each buffer is stored compressed only if that makes it smaller.
+///
+/// ```
+/// use lodt::format::Compression;
+/// assert_eq!(Compression::default(), Compression::None);
+/// assert_eq!(Compression::Zstd { level: 3 }.to_string(), "zstd");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Compression {
+    /// Every buffer stored raw, 64-byte aligned (read in place).
+    #[default]
+    None,
+    /// The LZ4 block format (fast).
+    Lz4,
+    /// Zstandard at `level` (1 to 22; 3 is zstd's default).
+    Zstd {
+        /// The compression level.
+        level: i32,
+    },
+}
+
+impl std::fmt::Display for Compression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd { .. } => "zstd",
+        })
+    }
+}
+
+impl std::str::FromStr for Compression {
+    type Err = FormatError;
+
+    /// Parses `none`, `lz4`, `zstd` (level 3) or `zstd:LEVEL` (1 to 22): the
+    /// spelling of the CLI's and Python's `compression` options.
+    ///
+    /// ```
+    /// use lodt::format::Compression;
+    /// assert_eq!("zstd:9".parse::<Compression>()?, Compression::Zstd { level: 9 });
+    /// assert_eq!("lz4".parse::<Compression>()?, Compression::Lz4);
+    /// assert!("gzip".parse::<Compression>().unwrap_err().to_string().contains("found \"gzip\""));
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            FormatError::Unwritable(format!(
+                "expected a compression none, lz4, zstd or zstd:LEVEL (LEVEL 1 to 22), found {s:?}"
+            ))
+        };
+        match s {
+            "none" => Ok(Compression::None),
+            "lz4" => Ok(Compression::Lz4),
+            "zstd" => Ok(Compression::Zstd { level: 3 }),
+            _ => {
+                let level = s.strip_prefix("zstd:").ok_or_else(bad)?;
+                let level: i32 = level.parse().map_err(|_| bad())?;
+                if (1..=22).contains(&level) {
+                    Ok(Compression::Zstd { level })
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+/// The codec of one stored buffer (the record's `codec` byte).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Codec {
+    /// Stored raw (0).
+    #[default]
+    None,
+    /// LZ4 block (1).
+    Lz4,
+    /// One zstd frame (2).
+    Zstd,
+}
+
+impl Codec {
+    fn from_byte(b: u8) -> Option<Codec> {
+        match b {
+            0 => Some(Codec::None),
+            1 => Some(Codec::Lz4),
+            2 => Some(Codec::Zstd),
+            _ => None,
+        }
+    }
+
+    fn byte(self) -> u8 {
+        match self {
+            Codec::None => 0,
+            Codec::Lz4 => 1,
+            Codec::Zstd => 2,
+        }
+    }
+}
+
+/// The tensors every batch of a 2.0 file holds until the next schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Schema {
+    pub tensors: Vec<SchemaTensor>,
+}
+
+/// One tensor of a schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SchemaTensor {
+    pub name: String,
+    pub dtype: DType,
+    /// The element shape (the dimensions after the first).
+    pub shape: Vec<usize>,
+    /// The number of LoD levels.
+    pub lod: usize,
+    /// A 0-D tensor.
+    pub scalar: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SchemaJson {
+    tensors: Vec<SchemaTensorJson>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+#[derive(Serialize, Deserialize)]
+struct SchemaTensorJson {
+    name: String,
+    dtype: String,
+    #[serde(deserialize_with = "bounded_dims")]
+    shape: Vec<u64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    lod: u64,
+    #[serde(default, skip_serializing_if = "is_false")]
+    scalar: bool,
+}
+
+impl Schema {
+    /// The schema of `batch`.
+    pub(crate) fn of(batch: &Batch) -> Schema {
+        Schema {
+            tensors: batch
+                .iter()
+                .map(|(name, t)| SchemaTensor {
+                    name: name.to_owned(),
+                    dtype: t.dtype(),
+                    shape: t.shape().get(1..).unwrap_or(&[]).to_vec(),
+                    lod: t.lod().num_levels(),
+                    scalar: t.shape().is_empty(),
+                })
+                .collect(),
+        }
+    }
+
+    fn to_json(&self) -> Result<Vec<u8>> {
+        let json = SchemaJson {
+            tensors: self
+                .tensors
+                .iter()
+                .map(|t| SchemaTensorJson {
+                    name: t.name.clone(),
+                    dtype: t.dtype.name().to_owned(),
+                    shape: t.shape.iter().map(|&d| d as u64).collect(),
+                    lod: t.lod as u64,
+                    scalar: t.scalar,
+                })
+                .collect(),
+        };
+        serde_json::to_vec(&json).map_err(|e| FormatError::Unwritable(format!("schema: {e}")))
+    }
+
+    fn parse(bytes: &[u8], k: u64) -> Result<Schema> {
+        let at = || Location::batch(k, Part::BatchMetadata);
+        let json: SchemaJson = parse_json(bytes, at())?;
+        let mut names = HashMap::with_capacity(json.tensors.len());
+        let mut tensors = Vec::with_capacity(json.tensors.len());
+        for t in json.tensors {
+            let bad = |reason: String| Err(FormatError::corrupt(at(), reason));
+            if t.name.is_empty() {
+                return bad("a tensor of the schema has an empty name".into());
+            }
+            if names.insert(t.name.clone(), ()).is_some() {
+                return bad(format!("two tensors of the schema are named {:?}", t.name));
+            }
+            let Ok(dtype) = t.dtype.parse::<DType>() else {
+                return bad(format!("tensor {:?}: unknown dtype {:?}", t.name, t.dtype));
+            };
+            if t.shape.len() >= MAX_DIMS {
+                return bad(format!(
+                    "tensor {:?}: expected at most {} element dimensions, found {}",
+                    t.name,
+                    MAX_DIMS - 1,
+                    t.shape.len()
+                ));
+            }
+            if t.lod > MAX_LOD_LEVELS as u64 {
+                return bad(format!(
+                    "tensor {:?}: expected at most {MAX_LOD_LEVELS} LoD levels, found {}",
+                    t.name, t.lod
+                ));
+            }
+            if t.scalar && (!t.shape.is_empty() || t.lod != 0) {
+                return bad(format!(
+                    "tensor {:?}: a scalar has shape [] and no LoD, found shape {:?} and {} levels",
+                    t.name, t.shape, t.lod
+                ));
+            }
+            let shape = t
+                .shape
+                .iter()
+                .map(|&d| {
+                    usize::try_from(d).map_err(|_| {
+                        FormatError::corrupt(at(), format!("dimension {d} does not fit in memory"))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            tensors.push(SchemaTensor {
+                name: t.name,
+                dtype,
+                shape,
+                lod: t.lod as usize,
+                scalar: t.scalar,
+            });
+        }
+        Ok(Schema { tensors })
+    }
+}
+
+/// Reads the fields of a head's record, each error naming the batch.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    k: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn err(&self, what: &str) -> FormatError {
+        FormatError::corrupt(
+            Location::batch(self.k, Part::BatchHeader),
+            format!(
+                "expected {what} at record byte {}, found the end of the {}-byte record",
+                self.pos,
+                self.bytes.len()
+            ),
+        )
+    }
+
+    fn varint(&mut self, what: &str) -> Result<u64> {
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let Some(&b) = self.bytes.get(self.pos) else {
+                return Err(self.err(what));
+            };
+            self.pos += 1;
+            let bits = u64::from(b & 0x7f);
+            if i == 9 && b > 1 {
+                break;
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(FormatError::corrupt(
+            Location::batch(self.k, Part::BatchHeader),
+            format!("{what}: expected a varint below 2^64 (at most 10 bytes), found a longer one"),
+        ))
+    }
+
+    fn take(&mut self, n: u64, what: &str) -> Result<&'a [u8]> {
+        let end = usize::try_from(n)
+            .ok()
+            .and_then(|n| self.pos.checked_add(n))
+            .filter(|&e| e <= self.bytes.len());
+        let Some(end) = end else {
+            return Err(FormatError::corrupt(
+                Location::batch(self.k, Part::BatchHeader),
+                format!(
+                    "{what}: expected {n} bytes at record byte {}, the record has {} left",
+                    self.pos,
+                    self.bytes.len() - self.pos
+                ),
+            ));
+        };
+        let out = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+}
+
+/// Appends `v` as a varint.
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads the fixed part of a 2.0 batch head (tag, `section_len`,
+/// `head_len`) from `bytes` (at least its first 20 bytes) and checks them;
+/// returns `(section_len, head_len)`.
+pub(crate) fn parse_fixed(bytes: &[u8], file_offset: u64, k: u64) -> Result<(u64, u64)> {
+    let at = || Location::batch(k, Part::BatchHeader);
+    let Some(fixed) = bytes.get(..HEAD_FIXED) else {
+        return Err(FormatError::Truncated {
+            at: at(),
+            needed: file_offset + HEAD_FIXED as u64,
+            available: file_offset + bytes.len() as u64,
+        });
+    };
+    if fixed[..8] != BATCH_TAG {
+        return Err(FormatError::corrupt(
+            at(),
+            format!(
+                "expected tag \"LODTBTCH\", found {:?}",
+                String::from_utf8_lossy(&fixed[..8])
+            ),
+        ));
+    }
+    let section_len = u64::from_le_bytes(fixed[8..16].try_into().unwrap_or([0; 8]));
+    let head_len = u64::from(u32::from_le_bytes(
+        fixed[16..20].try_into().unwrap_or([0; 4]),
+    ));
+    if section_len < 64 || !section_len.is_multiple_of(64) {
+        return Err(FormatError::corrupt(
+            at(),
+            format!(
+                "expected a section length that is a multiple of 64 of at least 64, found {section_len}"
+            ),
+        ));
+    }
+    if head_len < HEAD_FIXED as u64 + 7 || head_len > section_len {
+        return Err(FormatError::corrupt(
+            at(),
+            format!(
+                "expected a head length from 27 to the section's {section_len} bytes, found {head_len}"
+            ),
+        ));
+    }
+    Ok((section_len, head_len))
+}
+
+/// Parses a whole 2.0 batch section (`section`, 64-aligned in memory, at
+/// `file_offset`) and checks its head, record, layout and padding; the
+/// tensors of a batch with no compressed buffer are checked as in 1.0 (LoD
+/// checksums and rules, body lengths, bools), those of a compressed batch by
+/// [`decode`]. `schema_of(j)` gives the schema held by batch `j`'s head.
+pub(crate) fn parse_batch(
+    section: &[u8],
+    file_offset: u64,
+    k: u64,
+    schema_of: &mut dyn FnMut(u64) -> Result<Arc<Schema>>,
+) -> Result<BatchMeta> {
+    let at = || Location::batch(k, Part::BatchHeader);
+    let (section_len, head_len) = parse_fixed(section, file_offset, k)?;
+    if section_len != section.len() as u64 {
+        return Err(FormatError::corrupt(
+            at(),
+            format!(
+                "section length {section_len} does not match the {} bytes the index gives the batch",
+                section.len()
+            ),
+        ));
+    }
+    let head_len = head_len as usize;
+    let crc_at = head_len - 4;
+    let stored = u32::from_le_bytes(
+        section
+            .get(crc_at..head_len)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or([0; 4]),
+    );
+    let header_crc = crc32(section.get(..crc_at).unwrap_or(&[]));
+    same_crc(at(), stored, header_crc)?;
+    let data_start = pad64(head_len as u64).unwrap_or(u64::MAX) as usize;
+    super::layout::check_zero(
+        section.get(head_len..data_start).unwrap_or(&[]),
+        file_offset + head_len as u64,
+        || Location::batch(k, Part::Padding),
+    )?;
+    let mut c = Cursor {
+        bytes: section.get(HEAD_FIXED..crc_at).unwrap_or(&[]),
+        pos: 0,
+        k,
+    };
+    let index = c.varint("the batch number")?;
+    if index != k {
+        return Err(FormatError::corrupt(
+            at(),
+            format!("expected batch number {k}, found {index}"),
+        ));
+    }
+    let back = c.varint("schema_back")?;
+    let (schema, holds_schema) = if back == 0 {
+        let len = c.varint("the schema length")?;
+        check_json_len(len, k)?;
+        let json = c.take(len, "the schema JSON")?;
+        (Arc::new(Schema::parse(json, k)?), true)
+    } else {
+        let Some(j) = k.checked_sub(back) else {
+            return Err(FormatError::corrupt(
+                at(),
+                format!("schema_back {back} points before batch 0 (expected at most {k})"),
+            ));
+        };
+        (schema_of(j)?, false)
+    };
+    let meta_len = c.varint("the metadata length")?;
+    check_json_len(meta_len, k)?;
+    let meta_json = c.take(meta_len, "the metadata JSON")?;
+    let metadata: BTreeMap<String, String> = if meta_json.is_empty() {
+        BTreeMap::new()
+    } else {
+        parse_json(meta_json, Location::batch(k, Part::BatchMetadata))?
+    };
+
+    // Tensors: rows, LoD references and level counts; the decoded length of
+    // every buffer.
+    let overflow =
+        |what: &str| FormatError::corrupt(at(), format!("{what} overflows a 64-bit length"));
+    let mut tensors: Vec<TensorMeta> = Vec::with_capacity(schema.tensors.len());
+    // Whether each tensor has LoD levels of its own (others share them).
+    let mut own_lod: Vec<bool> = Vec::with_capacity(schema.tensors.len());
+    // Each buffer's decoded length and element width (8 for a LoD level).
+    let mut lens: Vec<(u64, usize)> = Vec::new();
+    let mut by_name = HashMap::with_capacity(schema.tensors.len());
+    for (t, st) in schema.tensors.iter().enumerate() {
+        let rows = if st.scalar {
+            None
+        } else {
+            Some(c.varint("a tensor's rows")?)
+        };
+        let mut shape = Vec::with_capacity(st.shape.len() + 1);
+        if let Some(r) = rows {
+            shape.push(usize::try_from(r).map_err(|_| overflow("the rows"))?);
+        }
+        shape.extend_from_slice(&st.shape);
+        let mut lod = Vec::with_capacity(st.lod);
+        let mut own = false;
+        if st.lod > 0 {
+            let r = c.varint("lod_ref")?;
+            if r == 0 {
+                own = true;
+                for _ in 0..st.lod {
+                    let n = c.varint("a level's offset count")?;
+                    if n == 0 {
+                        return Err(FormatError::corrupt(
+                            Location::tensor(k, &st.name, Part::Lod(lod.len())),
+                            "expected at least 1 offset in a LoD level, found 0",
+                        ));
+                    }
+                    lod.push(lens.len());
+                    lens.push((n.checked_mul(8).ok_or_else(|| overflow("a level"))?, 8));
+                }
+            } else {
+                let source = usize::try_from(r)
+                    .ok()
+                    .and_then(|r| t.checked_sub(r))
+                    .and_then(|s| schema.tensors.get(s).map(|st| (s, st)));
+                let shared = source.and_then(|(s, sst)| {
+                    let tm = tensors.get(s)?;
+                    let own = own_lod.get(s).copied().unwrap_or(false);
+                    (own && sst.lod == st.lod).then(|| tm.lod.clone())
+                });
+                let Some(shared) = shared else {
+                    return Err(FormatError::corrupt(
+                        Location::tensor(k, &st.name, Part::Lod(0)),
+                        format!(
+                            "lod_ref {r}: expected an earlier tensor with {} levels of its own",
+                            st.lod
+                        ),
+                    ));
+                };
+                lod = shared;
+            }
+        }
+        let body = lens.len();
+        let elems = shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+            .and_then(|e| e.checked_mul(st.dtype.size() as u64))
+            .ok_or_else(|| overflow("a body"))?;
+        lens.push((elems, st.dtype.size()));
+        by_name.insert(st.name.clone(), t);
+        own_lod.push(own);
+        tensors.push(TensorMeta {
+            name: st.name.clone(),
+            dtype: st.dtype,
+            shape,
+            lod,
+            body,
+        });
+    }
+
+    // Buffers: codec, stored length, crc; placement.
+    let mut buffers = Vec::with_capacity(lens.len());
+    let mut cursor = data_start as u64;
+    let mut decoded = 0u64;
+    let mut compressed = false;
+    for (i, &(dlen, width)) in lens.iter().enumerate() {
+        let b = c.take(1, "a buffer's codec")?[0];
+        let codec = Codec::from_byte(b & !SHUFFLE);
+        let shuffle = b & SHUFFLE != 0;
+        let Some(codec) = codec.filter(|&c| !shuffle || (c != Codec::None && width > 1)) else {
+            return Err(FormatError::corrupt(
+                at(),
+                format!(
+                    "buffer {i}: expected codec 0 (none), 1 (lz4) or 2 (zstd), plus 16 (byte \
+                     shuffle) with 1 or 2 for elements of {width} bytes, found {b}"
+                ),
+            ));
+        };
+        let (start, len) = if codec == Codec::None {
+            (pad64(cursor).ok_or_else(|| overflow("a buffer"))?, dlen)
+        } else {
+            compressed = true;
+            (cursor, c.varint("a buffer's stored length")?)
+        };
+        let crc = c.take(4, "a buffer's crc")?;
+        let crc = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= section_len)
+            .ok_or_else(|| {
+                FormatError::corrupt(
+                    at(),
+                    format!(
+                        "buffer {i} ({len} bytes at {start}) runs past the section's {section_len} bytes"
+                    ),
+                )
+            })?;
+        let dstart = pad64(decoded).ok_or_else(|| overflow("the decoded batch"))?;
+        decoded = dstart
+            .checked_add(dlen)
+            .ok_or_else(|| overflow("the decoded batch"))?;
+        buffers.push(BufferMeta {
+            range: start as usize..end as usize,
+            crc,
+            codec,
+            shuffle: if shuffle { width } else { 0 },
+            view: dstart as usize..decoded.min(usize::MAX as u64) as usize,
+        });
+        cursor = end;
+    }
+    if c.pos != c.bytes.len() {
+        return Err(FormatError::corrupt(
+            at(),
+            format!(
+                "expected the record to end at head byte {crc_at}, it ends at {}",
+                HEAD_FIXED + c.pos
+            ),
+        ));
+    }
+    let expected_len = pad64(cursor).unwrap_or(u64::MAX).max(64);
+    if expected_len != section_len {
+        return Err(FormatError::corrupt(
+            at(),
+            format!(
+                "expected a section of {expected_len} bytes for its buffers, found {section_len}"
+            ),
+        ));
+    }
+    let decoded_len = if compressed {
+        let total = pad64(decoded).unwrap_or(u64::MAX);
+        if total > MAX_DECODED_BATCH {
+            return Err(FormatError::TooLarge {
+                at: at(),
+                what: "decoded batch (the decode budget)",
+                limit: MAX_DECODED_BATCH,
+                found: total,
+            });
+        }
+        Some(total as usize)
+    } else {
+        for b in &mut buffers {
+            b.view = b.range.clone();
+        }
+        None
+    };
+    let table: Vec<u8> = buffers.iter().flat_map(|b| b.crc.to_le_bytes()).collect();
+    let meta = BatchMeta {
+        index: k,
+        header_crc,
+        table_crc: crc32(&table),
+        section_len,
+        metadata,
+        tensors,
+        by_name,
+        buffers,
+        data_start: head_len,
+        table_start: section_len as usize,
+        schema: Some(schema),
+        holds_schema,
+        schema_at: k - back,
+        decoded_len,
+    };
+    if decoded_len.is_none() {
+        for t in 0..meta.tensors.len() {
+            check_tensor_bytes(section, &meta, t, true)?;
+        }
+    }
+    Ok(meta)
+}
+
+/// The schema held by the head of batch `j` (`section` is its section, or
+/// at least its head, at `file_offset`): checks the head's crc, its batch
+/// number and that it holds one. Reads nothing else of the batch (no
+/// recursion through other batches' heads).
+pub(crate) fn head_schema(section: &[u8], file_offset: u64, j: u64) -> Result<Arc<Schema>> {
+    let at = || Location::batch(j, Part::BatchHeader);
+    let (_, head_len) = parse_fixed(section, file_offset, j)?;
+    let head = section
+        .get(..head_len as usize)
+        .ok_or_else(|| FormatError::Truncated {
+            at: at(),
+            needed: file_offset + head_len,
+            available: file_offset + section.len() as u64,
+        })?;
+    let crc_at = head.len() - 4;
+    let stored = u32::from_le_bytes(head[crc_at..].try_into().unwrap_or([0; 4]));
+    same_crc(at(), stored, crc32(&head[..crc_at]))?;
+    let mut c = Cursor {
+        bytes: &head[HEAD_FIXED..crc_at],
+        pos: 0,
+        k: j,
+    };
+    let index = c.varint("the batch number")?;
+    let back = c.varint("schema_back")?;
+    if index != j || back != 0 {
+        return Err(FormatError::corrupt(
+            at(),
+            format!(
+                "expected the head of batch {j} holding a schema, found batch number {index} with schema_back {back}"
+            ),
+        ));
+    }
+    let len = c.varint("the schema length")?;
+    check_json_len(len, j)?;
+    Ok(Arc::new(Schema::parse(c.take(len, "the schema JSON")?, j)?))
+}
+
+fn check_json_len(len: u64, k: u64) -> Result<()> {
+    super::layout::check_meta_len(len, Location::batch(k, Part::BatchMetadata))
+}
+
+/// Decodes a checked 2.0 batch that holds a compressed buffer (`section`,
+/// its stored bytes): checks every buffer's crc over its stored bytes,
+/// decompresses each into one 64-aligned allocation (bounded by the decoded
+/// lengths, which [`MAX_DECODED_BATCH`] bounds), then checks every tensor
+/// (LoD rules, body lengths, bools) on the decoded bytes.
+pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
+    let total = meta.decoded_len.unwrap_or(0);
+    let mut out = AlignedBytes::try_zeroed(total).map_err(FormatError::Core)?;
+    let dst_all = out.as_mut_slice();
+    for (i, b) in meta.buffers.iter().enumerate() {
+        let at = || buffer_location(meta, i);
+        let stored = section.get(b.range.clone()).unwrap_or(&[]);
+        same_crc(at(), b.crc, crc32(stored))?;
+        let Some(dst) = dst_all.get_mut(b.view.clone()) else {
+            return Err(FormatError::corrupt(at(), "decoded range out of the batch"));
+        };
+        let want = dst.len();
+        let got = match b.codec {
+            Codec::None if stored.len() == want => {
+                dst.copy_from_slice(stored);
+                Ok(want)
+            }
+            Codec::None => Ok(stored.len()),
+            Codec::Lz4 => lz4_flex::block::decompress_into(stored, dst).map_err(|e| e.to_string()),
+            Codec::Zstd => zstd::bulk::decompress_to_buffer(stored, dst).map_err(|e| e.to_string()),
+        };
+        match got {
+            Ok(n) if n == want && b.shuffle > 1 => unshuffle(dst, b.shuffle)?,
+            Ok(n) if n == want => {}
+            Ok(n) => {
+                return Err(FormatError::corrupt(
+                    at(),
+                    format!(
+                        "expected {want} decoded bytes, the {} bytes decompress to {n}",
+                        stored.len()
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err(FormatError::corrupt(
+                    at(),
+                    format!(
+                        "expected {} bytes of {:?} data decoding to {want} bytes, found data that does not: {e}",
+                        stored.len(),
+                        b.codec
+                    ),
+                ));
+            }
+        }
+    }
+    for t in 0..meta.tensors.len() {
+        check_tensor_bytes(out.as_slice(), meta, t, false)?;
+    }
+    Ok(Buffer::from_storage(Arc::new(out)))
+}
+
+/// The bit of a buffer's codec byte that says its elements are byte-shuffled
+/// (`spec/FORMAT.md` §12.4).
+const SHUFFLE: u8 = 0x10;
+
+/// Byte-shuffles `src`, elements of `width` bytes: byte `j` of element `i`
+/// goes to `j * (len / width) + i` (all first bytes, then all second bytes...).
+fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
+    let m = src.len() / width;
+    let mut out = vec![0u8; src.len()];
+    for (i, element) in src.chunks_exact(width).enumerate() {
+        for (j, &byte) in element.iter().enumerate() {
+            if let Some(o) = out.get_mut(j * m + i) {
+                *o = byte;
+            }
+        }
+    }
+    out
+}
+
+/// Undoes [`shuffle`] in place (a copy of `dst`, bounded by the decoded
+/// batch, is the scratch space).
+fn unshuffle(dst: &mut [u8], width: usize) -> Result<()> {
+    let m = dst.len() / width;
+    let mut planes = Vec::new();
+    planes
+        .try_reserve_exact(dst.len())
+        .map_err(|_| FormatError::Unwritable(format!("no memory for {} bytes", dst.len())))?;
+    planes.extend_from_slice(dst);
+    for (i, element) in dst.chunks_exact_mut(width).enumerate() {
+        for (j, byte) in element.iter_mut().enumerate() {
+            *byte = planes.get(j * m + i).copied().unwrap_or(0);
+        }
+    }
+    Ok(())
+}
+
+/// The schema a 2.0 writer has in force: the batch whose head holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct SchemaState {
+    pub batch: u64,
+    pub schema: Arc<Schema>,
+}
+
+/// A 2.0 batch ready to write: its head and its buffers (stored bytes) with
+/// their file offsets.
+pub(crate) struct Encoded<'b> {
+    pub head: Vec<u8>,
+    pub buffers: Vec<Cow<'b, [u8]>>,
+    /// The batch's own buffer (for zero-copy spooling), when stored raw.
+    pub shared: Vec<Option<Buffer>>,
+    pub offsets: Vec<u64>,
+    pub section_len: u64,
+    pub header_crc: u32,
+    pub table_crc: u32,
+    /// The schema in force after this batch (a new one if its head holds one).
+    pub state: SchemaState,
+}
+
+/// Encodes batch `index` of a 2.0 file, to start at file offset `start`:
+/// its schema (a new one in its head if it differs from `state`'s, which it
+/// the returned state then replaces), its buffers compressed as `compression` says (each kept
+/// only if smaller; none above [`MAX_DECODED_BATCH`]).
+pub(crate) fn encode<'b>(
+    batch: &'b Batch,
+    index: u64,
+    start: u64,
+    state: &Option<SchemaState>,
+    compression: Compression,
+) -> Result<Encoded<'b>> {
+    let schema = Schema::of(batch);
+    for (t, st) in schema.tensors.iter().enumerate() {
+        if st.shape.len() >= MAX_DIMS || st.lod > MAX_LOD_LEVELS {
+            return Err(FormatError::Unwritable(format!(
+                "tensor {t} ({:?}) has {} dimensions and {} LoD levels; the format allows {MAX_DIMS} and {MAX_LOD_LEVELS}",
+                st.name,
+                st.shape.len() + 1,
+                st.lod
+            )));
+        }
+    }
+    let mut rec = Vec::with_capacity(64);
+    put_varint(&mut rec, index);
+    let new_state = match state {
+        Some(s) if *s.schema == schema => {
+            put_varint(&mut rec, index - s.batch);
+            s.clone()
+        }
+        _ => {
+            let json = schema.to_json()?;
+            if json.len() as u64 > MAX_METADATA_LEN {
+                return Err(FormatError::Unwritable(format!(
+                    "the schema takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
+                    json.len()
+                )));
+            }
+            put_varint(&mut rec, 0);
+            put_varint(&mut rec, json.len() as u64);
+            rec.extend_from_slice(&json);
+            SchemaState {
+                batch: index,
+                schema: Arc::new(schema),
+            }
+        }
+    };
+    if batch.metadata().is_empty() {
+        put_varint(&mut rec, 0);
+    } else {
+        let json = serde_json::to_vec(batch.metadata())
+            .map_err(|e| FormatError::Unwritable(format!("batch metadata: {e}")))?;
+        if json.len() as u64 > MAX_METADATA_LEN {
+            return Err(FormatError::Unwritable(format!(
+                "the batch metadata takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
+                json.len()
+            )));
+        }
+        put_varint(&mut rec, json.len() as u64);
+        rec.extend_from_slice(&json);
+    }
+    // Tensors, and the raw buffers in order.
+    // Each buffer: its bytes, its storage when the batch owns it, its
+    // element width.
+    let mut raw: Vec<(Cow<'b, [u8]>, Option<Buffer>, usize)> = Vec::new();
+    let tensors: Vec<_> = batch.iter().collect();
+    for (t, (_, tensor)) in tensors.iter().enumerate() {
+        if let Some(&rows) = tensor.shape().first() {
+            put_varint(&mut rec, rows as u64);
+        }
+        let lod = tensor.lod();
+        if lod.num_levels() > 0 {
+            let shared = tensors[..t]
+                .iter()
+                .enumerate()
+                .rev()
+                .find(|(s, (_, o))| {
+                    o.lod() == lod && !tensors[..*s].iter().any(|(_, p)| p.lod() == o.lod())
+                })
+                .map(|(s, _)| t - s);
+            match shared {
+                Some(r) => put_varint(&mut rec, r as u64),
+                None => {
+                    put_varint(&mut rec, 0);
+                    for (l, level) in lod.levels().enumerate() {
+                        put_varint(&mut rec, level.len() as u64);
+                        let bytes = level.rebased_bytes();
+                        let own = match bytes {
+                            Cow::Borrowed(_) => lod.level_buffer(l),
+                            Cow::Owned(_) => None,
+                        };
+                        raw.push((bytes, own, 8));
+                    }
+                }
+            }
+        }
+        raw.push((
+            Cow::Borrowed(tensor.as_bytes()),
+            Some(tensor.buffer().clone()),
+            tensor.dtype().size(),
+        ));
+    }
+    let decoded: u64 = raw
+        .iter()
+        .map(|(b, _, _)| pad64(b.len() as u64).unwrap_or(u64::MAX))
+        .fold(0u64, |a, b| a.saturating_add(b));
+    let compression = if decoded > MAX_DECODED_BATCH {
+        Compression::None
+    } else {
+        compression
+    };
+    let mut buffers = Vec::with_capacity(raw.len());
+    let mut shared = Vec::with_capacity(raw.len());
+    let mut codecs = Vec::with_capacity(raw.len());
+    for (bytes, own, width) in raw {
+        // Elements wider than a byte are byte-shuffled before compressing:
+        // token ids' high bytes, mostly zero, then compress to almost nothing.
+        let packed = if width > 1 && compression != Compression::None {
+            compress(&shuffle(&bytes, width), compression)?.map(|(c, b)| (c.byte() | SHUFFLE, b))
+        } else {
+            compress(&bytes, compression)?.map(|(c, b)| (c.byte(), b))
+        };
+        match packed {
+            Some((codec, c)) if c.len() < bytes.len() => {
+                buffers.push(Cow::Owned(c));
+                shared.push(None);
+                codecs.push(codec);
+            }
+            _ => {
+                buffers.push(bytes);
+                shared.push(own);
+                codecs.push(Codec::None.byte());
+            }
+        }
+    }
+    let mut crcs = Vec::with_capacity(buffers.len());
+    for (b, &codec) in buffers.iter().zip(&codecs) {
+        rec.push(codec);
+        if codec != 0 {
+            put_varint(&mut rec, b.len() as u64);
+        }
+        let crc = super::section::crc32_large(b);
+        rec.extend_from_slice(&crc.to_le_bytes());
+        crcs.push(crc);
+    }
+    let head_len = HEAD_FIXED + rec.len() + 4;
+    let head_len32 = u32::try_from(head_len)
+        .map_err(|_| FormatError::Unwritable(format!("a batch head of {head_len} bytes")))?;
+    let overflow = || FormatError::Unwritable("batch size overflows u64".into());
+    let mut cursor = pad64(head_len as u64).ok_or_else(overflow)?;
+    let mut offsets = Vec::with_capacity(buffers.len());
+    for (b, &codec) in buffers.iter().zip(&codecs) {
+        if codec == 0 {
+            cursor = pad64(cursor).ok_or_else(overflow)?;
+        }
+        offsets.push(start + cursor);
+        cursor = cursor.checked_add(b.len() as u64).ok_or_else(overflow)?;
+    }
+    let section_len = pad64(cursor).ok_or_else(overflow)?.max(64);
+    let mut head = Vec::with_capacity(head_len);
+    head.extend_from_slice(&BATCH_TAG);
+    head.extend_from_slice(&section_len.to_le_bytes());
+    head.extend_from_slice(&head_len32.to_le_bytes());
+    head.extend_from_slice(&rec);
+    let header_crc = crc32(&head);
+    head.extend_from_slice(&header_crc.to_le_bytes());
+    let table: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
+    Ok(Encoded {
+        head,
+        buffers,
+        shared,
+        offsets,
+        section_len,
+        header_crc,
+        table_crc: crc32(&table),
+        state: new_state,
+    })
+}
+
+/// `bytes` compressed as `compression` says (`None`: stored raw).
+fn compress(bytes: &[u8], compression: Compression) -> Result<Option<(Codec, Vec<u8>)>> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    Ok(match compression {
+        Compression::None => None,
+        Compression::Lz4 => Some((Codec::Lz4, lz4_flex::block::compress(bytes))),
+        Compression::Zstd { level } => Some((
+            Codec::Zstd,
+            zstd::bulk::compress(bytes, level)
+                .map_err(|e| FormatError::Unwritable(format!("zstd: {e}")))?,
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 2.0 section of batch 0 whose record is `record` (after the fixed
+    /// part) and whose buffer bytes are `tail`, placed at pad64(head_len).
+    fn section(record: &[u8], tail: &[u8]) -> Vec<u8> {
+        let head_len = HEAD_FIXED + record.len() + 4;
+        let start = pad64(head_len as u64).unwrap() as usize;
+        let section_len = pad64((start + tail.len()) as u64).unwrap().max(64);
+        let mut s = Vec::new();
+        s.extend_from_slice(&BATCH_TAG);
+        s.extend_from_slice(&section_len.to_le_bytes());
+        s.extend_from_slice(&(head_len as u32).to_le_bytes());
+        s.extend_from_slice(record);
+        let crc = crc32(&s);
+        s.extend_from_slice(&crc.to_le_bytes());
+        s.resize(start, 0);
+        s.extend_from_slice(tail);
+        s.resize(section_len as usize, 0);
+        s
+    }
+
+    /// A record of batch 0 holding `schema`, then `rest`.
+    fn record(schema: &str, rest: &[u8]) -> Vec<u8> {
+        let mut r = vec![0, 0];
+        put_varint(&mut r, schema.len() as u64);
+        r.extend_from_slice(schema.as_bytes());
+        r.push(0); // no metadata
+        r.extend_from_slice(rest);
+        r
+    }
+
+    fn parse(s: &[u8]) -> Result<BatchMeta> {
+        let aligned = AlignedBytes::from_slice(s);
+        parse_batch(aligned.as_slice(), 0, 0, &mut |j| {
+            Err(FormatError::corrupt(
+                Location::batch(j, Part::BatchHeader),
+                "no schema",
+            ))
+        })
+    }
+
+    /// A compressed buffer entry: codec, stored length, crc.
+    fn entry(codec: u8, stored: &[u8]) -> Vec<u8> {
+        let mut e = vec![codec];
+        put_varint(&mut e, stored.len() as u64);
+        e.extend_from_slice(&crc32(stored).to_le_bytes());
+        e
+    }
+
+    const ONE: &str = r#"{"tensors":[{"name":"x","dtype":"int64","shape":[]}]}"#;
+
+    #[test]
+    fn the_decode_budget_is_checked_before_allocating() {
+        let stored = [0u8; 10];
+        let mut rest = Vec::new();
+        put_varint(&mut rest, (1 << 27) + 8); // 1 GiB + 64 B of int64
+        rest.extend(entry(2, &stored));
+        let err = parse(&section(&record(ONE, &rest), &stored)).unwrap_err();
+        assert!(
+            matches!(err, FormatError::TooLarge { limit, found, .. } if limit == MAX_DECODED_BATCH && found == (1 << 30) + 64),
+            "{err}"
+        );
+        // Exactly the budget parses (and is never allocated here).
+        let mut rest = Vec::new();
+        put_varint(&mut rest, 1 << 27);
+        rest.extend(entry(2, &stored));
+        assert_eq!(
+            parse(&section(&record(ONE, &rest), &stored))
+                .unwrap()
+                .decoded_len,
+            Some(1 << 30)
+        );
+    }
+
+    #[test]
+    fn a_buffer_that_decodes_to_another_length_is_an_error() {
+        for (codec, n) in [(2u8, 801usize), (2, 799), (1, 801), (1, 799)] {
+            let raw = vec![7u8; n];
+            let stored = if codec == 2 {
+                zstd::bulk::compress(&raw, 3).unwrap()
+            } else {
+                lz4_flex::block::compress(&raw)
+            };
+            let mut rest = vec![100]; // 100 int64: 800 bytes
+            rest.extend(entry(codec, &stored));
+            let s = section(&record(ONE, &rest), &stored);
+            let meta = parse(&s).unwrap();
+            let err = decode(AlignedBytes::from_slice(&s).as_slice(), &meta)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("800"), "{codec} {n}: {err}");
+            assert!(
+                err.contains(&stored.len().to_string()),
+                "{codec} {n}: {err}"
+            );
+        }
+        // Garbage: an error, not a panic.
+        let stored = [0xffu8, 0x13, 0x00, 0x45, 0x99, 0x01];
+        for codec in [1u8, 2] {
+            let mut rest = vec![100];
+            rest.extend(entry(codec, &stored));
+            let s = section(&record(ONE, &rest), &stored);
+            let meta = parse(&s).unwrap();
+            assert!(decode(AlignedBytes::from_slice(&s).as_slice(), &meta).is_err());
+        }
+    }
+
+    #[test]
+    fn byte_shuffle_round_trips_and_is_refused_where_it_cannot_apply() {
+        let raw: Vec<u8> = (0..100i64).flat_map(|v| (v * 300).to_le_bytes()).collect();
+        let shuffled = shuffle(&raw, 8);
+        assert_eq!(&shuffled[..3], &[0, 44, 88]); // the low bytes of 0, 300, 600
+        assert!(shuffled[200..].iter().all(|&b| b == 0), "the high bytes");
+        let mut back = shuffled.clone();
+        unshuffle(&mut back, 8).unwrap();
+        assert_eq!(back, raw);
+        // Through a section: zstd + shuffle decodes to the values.
+        let stored = zstd::bulk::compress(&shuffled, 3).unwrap();
+        let mut rest = vec![100];
+        rest.extend(entry(2 | SHUFFLE, &stored));
+        let s = section(&record(ONE, &rest), &stored);
+        let meta = parse(&s).unwrap();
+        let decoded = decode(AlignedBytes::from_slice(&s).as_slice(), &meta).unwrap();
+        assert_eq!(&decoded.as_slice()[..800], &raw[..]);
+        // Shuffle on a raw buffer, or of 1-byte elements: refused.
+        let mut rest = vec![8, SHUFFLE];
+        rest.extend_from_slice(&crc32(&raw[..8]).to_le_bytes());
+        let err = parse(&section(&record(ONE, &rest), &raw[..8])).unwrap_err();
+        assert!(err.to_string().contains("found 16"), "{err}");
+        let bytes = r#"{"tensors":[{"name":"x","dtype":"uint8","shape":[]}]}"#;
+        let mut rest = vec![8];
+        rest.extend(entry(1 | SHUFFLE, &stored));
+        let err = parse(&section(&record(bytes, &rest), &stored)).unwrap_err();
+        assert!(
+            err.to_string().contains("elements of 1 bytes, found 17"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_records_are_errors_naming_what_was_expected() {
+        let two = r#"{"tensors":[{"name":"a","dtype":"int8","shape":[],"lod":1},{"name":"b","dtype":"int8","shape":[],"lod":2}]}"#;
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            // b shares a's LoD, which has 1 level, not 2.
+            (
+                record(two, &[1, 0, 2, 1, 1]),
+                "expected an earlier tensor with 2 levels",
+            ),
+            // An unknown codec.
+            (record(ONE, &[0, 3, 0, 0, 0, 0]), "found 3"),
+            // Bytes left over before the head's crc.
+            (
+                {
+                    let mut r = record(ONE, &[0, 0]);
+                    r.extend_from_slice(&crc32(&[]).to_le_bytes()[..]);
+                    r.insert(r.len() - 4, 9);
+                    r
+                },
+                "expected the record to end",
+            ),
+            // A schema in batch 0 that batch 0 does not hold.
+            (vec![0, 1, 0], "schema_back 1 points before batch 0"),
+            // An empty LoD level.
+            (record(two, &[1, 0, 0]), "expected at least 1 offset"),
+            // A varint of 11 bytes.
+            (vec![0x80; 11], "expected a varint below 2^64"),
+        ];
+        for (rec, want) in cases {
+            let err = parse(&section(&rec, &[])).unwrap_err().to_string();
+            assert!(err.contains(want), "{want}: {err}");
+        }
+    }
+
+    #[test]
+    fn varints_round_trip_and_reject_overlong() {
+        for v in [0u64, 1, 127, 128, 300, 16383, 16384, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            let mut c = Cursor {
+                bytes: &b,
+                pos: 0,
+                k: 0,
+            };
+            assert_eq!(c.varint("x").unwrap(), v);
+            assert_eq!(c.pos, b.len());
+        }
+        let long = [0xffu8; 11];
+        let mut c = Cursor {
+            bytes: &long,
+            pos: 0,
+            k: 0,
+        };
+        let err = c.varint("rows").unwrap_err().to_string();
+        assert!(err.contains("expected a varint below 2^64"), "{err}");
+        // 2^64 exactly: ten bytes whose last carries a bit past 64.
+        let over = [0x80u8, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02];
+        let mut c = Cursor {
+            bytes: &over,
+            pos: 0,
+            k: 0,
+        };
+        assert!(c.varint("rows").is_err());
+    }
+}
