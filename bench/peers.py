@@ -222,9 +222,12 @@ def run(cmd, **kw):
 
 
 # lodt's ways of reading the random sentences, each run as a system of its
-# own in the random task: one by one (zero-copy; "lodt"), the same after
-# LodtFile::prefetch of them all, and gathered in one call (take_level, a copy).
-LODT_RANDOM = {"lodt": "random", "lodt-prefetch": "random-prefetch", "lodt-take": "random-take"}
+# own in the random task: one by one (zero-copy; "lodt": a tensor per
+# sentence), the same loop reading each sentence's rows (Lod::row_range) from
+# the bodies ("lodt-rows"), the first after LodtFile::prefetch of them all,
+# and gathered in one call (take_level, a copy).
+LODT_RANDOM = {"lodt": "random", "lodt-rows": "random-rows", "lodt-prefetch": "random-prefetch",
+               "lodt-take": "random-take"}
 
 
 def lodt(task, data, lodt_bin, system="lodt"):
@@ -581,6 +584,22 @@ def print_table(results, systems):
             l = v[key]["median"]
             print(f"| verify, {key[12:].replace('_', ' ')}, vs the CRC32 of the same bytes on every core | "
                   f"{fmt(l)} | {fmt(c)} | {l / c:.2f}× |")
+        # The kernel's part: the same CRC over the file mapped (the page
+        # cache's pages mapped and unmapped), and what is left for lodt.
+        for state in ("just_written", "read_back"):
+            mapped = v.get("crc32_mapped_" + state)
+            if mapped is None:
+                continue
+            l, m = v["lodt_verify_" + state]["median"], mapped["median"]
+            what = state.replace("_", " ")
+            print(f"| the same CRC32 over the file mapped ({what}) vs in memory: the kernel's part | "
+                  f"{fmt(m)} | {fmt(c)} | {m / c:.2f}× |")
+            print(f"| verify, {what}, vs the CRC32 over the file mapped: lodt's part | "
+                  f"{fmt(l)} | {fmt(m)} | {l / m:.2f}× |")
+        if "sum_all_cores" in v:
+            r = v["sum_all_cores"]["median"]
+            print(f"| reading the bytes alone (a sum, every core) vs the CRC32 on every core | "
+                  f"{fmt(r)} | {fmt(c)} | {r / c:.2f}× |")
         if "lodt_verify_one_core" in v:
             l, c1 = v["lodt_verify_one_core"]["median"], v["crc32_one_core"]["median"]
             print(f"| verify on one core vs a one-core CRC32 | {fmt(l)} | {fmt(c1)} | {l / c1:.2f}× |")

@@ -9,6 +9,8 @@
 //! peers run open-doc DIR K J         open, then document J of batch K
 //! peers run random DIR               open, then the sentences of DIR/queries.npy,
 //!                                    one by one (zero-copy)
+//! peers run random-rows DIR          the same, each sentence's rows found by
+//!                                    `Lod::row_range` and read from the bodies
 //! peers run random-prefetch DIR      the same, `LodtFile::prefetch` of them first
 //! peers run random-take DIR          the same sentences gathered in one call
 //!                                    (`LodtFile::take_level`, a copy)
@@ -20,7 +22,7 @@
 //!                                    `bench/peers.py` gets them from strace)
 //! peers verify DIR REPS              verify a file just written, then read back
 //!                                    from disk, vs a CRC32 of its bytes (one
-//!                                    core, all cores)
+//!                                    core, all cores; in memory and mapped)
 //! peers overhead                     per-batch overhead of 70-word batches
 //! peers write-only DIR REPS          the writer alone (for a profiler)
 //! peers write-pattern DIR REPS       data.lodt's bytes written with the writer's
@@ -276,6 +278,29 @@ fn run(task: &str, dir: &Path, args: &[String]) -> Res<()> {
                 sum += consume(&tokens.sequence(1, l)?, &emb.sequence(1, l)?)?;
             }
         }
+        "random-rows" => {
+            // The same loop, each sentence located by `Lod::row_range` and
+            // read from the tensors' bodies (no tensor made per sentence).
+            let mut cache = std::collections::HashMap::new();
+            for &(k, l) in &queries {
+                let (tokens, emb) = match cache.entry(k) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let b = file.batch(k)?;
+                        e.insert((b.tensor("tokens")?, b.tensor("emb")?))
+                    }
+                };
+                let (t, e) = (tokens.lod().row_range(1, l)?, emb.lod().row_range(1, l)?);
+                let ids = tokens.as_slice::<i64>()?;
+                let rows = emb.as_slice::<f32>()?;
+                let t = ids.get(t.start as usize..t.end as usize).ok_or("rows")?;
+                let e = rows
+                    .get(e.start as usize * DIM..e.end as usize * DIM)
+                    .ok_or("rows")?;
+                sum += t.iter().sum::<i64>() as f64
+                    + e.iter().step_by(DIM).map(|&v| v as f64).sum::<f64>();
+            }
+        }
         "scan" => {
             for b in file.batches() {
                 let b = b?;
@@ -444,8 +469,32 @@ fn report(names: &[&str], log: Vec<Vec<f64>>, bytes: usize) -> Res<()> {
     Ok(())
 }
 
-/// Open and verify (every core) against a one-core CRC32 of the same bytes
-/// held in memory; the file is in the page cache (read first).
+/// The CRC32 of `bytes` cut in one part per core, each part checksummed on
+/// its own thread (the parts' checksums are not combined: a floor).
+fn crc32_parts(bytes: &[u8], cores: usize) {
+    let part = bytes.len().div_ceil(cores).max(1);
+    std::thread::scope(|s| {
+        for c in bytes.chunks(part) {
+            s.spawn(move || std::hint::black_box(crc32fast::hash(c)));
+        }
+    });
+}
+
+/// What the kernel adds to a check of a file's bytes: `path` mapped, its
+/// bytes checksummed as by [`crc32_parts`], then unmapped; no parsing.
+fn crc32_mapped(path: &Path, cores: usize) -> Res<()> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: the benchmark's own file, which nothing truncates or writes
+    // while it is mapped.
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    crc32_parts(&map, cores);
+    Ok(())
+}
+
+/// Open and verify (every core) against a CRC32 of the same bytes held in
+/// memory (one core, every core), and against the same every-core CRC32 of
+/// the file mapped (the kernel's part: mapping the page cache's pages);
+/// the file is in the page cache.
 fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
     // A file just written by the writer, its page cache as the writer left
     // it; then the same file read back from disk by `read()` (the kernel
@@ -461,15 +510,17 @@ fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
         "lodt_verify_read_back",
         "crc32_one_core",
         "crc32_all_cores",
+        "crc32_mapped_just_written",
+        "crc32_mapped_read_back",
+        "sum_all_cores",
     ];
-    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 4];
+    let mut log: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let verify = || -> Res<()> {
         LodtFile::open_with(&path, &read_options())?.verify()?;
         Ok(())
     };
-    for _ in 0..reps {
-        time(&mut log[0], || {}, verify)?;
+    let in_memory = |log: &mut Vec<Vec<f64>>| -> Res<()> {
         time(
             &mut log[2],
             || {},
@@ -484,21 +535,43 @@ fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
             &mut log[3],
             || {},
             || {
-                let part = bytes.len().div_ceil(cores);
+                crc32_parts(&bytes, cores);
+                Ok(())
+            },
+        )?;
+        // Reading the bytes alone (a sum of 64-bit words on every core): the
+        // memory bandwidth, which bounds any CRC, however fast.
+        time(
+            &mut log[6],
+            || {},
+            || {
+                let part = bytes.len().div_ceil(cores).max(1);
                 std::thread::scope(|s| {
-                    for c in bytes.chunks(part.max(1)) {
-                        s.spawn(move || std::hint::black_box(crc32fast::hash(c)));
+                    for c in bytes.chunks(part) {
+                        s.spawn(move || {
+                            let words = c
+                                .chunks_exact(8)
+                                .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()));
+                            std::hint::black_box(words.fold(0u64, u64::wrapping_add))
+                        });
                     }
                 });
                 Ok(())
             },
-        )?;
+        )
+    };
+    for _ in 0..reps {
+        time(&mut log[0], || {}, verify)?;
+        time(&mut log[4], || {}, || crc32_mapped(&path, cores))?;
+        in_memory(&mut log)?;
     }
     let _ = std::process::Command::new("sync").status();
     evict(&path)?;
     std::hint::black_box(std::fs::read(&path)?);
     for _ in 0..reps {
         time(&mut log[1], || {}, verify)?;
+        time(&mut log[5], || {}, || crc32_mapped(&path, cores))?;
+        in_memory(&mut log)?;
     }
     let _ = std::fs::remove_file(&path);
     report(&names, log, bytes.len())

@@ -525,6 +525,53 @@ proptest! {
     }
 
     #[test]
+    fn sequences_and_row_ranges_match_the_nested_model(c in case(), cut in 0usize..4) {
+        let t = c.tensor();
+        let lod = c.lod();
+        let levels = c.lengths.len();
+        let mut frontier: Vec<Node> = model(&c.lengths);
+        for level in 0..levels {
+            let below = levels - level - 1;
+            for (i, node) in frontier.iter().enumerate() {
+                let (rows, lengths) = match node {
+                    Node::Inner(children) => (model_rows(children), model_lengths(children, below)),
+                    Node::Leaf(r) => (r.clone().collect(), Vec::new()),
+                };
+                let view = t.sequence(level, i).unwrap();
+                assert_view(&t, c.row_bytes(), &view, &rows, &lengths);
+                let r = lod.row_range(level, i).unwrap();
+                prop_assert_eq!((r.start..r.end).map(|x| x as usize).collect::<Vec<_>>(), rows);
+                // The same as slicing the level, then taking the one branch.
+                let (sliced, rows2) = lod.slice_level(level, i, i + 1).unwrap();
+                let (sub, _) = sliced.branch(&[0]).unwrap();
+                prop_assert_eq!(lod.sequence(level, i).unwrap(), (sub, rows2));
+            }
+            let n = frontier.len();
+            let is_out_of_range = matches!(t.sequence(level, n), Err(Error::OutOfRange { .. }));
+            prop_assert!(is_out_of_range);
+            prop_assert!(lod.row_range(level, n).is_err());
+            // On a LoD whose offsets do not start at 0 (a slice of this one).
+            let from = cut.min(n);
+            let part = lod.slice_in_level(level, from, n).unwrap();
+            for i in 0..n - from {
+                let (s1, r1) = part.slice_level(0, i, i + 1).unwrap();
+                let expected = (s1.branch(&[0]).unwrap().0, r1.clone());
+                prop_assert_eq!(part.sequence(0, i).unwrap(), expected);
+                prop_assert_eq!(part.row_range(0, i).unwrap(), r1);
+            }
+            frontier = frontier
+                .iter()
+                .flat_map(|n| match n {
+                    Node::Inner(v) => v.clone(),
+                    Node::Leaf(_) => Vec::new(),
+                })
+                .collect();
+        }
+        prop_assert!(t.sequence(levels, 0).is_err());
+        prop_assert!(lod.row_range(levels, 0).is_err());
+    }
+
+    #[test]
     fn split_then_merge_is_identity(c in case(), n in 1usize..=6) {
         let t = c.tensor();
         let parts = split(&t, n).unwrap();

@@ -671,7 +671,74 @@ impl Lod {
     /// assert_eq!(lod.row_range(0, 2).unwrap(), 10..15);
     /// ```
     pub fn row_range(&self, level: usize, index: usize) -> Result<Range<u64>> {
-        Ok(self.slice_level(level, index, index + 1)?.1)
+        let (lo, hi) = self.sequence_positions(level, index)?;
+        let (mut lo, mut hi) = (lo as u64, hi as u64);
+        // Down the levels below, no window kept (nothing allocated or shared).
+        for w in &self.levels[level + 1..] {
+            let raw = self.raw(w);
+            let base = raw[0];
+            (lo, hi) = (raw[lo as usize] - base, raw[hi as usize] - base);
+        }
+        Ok(lo..hi)
+    }
+
+    /// Sequence `index` of level `level`: the levels below `level`, narrowed
+    /// to it and rebased, and its rows relative to this LoD's first row (what
+    /// `slice_level(level, index, index + 1)` then `branch(&[0])` give, in
+    /// one pass). O(levels below); copies no offsets.
+    ///
+    /// ```
+    /// let lod = lodt::Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]]).unwrap();
+    /// let (sub, rows) = lod.sequence(0, 2).unwrap();
+    /// assert_eq!((sub.to_lengths(), rows), (vec![vec![2, 3]], 10..15));
+    /// assert_eq!(lod.sequence(1, 2).unwrap().1, 5..9);
+    /// assert!(lod.sequence(1, 6).is_err());
+    /// ```
+    pub fn sequence(&self, level: usize, index: usize) -> Result<(Lod, Range<u64>)> {
+        let (lo, hi) = self.sequence_positions(level, index)?;
+        Ok(self.keep_below(level + 1, lo, hi))
+    }
+
+    /// Where sequence `index` of level `level` starts and ends in the level
+    /// below (positions in its window; rows past the last level).
+    #[inline]
+    fn sequence_positions(&self, level: usize, index: usize) -> Result<(usize, usize)> {
+        let w = self
+            .levels
+            .get(level)
+            .ok_or_else(|| out_of_range("level", level, self.levels.len()))?;
+        let raw = self.raw(w);
+        let sequences = raw.len().saturating_sub(1);
+        if index >= sequences {
+            return Err(out_of_range("sequence", index, sequences));
+        }
+        let base = raw[0];
+        Ok((
+            (raw[index] - base) as usize,
+            (raw[index + 1] - base) as usize,
+        ))
+    }
+
+    /// The windows of levels `from..` that positions `lo..=hi` of level
+    /// `from` select (each window's last offset selects the next level's
+    /// end), and the rows they span.
+    #[inline]
+    fn keep_below(&self, from: usize, mut lo: usize, mut hi: usize) -> (Lod, Range<u64>) {
+        // (Collected, not pushed: one capacity check, not one per level.)
+        let kept: Windows = self.levels[from..]
+            .iter()
+            .map(|w| {
+                let raw = self.raw(w);
+                let base = raw[0];
+                let window = &raw[lo..=hi];
+                (lo, hi) = (
+                    (window[0] - base) as usize,
+                    (window[window.len() - 1] - base) as usize,
+                );
+                NonNull::from(window)
+            })
+            .collect();
+        (self.with_windows(kept), lo as u64..hi as u64)
     }
 
     /// Every level expressed in rows (Paddle's `ToAbsOffset`).
@@ -800,21 +867,7 @@ impl Lod {
         }
         // `lo..=hi` now indexes level `path.len()` (or, past the last
         // level, the rows of this LoD). Windows only for the levels kept.
-        // (Collected, not pushed: one capacity check, not one per level.)
-        let kept: Windows = self.levels[path.len()..]
-            .iter()
-            .map(|w| {
-                let raw = self.raw(w);
-                let base = raw[0];
-                let window = &raw[lo..=hi];
-                (lo, hi) = (
-                    (window[0] - base) as usize,
-                    (window[window.len() - 1] - base) as usize,
-                );
-                NonNull::from(window)
-            })
-            .collect();
-        Ok((self.with_windows(kept), lo as u64..hi as u64))
+        Ok(self.keep_below(path.len(), lo, hi))
     }
 
     /// The LoD of sequences `begin..end` of level `level`, rebased, with the

@@ -553,8 +553,7 @@ impl LodTensor {
     /// assert_eq!(t.sequence(0, 1).unwrap().lod().to_lengths(), vec![vec![1]]);
     /// ```
     pub fn sequence(&self, level: usize, index: usize) -> Result<Self> {
-        let (lod, rows) = self.lod.slice_level(level, index, index + 1)?;
-        let (lod, _) = lod.branch(&[0])?;
+        let (lod, rows) = self.lod.sequence(level, index)?;
         self.with_rows(lod, rows)
     }
 
