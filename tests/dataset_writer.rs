@@ -265,6 +265,9 @@ fn a_manifest_that_disagrees_with_a_shard_is_an_error_naming_the_shard() {
     let mut m = good.clone();
     m.shards[1].footer_crc ^= 1;
     expect(&m, "footer CRC");
+    let mut m = good.clone();
+    m.shards[1].format_version = Some(lodt::format::Version { major: 2, minor: 0 });
+    expect(&m, "format version");
     // One more batch claimed: counts kept consistent so the manifest is valid.
     let mut m = good.clone();
     m.shards[1].batches += 1;
@@ -334,7 +337,7 @@ fn bad_manifests_are_clear_errors() {
         ("{\"format\":\"other\"}", "\"format\" field"),
         (
             &good.replace("\"major\":1", "\"major\":2") as &str,
-            "version 2.1",
+            "version 2.3",
         ),
         (
             &good.replace("shard-000000.lodt", "../shard-000000.lodt"),
@@ -640,5 +643,71 @@ fn a_store_is_a_seam_other_backends_can_fill() {
     assert_eq!(
         (counting.reads.load(Relaxed), counting.opens.load(Relaxed)),
         (1, 2)
+    );
+}
+
+#[test]
+fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
+    use lodt::format::{Compression, LodtFile, Version};
+    let dir = tempfile::tempdir().unwrap();
+    let batches: Vec<Batch> = (0..6).map(|k| make_batch(k * 5, 5)).collect();
+    let mut w = DatasetWriter::create(
+        dir.path(),
+        WriterOptions {
+            shard_bytes: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for b in &batches[..3] {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap();
+    // Appended as 2.0, compressed.
+    let mut w = DatasetWriter::append(
+        dir.path(),
+        WriterOptions {
+            shard_bytes: 1,
+            format_version: Version { major: 2, minor: 0 },
+            compression: Compression::Zstd { level: 3 },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for b in &batches[3..] {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap();
+    let m = manifest(dir.path());
+    let versions: Vec<String> = m
+        .shards
+        .iter()
+        .map(|s| s.expected_format_version().to_string())
+        .collect();
+    assert_eq!(versions, ["1.0", "1.0", "1.0", "2.0", "2.0", "2.0"]);
+    for s in &m.shards {
+        let file = LodtFile::open(dir.path().join(&s.name)).unwrap();
+        assert_eq!(Some(file.version()), s.format_version);
+    }
+    // Every sequence reads back, from either kind of shard, and verify passes.
+    let dataset = open(dir.path());
+    for id in 0..30u64 {
+        let want = make_batch(id, 1);
+        assert_eq!(dataset.sequence(id).unwrap(), want, "sequence {id}");
+    }
+    dataset.verify().unwrap();
+    // A manifest without the field (a 1.2 writer's) means 1.0: right for the
+    // old shards, a mismatch naming the version for the new ones.
+    let mut old = m.clone();
+    for s in &mut old.shards {
+        s.format_version = None;
+    }
+    save_manifest(dir.path(), &old);
+    let dataset = open(dir.path());
+    assert_eq!(dataset.sequence(0).unwrap(), make_batch(0, 1));
+    let err = dataset.sequence(29).unwrap_err().to_string();
+    assert!(
+        err.contains("format version") && err.contains("2.0"),
+        "{err}"
     );
 }

@@ -1,4 +1,4 @@
-//! `lodt convert IN OUT [--columns a,b] [--batch-rows N | --batch-bytes N] [--compression C]
+//! `lodt convert IN OUT [--columns a,b] [--batch-rows N | --batch-bytes N] [--compression C] [--format-version V]
 //! [--null-lists error|empty] [--metadata error|first] [--small-lists]
 //! [--tensor-type nested_lists|fixed_shape|variable_shape] [--format F]
 //! [--names a,b,c] [--shard-bytes N]`.
@@ -15,7 +15,7 @@
 
 use crate::common::{self, CliError, human, plural};
 use indicatif::{ProgressBar, ProgressStyle};
-use lodt::arrow::{Compression, MetadataPolicy, NullLists, TensorType};
+use lodt::arrow::{MetadataPolicy, NullLists, TensorType};
 use lodt::batch::rebatch::{BatchBytes, RebatchReport, rebatch, rebatch_bytes};
 use lodt::batch::{BatchReader, copy};
 use lodt::convert::{ConvertOptions, Format};
@@ -55,9 +55,15 @@ pub struct Args {
     /// Keep every batch as it is (no re-batching).
     #[arg(long, conflicts_with_all = ["batch_rows", "batch_bytes"])]
     keep_batches: bool,
-    /// Parquet page compression: none, snappy (default, as pyarrow), zstd or lz4.
-    #[arg(long, value_parser = parse_compression)]
-    compression: Option<Compression>,
+    /// Compression of the output: for Parquet the page codec (none, snappy: the default, as
+    /// pyarrow; zstd or lz4); for .lodt files and datasets the buffer codec of format 2.0
+    /// (none: the default; lz4, zstd or zstd:LEVEL, which write format 2.0).
+    #[arg(long, value_name = "CODEC")]
+    compression: Option<String>,
+    /// .lodt output and dataset shards: the format version, 1.0 (default) or 2.0 (the schema
+    /// once, compressed buffers; a --compression other than none implies it).
+    #[arg(long, value_name = "1.0|2.0")]
+    format_version: Option<String>,
     /// What a null list in an Arrow/Parquet input becomes: error (default) or empty (an empty sequence).
     #[arg(long, value_name = "error|empty", value_parser = parse_null_lists, default_value = "error")]
     null_lists: NullLists,
@@ -82,11 +88,6 @@ pub struct Args {
     /// A larger row group is read in several batches; a row that needs more is an error.
     #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
     decode_budget: Option<u64>,
-}
-
-fn parse_compression(text: &str) -> Result<Compression, String> {
-    text.parse()
-        .map_err(|e: lodt::arrow::ArrowError| e.to_string())
 }
 
 fn parse_null_lists(text: &str) -> Result<NullLists, String> {
@@ -139,19 +140,33 @@ pub fn run(args: Args) -> Result<(), CliError> {
         }
         (None, None, false) => Batching::Bytes(BatchBytes::DEFAULT, false),
     };
-    let options = ConvertOptions {
+    let mut options = ConvertOptions {
         names: args.names.clone(),
         columns: args.columns.clone(),
         small_lists: args.small_lists,
-        compression: args.compression,
         null_lists: args.null_lists,
         metadata_policy: args.metadata,
         tensor_type: args.tensor_type,
         decode_budget: args.decode_budget,
         ..Default::default()
     };
+    let compress = |options: &mut ConvertOptions, to: Format| {
+        options
+            .set_output_codec(
+                to,
+                args.format_version.as_deref(),
+                args.compression.as_deref(),
+            )
+            .map_err(|e| CliError::usage(e.to_string()))
+    };
     // A dataset directory on either side (see dataset.rs).
     if crate::dataset::involved(&args.input, &args.output, args.shard_bytes) {
+        let to = if crate::dataset::wants_dataset(&args.output) {
+            Format::Lodt
+        } else {
+            common::format_of(&args.output, args.to)?
+        };
+        compress(&mut options, to)?;
         let options = ConvertOptions {
             batch_rows: args.batch_rows,
             batch_bytes: args
@@ -173,6 +188,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     };
     let from = side(&args.input, args.from)?;
     let to = side(&args.output, args.to)?;
+    compress(&mut options, to)?;
     let (stdin, stdout) = (common::is_dash(&args.input), common::is_dash(&args.output));
     if !stdin && !stdout {
         // Before anything is opened for writing: never write over the input.
@@ -238,8 +254,11 @@ pub fn run(args: Args) -> Result<(), CliError> {
     } else {
         Box::new(common::stdout())
     };
-    let codec = match (to, args.compression) {
-        (Format::Parquet, c) => format!(", {}", c.unwrap_or_default()),
+    let codec = match to {
+        Format::Parquet => format!(", {}", options.compression.unwrap_or_default()),
+        Format::Lodt if options.lodt.compression != lodt::format::Compression::None => {
+            format!(", {}", options.lodt.compression)
+        }
         _ => String::new(),
     };
     let size = std::fs::metadata(&args.output)

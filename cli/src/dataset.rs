@@ -55,7 +55,7 @@ pub fn involved(input: &Path, output: &Path, shard_bytes: Option<u64>) -> bool {
     input.is_dir() || wants_dataset(output) || shard_bytes.is_some()
 }
 
-fn wants_dataset(output: &Path) -> bool {
+pub(crate) fn wants_dataset(output: &Path) -> bool {
     output.is_dir()
         || output
             .as_os_str()
@@ -331,6 +331,8 @@ pub fn convert(
     }
     let writer_options = WriterOptions {
         shard_bytes: shard_bytes.unwrap_or(lodt::dataset::DEFAULT_SHARD_BYTES),
+        format_version: options.lodt.format_version,
+        compression: options.lodt.compression,
         ..Default::default()
     };
     let mut writer = DatasetWriter::create(output, writer_options).map_err(failure)?;

@@ -310,12 +310,13 @@ class Writer:
         *,
         append: bool = False,
         fsync: bool = True,
-        format_version: str = "1.0",
+        format_version: Literal["1.0", "2.0"] | None = None,
         compression: str = "none",
     ) -> Self:
-        """Starts a new file (or appends to one); ``format_version="2.0"``
-        writes format 2.0, whose buffers ``compression`` ("none", "lz4",
-        "zstd", "zstd:LEVEL") may compress."""
+        """Starts a new file (or appends to one), in format 1.0 (or
+        ``format_version="2.0"``: the schema once, a smaller batch), its
+        buffers compressed by ``compression`` ("none", "lz4", "zstd",
+        "zstd:LEVEL": format 2.0)."""
     def write(self, batch: _BatchLike, metadata: Mapping[str, str] | None = None) -> None:
         """Writes one batch."""
     @property
@@ -484,9 +485,12 @@ class DatasetWriter:
         fsync: bool = True,
         storage_options: Mapping[str, str] | None = None,
         commit_id: str | None = None,
+        format_version: Literal["1.0", "2.0"] | None = None,
+        compression: str = "none",
     ) -> Self:
         """``mode``: ``"create"``, ``"append"`` or ``"part"`` (with ``writer_id``);
-        ``commit_id``: the write's idempotency key (default: a new one)."""
+        ``commit_id``: the write's idempotency key (default: a new one);
+        ``format_version``/``compression``: the shards' (a codec writes 2.0)."""
     def write(self, batch: _BatchLike) -> None:
         """Writes one batch (ValueError if it does not match the schema)."""
     def flush(self) -> None:
@@ -642,11 +646,12 @@ def convert(
     small_lists: bool = False,
     batch_bytes: int | None = None,
     columns: Sequence[str] | None = None,
-    compression: Literal["none", "snappy", "zstd", "lz4"] | None = None,
+    compression: str | None = None,
     null_lists: Literal["error", "empty"] = "error",
     metadata: Literal["error", "first"] = "error",
     decode_budget: int | None = None,
     tensor_type: Literal["nested_lists", "fixed_shape", "variable_shape"] = "nested_lists",
+    format_version: Literal["1.0", "2.0"] | None = None,
 ) -> dict[str, int]:
     """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension.
 
@@ -655,7 +660,11 @@ def convert(
 
     ``batch_rows``/``batch_bytes`` regroup rows (never across a metadata
     change); ``columns`` reads only those tensors, in that order;
-    ``compression`` is the Parquet codec (snappy by default);
+    ``compression`` is the output's: Parquet's page codec ("none",
+    "snappy": the default, "zstd", "lz4") or a ``.lodt`` file's buffer
+    codec ("none": the default, "lz4", "zstd", "zstd:LEVEL");
+    ``format_version`` is a ``.lodt`` output's ("1.0", the default, or
+    "2.0"; a codec writes 2.0);
     ``null_lists="empty"`` reads null lists as empty sequences;
     ``metadata="first"`` keeps the first batch's metadata in an Arrow or
     Parquet output; ``tensor_type="fixed_shape"`` writes element shapes as

@@ -23,6 +23,8 @@ def write_dataset(
     fsync: bool = True,
     storage_options: Mapping[str, str] | None = None,
     commit_id: str | None = None,
+    format_version: str | None = None,
+    compression: str = "none",
 ) -> dict[str, Any]:
     """Writes ``batches`` as a sharded dataset in directory ``path``
     (``spec/DATASET.md``) and returns its totals
@@ -60,6 +62,11 @@ def write_dataset(
     with ``outcome == "unknown"`` and ``commit_id``: call again with that
     ``commit_id``; a write whose id is listed writes nothing, so the data is
     never written twice.
+
+    ``format_version`` (``"1.0"``, the default, or ``"2.0"``) and
+    ``compression`` (``"none"``, ``"lz4"``, ``"zstd"``, ``"zstd:LEVEL"``,
+    which write 2.0) are the shards' (``spec/FORMAT.md``); the manifest
+    records each shard's version, and a dataset may mix them.
     """
     if isinstance(batches, (Batch, _abc.Mapping)):
         batches = [batches]
@@ -72,6 +79,8 @@ def write_dataset(
         fsync=fsync,
         storage_options=storage_options,
         commit_id=commit_id,
+        format_version=format_version,
+        compression=compression,
     )
     try:
         # A write committed before (same commit_id) writes nothing.

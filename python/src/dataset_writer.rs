@@ -84,7 +84,8 @@ impl PyDatasetWriter {
 #[pymethods]
 impl PyDatasetWriter {
     /// DatasetWriter(path, *, mode="create", shard_bytes=256 MiB, metadata=None,
-    ///               writer_id=None, fsync=True, storage_options=None, commit_id=None)
+    ///               writer_id=None, fsync=True, storage_options=None, commit_id=None,
+    ///               format_version=None, compression="none")
     ///
     /// `path` may be a URI of S3, Azure or GCS (`storage_options` configure
     /// the store): shards are uploaded, and the manifest is committed by a
@@ -98,10 +99,14 @@ impl PyDatasetWriter {
     /// OSError with `outcome == "unknown"` and `commit_id`. A writer opened
     /// with the id of a committed write has `already_committed` set and
     /// writes nothing: retrying a write with its id never adds it twice.
+    ///
+    /// `format_version` ("1.0", the default, or "2.0") and `compression`
+    /// ("none", "lz4", "zstd", "zstd:LEVEL": format 2.0) are the shards'; a
+    /// dataset may hold shards of both versions.
     #[new]
     #[pyo3(signature = (path, *, mode = "create", shard_bytes = DEFAULT_SHARD_BYTES,
         metadata = None, writer_id = None, fsync = true, storage_options = None,
-        commit_id = None))]
+        commit_id = None, format_version = None, compression = "none"))]
     // Python's keyword arguments, one parameter each.
     #[allow(clippy::too_many_arguments)]
     fn py_new(
@@ -114,7 +119,11 @@ impl PyDatasetWriter {
         fsync: bool,
         storage_options: Option<std::collections::BTreeMap<String, String>>,
         commit_id: Option<String>,
+        format_version: Option<&str>,
+        compression: &str,
     ) -> PyResult<Self> {
+        let codec = lodt::format::WriteOptions::for_codec(format_version, compression)
+            .map_err(|e| value(e.to_string()))?;
         if shard_bytes == 0 {
             return Err(value("shard_bytes must be at least 1"));
         }
@@ -123,6 +132,8 @@ impl PyDatasetWriter {
             metadata: self::metadata(metadata)?,
             schema: None,
             commit_id,
+            format_version: codec.format_version,
+            compression: codec.compression,
         };
         match (mode, &writer_id) {
             ("create" | "append", None) | ("part", Some(_)) => {}

@@ -376,17 +376,19 @@ impl PyWriter {
 #[pymethods]
 impl PyWriter {
     /// Writer(path, metadata=None, *, append=False, fsync=True,
-    ///        format_version="1.0", compression="none")
+    ///        format_version=None, compression="none")
     ///
     /// Starts a new file at `path` with file-level `metadata` (written to a
     /// temporary file renamed over `path` on `close`), or, with
     /// `append=True`, adds batches to the existing file (its metadata and
     /// version are kept). `fsync` makes `close` flush to disk first.
-    /// `format_version` "2.0" writes format 2.0, whose buffers `compression`
-    /// may compress: "none", "lz4", "zstd" or "zstd:LEVEL".
+    /// `format_version` is "1.0" (the default: `None`) or "2.0" (the schema
+    /// once, compressed buffers); `compression` compresses a 2.0 file's
+    /// buffers: "none" (the default), "lz4", "zstd" or "zstd:LEVEL" (which
+    /// imply 2.0 when no version is given).
     #[new]
     #[pyo3(signature = (path, metadata = None, *, append = false, fsync = true,
-                        format_version = "1.0", compression = "none"))]
+                        format_version = None, compression = "none"))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
@@ -394,7 +396,7 @@ impl PyWriter {
         metadata: Option<&Bound<'_, PyAny>>,
         append: bool,
         fsync: bool,
-        format_version: &str,
+        format_version: Option<&str>,
         compression: &str,
     ) -> PyResult<Self> {
         let meta = crate::batch::metadata(metadata)?;
@@ -405,8 +407,7 @@ impl PyWriter {
         }
         let options = WriteOptions {
             fsync,
-            format_version: format_version.parse().map_err(format_err)?,
-            compression: compression.parse().map_err(format_err)?,
+            ..WriteOptions::for_codec(format_version, compression).map_err(format_err)?
         };
         let p = path.clone();
         let writer = py
@@ -575,7 +576,7 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// convert(src, dst, *, names=None, batch_rows=None, small_lists=False,
 ///         batch_bytes=None, columns=None, compression=None,
 ///         null_lists="error", metadata="error", decode_budget=None,
-///         tensor_type="nested_lists") -> dict
+///         tensor_type="nested_lists", format_version=None) -> dict
 ///
 /// Converts between formats, chosen by extension: `.lodt`, `.parquet`,
 /// `.arrow`/`.feather`, `.arrows`, `.pdtensor`, `.pdparams`/`.pdiparams`
@@ -584,8 +585,11 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// `batch_bytes` into batches of about that many bytes (batches are kept as
 /// they are when neither is given; batches whose metadata differ are never
 /// merged); `columns` reads only those tensors (Arrow and Parquet columns),
-/// in that order; `compression` is the Parquet codec (`"none"`, `"snappy"`,
-/// the default, `"zstd"` or `"lz4"`); `null_lists="empty"` reads null lists
+/// in that order; `compression` is, for Parquet output, the page codec
+/// (`"none"`, `"snappy"`, the default, `"zstd"` or `"lz4"`), for `.lodt`
+/// output the buffer codec (`"none"`, the default, `"lz4"`, `"zstd"` or
+/// `"zstd:LEVEL"`, which write format 2.0); `format_version` is a `.lodt`
+/// output's (`"1.0"`, the default, or `"2.0"`); `null_lists="empty"` reads null lists
 /// as empty sequences; `metadata="first"` lets an Arrow or Parquet output
 /// keep the first batch's metadata when later batches differ;
 /// `small_lists` writes Arrow `List` instead of `LargeList`;
@@ -601,7 +605,7 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 #[pyo3(signature = (
     src, dst, *, names = None, batch_rows = None, small_lists = false, batch_bytes = None,
     columns = None, compression = None, null_lists = "error", metadata = "error",
-    decode_budget = None, tensor_type = "nested_lists"
+    decode_budget = None, tensor_type = "nested_lists", format_version = None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
@@ -618,13 +622,10 @@ pub fn convert<'py>(
     metadata: &str,
     decode_budget: Option<u64>,
     tensor_type: &str,
+    format_version: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use lodt::arrow::{ArrowError, MetadataPolicy, NullLists};
     use lodt::convert::ConvertError;
-    let compression = compression
-        .map(|c| c.parse::<lodt::arrow::Compression>())
-        .transpose()
-        .map_err(|e| value(e.to_string()))?;
     // The option names and their errors are the crate's (as the CLI's).
     let null_lists: NullLists = null_lists
         .parse()
@@ -637,18 +638,23 @@ pub fn convert<'py>(
         .map(lodt::batch::rebatch::BatchBytes::about)
         .transpose()
         .map_err(|e| value(e.to_string()))?;
-    let options = lodt::convert::ConvertOptions {
+    let mut options = lodt::convert::ConvertOptions {
         names,
         batch_rows,
         small_lists,
         batch_bytes,
         columns,
-        compression,
+        compression: None,
         null_lists,
         metadata_policy,
         decode_budget,
         tensor_type,
+        lodt: WriteOptions::default(),
     };
+    let output = lodt::convert::Format::from_path(&dst).map_err(|e| value(e.to_string()))?;
+    options
+        .set_output_codec(output, format_version, compression.as_deref())
+        .map_err(|e| value(e.to_string()))?;
     let stats = py
         .detach(move || lodt::convert::convert(&src, &dst, &options, |_| {}).map_err(Box::new))
         .map_err(|e| match *e {

@@ -274,6 +274,9 @@ def check(directory):
             b = f.read()
         need(len(b) == entry["bytes"], name + ": byte size")
         need(u32(b, len(b) - 64 + 24) == entry["footer_crc"], name + ": footer CRC")
+        # Section 3: the shard's format version, "1.0" when the entry has none.
+        version = "%d.%d" % (b[12] | b[13] << 8, b[14] | b[15] << 8)
+        need(entry.get("format_version", "1.0") == version, name + ": format version")
         _, batches = read_file(b)
         need(len(batches) == entry["batches"], name + ": batch count")
         per_batch = []

@@ -451,7 +451,9 @@ impl Format {
             BTreeMap::new()
         };
         Ok(match self {
-            Format::Lodt => self.checked(format::Writer::create(path, metadata)?),
+            Format::Lodt => {
+                self.checked(format::Writer::create_with(path, metadata, options.lodt)?)
+            }
             Format::PaddleTensor => {
                 self.checked(PaddleBatchWriter::new(sink(path)?, PaddleFile::Tensor))
             }
@@ -500,7 +502,9 @@ impl Format {
         };
         let sink = StreamSink(BufWriter::new(Box::new(sink)));
         Ok(match self {
-            Format::Lodt => self.checked(format::Writer::try_new(sink, metadata)?),
+            Format::Lodt => {
+                self.checked(format::Writer::try_new_with(sink, metadata, options.lodt)?)
+            }
             Format::PaddleTensor => self.checked(PaddleBatchWriter::new(sink, PaddleFile::Tensor)),
             Format::PaddleCombined => {
                 self.checked(PaddleBatchWriter::new(sink, PaddleFile::Combined))
@@ -526,7 +530,13 @@ impl Format {
                 self.extension()
             )));
         }
-        let _ = options;
+        if self != Format::Lodt && options.lodt.compression != format::Compression::None {
+            return Err(ConvertError::Unsupported(format!(
+                "compression ({}) applies to .lodt output; a {} file is written by its own rules",
+                options.lodt.compression,
+                self.extension()
+            )));
+        }
         Ok(())
     }
 

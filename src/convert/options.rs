@@ -46,6 +46,77 @@ pub struct ConvertOptions {
     /// (nested fixed-size lists by default, or the tensor extension).
     #[cfg(feature = "arrow")]
     pub tensor_type: crate::arrow::TensorType,
+    /// `.lodt` output (and a dataset's shards): the format version (2.0 by
+    /// default, 1.0 for readers that predate it) and the compression of the
+    /// buffers (none by default; 2.0 only). Other outputs refuse a
+    /// compression here.
+    pub lodt: crate::format::WriteOptions,
+}
+
+impl ConvertOptions {
+    /// Sets how an `output` file is encoded from the CLI's and Python's
+    /// spelling (`--format-version`, `--compression`; `None`: not given).
+    /// For `.lodt` files and datasets: the format version and the buffer
+    /// codec of [`ConvertOptions::lodt`]
+    /// ([`WriteOptions::for_codec`](crate::format::WriteOptions::for_codec):
+    /// `none`, `lz4`, `zstd`, `zstd:LEVEL`; a codec implies 2.0). For
+    /// Parquet: the page codec of [`ConvertOptions::compression`] (`none`,
+    /// `snappy`, `zstd`, `lz4`). Other outputs take neither.
+    ///
+    /// ```
+    /// use lodt::convert::{ConvertOptions, Format};
+    /// use lodt::format::Compression;
+    /// let mut o = ConvertOptions::default();
+    /// o.set_output_codec(Format::Lodt, None, Some("zstd:9"))?;
+    /// assert_eq!(o.lodt.compression, Compression::Zstd { level: 9 });
+    /// assert_eq!(o.lodt.format_version.to_string(), "2.0");
+    /// assert!(o.set_output_codec(Format::Lodt, None, Some("snappy")).is_err());
+    /// assert!(o.set_output_codec(Format::Lodt, Some("1.0"), Some("lz4")).is_err());
+    /// assert!(o.set_output_codec(Format::ArrowFile, None, Some("zstd")).is_err());
+    /// assert!(o.set_output_codec(Format::Parquet, Some("2.0"), None).is_err());
+    /// # Ok::<(), lodt::convert::ConvertError>(())
+    /// ```
+    pub fn set_output_codec(
+        &mut self,
+        output: Format,
+        format_version: Option<&str>,
+        compression: Option<&str>,
+    ) -> Result<(), ConvertError> {
+        let unsupported = |e: &dyn std::fmt::Display| ConvertError::Unsupported(e.to_string());
+        if output == Format::Lodt {
+            let fsync = self.lodt.fsync;
+            self.lodt = crate::format::WriteOptions {
+                fsync,
+                ..crate::format::WriteOptions::for_codec(
+                    format_version,
+                    compression.unwrap_or("none"),
+                )
+                .map_err(|e| unsupported(&e))?
+            };
+            return Ok(());
+        }
+        if let Some(v) = format_version {
+            return Err(ConvertError::Unsupported(format!(
+                "a format version ({v}) applies to .lodt output, not to a {} file",
+                output.extension()
+            )));
+        }
+        match compression {
+            None | Some("none") => Ok(()),
+            #[cfg(feature = "arrow")]
+            Some(text) if output == Format::Parquet => {
+                let codec: crate::arrow::Compression = text
+                    .parse()
+                    .map_err(|e: crate::arrow::ArrowError| unsupported(&e))?;
+                self.compression = Some(codec);
+                Ok(())
+            }
+            Some(text) => Err(ConvertError::Unsupported(format!(
+                "compression ({text}) applies to .lodt and Parquet output; a {} file is written uncompressed",
+                output.extension()
+            ))),
+        }
+    }
 }
 
 #[cfg(feature = "arrow")]

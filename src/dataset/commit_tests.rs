@@ -6,8 +6,8 @@
 #![cfg(test)]
 
 use super::super::{
-    Dataset, DatasetError, DatasetStore, DatasetWriter, LocalStore, MANIFEST_NAME, Manifest,
-    ObjectVersion, ShardSink, StoreLock, WriterOptions,
+    Dataset, DatasetError, DatasetStore, DatasetWriter, LocalStore, MANIFEST_MINOR, MANIFEST_NAME,
+    Manifest, ObjectVersion, ShardSink, StoreLock, WriterOptions,
 };
 use crate::format::LodtFile;
 use crate::{Batch, Lod, LodTensor};
@@ -440,7 +440,7 @@ fn a_manifest_above_the_cap_is_refused_unread() {
 }
 
 #[test]
-fn a_1_0_manifest_reads_and_an_append_makes_it_1_1_with_its_id() {
+fn a_1_0_manifest_reads_and_an_append_makes_it_current_with_its_id() {
     let dir = tempfile::tempdir().unwrap();
     let mut w = DatasetWriter::create(dir.path(), options("first")).unwrap();
     w.write(&batch(0, 3)).unwrap();
@@ -448,7 +448,7 @@ fn a_1_0_manifest_reads_and_an_append_makes_it_1_1_with_its_id() {
     let path = dir.path().join(MANIFEST_NAME);
     let text = std::fs::read_to_string(&path).unwrap();
     let old = text
-        .replace("\"minor\":1", "\"minor\":0")
+        .replace(&format!("\"minor\":{MANIFEST_MINOR}"), "\"minor\":0")
         .replace("\n\"commits\":[\"first\"],", "");
     assert_ne!(old, text);
     std::fs::write(&path, &old).unwrap();
@@ -459,7 +459,7 @@ fn a_1_0_manifest_reads_and_an_append_makes_it_1_1_with_its_id() {
     let m = w.finish().unwrap();
     assert_eq!(
         (m.version.minor, m.commits.clone()),
-        (1, vec!["second".to_string()])
+        (MANIFEST_MINOR, vec!["second".to_string()])
     );
     assert_eq!(Dataset::open(dir.path()).unwrap().num_sequences(), 5);
 }

@@ -29,9 +29,9 @@ pub const MANIFEST_MAJOR: u16 = 1;
 /// The minor version of the manifest this crate writes.
 ///
 /// ```
-/// assert_eq!(lodt::dataset::MANIFEST_MINOR, 1);
+/// assert_eq!(lodt::dataset::MANIFEST_MINOR, 3);
 /// ```
-pub const MANIFEST_MINOR: u16 = 1;
+pub const MANIFEST_MINOR: u16 = 3;
 
 /// How many commit ids a manifest keeps (`spec/DATASET.md` section 3.1): the
 /// ids of the last 1024 commits, oldest first. A write retried with the id
@@ -56,7 +56,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 ///
 /// ```
 /// let v = lodt::dataset::ManifestVersion::CURRENT;
-/// assert_eq!((v.major, v.minor), (1, 1));
+/// assert_eq!((v.major, v.minor), (1, 3));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestVersion {
@@ -365,6 +365,28 @@ pub struct ShardEntry {
     pub batch_sequences: Vec<u64>,
     /// Per schema tensor (in schema order): sequences per level and rows.
     pub tensors: Vec<TensorCounts>,
+    /// The shard's `.lodt` format version (`spec/DATASET.md` section 3,
+    /// since manifest 1.2; `None`: absent, which means 1.0). A dataset may
+    /// mix versions; a reader checks each shard's against its entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_version: Option<crate::format::Version>,
+}
+
+impl ShardEntry {
+    /// The format version the shard must have: the entry's, or 1.0 when it
+    /// records none (manifests of 1.0 and 1.1 writers).
+    ///
+    /// ```
+    /// let e: lodt::dataset::ShardEntry = serde_json::from_str(r#"{"name":"shard-000000.lodt",
+    ///     "bytes":1024,"footer_crc":1,"batches":1,"sequences":1,"batch_sequences":[1],
+    ///     "tensors":[{"levels":[],"rows":1}]}"#)?;
+    /// assert_eq!(e.expected_format_version().to_string(), "1.0");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn expected_format_version(&self) -> crate::format::Version {
+        self.format_version
+            .unwrap_or(crate::format::Version { major: 1, minor: 0 })
+    }
 }
 
 /// A dataset manifest: `spec/DATASET.md`, section 3.
@@ -594,7 +616,7 @@ impl Manifest {
     /// ```
     /// let mut m = lodt::dataset::Manifest::new(Default::default(), Default::default());
     /// m.shards.push(lodt::dataset::ShardEntry { name: "../x.lodt".into(), bytes: 0, footer_crc: 0,
-    ///     batches: 0, sequences: 0, batch_sequences: vec![], tensors: vec![] });
+    ///     batches: 0, sequences: 0, batch_sequences: vec![], tensors: vec![], format_version: None });
     /// assert!(m.validate("m").is_err());
     /// ```
     pub fn validate(&self, path: &str) -> Result<()> {
@@ -710,7 +732,8 @@ mod erased {
 /// let x = TensorSchema { name: "x".into(), dtype: DType::Float32, element_shape: vec![], lod_levels: 1 };
 /// let schema = Schema { tensors: vec![x] };
 /// let shard = |name: &str| ShardEntry { name: name.into(), bytes: 256, footer_crc: 1, batches: 1,
-///     sequences: 2, batch_sequences: vec![2], tensors: vec![TensorCounts { levels: vec![2], rows: 5 }] };
+///     sequences: 2, batch_sequences: vec![2], tensors: vec![TensorCounts { levels: vec![2], rows: 5 }],
+///     format_version: None };
 /// let mut a = Manifest::new(schema.clone(), [("k".into(), "v".into())].into());
 /// a.shards.push(shard("a-shard-000000.lodt"));
 /// let mut b = Manifest::new(schema, Default::default());

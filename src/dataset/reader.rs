@@ -405,6 +405,14 @@ impl Dataset {
                 file.num_batches(),
             ));
         }
+        if file.version() != entry.expected_format_version() {
+            return Err(DatasetError::mismatch(
+                location,
+                "format version",
+                entry.expected_format_version(),
+                file.version(),
+            ));
+        }
         let crc = footer_crc(&file, &location)?;
         if crc != entry.footer_crc {
             return Err(DatasetError::mismatch(

@@ -45,6 +45,13 @@ pub struct WriterOptions {
     /// `_` or `-`. `None`: a new random one. A write retried with the id of
     /// a committed write writes nothing ([`DatasetWriter::already_committed`]).
     pub commit_id: Option<String>,
+    /// The `.lodt` format version of the shards written: 2.0 (the default)
+    /// or 1.0. A dataset may hold shards of both; the manifest records each
+    /// shard's.
+    pub format_version: format::Version,
+    /// How the shards' buffers are compressed (format 2.0 only; none by
+    /// default).
+    pub compression: format::Compression,
 }
 
 impl Default for WriterOptions {
@@ -54,6 +61,8 @@ impl Default for WriterOptions {
             metadata: BTreeMap::new(),
             schema: None,
             commit_id: None,
+            format_version: format::WriteOptions::default().format_version,
+            compression: format::Compression::None,
         }
     }
 }
@@ -131,6 +140,8 @@ pub struct DatasetWriter {
     batches: u64,
     current: Option<OpenShard>,
     shard_bytes: u64,
+    /// How shards are written (format version, compression).
+    file: format::WriteOptions,
     _lock: Option<StoreLock>,
     /// The version of the target manifest this writer read (`None`: there
     /// was none), which its next write must replace (see
@@ -211,7 +222,13 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(store, start, options.shard_bytes)
+        Self::start(
+            store,
+            start,
+            options.shard_bytes,
+            options.format_version,
+            options.compression,
+        )
     }
 
     /// Adds shards to the dataset in directory `dir`. Its schema applies
@@ -280,7 +297,13 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(store, start, options.shard_bytes)
+        Self::start(
+            store,
+            start,
+            options.shard_bytes,
+            options.format_version,
+            options.compression,
+        )
     }
 
     /// Starts (or continues) the part of writer `writer_id` in directory
@@ -367,10 +390,27 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(store, start, options.shard_bytes)
+        Self::start(
+            store,
+            start,
+            options.shard_bytes,
+            options.format_version,
+            options.compression,
+        )
     }
 
-    fn start(store: Arc<dyn DatasetStore>, start: Start, shard_bytes: u64) -> Result<Self> {
+    fn start(
+        store: Arc<dyn DatasetStore>,
+        start: Start,
+        shard_bytes: u64,
+        format_version: format::Version,
+        compression: format::Compression,
+    ) -> Result<Self> {
+        let file = format::WriteOptions {
+            format_version,
+            compression,
+            ..Default::default()
+        };
         let Start {
             target,
             prefix,
@@ -413,6 +453,7 @@ impl DatasetWriter {
             batches: 0,
             current: None,
             shard_bytes,
+            file,
             _lock: lock,
             base,
             commit_id,
@@ -578,7 +619,7 @@ impl DatasetWriter {
         let name = shard_name(&self.prefix, self.next_index);
         self.next_index += 1;
         let sink = self.store.create_shard(&name)?;
-        let writer = format::Writer::try_new(sink, BTreeMap::new())
+        let writer = format::Writer::try_new_with(sink, BTreeMap::new(), self.file)
             .map_err(|source| DatasetError::shard(self.store.object_location(&name), source))?;
         let tensors = self
             .manifest
@@ -629,6 +670,7 @@ impl DatasetWriter {
             sequences: shard.batch_sequences.iter().sum(),
             batch_sequences: shard.batch_sequences,
             tensors: shard.tensors,
+            format_version: Some(file.version()),
         });
         Ok(())
     }

@@ -34,8 +34,9 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// ```
 pub const MAGIC: [u8; 9] = *b"\x89LODT\r\n\x1a\n";
 
-/// The major version this crate writes by default ([`WriteOptions::format_version`](super::WriteOptions::format_version)
-/// chooses 2.0).
+/// The major version this crate writes by default: 1
+/// ([`WriteOptions::format_version`](super::WriteOptions::format_version)
+/// chooses 2.0: the schema once, compressed buffers).
 ///
 /// ```
 /// assert_eq!(lodt::format::MAJOR_VERSION, 1);

@@ -88,12 +88,29 @@ use std::path::Path;
 /// let v = lodt::format::Version { major: 1, minor: 0 };
 /// assert_eq!(v.to_string(), "1.0");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(into = "String", try_from = "String")]
 pub struct Version {
     /// Incompatible changes.
     pub major: u16,
     /// Compatible additions that older readers ignore.
     pub minor: u16,
+}
+
+/// Serialized as its text, `"2.0"` (dataset manifests record each shard's).
+impl From<Version> for String {
+    fn from(v: Version) -> String {
+        v.to_string()
+    }
+}
+
+impl TryFrom<String> for Version {
+    type Error = FormatError;
+    fn try_from(text: String) -> Result<Version> {
+        text.parse()
+    }
 }
 
 impl std::str::FromStr for Version {

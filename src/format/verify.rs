@@ -133,8 +133,10 @@ impl LodtFile {
             self.verify_parallel(threads, piece.max(1), &mut report, progress)?;
         }
         // 2.0 batches with compressed buffers: each decodes to its recorded
-        // lengths, and the decoded LoD and bodies follow the rules.
-        for k in 0..self.num_batches() {
+        // lengths, and the decoded LoD and bodies follow the rules. (A 1.0
+        // file has none: its batches are not read a second time.)
+        let compressed_possible = self.version().major >= 2;
+        for k in (0..self.num_batches()).filter(|_| compressed_possible) {
             let (meta, bytes, _) = self.checked_batch(k)?;
             if meta.decoded_len.is_some() {
                 super::v2::decode(bytes.as_slice(), meta)?;

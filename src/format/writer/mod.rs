@@ -57,7 +57,8 @@ pub struct WriteOptions {
     pub fsync: bool,
     /// The format version a new file is written in: 1.0 (the default) or
     /// 2.0 (`spec/FORMAT.md` §12: the schema once, a compact batch head,
-    /// compressed buffers). An append writes the version of its file.
+    /// compressed buffers on request). An append writes the version of its
+    /// file.
     ///
     /// ```
     /// use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};
@@ -97,6 +98,36 @@ impl Default for WriteOptions {
 }
 
 impl WriteOptions {
+    /// The options for a format version and a compression as the CLI and
+    /// Python spell them (`"1.0"`/`"2.0"`; `"none"`, `"lz4"`, `"zstd"`,
+    /// `"zstd:LEVEL"`): no version means 1.0, or 2.0 when a compression is
+    /// asked for (1.0 has none, so asking for both is an error).
+    ///
+    /// ```
+    /// use lodt::format::{Compression, WriteOptions};
+    /// let o = WriteOptions::for_codec(None, "zstd")?;
+    /// assert_eq!((o.format_version.to_string(), o.compression), ("2.0".into(), Compression::Zstd { level: 3 }));
+    /// assert_eq!(WriteOptions::for_codec(None, "none")?.format_version.to_string(), "1.0");
+    /// assert_eq!(WriteOptions::for_codec(Some("2.0"), "none")?.format_version.to_string(), "2.0");
+    /// assert!(WriteOptions::for_codec(Some("1.0"), "lz4").is_err());
+    /// # Ok::<(), lodt::format::FormatError>(())
+    /// ```
+    pub fn for_codec(format_version: Option<&str>, compression: &str) -> Result<WriteOptions> {
+        let compression: Compression = compression.parse()?;
+        let format_version = match format_version {
+            Some(v) => v.parse()?,
+            None if compression != Compression::None => super::Version { major: 2, minor: 0 },
+            None => WriteOptions::default().format_version,
+        };
+        let options = WriteOptions {
+            format_version,
+            compression,
+            ..Default::default()
+        };
+        options.major()?;
+        Ok(options)
+    }
+
     /// Checks the version and the compression: the major version of a new
     /// file (1 or 2).
     fn major(&self) -> Result<u16> {

@@ -39,8 +39,14 @@ fn batches() -> Vec<Batch> {
     out
 }
 
+/// A 1.0 file (whose checksums follow the buffers, so they can be computed
+/// while the buffers are written) with the checksum plan `plan`.
 fn write_with(plan: CrcPlan) -> (Vec<u8>, bool) {
-    let mut w = Writer::try_new(Vec::new(), Default::default()).unwrap();
+    let v1 = WriteOptions {
+        format_version: crate::format::Version { major: 1, minor: 0 },
+        ..Default::default()
+    };
+    let mut w = Writer::try_new_with(Vec::new(), Default::default(), v1).unwrap();
     w.crc_plan = plan;
     for b in batches() {
         w.write(&b).unwrap();
