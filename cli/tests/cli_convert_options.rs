@@ -540,3 +540,86 @@ fn tensor_type_chooses_nested_lists_or_a_tensor_extension() {
         "{err}"
     );
 }
+
+#[test]
+fn format_version_and_compression_of_lodt_and_dataset_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.lodt");
+    // Repetitive token ids: they compress.
+    let tokens: Vec<i64> = (0..4000).map(|i| i % 10).collect();
+    let lod = Lod::try_from_lengths(&[vec![1000; 4]]).unwrap();
+    let batch = Batch::try_from_tensors([(
+        "tokens",
+        LodTensor::from_vec(tokens, vec![4000], lod).unwrap(),
+    )])
+    .unwrap();
+    let mut w = lodt::format::Writer::create(&input, Default::default()).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let version = |p: &Path| {
+        lodt::format::LodtFile::open(p)
+            .unwrap()
+            .version()
+            .to_string()
+    };
+    assert_eq!(version(&input), "1.0");
+    // A codec writes 2.0; the values read back the same.
+    let zstd = dir.path().join("zstd.lodt");
+    let (out, _) = ok(&["convert", s(&input), s(&zstd), "--compression", "zstd"]);
+    assert!(out.contains("zstd"), "{out}");
+    assert_eq!(version(&zstd), "2.0");
+    let file = lodt::format::LodtFile::open(&zstd).unwrap();
+    assert_eq!(file.read_batch(0).unwrap(), batch);
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    assert!(
+        size(&zstd) * 4 < size(&input),
+        "{} vs {}",
+        size(&zstd),
+        size(&input)
+    );
+    // And back to 1.0, for readers that predate 2.0.
+    let v1 = dir.path().join("v1.lodt");
+    ok(&["convert", s(&zstd), s(&v1), "--format-version", "1.0"]);
+    assert_eq!(version(&v1), "1.0");
+    assert_eq!(std::fs::read(&v1).unwrap(), std::fs::read(&input).unwrap());
+    // 2.0 uncompressed on request.
+    let v2 = dir.path().join("v2.lodt");
+    ok(&["convert", s(&input), s(&v2), "--format-version", "2.0"]);
+    assert_eq!(version(&v2), "2.0");
+    // A dataset's shards.
+    let ds = dir.path().join("ds");
+    let ds_arg = format!("{}/", ds.display());
+    ok(&["convert", s(&input), &ds_arg, "--compression", "lz4"]);
+    let manifest = std::fs::read_to_string(ds.join("lodt-dataset.json")).unwrap();
+    assert!(
+        manifest.contains("\"format_version\":\"2.0\""),
+        "{manifest}"
+    );
+    ok(&["verify", s(&ds)]);
+    // Clear errors: 1.0 has no compression; codecs that do not apply.
+    for (args, says) in [
+        (
+            vec!["--format-version", "1.0", "--compression", "zstd"],
+            "needs format version 2.0",
+        ),
+        (vec!["--compression", "snappy"], "expected a compression"),
+        (vec!["--format-version", "3.0"], "3.0"),
+    ] {
+        let out = dir.path().join("bad.lodt");
+        let mut all = vec!["convert", s(&input), s(&out)];
+        all.extend(args.iter());
+        let (code, _, err) = lodt(&all);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!out.exists());
+    }
+    let (code, _, err) = lodt(&[
+        "convert",
+        s(&input),
+        s(&dir.path().join("x.arrow")),
+        "--compression",
+        "zstd",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("applies to .lodt and Parquet output"), "{err}");
+}
