@@ -708,17 +708,33 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
             return Err(FormatError::corrupt(at(), "decoded range out of the batch"));
         };
         let want = dst.len();
-        let got = match b.codec {
-            Codec::None if stored.len() == want => {
-                dst.copy_from_slice(stored);
-                Ok(want)
-            }
-            Codec::None => Ok(stored.len()),
-            Codec::Lz4 => lz4_flex::block::decompress_into(stored, dst).map_err(|e| e.to_string()),
-            Codec::Zstd => zstd::bulk::decompress_to_buffer(stored, dst).map_err(|e| e.to_string()),
+        // A shuffled, compressed buffer decompresses into this thread's
+        // scratch and is un-shuffled from there into place (no second copy).
+        let via_scratch = b.shuffle > 1 && b.codec != Codec::None;
+        let got = if via_scratch {
+            SCRATCH.with(|scratch| {
+                let mut scratch = scratch.borrow_mut();
+                if scratch.len() < want {
+                    let more = want - scratch.len();
+                    scratch
+                        .try_reserve_exact(more)
+                        .map_err(|_| format!("no memory for {want} bytes"))?;
+                    scratch.resize(want, 0);
+                }
+                let n = decompress(b.codec, stored, scratch.get_mut(..want).unwrap_or_default())?;
+                if n == want {
+                    unshuffle_into(scratch.get(..want).unwrap_or_default(), dst, b.shuffle);
+                }
+                if scratch.capacity() > SCRATCH_KEPT {
+                    *scratch = Vec::new();
+                }
+                Ok(n)
+            })
+        } else {
+            decompress(b.codec, stored, dst)
         };
         match got {
-            Ok(n) if n == want && b.shuffle > 1 => unshuffle(dst, b.shuffle)?,
+            Ok(n) if n == want && b.shuffle > 1 && !via_scratch => unshuffle(dst, b.shuffle)?,
             Ok(n) if n == want => {}
             Ok(n) => {
                 return Err(FormatError::corrupt(
@@ -747,6 +763,88 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
     Ok(Buffer::from_storage(Arc::new(out)))
 }
 
+/// The most scratch a thread keeps between batches (a larger buffer's is
+/// freed after use).
+const SCRATCH_KEPT: usize = 64 << 20;
+
+std::thread_local! {
+    /// Where a shuffled buffer is decompressed before it is un-shuffled into
+    /// the batch (grown to the largest buffer decoded on this thread).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Decompresses `stored` into `dst` (its decoded length): the bytes written.
+/// A raw buffer is copied when its length is `dst`'s.
+fn decompress(codec: Codec, stored: &[u8], dst: &mut [u8]) -> std::result::Result<usize, String> {
+    match codec {
+        Codec::None if stored.len() == dst.len() => {
+            dst.copy_from_slice(stored);
+            Ok(dst.len())
+        }
+        Codec::None => Ok(stored.len()),
+        Codec::Lz4 => lz4_flex::block::decompress_into(stored, dst).map_err(|e| e.to_string()),
+        Codec::Zstd => zstd::bulk::decompress_to_buffer(stored, dst).map_err(|e| e.to_string()),
+    }
+}
+
+/// Un-shuffles `src` (planes of `width`-byte elements) into `dst`, of the
+/// same length: plane `j` goes to every `width`-th byte from `j`.
+fn unshuffle_into(src: &[u8], dst: &mut [u8], width: usize) {
+    match width {
+        2 => unshuffle_fixed::<2>(src, dst),
+        4 => unshuffle_fixed::<4>(src, dst),
+        8 => unshuffle_fixed::<8>(src, dst),
+        _ => unshuffle_strided(src, dst, width),
+    }
+}
+
+/// [`unshuffle_into`] for a width known at compile time: element by
+/// element, each gathering its `W` bytes (no index the compiler cannot see
+/// is in bounds).
+fn unshuffle_fixed<const W: usize>(src: &[u8], dst: &mut [u8]) {
+    let m = dst.len() / W;
+    let planes: [&[u8]; W] =
+        std::array::from_fn(|j| src.get(j * m..(j + 1) * m).unwrap_or_default());
+    if planes.iter().any(|p| p.len() != m) {
+        return unshuffle_strided(src, dst, W);
+    }
+    // Blocks of 16 elements: fixed-size loops the compiler turns into
+    // byte shuffles; then the rest one element at a time.
+    const BLOCK: usize = 16;
+    let blocks = m / BLOCK;
+    for (k, out) in dst.chunks_exact_mut(W * BLOCK).enumerate().take(blocks) {
+        let base = k * BLOCK;
+        let block: [&[u8]; W] =
+            std::array::from_fn(|j| planes[j].get(base..base + BLOCK).unwrap_or_default());
+        if block.iter().any(|p| p.len() != BLOCK) {
+            break;
+        }
+        for (i, element) in out.chunks_exact_mut(W).enumerate() {
+            for (j, byte) in element.iter_mut().enumerate() {
+                *byte = block[j][i];
+            }
+        }
+    }
+    let tail = dst.get_mut(blocks * BLOCK * W..m * W).unwrap_or_default();
+    for (k, element) in tail.chunks_exact_mut(W).enumerate() {
+        let i = blocks * BLOCK + k;
+        for (byte, plane) in element.iter_mut().zip(&planes) {
+            *byte = plane.get(i).copied().unwrap_or(0);
+        }
+    }
+}
+
+/// [`unshuffle_into`] for any width: one strided pass per plane.
+fn unshuffle_strided(src: &[u8], dst: &mut [u8], width: usize) {
+    let m = dst.len() / width;
+    for (j, plane) in src.chunks_exact(m.max(1)).take(width).enumerate() {
+        let out = dst.get_mut(j..).unwrap_or_default();
+        for (byte, &b) in out.iter_mut().step_by(width).zip(plane) {
+            *byte = b;
+        }
+    }
+}
+
 /// The bit of a buffer's codec byte that says its elements are byte-shuffled
 /// (`spec/FORMAT.md` §12.4).
 const SHUFFLE: u8 = 0x10;
@@ -756,11 +854,11 @@ const SHUFFLE: u8 = 0x10;
 fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
     let m = src.len() / width;
     let mut out = vec![0u8; src.len()];
-    for (i, element) in src.chunks_exact(width).enumerate() {
-        for (j, &byte) in element.iter().enumerate() {
-            if let Some(o) = out.get_mut(j * m + i) {
-                *o = byte;
-            }
+    // Plane `j` takes every `width`-th byte from `j`: one sequential pass each.
+    for (j, plane) in out.chunks_exact_mut(m.max(1)).take(width).enumerate() {
+        let from = src.get(j..).unwrap_or_default();
+        for (o, &b) in plane.iter_mut().zip(from.iter().step_by(width)) {
+            *o = b;
         }
     }
     out
@@ -769,17 +867,12 @@ fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
 /// Undoes [`shuffle`] in place (a copy of `dst`, bounded by the decoded
 /// batch, is the scratch space).
 fn unshuffle(dst: &mut [u8], width: usize) -> Result<()> {
-    let m = dst.len() / width;
     let mut planes = Vec::new();
     planes
         .try_reserve_exact(dst.len())
         .map_err(|_| FormatError::Unwritable(format!("no memory for {} bytes", dst.len())))?;
     planes.extend_from_slice(dst);
-    for (i, element) in dst.chunks_exact_mut(width).enumerate() {
-        for (j, byte) in element.iter_mut().enumerate() {
-            *byte = planes.get(j * m + i).copied().unwrap_or(0);
-        }
-    }
+    unshuffle_into(&planes, dst, width);
     Ok(())
 }
 
@@ -1105,6 +1198,28 @@ mod tests {
             let s = section(&record(ONE, &rest), &stored);
             let meta = parse(&s).unwrap();
             assert!(decode(AlignedBytes::from_slice(&s).as_slice(), &meta).is_err());
+        }
+    }
+
+    #[test]
+    fn unshuffle_undoes_shuffle_for_every_width_and_length() {
+        for width in [2usize, 3, 4, 8, 16] {
+            for m in [0usize, 1, 15, 16, 17, 33, 100] {
+                let src: Vec<u8> = (0..m * width).map(|i| (i * 7 + 3) as u8).collect();
+                let shuffled = shuffle(&src, width);
+                // Byte j of element i is at j * m + i.
+                for i in 0..m {
+                    for j in 0..width {
+                        assert_eq!(shuffled[j * m + i], src[i * width + j]);
+                    }
+                }
+                let mut out = vec![0u8; src.len()];
+                unshuffle_into(&shuffled, &mut out, width);
+                assert_eq!(out, src, "width {width}, {m} elements");
+                let mut in_place = shuffled.clone();
+                unshuffle(&mut in_place, width).unwrap();
+                assert_eq!(in_place, src);
+            }
         }
     }
 
