@@ -5,11 +5,16 @@
 //! checks), and after recomputing every CRC32 it contains as
 //! `spec/FORMAT.md` says, so that mutations reach the structural checks behind
 //! the checksums (metadata JSON, buffer layout, LoD rules, footer index).
+//! Format 1.0 and 2.0 files both: for 2.0 (section 12), the head's record is
+//! walked to find and reseal every buffer's crc, so that mutated compressed
+//! buffers reach the lz4 and zstd decoders, and mutated counts, codecs and
+//! lengths reach the record's checks.
 //!
 //! Run (stable toolchain, nightly features unlocked):
 //! `cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run lodt_file -- -max_total_time=600`
 //! Seed the corpus with the spec's vectors first:
 //! `mkdir -p corpus/lodt_file && cp ../spec/vectors/*.lodt corpus/lodt_file/`
+//! (`seeds/lodt_file/` holds them for `campaign.py lodt_file`).
 
 #![no_main]
 
@@ -74,11 +79,15 @@ fn read(data: &[u8]) {
 }
 
 fn get_u64(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
+    Some(u64::from_le_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
 }
 
 fn get_u32(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+    Some(u32::from_le_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 fn put_u32(b: &mut [u8], at: usize, v: u32) {
@@ -110,14 +119,12 @@ fn pad64(n: u64) -> Option<u64> {
 
 /// A copy of `data` with every CRC32 recomputed, best effort.
 fn fix_crcs(data: &[u8]) -> Option<Vec<u8>> {
+    if data.get(12..14) == Some(&[2, 0]) {
+        return fix_crcs_v2(data);
+    }
     let mut b = data.to_vec();
     let len = b.len();
-    let meta_len = usize::try_from(get_u64(&b, 16)?).ok()?;
-    let meta_end = 64usize.checked_add(meta_len)?;
-    let c = crc(&b, 64..meta_end);
-    put_u32(&mut b, 24, c);
-    seal(&mut b, 0);
-    let mut pos = usize::try_from(pad64(meta_end as u64)?).ok()?;
+    let mut pos = fix_start(&mut b)?;
     let mut entries = Vec::new();
     while b.get(pos..pos + 8) == Some(b"LODTBTCH") {
         let section_len = usize::try_from(get_u64(&b, pos + 8)?).ok()?;
@@ -141,8 +148,14 @@ fn fix_crcs(data: &[u8]) -> Option<Vec<u8>> {
             .cloned()
             .unwrap_or_default();
         for i in 0..n.min(buffers.len()).min(4096) {
-            let off = buffers[i].get("offset").and_then(|v| v.as_u64()).unwrap_or(0) as usize;
-            let blen = buffers[i].get("length").and_then(|v| v.as_u64()).unwrap_or(0) as usize;
+            let off = buffers[i]
+                .get("offset")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0) as usize;
+            let blen = buffers[i]
+                .get("length")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0) as usize;
             let start = pos.saturating_add(off);
             let c = crc(&b, start..start.saturating_add(blen));
             put_u32(&mut b, table + 4 * i, c);
@@ -153,6 +166,156 @@ fn fix_crcs(data: &[u8]) -> Option<Vec<u8>> {
         entries.push((pos, section_len, header_crc, table_crc));
         pos = end;
     }
+    fix_footer(&mut b, pos, &entries)?;
+    Some(b)
+}
+
+/// Reseals the file header and returns the offset of the first batch.
+fn fix_start(b: &mut [u8]) -> Option<usize> {
+    let meta_len = usize::try_from(get_u64(b, 16)?).ok()?;
+    let meta_end = 64usize.checked_add(meta_len)?;
+    let c = crc(b, 64..meta_end);
+    put_u32(b, 24, c);
+    seal(b, 0);
+    usize::try_from(pad64(meta_end as u64)?).ok()
+}
+
+/// Reads a varint (FORMAT.md 12.1) at `*pos`, before `end`.
+fn varint(b: &[u8], pos: &mut usize, end: usize) -> Option<u64> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        if *pos >= end {
+            return None;
+        }
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// One tensor of a 2.0 schema, as the record walk needs it: scalar, LoD
+/// levels, bytes per row.
+type SchemaTensor = (bool, u64, u64);
+
+fn dtype_size(name: &str) -> u64 {
+    match name {
+        "bool" | "int8" | "uint8" => 1,
+        "int16" | "uint16" | "float16" | "bfloat16" => 2,
+        "int32" | "uint32" | "float32" => 4,
+        _ => 8,
+    }
+}
+
+fn parse_schema(json: &[u8]) -> Option<Vec<SchemaTensor>> {
+    let v: serde_json::Value = serde_json::from_slice(json).ok()?;
+    let tensors = v.get("tensors")?.as_array()?;
+    Some(
+        tensors
+            .iter()
+            .take(4096)
+            .map(|t| {
+                let scalar = t.get("scalar").and_then(|x| x.as_bool()).unwrap_or(false);
+                let lod = t.get("lod").and_then(|x| x.as_u64()).unwrap_or(0).min(64);
+                let size = dtype_size(t.get("dtype").and_then(|x| x.as_str()).unwrap_or(""));
+                let per_row = t
+                    .get("shape")
+                    .and_then(|x| x.as_array())
+                    .map(|d| {
+                        d.iter()
+                            .filter_map(|x| x.as_u64())
+                            .fold(1u64, u64::saturating_mul)
+                    })
+                    .unwrap_or(1);
+                (scalar, lod, per_row.saturating_mul(size))
+            })
+            .collect(),
+    )
+}
+
+/// [`fix_crcs`] of a 2.0 file: walks each batch head's record (its schema,
+/// or the one of an earlier head) to reseal every buffer's crc, then the
+/// head's, then the index and the footer.
+fn fix_crcs_v2(data: &[u8]) -> Option<Vec<u8>> {
+    let mut b = data.to_vec();
+    let len = b.len();
+    let mut pos = fix_start(&mut b)?;
+    let mut entries = Vec::new();
+    let mut schemas: std::collections::HashMap<u64, Vec<SchemaTensor>> = Default::default();
+    while b.get(pos..pos + 8) == Some(b"LODTBTCH") {
+        let section_len = usize::try_from(get_u64(&b, pos + 8)?).ok()?;
+        let head_len = get_u32(&b, pos + 16)? as usize;
+        let end = pos.checked_add(section_len)?;
+        if section_len < 64 || end > len || head_len < 27 || head_len > section_len {
+            break;
+        }
+        let rec_end = pos + head_len - 4;
+        let mut c = pos + 20;
+        let mut crcs = Vec::new();
+        // Best effort: a record that does not walk still gets its head resealed.
+        let _ = (|| -> Option<()> {
+            let k = varint(&b, &mut c, rec_end)?;
+            let back = varint(&b, &mut c, rec_end)?;
+            if back == 0 {
+                let l = usize::try_from(varint(&b, &mut c, rec_end)?).ok()?;
+                let json = b.get(c..c.checked_add(l)?)?;
+                schemas.insert(k, parse_schema(json)?);
+                c += l;
+            }
+            let schema = schemas.get(&k.checked_sub(back)?)?.clone();
+            let meta = usize::try_from(varint(&b, &mut c, rec_end)?).ok()?;
+            c = c.checked_add(meta)?;
+            let mut lens = Vec::new();
+            for (scalar, lod, per_row) in schema {
+                let rows = if scalar {
+                    1
+                } else {
+                    varint(&b, &mut c, rec_end)?
+                };
+                if lod > 0 && varint(&b, &mut c, rec_end)? == 0 {
+                    for _ in 0..lod {
+                        lens.push(varint(&b, &mut c, rec_end)?.saturating_mul(8));
+                    }
+                }
+                lens.push(rows.saturating_mul(per_row));
+            }
+            let mut cursor = pad64(head_len as u64)?;
+            for dlen in lens.into_iter().take(4096) {
+                let codec = *b.get(c)?;
+                c += 1;
+                let stored = if codec == 0 {
+                    dlen
+                } else {
+                    varint(&b, &mut c, rec_end)?
+                };
+                let start = if codec == 0 { pad64(cursor)? } else { cursor };
+                let from = pos.checked_add(usize::try_from(start).ok()?)?;
+                let to = from.checked_add(usize::try_from(stored).ok()?)?.min(end);
+                let value = crc(&b, from..to);
+                put_u32(&mut b, c, value);
+                crcs.extend_from_slice(&value.to_le_bytes());
+                c += 4;
+                cursor = start.checked_add(stored)?;
+            }
+            Some(())
+        })();
+        let head_crc = crc(&b, pos..rec_end);
+        put_u32(&mut b, rec_end, head_crc);
+        entries.push((pos, section_len, head_crc, crc32fast::hash(&crcs)));
+        pos = end;
+    }
+    fix_footer(&mut b, pos, &entries)?;
+    Some(b)
+}
+
+/// Rewrites the index entries of the footer at `pos` (if there is one) and
+/// reseals the footer and the trailer.
+fn fix_footer(b: &mut [u8], pos: usize, entries: &[(usize, usize, u32, u32)]) -> Option<()> {
+    let len = b.len();
+    let mut b = b;
     if b.get(pos..pos + 8) == Some(b"LODTFOOT") {
         let index = pos + 64;
         for (i, &(offset, length, header_crc, table_crc)) in entries.iter().enumerate() {
@@ -170,7 +333,7 @@ fn fix_crcs(data: &[u8]) -> Option<Vec<u8>> {
         put_u32(&mut b, trailer + 24, footer_crc);
         seal(&mut b, trailer);
     }
-    Some(b)
+    Some(())
 }
 
 fuzz_target!(|data: &[u8]| {
