@@ -33,3 +33,21 @@ def test_peers_benchmark_prints_its_table(tmp_path):
     for task, r in results["reads"].items():
         assert len(set(r["checksums"].values())) == 1, (task, r["checksums"])
     assert results["dataset"]["batches"] == 3
+
+
+def test_compression_benchmark_prints_its_tables(tmp_path):
+    # Tiny data, no MDS and no S3 server (their modules are the benchmark's
+    # own venv's): every lodt and Parquet system writes, scans and agrees.
+    run = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "compression.py"), "--dir", str(tmp_path / "data"),
+         "--tokens", "20000", "--emb-tokens", "2000", "--reps", "1", "--no-mds", "--no-s3"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    for name in ("ids32-1", "ids64-2", "ids32-3", "emb-1"):
+        assert f"### {name}:" in run.stdout, run.stdout
+    rows = [line for line in run.stdout.splitlines() if line.startswith("| lodt zstd |")]
+    assert len(rows) == 4, run.stdout
+    # zstd stores the int64 ids in less than half their raw bytes.
+    of_raw = float(rows[1].split(" | ")[2])
+    assert of_raw < 0.5, rows[1]
