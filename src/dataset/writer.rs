@@ -67,6 +67,27 @@ impl Default for WriterOptions {
     }
 }
 
+/// How shards are cut and written, taken from [`WriterOptions`] before its
+/// schema and metadata move into the manifest.
+#[derive(Clone, Copy)]
+struct ShardSettings {
+    bytes: u64,
+    file: format::WriteOptions,
+}
+
+impl ShardSettings {
+    fn of(options: &WriterOptions) -> Self {
+        ShardSettings {
+            bytes: options.shard_bytes,
+            file: format::WriteOptions {
+                format_version: options.format_version,
+                compression: options.compression,
+                ..Default::default()
+            },
+        }
+    }
+}
+
 /// A shard being written.
 struct OpenShard {
     name: String,
@@ -193,6 +214,7 @@ impl DatasetWriter {
     /// ```
     pub fn create_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
+        let shards = ShardSettings::of(&options);
         store.prepare()?;
         let lock = store.lock()?;
         let (manifest, base, committed) = match read_manifest_versioned(&*store, MANIFEST_NAME)? {
@@ -222,13 +244,7 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(
-            store,
-            start,
-            options.shard_bytes,
-            options.format_version,
-            options.compression,
-        )
+        Self::start(store, start, shards)
     }
 
     /// Adds shards to the dataset in directory `dir`. Its schema applies
@@ -268,6 +284,7 @@ impl DatasetWriter {
     /// ```
     pub fn append_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
+        let shards = ShardSettings::of(&options);
         let lock = match store.lock() {
             Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
                 return Err(DatasetError::NotADataset {
@@ -297,13 +314,7 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(
-            store,
-            start,
-            options.shard_bytes,
-            options.format_version,
-            options.compression,
-        )
+        Self::start(store, start, shards)
     }
 
     /// Starts (or continues) the part of writer `writer_id` in directory
@@ -362,6 +373,7 @@ impl DatasetWriter {
             )));
         }
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
+        let shards = ShardSettings::of(&options);
         store.prepare()?;
         let name = part_manifest_name(writer_id);
         let part = read_manifest_versioned(&*store, &name)?;
@@ -390,27 +402,14 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(
-            store,
-            start,
-            options.shard_bytes,
-            options.format_version,
-            options.compression,
-        )
+        Self::start(store, start, shards)
     }
 
-    fn start(
-        store: Arc<dyn DatasetStore>,
-        start: Start,
-        shard_bytes: u64,
-        format_version: format::Version,
-        compression: format::Compression,
-    ) -> Result<Self> {
-        let file = format::WriteOptions {
-            format_version,
-            compression,
-            ..Default::default()
-        };
+    fn start(store: Arc<dyn DatasetStore>, start: Start, shards: ShardSettings) -> Result<Self> {
+        let ShardSettings {
+            bytes: shard_bytes,
+            file,
+        } = shards;
         let Start {
             target,
             prefix,
