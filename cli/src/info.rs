@@ -224,6 +224,19 @@ pub fn run(args: Args) -> Result<(), CliError> {
             human(t.lod)
         )?;
     }
+    let decoded = summary.body + summary.lod;
+    if decoded > size {
+        // Compressed (format 2.0): the decoded bytes outweigh the file.
+        writeln!(
+            out,
+            "  bytes     bodies {}, LoD {} decoded: {:.2}× the file's {} (compressed)",
+            human(summary.body),
+            human(summary.lod),
+            decoded as f64 / size.max(1) as f64,
+            human(size)
+        )?;
+        return common::finish(out);
+    }
     writeln!(
         out,
         "  bytes     bodies {} ({:.1}%), LoD {} ({:.1}%), overhead {} ({:.1}%: headers, metadata, padding, index)",

@@ -577,6 +577,12 @@ fn format_version_and_compression_of_lodt_and_dataset_output() {
         size(&zstd),
         size(&input)
     );
+    let (info, _) = ok(&["info", s(&zstd)]);
+    assert!(info.contains("format    .lodt 2.0"), "{info}");
+    assert!(
+        info.contains("the file's") && info.contains("(compressed)"),
+        "{info}"
+    );
     // And back to 1.0, for readers that predate 2.0.
     let v1 = dir.path().join("v1.lodt");
     ok(&["convert", s(&zstd), s(&v1), "--format-version", "1.0"]);
