@@ -136,7 +136,7 @@ fn compression_defaults_to_snappy_and_round_trips() {
     ]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("compression (zstd) applies to Parquet output"),
+        err.contains("compression (zstd) applies to .lodt and Parquet output"),
         "{err}"
     );
     let (code, _, err) = lodt(&[

@@ -35,7 +35,7 @@ def test_parquet_compression(codec, parquet_name, tmp_path, sample_file):
 def test_compression_errors(tmp_path, sample_file):
     with pytest.raises(ValueError, match="unknown compression"):
         lodt.convert(sample_file, tmp_path / "x.parquet", compression="gzip")
-    with pytest.raises(ValueError, match=r"compression \(zstd\) applies to Parquet output"):
+    with pytest.raises(ValueError, match=r"compression \(zstd\) applies to \.lodt and Parquet output"):
         lodt.convert(sample_file, tmp_path / "x.arrows", compression="zstd")
 
 

@@ -74,6 +74,8 @@ impl ConvertOptions {
     /// assert!(o.set_output_codec(Format::Lodt, Some("1.0"), Some("lz4")).is_err());
     /// assert!(o.set_output_codec(Format::ArrowFile, None, Some("zstd")).is_err());
     /// assert!(o.set_output_codec(Format::Parquet, Some("2.0"), None).is_err());
+    /// o.set_output_codec(Format::Parquet, None, Some("none"))?;
+    /// assert_eq!(o.compression, Some(lodt::arrow::Compression::None));
     /// # Ok::<(), lodt::convert::ConvertError>(())
     /// ```
     pub fn set_output_codec(
@@ -102,7 +104,7 @@ impl ConvertOptions {
             )));
         }
         match compression {
-            None | Some("none") => Ok(()),
+            None => Ok(()),
             #[cfg(feature = "arrow")]
             Some(text) if output == Format::Parquet => {
                 let codec: crate::arrow::Compression = text
@@ -111,6 +113,7 @@ impl ConvertOptions {
                 self.compression = Some(codec);
                 Ok(())
             }
+            Some("none") => Ok(()),
             Some(text) => Err(ConvertError::Unsupported(format!(
                 "compression ({text}) applies to .lodt and Parquet output; a {} file is written uncompressed",
                 output.extension()
