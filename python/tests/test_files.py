@@ -361,6 +361,9 @@ def test_writer_format_2_0_compressed(tmp_path, words):
         assert f[1]["words"] == words
         assert f.verify()["batches"] == 2
     with pytest.raises(ValueError, match="compression lz4 needs format version 2.0"):
-        lodt.Writer(tmp_path / "x.lodt", compression="lz4")
+        lodt.Writer(tmp_path / "x.lodt", format_version="1.0", compression="lz4")
+    with lodt.Writer(tmp_path / "implied.lodt", compression="lz4") as w:  # a codec implies 2.0
+        w.write({"words": words})
+    assert lodt.open(tmp_path / "implied.lodt").version == (2, 0)
     with pytest.raises(ValueError, match='found "gzip"'):
         lodt.Writer(tmp_path / "y.lodt", format_version="2.0", compression="gzip")
