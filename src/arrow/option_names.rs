@@ -73,13 +73,13 @@ impl std::str::FromStr for MetadataPolicy {
 impl std::str::FromStr for TensorType {
     type Err = ArrowError;
 
-    /// A [`TensorType::name`]: `nested_lists` or `fixed_shape`.
+    /// A [`TensorType::name`]: `nested_lists`, `fixed_shape` or `variable_shape`.
     ///
     /// ```
     /// use lodt::arrow::TensorType;
     /// assert_eq!("nested_lists".parse::<TensorType>()?, TensorType::NestedLists);
     /// assert_eq!("x".parse::<TensorType>().unwrap_err().to_string(),
-    ///     "invalid argument: expected nested_lists or fixed_shape, found \"x\"");
+    ///     "invalid argument: expected nested_lists or fixed_shape or variable_shape, found \"x\"");
     /// # Ok::<(), lodt::arrow::ArrowError>(())
     /// ```
     fn from_str(s: &str) -> Result<Self, ArrowError> {

@@ -83,7 +83,7 @@ impl TensorType {
     /// let item = Field::new("item", DataType::Float32, true);
     /// let plain = Field::new("x", DataType::FixedSizeList(item.into(), 4), false);
     /// assert_eq!(TensorType::requested_by(&plain), TensorType::NestedLists);
-    /// let ext = plain.with_metadata([("ARROW:extension:name", "arrow.fixed_shape_tensor")]);
+    /// let ext = plain.clone().with_metadata([("ARROW:extension:name", "arrow.fixed_shape_tensor")]);
     /// assert_eq!(TensorType::requested_by(&ext), TensorType::FixedShape);
     /// let var = plain.with_metadata([("ARROW:extension:name", "arrow.variable_shape_tensor")]);
     /// assert_eq!(TensorType::requested_by(&var), TensorType::VariableShape);

@@ -536,7 +536,7 @@ impl Manifest {
     /// ```
     /// let m = lodt::dataset::Manifest::new(Default::default(), Default::default());
     /// let text = String::from_utf8(m.to_json_bytes()).unwrap();
-    /// assert!(text.starts_with(r#"{"format":"lodt-dataset","version":{"major":1,"minor":1}"#));
+    /// assert!(text.starts_with(r#"{"format":"lodt-dataset","version":{"major":1,"minor":3}"#));
     /// ```
     pub fn to_json_bytes(&self) -> Vec<u8> {
         // Serializing these plain structs and string maps cannot fail.
