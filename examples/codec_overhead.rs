@@ -16,40 +16,31 @@
 //!   buffer byte-shuffled and compressed here as the writer does) into one
 //!   reused allocation: the floor;
 //! - `codec + alloc`: the same into a new zeroed allocation per batch, as any
-//!   reader that hands each batch out in memory of its own must.
+//!   reader that hands each batch out in memory of its own must;
+//! - `codec + alloc + copy`: decompressed into a reused scratch, then copied
+//!   into a new allocation per batch: the floor of any reader that must make
+//!   a second pass over the decoded bytes (as the un-shuffle is);
+//! - `codec + alloc + un-shuffle`: the same with the crate's un-shuffle in
+//!   place of the copy (lodt's decode without its checks);
+//! - `un-shuffle alone`: the crate's un-shuffle of the decoded buffers into
+//!   a reused allocation.
 //!
-//! Prints each time and `lodt / codec`, `lodt / (codec + alloc)`.
+//! Prints each time and `lodt / codec`, `lodt / (codec + alloc)`,
+//! `lodt / (codec + alloc + copy)`.
 
 use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};
 use std::time::Instant;
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+mod bench_util;
+use bench_util::{Rng, arg, median};
 
-/// A small xorshift generator: the data is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// A token id: frequent ones small (a Zipf-like law by inverse transform).
-    fn token(&mut self) -> i32 {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let id = (50_257f64.powf(u) - 1.0) as i32;
-        id.min(50_256)
-    }
-}
+/// The crate's own byte shuffle (FORMAT.md §12.4), compiled in here: the
+/// writer's and reader's code, timed alone.
+#[allow(dead_code)]
+#[path = "../src/format/shuffle.rs"]
+mod shuffle;
+use shuffle::{shuffle, unshuffle_into};
 
 fn batches(n: usize) -> Vec<Batch> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -65,20 +56,9 @@ fn batches(n: usize) -> Vec<Batch> {
         .collect()
 }
 
-/// Byte-shuffles `src` (elements of `width` bytes), as FORMAT.md 12.4 says.
-fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
-    let m = src.len() / width;
-    let mut out = vec![0u8; src.len()];
-    for (j, plane) in out.chunks_exact_mut(m.max(1)).take(width).enumerate() {
-        for (o, &b) in plane.iter_mut().zip(src[j..].iter().step_by(width)) {
-            *o = b;
-        }
-    }
-    out
-}
-
-/// The buffers of every batch, as the writer stores them: (stored, decoded length).
-fn stored(batches: &[Batch], codec: Compression) -> Vec<(Vec<u8>, usize)> {
+/// The buffers of every batch, as the writer stores them: (stored, decoded
+/// length, element width), two per batch (the offsets, the ids).
+fn stored(batches: &[Batch], codec: Compression) -> Vec<(Vec<u8>, usize, usize)> {
     let mut out = Vec::new();
     for b in batches {
         let t = b.get("ids").expect("ids");
@@ -98,16 +78,30 @@ fn stored(batches: &[Batch], codec: Compression) -> Vec<(Vec<u8>, usize)> {
                 }
                 Compression::None => shuffled,
             };
-            out.push((packed, bytes.len()));
+            out.push((packed, bytes.len(), width));
         }
     }
     out
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+fn decompress(codec: Compression, packed: &[u8], dst: &mut [u8]) -> usize {
+    let n = match codec {
+        Compression::Lz4 => lz4_flex::block::decompress_into(packed, dst).expect("lz4"),
+        _ => zstd::bulk::decompress_to_buffer(packed, dst).expect("zstd"),
+    };
+    assert_eq!(n, dst.len());
+    n
 }
+
+/// What one rep runs, by column.
+const COLUMNS: [&str; 6] = [
+    "lodt read",
+    "codec alone",
+    "codec + alloc",
+    "codec + alloc + copy",
+    "codec + alloc + un-shuffle",
+    "un-shuffle alone",
+];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = arg("--batches", 400);
@@ -119,13 +113,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .sum();
     let dir = tempfile::tempdir()?;
     println!(
-        "# {n} batches, {:.1} MiB of token ids; medians of {reps}",
+        "# {n} batches, {:.1} MiB of token ids; medians of {reps} interleaved runs (ms)",
         raw as f64 / 1048576.0
     );
     println!(
-        "| codec | file | lodt read | codec alone | codec + alloc | lodt / codec | lodt / (codec + alloc) |"
+        "| codec | file | {} | lodt / codec | lodt / (codec + alloc) | lodt / (codec + alloc + copy) |",
+        COLUMNS.join(" | ")
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|{}---:|---:|---:|", "---:|".repeat(COLUMNS.len()));
     for codec in [Compression::Lz4, Compression::Zstd { level: 3 }] {
         let path = dir.path().join(format!("{codec}.lodt"));
         let options = WriteOptions {
@@ -142,59 +137,82 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let buffers = stored(&data, codec);
         let largest = buffers.iter().map(|b| b.1).max().unwrap_or(0);
         let mut scratch = vec![0u8; largest];
-        let (mut lodt_t, mut codec_t, mut alloc_t) = (Vec::new(), Vec::new(), Vec::new());
+        let mut dst = vec![0u8; largest];
+        // The decoded, still shuffled, buffers: the un-shuffle's input.
+        let planes: Vec<Vec<u8>> = buffers
+            .iter()
+            .map(|(packed, len, _)| {
+                let mut out = vec![0u8; *len];
+                decompress(codec, packed, &mut out);
+                out
+            })
+            .collect();
+        let mut times = vec![Vec::new(); COLUMNS.len()];
         for rep in 0..reps + 1 {
-            let t = Instant::now();
+            let mut t = [0f64; COLUMNS.len()];
+            let clock = Instant::now();
             let mut rows = 0usize;
             for k in 0..file.num_batches() {
                 rows += file.read_batch(k)?.get("ids").map_or(0, |t| t.rows());
             }
-            let a = t.elapsed().as_secs_f64();
+            t[0] = clock.elapsed().as_secs_f64();
             assert_eq!(rows * 4, raw);
-            let t = Instant::now();
-            let mut total = 0usize;
-            for (packed, len) in &buffers {
-                let dst = &mut scratch[..*len];
-                total += match codec {
-                    Compression::Lz4 => lz4_flex::block::decompress_into(packed, dst)?,
-                    _ => zstd::bulk::decompress_to_buffer(packed, dst)?,
-                };
+            let clock = Instant::now();
+            for (packed, len, _) in &buffers {
+                decompress(codec, packed, &mut scratch[..*len]);
             }
-            let b = t.elapsed().as_secs_f64();
-            assert!(total >= raw);
-            let t = Instant::now();
-            let mut total = 0usize;
-            for pair in buffers.chunks(2) {
-                let mut out = vec![0u8; pair.iter().map(|b| b.1).sum()];
-                let mut at = 0;
-                for (packed, len) in pair {
-                    let dst = &mut out[at..at + len];
-                    at += len;
-                    total += match codec {
-                        Compression::Lz4 => lz4_flex::block::decompress_into(packed, dst)?,
-                        _ => zstd::bulk::decompress_to_buffer(packed, dst)?,
-                    };
+            t[1] = clock.elapsed().as_secs_f64();
+            // Per batch, a fresh zeroed allocation holding both buffers;
+            // `how` 0: decompressed into place, 1: decompressed into the
+            // scratch then copied, 2: decompressed into the scratch then
+            // un-shuffled (what lodt does).
+            for how in 0..3 {
+                let clock = Instant::now();
+                for pair in buffers.chunks(2) {
+                    let mut out = vec![0u8; pair.iter().map(|b| b.1).sum()];
+                    let mut at = 0;
+                    for (packed, len, width) in pair {
+                        let to = &mut out[at..at + len];
+                        at += len;
+                        match how {
+                            0 => _ = decompress(codec, packed, to),
+                            _ => {
+                                let from = &mut scratch[..*len];
+                                decompress(codec, packed, from);
+                                if how == 1 {
+                                    to.copy_from_slice(from);
+                                } else {
+                                    unshuffle_into(from, to, *width);
+                                }
+                            }
+                        }
+                    }
+                    std::hint::black_box(&out);
                 }
-                std::hint::black_box(&out);
+                t[2 + how] = clock.elapsed().as_secs_f64();
             }
-            let c = t.elapsed().as_secs_f64();
-            assert!(total >= raw);
+            let clock = Instant::now();
+            for ((_, len, width), from) in buffers.iter().zip(&planes) {
+                unshuffle_into(from, &mut dst[..*len], *width);
+                std::hint::black_box(&dst);
+            }
+            t[5] = clock.elapsed().as_secs_f64();
             if rep > 0 {
-                lodt_t.push(a);
-                codec_t.push(b);
-                alloc_t.push(c);
+                for (all, x) in times.iter_mut().zip(t) {
+                    all.push(x);
+                }
             }
         }
-        let (a, b, c) = (median(lodt_t), median(codec_t), median(alloc_t));
+        let m: Vec<f64> = times.into_iter().map(median).collect();
         let size = std::fs::metadata(&path)?.len();
+        let cells: Vec<String> = m.iter().map(|x| format!("{:.1}", x * 1e3)).collect();
         println!(
-            "| {codec} | {:.1} MiB | {:.1} ms | {:.1} ms | {:.1} ms | {:.2}× | {:.2}× |",
+            "| {codec} | {:.1} MiB | {} | {:.2}× | {:.2}× | {:.2}× |",
             size as f64 / 1048576.0,
-            a * 1e3,
-            b * 1e3,
-            c * 1e3,
-            a / b,
-            a / c
+            cells.join(" | "),
+            m[0] / m[1],
+            m[0] / m[2],
+            m[0] / m[3],
         );
     }
     Ok(())

@@ -51,6 +51,7 @@ mod reader;
 mod recover;
 mod rows;
 mod section;
+mod shuffle;
 mod source;
 mod storage;
 mod stream;

@@ -18,6 +18,7 @@ use super::layout::{
     same_crc,
 };
 use super::section::{BatchMeta, BufferMeta, TensorMeta, buffer_location, check_tensor_bytes};
+use super::shuffle::{shuffle, unshuffle_into};
 use crate::Batch;
 use crate::buffer::{AlignedBytes, Buffer};
 use crate::dtype::DType;
@@ -708,10 +709,9 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
             return Err(FormatError::corrupt(at(), "decoded range out of the batch"));
         };
         let want = dst.len();
-        // A shuffled, compressed buffer decompresses into this thread's
-        // scratch and is un-shuffled from there into place (no second copy).
-        let via_scratch = b.shuffle > 1 && b.codec != Codec::None;
-        let got = if via_scratch {
+        // A shuffled buffer decompresses into this thread's scratch and is
+        // un-shuffled from there into place (no second copy).
+        let got = if b.shuffle > 1 {
             SCRATCH.with(|scratch| {
                 let mut scratch = scratch.borrow_mut();
                 if scratch.len() < want {
@@ -734,7 +734,6 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
             decompress(b.codec, stored, dst)
         };
         match got {
-            Ok(n) if n == want && b.shuffle > 1 && !via_scratch => unshuffle(dst, b.shuffle)?,
             Ok(n) if n == want => {}
             Ok(n) => {
                 return Err(FormatError::corrupt(
@@ -787,94 +786,9 @@ fn decompress(codec: Codec, stored: &[u8], dst: &mut [u8]) -> std::result::Resul
     }
 }
 
-/// Un-shuffles `src` (planes of `width`-byte elements) into `dst`, of the
-/// same length: plane `j` goes to every `width`-th byte from `j`.
-fn unshuffle_into(src: &[u8], dst: &mut [u8], width: usize) {
-    match width {
-        2 => unshuffle_fixed::<2>(src, dst),
-        4 => unshuffle_fixed::<4>(src, dst),
-        8 => unshuffle_fixed::<8>(src, dst),
-        _ => unshuffle_strided(src, dst, width),
-    }
-}
-
-/// [`unshuffle_into`] for a width known at compile time: element by
-/// element, each gathering its `W` bytes (no index the compiler cannot see
-/// is in bounds).
-fn unshuffle_fixed<const W: usize>(src: &[u8], dst: &mut [u8]) {
-    let m = dst.len() / W;
-    let planes: [&[u8]; W] =
-        std::array::from_fn(|j| src.get(j * m..(j + 1) * m).unwrap_or_default());
-    if planes.iter().any(|p| p.len() != m) {
-        return unshuffle_strided(src, dst, W);
-    }
-    // Blocks of 16 elements: fixed-size loops the compiler turns into
-    // byte shuffles; then the rest one element at a time.
-    const BLOCK: usize = 16;
-    let blocks = m / BLOCK;
-    for (k, out) in dst.chunks_exact_mut(W * BLOCK).enumerate().take(blocks) {
-        let base = k * BLOCK;
-        let block: [&[u8]; W] =
-            std::array::from_fn(|j| planes[j].get(base..base + BLOCK).unwrap_or_default());
-        if block.iter().any(|p| p.len() != BLOCK) {
-            break;
-        }
-        for (i, element) in out.chunks_exact_mut(W).enumerate() {
-            for (j, byte) in element.iter_mut().enumerate() {
-                *byte = block[j][i];
-            }
-        }
-    }
-    let tail = dst.get_mut(blocks * BLOCK * W..m * W).unwrap_or_default();
-    for (k, element) in tail.chunks_exact_mut(W).enumerate() {
-        let i = blocks * BLOCK + k;
-        for (byte, plane) in element.iter_mut().zip(&planes) {
-            *byte = plane.get(i).copied().unwrap_or(0);
-        }
-    }
-}
-
-/// [`unshuffle_into`] for any width: one strided pass per plane.
-fn unshuffle_strided(src: &[u8], dst: &mut [u8], width: usize) {
-    let m = dst.len() / width;
-    for (j, plane) in src.chunks_exact(m.max(1)).take(width).enumerate() {
-        let out = dst.get_mut(j..).unwrap_or_default();
-        for (byte, &b) in out.iter_mut().step_by(width).zip(plane) {
-            *byte = b;
-        }
-    }
-}
-
 /// The bit of a buffer's codec byte that says its elements are byte-shuffled
 /// (`spec/FORMAT.md` §12.4).
 const SHUFFLE: u8 = 0x10;
-
-/// Byte-shuffles `src`, elements of `width` bytes: byte `j` of element `i`
-/// goes to `j * (len / width) + i` (all first bytes, then all second bytes...).
-fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
-    let m = src.len() / width;
-    let mut out = vec![0u8; src.len()];
-    // Plane `j` takes every `width`-th byte from `j`: one sequential pass each.
-    for (j, plane) in out.chunks_exact_mut(m.max(1)).take(width).enumerate() {
-        let from = src.get(j..).unwrap_or_default();
-        for (o, &b) in plane.iter_mut().zip(from.iter().step_by(width)) {
-            *o = b;
-        }
-    }
-    out
-}
-
-/// Undoes [`shuffle`] in place (a copy of `dst`, bounded by the decoded
-/// batch, is the scratch space).
-fn unshuffle(dst: &mut [u8], width: usize) -> Result<()> {
-    let mut planes = Vec::new();
-    planes
-        .try_reserve_exact(dst.len())
-        .map_err(|_| FormatError::Unwritable(format!("no memory for {} bytes", dst.len())))?;
-    planes.extend_from_slice(dst);
-    unshuffle_into(&planes, dst, width);
-    Ok(())
-}
 
 /// The schema a 2.0 writer has in force: the batch whose head holds it.
 #[derive(Debug, Clone)]
@@ -1202,35 +1116,13 @@ mod tests {
     }
 
     #[test]
-    fn unshuffle_undoes_shuffle_for_every_width_and_length() {
-        for width in [2usize, 3, 4, 8, 16] {
-            for m in [0usize, 1, 15, 16, 17, 33, 100] {
-                let src: Vec<u8> = (0..m * width).map(|i| (i * 7 + 3) as u8).collect();
-                let shuffled = shuffle(&src, width);
-                // Byte j of element i is at j * m + i.
-                for i in 0..m {
-                    for j in 0..width {
-                        assert_eq!(shuffled[j * m + i], src[i * width + j]);
-                    }
-                }
-                let mut out = vec![0u8; src.len()];
-                unshuffle_into(&shuffled, &mut out, width);
-                assert_eq!(out, src, "width {width}, {m} elements");
-                let mut in_place = shuffled.clone();
-                unshuffle(&mut in_place, width).unwrap();
-                assert_eq!(in_place, src);
-            }
-        }
-    }
-
-    #[test]
     fn byte_shuffle_round_trips_and_is_refused_where_it_cannot_apply() {
         let raw: Vec<u8> = (0..100i64).flat_map(|v| (v * 300).to_le_bytes()).collect();
         let shuffled = shuffle(&raw, 8);
         assert_eq!(&shuffled[..3], &[0, 44, 88]); // the low bytes of 0, 300, 600
         assert!(shuffled[200..].iter().all(|&b| b == 0), "the high bytes");
-        let mut back = shuffled.clone();
-        unshuffle(&mut back, 8).unwrap();
+        let mut back = vec![0; raw.len()];
+        unshuffle_into(&shuffled, &mut back, 8);
         assert_eq!(back, raw);
         // Through a section: zstd + shuffle decodes to the values.
         let stored = zstd::bulk::compress(&shuffled, 3).unwrap();
