@@ -14,7 +14,7 @@
 //!   stored bytes checksummed, decompressed, un-shuffled, the LoD checked);
 //! - `codec`: the codec crate alone decompressing the same buffers (each
 //!   buffer byte-shuffled and compressed here as the writer does) into one
-//!   reused allocation: the floor;
+//!   reused allocation (zstd with one reused context): the floor;
 //! - `codec + alloc`: the same into a new zeroed allocation per batch, as any
 //!   reader that hands each batch out in memory of its own must;
 //! - `codec + alloc + copy`: decompressed into a reused scratch, then copied
@@ -84,10 +84,20 @@ fn stored(batches: &[Batch], codec: Compression) -> Vec<(Vec<u8>, usize, usize)>
     out
 }
 
+/// The codec crate's own decompression at its best: lz4's block decoder,
+/// zstd through one reused context.
 fn decompress(codec: Compression, packed: &[u8], dst: &mut [u8]) -> usize {
+    thread_local! {
+        static ZSTD: std::cell::RefCell<zstd::bulk::Decompressor<'static>> =
+            std::cell::RefCell::new(zstd::bulk::Decompressor::new().expect("a zstd context"));
+    }
     let n = match codec {
         Compression::Lz4 => lz4_flex::block::decompress_into(packed, dst).expect("lz4"),
-        _ => zstd::bulk::decompress_to_buffer(packed, dst).expect("zstd"),
+        _ => ZSTD.with(|z| {
+            z.borrow_mut()
+                .decompress_to_buffer(packed, dst)
+                .expect("zstd")
+        }),
     };
     assert_eq!(n, dst.len());
     n

@@ -782,8 +782,25 @@ fn decompress(codec: Codec, stored: &[u8], dst: &mut [u8]) -> std::result::Resul
         }
         Codec::None => Ok(stored.len()),
         Codec::Lz4 => lz4_flex::block::decompress_into(stored, dst).map_err(|e| e.to_string()),
-        Codec::Zstd => zstd::bulk::decompress_to_buffer(stored, dst).map_err(|e| e.to_string()),
+        Codec::Zstd => ZSTD.with(|context| {
+            let mut context = context.borrow_mut();
+            let context = match &mut *context {
+                Some(c) => c,
+                empty => empty.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?),
+            };
+            context
+                .decompress_to_buffer(stored, dst)
+                .map_err(|e| e.to_string())
+        }),
     }
+}
+
+std::thread_local! {
+    /// This thread's zstd decompression context, made once: making one per
+    /// buffer (what `zstd::bulk::decompress_to_buffer` does) costs about as
+    /// much as decoding a small buffer. Each frame starts afresh in it.
+    static ZSTD: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// The bit of a buffer's codec byte that says its elements are byte-shuffled
@@ -1112,6 +1129,29 @@ mod tests {
             let s = section(&record(ONE, &rest), &stored);
             let meta = parse(&s).unwrap();
             assert!(decode(AlignedBytes::from_slice(&s).as_slice(), &meta).is_err());
+        }
+    }
+
+    #[test]
+    fn the_reused_zstd_context_decodes_every_frame_afresh() {
+        // One thread's context decodes a good frame after a bad one, and
+        // frames of other contents one after the other.
+        let values =
+            |k: i64| -> Vec<u8> { (0..100i64).flat_map(|v| (v * k).to_le_bytes()).collect() };
+        let decode_one = |stored: &[u8]| {
+            let mut rest = vec![100];
+            rest.extend(entry(2, stored));
+            let s = section(&record(ONE, &rest), stored);
+            let meta = parse(&s).unwrap();
+            decode(AlignedBytes::from_slice(&s).as_slice(), &meta)
+        };
+        for k in [3, 7, 3] {
+            let raw = values(k);
+            let good = zstd::bulk::compress(&raw, 3).unwrap();
+            let err = decode_one(&good[..good.len() - 3]).unwrap_err();
+            assert!(err.to_string().contains("decoding to 800 bytes"), "{err}");
+            let decoded = decode_one(&good).unwrap();
+            assert_eq!(&decoded.as_slice()[..800], &raw[..], "values times {k}");
         }
     }
 
