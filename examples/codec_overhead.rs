@@ -8,7 +8,8 @@
 //! vocabulary, frequent tokens small) in batches of 256 documents of 100 to
 //! 2,000 tokens, written as format 2.0 with lz4 and with zstd (level 3) to
 //! files in a temporary directory. Per codec, interleaved, medians of
-//! `--reps` runs, page cache warm:
+//! `--reps` runs, page cache warm, in this thread's CPU time (user and
+//! system: the time other processes hold the core does not count):
 //!
 //! - `lodt`: `LodtFile::read_batch` of every batch of the mapped file (the
 //!   stored bytes checksummed, decompressed, un-shuffled, the LoD checked);
@@ -30,10 +31,9 @@
 
 use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};
-use std::time::Instant;
 
 mod bench_util;
-use bench_util::{Rng, arg, median};
+use bench_util::{Clock, Rng, arg, median};
 
 /// The crate's own byte shuffle (FORMAT.md §12.4), compiled in here: the
 /// writer's and reader's code, timed alone.
@@ -123,7 +123,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .sum();
     let dir = tempfile::tempdir()?;
     println!(
-        "# {n} batches, {:.1} MiB of token ids; medians of {reps} interleaved runs (ms)",
+        "# {n} batches, {:.1} MiB of token ids; medians of {reps} interleaved runs (ms of CPU time)",
         raw as f64 / 1048576.0
     );
     println!(
@@ -160,24 +160,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut times = vec![Vec::new(); COLUMNS.len()];
         for rep in 0..reps + 1 {
             let mut t = [0f64; COLUMNS.len()];
-            let clock = Instant::now();
+            let clock = Clock::now();
             let mut rows = 0usize;
             for k in 0..file.num_batches() {
                 rows += file.read_batch(k)?.get("ids").map_or(0, |t| t.rows());
             }
-            t[0] = clock.elapsed().as_secs_f64();
+            t[0] = clock.elapsed();
             assert_eq!(rows * 4, raw);
-            let clock = Instant::now();
+            let clock = Clock::now();
             for (packed, len, _) in &buffers {
                 decompress(codec, packed, &mut scratch[..*len]);
             }
-            t[1] = clock.elapsed().as_secs_f64();
+            t[1] = clock.elapsed();
             // Per batch, a fresh zeroed allocation holding both buffers;
             // `how` 0: decompressed into place, 1: decompressed into the
             // scratch then copied, 2: decompressed into the scratch then
             // un-shuffled (what lodt does).
             for how in 0..3 {
-                let clock = Instant::now();
+                let clock = Clock::now();
                 for pair in buffers.chunks(2) {
                     let mut out = vec![0u8; pair.iter().map(|b| b.1).sum()];
                     let mut at = 0;
@@ -199,14 +199,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                     std::hint::black_box(&out);
                 }
-                t[2 + how] = clock.elapsed().as_secs_f64();
+                t[2 + how] = clock.elapsed();
             }
-            let clock = Instant::now();
+            let clock = Clock::now();
             for ((_, len, width), from) in buffers.iter().zip(&planes) {
                 unshuffle_into(from, &mut dst[..*len], *width);
                 std::hint::black_box(&dst);
             }
-            t[5] = clock.elapsed().as_secs_f64();
+            t[5] = clock.elapsed();
             if rep > 0 {
                 for (all, x) in times.iter_mut().zip(t) {
                     all.push(x);

@@ -13,7 +13,7 @@
 //!   LoD (int64 ids, float32 weights): the per-batch work dominates.
 //!
 //! Per dataset and version, interleaved (the order alternates every rep),
-//! medians of `--reps` runs of:
+//! medians of `--reps` runs (this thread's CPU time, user and system) of:
 //!
 //! - `scan`: open the file, `read_batch` every batch;
 //! - `scan + sum`: the same, summing every tensor's bytes (the data touched);
@@ -25,10 +25,9 @@
 use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};
 use std::path::Path;
-use std::time::Instant;
 
 mod bench_util;
-use bench_util::{Rng, arg, median};
+use bench_util::{Clock, Rng, arg, median};
 
 fn ids(n: usize) -> Vec<Batch> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -109,7 +108,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reps = arg("--reps", 15);
     let dir = tempfile::tempdir()?;
     const OPENS: usize = 200;
-    println!("# medians of {reps} interleaved runs; open + one batch: per open, of {OPENS}");
+    println!(
+        "# medians of {reps} interleaved runs (CPU time); open + one batch: per open, of {OPENS}"
+    );
     println!("| data | measure | 1.0 | 2.0 none | 2.0 / 1.0 |");
     println!("|---|---|---:|---:|---:|");
     for (name, data) in [("ids", ids(64)), ("small", small(20_000))] {
@@ -125,15 +126,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for v in order {
                 let p = &paths[v];
                 let mut t = [0f64; 3];
-                let clock = Instant::now();
+                let clock = Clock::now();
                 std::hint::black_box(scan(p, false)?);
-                t[0] = clock.elapsed().as_secs_f64();
-                let clock = Instant::now();
+                t[0] = clock.elapsed();
+                let clock = Clock::now();
                 std::hint::black_box(scan(p, true)?);
-                t[1] = clock.elapsed().as_secs_f64();
-                let clock = Instant::now();
+                t[1] = clock.elapsed();
+                let clock = Clock::now();
                 std::hint::black_box(open_one(p, OPENS)?);
-                t[2] = clock.elapsed().as_secs_f64() / OPENS as f64;
+                t[2] = clock.elapsed() / OPENS as f64;
                 if rep > 0 {
                     for (m, x) in t.iter().enumerate() {
                         times[m][v].push(*x);
