@@ -24,7 +24,9 @@
 //! - `codec + alloc + un-shuffle`: the same with the crate's un-shuffle in
 //!   place of the copy (lodt's decode without its checks);
 //! - `un-shuffle alone`: the crate's un-shuffle of the decoded buffers into
-//!   a reused allocation.
+//!   a reused allocation;
+//! - `shuffle alone`: the writer's shuffle of the buffers' values (into a
+//!   new allocation per buffer, as the writer does).
 //!
 //! Prints each time and `lodt / codec`, `lodt / (codec + alloc)`,
 //! `lodt / (codec + alloc + copy)`.
@@ -104,13 +106,14 @@ fn decompress(codec: Compression, packed: &[u8], dst: &mut [u8]) -> usize {
 }
 
 /// What one rep runs, by column.
-const COLUMNS: [&str; 6] = [
+const COLUMNS: [&str; 7] = [
     "lodt read",
     "codec alone",
     "codec + alloc",
     "codec + alloc + copy",
     "codec + alloc + un-shuffle",
     "un-shuffle alone",
+    "shuffle alone",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -154,6 +157,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|(packed, len, _)| {
                 let mut out = vec![0u8; *len];
                 decompress(codec, packed, &mut out);
+                out
+            })
+            .collect();
+        // The buffers' values: the shuffle's input.
+        let elements: Vec<Vec<u8>> = buffers
+            .iter()
+            .zip(&planes)
+            .map(|((_, len, width), from)| {
+                let mut out = vec![0u8; *len];
+                unshuffle_into(from, &mut out, *width);
                 out
             })
             .collect();
@@ -207,6 +220,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 std::hint::black_box(&dst);
             }
             t[5] = clock.elapsed();
+            let clock = Clock::now();
+            for ((_, _, width), values) in buffers.iter().zip(&elements) {
+                std::hint::black_box(shuffle(values, *width));
+            }
+            t[6] = clock.elapsed();
             if rep > 0 {
                 for (all, x) in times.iter_mut().zip(t) {
                     all.push(x);

@@ -1,10 +1,10 @@
 //! The byte shuffle of compressed 2.0 buffers (`spec/FORMAT.md` §12.4):
 //! `n` elements of `w` bytes are stored as `w` planes of `n` bytes, byte `j`
 //! of element `i` at `j * n + i`. [`shuffle`] (the writer) and
-//! [`unshuffle_into`] (the reader) are byte transposes; on x86-64 the
-//! un-shuffle of 2-, 4- and 8-byte elements interleaves 16 elements at a
-//! time with SSE2 (part of every x86-64 CPU: no runtime detection), elsewhere
-//! and for other widths it runs blocks of elements through fixed-size loops.
+//! [`unshuffle_into`] (the reader) are byte transposes; on x86-64 both
+//! transpose 16 elements of 2, 4 or 8 bytes at a time with SSE2 (part of
+//! every x86-64 CPU: no runtime detection), elsewhere and for other widths
+//! they run blocks of elements through fixed-size loops.
 //! Bytes past the last whole element (a length that is not a multiple of the
 //! width, which no valid buffer has) are copied unchanged.
 
@@ -15,6 +15,9 @@ const BLOCK: usize = 64;
 /// Byte-shuffles `src`, elements of `width` bytes: byte `j` of element `i`
 /// goes to `j * (len / width) + i` (all first bytes, then all second bytes...).
 pub(crate) fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
+    // A copy (its trailing partial element stays), then every whole element
+    // overwritten: measured faster than a zeroed allocation, whose recycled
+    // memory the allocator zeroes.
     let mut out = src.to_vec();
     match width {
         0 | 1 => {}
@@ -27,13 +30,15 @@ pub(crate) fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
 }
 
 /// [`shuffle`] into `dst` (a copy of `src`) for a width known at compile
-/// time: blocks of [`BLOCK`] elements, each plane's run written in one loop.
+/// time: the SIMD kernel where there is one, then blocks of [`BLOCK`]
+/// elements, each plane's run written in one loop.
 fn shuffle_fixed<const W: usize>(src: &[u8], dst: &mut [u8]) {
     let m = src.len() / W;
     let (planes, _) = dst.split_at_mut(m * W);
     let mut planes: Vec<&mut [u8]> = planes.chunks_exact_mut(m.max(1)).collect();
-    for (k, block) in src[..m * W].chunks(BLOCK * W).enumerate() {
-        let base = k * BLOCK;
+    let done = simd::shuffle::<W>(src, &mut planes);
+    for (k, block) in src[done * W..m * W].chunks(BLOCK * W).enumerate() {
+        let base = done + k * BLOCK;
         let n = block.len() / W;
         for (j, plane) in planes.iter_mut().enumerate() {
             let run = &mut plane[base..base + n];
@@ -108,12 +113,13 @@ fn unshuffle_strided(src: &[u8], dst: &mut [u8], width: usize) {
 
 #[cfg(target_arch = "x86_64")]
 mod simd {
-    //! SSE2 (baseline on x86-64): 16 elements per step, a butterfly of
-    //! byte, 16-bit and 32-bit interleaves.
+    //! SSE2 (baseline on x86-64): 16 elements per step. The un-shuffle is
+    //! a butterfly of byte, 16-bit and 32-bit interleaves; the shuffle
+    //! splits even from odd bytes, once per bit of the width.
     use std::arch::x86_64::{
-        __m128i, _mm_loadu_si128, _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi8,
-        _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpacklo_epi8, _mm_unpacklo_epi16,
-        _mm_unpacklo_epi32,
+        __m128i, _mm_and_si128, _mm_loadu_si128, _mm_packus_epi16, _mm_set1_epi16,
+        _mm_setzero_si128, _mm_srli_epi16, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16,
+        _mm_unpackhi_epi32, _mm_unpacklo_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
     };
 
     fn load(bytes: &[u8; 16]) -> __m128i {
@@ -124,6 +130,63 @@ mod simd {
     fn store(bytes: &mut [u8; 16], v: __m128i) {
         // SAFETY: `bytes` is 16 writable bytes; `storeu` needs no alignment.
         unsafe { _mm_storeu_si128(bytes.as_mut_ptr().cast(), v) }
+    }
+
+    /// Splits the first `16 * (n / 16)` elements of `src` into `planes` (the
+    /// `W` planes of `n` bytes; for `W` of 2, 4 or 8, 0 elements otherwise):
+    /// how many it did.
+    pub(super) fn shuffle<const W: usize>(src: &[u8], planes: &mut [&mut [u8]]) -> usize {
+        // SAFETY: SSE2 is part of the x86-64 baseline: every CPU that runs
+        // this build has it.
+        unsafe { shuffle_sse2::<W>(src, planes) }
+    }
+
+    #[target_feature(enable = "sse2")]
+    fn shuffle_sse2<const W: usize>(src: &[u8], planes: &mut [&mut [u8]]) -> usize {
+        if !matches!(W, 2 | 4 | 8) || planes.len() != W {
+            return 0;
+        }
+        let steps = planes[0].len() / 16;
+        let mask = _mm_set1_epi16(0x00FF);
+        // The even and the odd bytes of 32 (x's, then y's).
+        let split = |x: __m128i, y: __m128i| {
+            let even = _mm_packus_epi16(_mm_and_si128(x, mask), _mm_and_si128(y, mask));
+            let odd = _mm_packus_epi16(_mm_srli_epi16::<8>(x), _mm_srli_epi16::<8>(y));
+            (even, odd)
+        };
+        let bits = W.trailing_zeros();
+        for (s, chunk) in src.chunks_exact(16 * W).take(steps).enumerate() {
+            let mut r = [_mm_setzero_si128(); 8];
+            for (reg, bytes) in r.iter_mut().zip(chunk.chunks_exact(16)) {
+                *reg = load(bytes.try_into().expect("16 bytes"));
+            }
+            // Groups of `g` registers in element order; each split makes a
+            // group of their even bytes and one of their odd bytes.
+            let mut g = W;
+            while g > 1 {
+                let mut next = r;
+                for base in (0..W).step_by(g) {
+                    for p in 0..g / 2 {
+                        let (even, odd) = split(r[base + 2 * p], r[base + 2 * p + 1]);
+                        next[base + p] = even;
+                        next[base + g / 2 + p] = odd;
+                    }
+                }
+                r = next;
+                g /= 2;
+            }
+            // Register `f` holds byte `j` of the elements, `j` being `f`'s
+            // bits reversed (the first split chose on `j`'s lowest bit).
+            let at = s * 16;
+            for (f, &reg) in r.iter().take(W).enumerate() {
+                let j = f.reverse_bits() >> (usize::BITS - bits);
+                store(
+                    (&mut planes[j][at..at + 16]).try_into().expect("16 bytes"),
+                    reg,
+                );
+            }
+        }
+        steps * 16
     }
 
     /// Interleaves the first `16 * (len / 16)` elements of `planes` into
@@ -196,6 +259,11 @@ mod simd {
 mod simd {
     /// No SIMD kernel here: the portable path does every element.
     pub(super) fn unshuffle<const W: usize>(_: &[&[u8]; W], _: &mut [u8]) -> usize {
+        0
+    }
+
+    /// No SIMD kernel here: the portable path does every element.
+    pub(super) fn shuffle<const W: usize>(_: &[u8], _: &mut [&mut [u8]]) -> usize {
         0
     }
 }
