@@ -21,22 +21,26 @@ pub(crate) fn shuffle(src: &[u8], width: usize) -> Vec<u8> {
     let mut out = src.to_vec();
     match width {
         0 | 1 => {}
-        2 => shuffle_fixed::<2>(src, &mut out),
-        4 => shuffle_fixed::<4>(src, &mut out),
-        8 => shuffle_fixed::<8>(src, &mut out),
+        2 => shuffle_fixed::<2>(src, &mut out, true),
+        4 => shuffle_fixed::<4>(src, &mut out, true),
+        8 => shuffle_fixed::<8>(src, &mut out, true),
         _ => shuffle_strided(src, &mut out, width),
     }
     out
 }
 
 /// [`shuffle`] into `dst` (a copy of `src`) for a width known at compile
-/// time: the SIMD kernel where there is one, then blocks of [`BLOCK`]
-/// elements, each plane's run written in one loop.
-fn shuffle_fixed<const W: usize>(src: &[u8], dst: &mut [u8]) {
+/// time: the SIMD kernel where there is one (and `use_simd`), then blocks
+/// of [`BLOCK`] elements, each plane's run written in one loop.
+fn shuffle_fixed<const W: usize>(src: &[u8], dst: &mut [u8], use_simd: bool) {
     let m = src.len() / W;
     let (planes, _) = dst.split_at_mut(m * W);
     let mut planes: Vec<&mut [u8]> = planes.chunks_exact_mut(m.max(1)).collect();
-    let done = simd::shuffle::<W>(src, &mut planes);
+    let done = if use_simd {
+        simd::shuffle::<W>(src, &mut planes)
+    } else {
+        0
+    };
     for (k, block) in src[done * W..m * W].chunks(BLOCK * W).enumerate() {
         let base = done + k * BLOCK;
         let n = block.len() / W;
@@ -75,19 +79,24 @@ pub(crate) fn unshuffle_into(src: &[u8], dst: &mut [u8], width: usize) {
     let (src, dst) = (&src[..whole], &mut dst[..whole]);
     match width {
         0 | 1 => dst.copy_from_slice(src),
-        2 => unshuffle_fixed::<2>(src, dst),
-        4 => unshuffle_fixed::<4>(src, dst),
-        8 => unshuffle_fixed::<8>(src, dst),
+        2 => unshuffle_fixed::<2>(src, dst, true),
+        4 => unshuffle_fixed::<4>(src, dst, true),
+        8 => unshuffle_fixed::<8>(src, dst, true),
         _ => unshuffle_strided(src, dst, width),
     }
 }
 
 /// [`unshuffle_into`] of whole elements for a width known at compile time:
-/// the SIMD kernel where there is one, then blocks of [`BLOCK`] elements.
-fn unshuffle_fixed<const W: usize>(src: &[u8], dst: &mut [u8]) {
+/// the SIMD kernel where there is one (and `use_simd`), then blocks of
+/// [`BLOCK`] elements.
+fn unshuffle_fixed<const W: usize>(src: &[u8], dst: &mut [u8], use_simd: bool) {
     let m = dst.len() / W;
     let planes: [&[u8]; W] = std::array::from_fn(|j| &src[j * m..(j + 1) * m]);
-    let done = simd::unshuffle::<W>(&planes, dst);
+    let done = if use_simd {
+        simd::unshuffle::<W>(&planes, dst)
+    } else {
+        0
+    };
     for (k, out) in dst[done * W..].chunks_mut(BLOCK * W).enumerate() {
         let base = done + k * BLOCK;
         let n = out.len() / W;
@@ -324,6 +333,27 @@ mod tests {
                 assert_eq!(back, src, "un-shuffle, width {w}, length {len}");
             }
         }
+    }
+
+    #[test]
+    fn the_portable_paths_match_the_definition_where_simd_runs_too() {
+        // On x86-64 the SIMD kernels do most elements; the portable loops
+        // (every element on other targets) are checked here on their own.
+        fn check<const W: usize>() {
+            for n in lengths(W).into_iter().filter(|n| n % W == 0) {
+                let src = bytes(n, (W * 7 + n) as u64);
+                let want = reference_shuffle(&src, W);
+                let mut shuffled = vec![0; n];
+                shuffle_fixed::<W>(&src, &mut shuffled, false);
+                assert_eq!(shuffled, want, "shuffle, width {W}, length {n}");
+                let mut back = vec![0; n];
+                unshuffle_fixed::<W>(&shuffled, &mut back, false);
+                assert_eq!(back, src, "un-shuffle, width {W}, length {n}");
+            }
+        }
+        check::<2>();
+        check::<4>();
+        check::<8>();
     }
 
     #[test]
