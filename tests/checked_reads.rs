@@ -31,6 +31,17 @@ fn file_bytes(n: usize) -> Vec<u8> {
     lodt::format::to_bytes(batches.iter(), Default::default()).unwrap()
 }
 
+/// [`file_bytes`] in format 1.0.
+fn file_bytes_v1(n: usize) -> Vec<u8> {
+    let options = lodt::format::WriteOptions::for_codec(Some("1.0"), "none").unwrap();
+    let mut w =
+        lodt::format::Writer::try_new_with(Vec::new(), Default::default(), options).unwrap();
+    for k in 0..n {
+        w.write(&batch(k)).unwrap();
+    }
+    w.finish().unwrap()
+}
+
 /// The file offsets of tensor `name`'s body and of its LoD level 0 (empty
 /// without a LoD) in batch `k`.
 fn parts(bytes: &[u8], k: usize, name: &str) -> (Range<usize>, Range<usize>) {
@@ -213,7 +224,9 @@ fn a_damaged_copy_the_source_kept_is_dropped_and_read_again_once() {
 
 #[test]
 fn verify_and_check_batches_read_each_batch_once() {
-    let bytes = file_bytes(4);
+    // 1.0: `verify` reads a 2.0 file's batches a second time (to find the
+    // compressed ones and decode them), which this count would see.
+    let bytes = file_bytes_v1(4);
     let src = Flaky::new(&bytes, 0, Some(vec![]), false);
     let file = LodtFile::from_source(src.clone()).unwrap();
     file.check_batches().unwrap();

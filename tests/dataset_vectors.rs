@@ -61,6 +61,8 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
         shard_bytes: 2048,
         metadata: [("source".to_string(), "lodt test vector".to_string())].into(),
         commit_id: Some("test-vector".to_string()),
+        // The vector's shards are 1.0 files (its bytes are pinned).
+        format_version: lodt::format::Version { major: 1, minor: 0 },
         ..Default::default()
     };
     let mut w = DatasetWriter::create_in(store.clone(), options).unwrap();

@@ -266,7 +266,9 @@ fn a_manifest_that_disagrees_with_a_shard_is_an_error_naming_the_shard() {
     m.shards[1].footer_crc ^= 1;
     expect(&m, "footer CRC");
     let mut m = good.clone();
-    m.shards[1].format_version = Some(lodt::format::Version { major: 2, minor: 0 });
+    // The other version than the shard's (2.0 by default).
+    let major = 3 - good.shards[1].expected_format_version().major;
+    m.shards[1].format_version = Some(lodt::format::Version { major, minor: 0 });
     expect(&m, "format version");
     // One more batch claimed: counts kept consistent so the manifest is valid.
     let mut m = good.clone();
@@ -651,10 +653,12 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
     use lodt::format::{Compression, LodtFile, Version};
     let dir = tempfile::tempdir().unwrap();
     let batches: Vec<Batch> = (0..6).map(|k| make_batch(k * 5, 5)).collect();
+    // Written as 1.0, on request.
     let mut w = DatasetWriter::create(
         dir.path(),
         WriterOptions {
             shard_bytes: 1,
+            format_version: Version { major: 1, minor: 0 },
             ..Default::default()
         },
     )
@@ -663,18 +667,30 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
         w.write(b).unwrap();
     }
     w.finish().unwrap();
+    // Appended with the default options: 2.0 shards beside the 1.0 ones.
+    let mut w = DatasetWriter::append(
+        dir.path(),
+        WriterOptions {
+            shard_bytes: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for b in &batches[3..5] {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap();
     // Appended as 2.0, compressed.
     let mut w = DatasetWriter::append(
         dir.path(),
         WriterOptions {
             shard_bytes: 1,
-            format_version: Version { major: 2, minor: 0 },
             compression: Compression::Zstd { level: 3 },
             ..Default::default()
         },
     )
     .unwrap();
-    for b in &batches[3..] {
+    for b in &batches[5..] {
         w.write(b).unwrap();
     }
     w.finish().unwrap();

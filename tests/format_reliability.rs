@@ -1,6 +1,7 @@
 //! Damage detection and recovery: every single-byte flip is caught by
 //! `verify`, and every truncation is survived by `open`, the sequential reader
-//! and `recover`, which keep every batch written before the cut.
+//! and `recover`, which keep every batch written before the cut; in both
+//! format versions (2.0, the default, and 1.0).
 
 use lodt::format::{self, LodtFile, StreamReader, WriteOptions};
 use lodt::{Batch, Lod, LodTensor};
@@ -22,16 +23,46 @@ fn sample_batches() -> Vec<Batch> {
     out
 }
 
-fn sample_file(batches: &[Batch]) -> Vec<u8> {
+/// The format versions every test runs on: the default, then 1.0.
+const VERSIONS: [u16; 2] = [2, 1];
+
+/// `batches` in a file of major version `major`.
+fn sample_file(batches: &[Batch], major: u16) -> Vec<u8> {
     let meta: BTreeMap<String, String> = [("name".to_string(), "sample".to_string())].into();
-    format::to_bytes(batches, meta).unwrap()
+    let options = WriteOptions {
+        format_version: format::Version { major, minor: 0 },
+        ..Default::default()
+    };
+    let mut w = format::Writer::try_new_with(Vec::new(), meta, options).unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    let bytes = w.finish().unwrap();
+    assert_eq!(LodtFile::from_bytes(&bytes).unwrap().version().major, major);
+    bytes
+}
+
+#[test]
+fn the_default_sample_file_is_2_0() {
+    let meta: BTreeMap<String, String> = [("name".to_string(), "sample".to_string())].into();
+    let bytes = format::to_bytes(&sample_batches(), meta).unwrap();
+    assert_eq!(bytes, sample_file(&sample_batches(), 2));
 }
 
 #[test]
 fn every_single_byte_flip_is_detected() {
+    for major in VERSIONS {
+        every_single_byte_flip_is_detected_in(major);
+    }
+}
+
+fn every_single_byte_flip_is_detected_in(major: u16) {
     let batches = sample_batches();
-    let bytes = sample_file(&batches[..2]);
-    assert!(bytes.len() > 1500, "a sample with every kind of part");
+    let bytes = sample_file(&batches[..2], major);
+    // 1.0 repeats each tensor's description in every batch; 2.0 writes the
+    // schema once.
+    let min = if major == 1 { 1500 } else { 1000 };
+    assert!(bytes.len() > min, "a sample with every kind of part");
     LodtFile::from_bytes(&bytes).unwrap().verify().unwrap();
     let mut undetected = Vec::new();
     let mut stream_undetected = Vec::new();
@@ -50,13 +81,23 @@ fn every_single_byte_flip_is_detected() {
             }
         }
     }
-    assert_eq!(undetected, vec![], "flips verify missed");
-    assert_eq!(stream_undetected, vec![], "flips the stream reader missed");
+    assert_eq!(undetected, vec![], "flips verify missed in {major}.0");
+    assert_eq!(
+        stream_undetected,
+        vec![],
+        "flips the stream reader missed in {major}.0"
+    );
 }
 
 #[test]
 fn flips_are_reported_where_they_are() {
-    let bytes = sample_file(&sample_batches());
+    for major in VERSIONS {
+        flips_are_reported_where_they_are_in(major);
+    }
+}
+
+fn flips_are_reported_where_they_are_in(major: u16) {
+    let bytes = sample_file(&sample_batches(), major);
     let file = LodtFile::from_bytes(&bytes).unwrap();
     let parts = file.tensor_buffers(1, "words").unwrap();
     let mut bad = bytes.clone();
@@ -82,8 +123,14 @@ fn flips_are_reported_where_they_are() {
 
 #[test]
 fn every_truncation_keeps_every_complete_batch() {
+    for major in VERSIONS {
+        every_truncation_keeps_every_complete_batch_in(major);
+    }
+}
+
+fn every_truncation_keeps_every_complete_batch_in(major: u16) {
     let batches = sample_batches();
-    let bytes = sample_file(&batches);
+    let bytes = sample_file(&batches, major);
     let file = LodtFile::from_bytes(&bytes).unwrap();
     let ends: Vec<u64> = (0..3).map(|k| file.batch_range(k).unwrap().end).collect();
     let data_start = file.batch_range(0).unwrap().start as usize;
@@ -129,6 +176,7 @@ fn every_truncation_keeps_every_complete_batch() {
                 assert_eq!(report.dropped_bytes, cut as u64 - report.kept_bytes);
                 let fixed = LodtFile::open(&path).unwrap();
                 assert_eq!(fixed.num_batches(), complete);
+                assert_eq!(fixed.version().major, major, "cut {cut}");
                 fixed.verify().unwrap();
                 for (k, b) in batches.iter().take(complete).enumerate() {
                     assert_eq!(&fixed.read_batch(k).unwrap(), b);
@@ -140,9 +188,15 @@ fn every_truncation_keeps_every_complete_batch() {
 
 #[test]
 fn recover_leaves_good_files_and_refuses_to_drop_data() {
+    for major in VERSIONS {
+        recover_leaves_good_files_and_refuses_to_drop_data_in(major);
+    }
+}
+
+fn recover_leaves_good_files_and_refuses_to_drop_data_in(major: u16) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("good.lodt");
-    let bytes = sample_file(&sample_batches());
+    let bytes = sample_file(&sample_batches(), major);
     std::fs::write(&path, &bytes).unwrap();
     let report = format::recover(&path).unwrap();
     assert_eq!(
@@ -165,11 +219,19 @@ fn recover_leaves_good_files_and_refuses_to_drop_data() {
 
 #[test]
 fn crash_during_append_loses_nothing_complete() {
+    for major in VERSIONS {
+        crash_during_append_loses_nothing_complete_in(major);
+    }
+}
+
+/// Recovery keeps the file's version, and an append with the default options
+/// writes batches of the file's version (a 1.0 file stays 1.0).
+fn crash_during_append_loses_nothing_complete_in(major: u16) {
     // Simulate an append that died after writing one new batch and part of
     // another over the old footer.
     let batches = sample_batches();
-    let old = sample_file(&batches[..1]);
-    let full = sample_file(&batches);
+    let old = sample_file(&batches[..1], major);
+    let full = sample_file(&batches, major);
     let file = LodtFile::from_bytes(&full).unwrap();
     let end1 = file.batch_range(1).unwrap().end as usize;
     let mut crashed = full[..end1 + 100].to_vec();
@@ -187,11 +249,15 @@ fn crash_during_append_loses_nothing_complete() {
     assert_eq!(report.batches, 2);
     let fixed = LodtFile::open(&path).unwrap();
     assert_eq!(fixed.read_batch(1).unwrap(), batches[1]);
-    // And appending to the recovered file continues the numbering.
+    assert_eq!(fixed.version().major, major);
+    // And appending to the recovered file continues the numbering, in the
+    // file's version: the bytes are those of the file written in one go.
     let mut w = format::Writer::append(&path).unwrap();
     w.write(&batches[2]).unwrap();
     w.finish().unwrap();
     let file = LodtFile::open(&path).unwrap();
     assert_eq!(file.read_batch(2).unwrap(), batches[2]);
+    assert_eq!(file.version().major, major);
     file.verify().unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), full);
 }

@@ -109,13 +109,31 @@ fn words_batch(i: i64) -> Batch {
     b
 }
 
+/// The options of a file of major version `major`.
+fn version(major: u16) -> WriteOptions {
+    WriteOptions {
+        format_version: format::Version { major, minor: 0 },
+        ..Default::default()
+    }
+}
+
 #[test]
 fn every_dtype_round_trips_through_every_reader() {
+    // `None`: the default options, which write 2.0.
+    for (major, options) in [(2, None), (1, Some(version(1))), (2, Some(version(2)))] {
+        every_dtype_round_trips_in(major, options);
+    }
+}
+
+fn every_dtype_round_trips_in(major: u16, options: Option<WriteOptions>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("all.lodt");
     let batch = every_dtype_batch();
     let file_meta = meta(&[("source", "test")]);
-    let mut w = Writer::create(&path, file_meta.clone()).unwrap();
+    let mut w = match options {
+        None => Writer::create(&path, file_meta.clone()).unwrap(),
+        Some(o) => Writer::create_with(&path, file_meta.clone(), o).unwrap(),
+    };
     w.write(&batch).unwrap();
     w.write(&words_batch(1)).unwrap();
     w.finish().unwrap();
@@ -130,7 +148,7 @@ fn every_dtype_round_trips_through_every_reader() {
     ] {
         assert_eq!(file.metadata(), &file_meta);
         assert_eq!(file.num_batches(), 2);
-        assert_eq!(file.version().to_string(), "1.0");
+        assert_eq!(file.version().to_string(), format!("{major}.0"));
         assert_eq!(file.read_batch(0).unwrap(), batch);
         assert_eq!(file.read_batch(1).unwrap(), words_batch(1));
         let view = file.batch(0).unwrap();
@@ -453,10 +471,25 @@ fn lookup_errors_name_what_exists() {
 
 #[test]
 fn file_layout_matches_the_spec() {
-    let bytes = format::to_bytes([&words_batch(0)], meta(&[("k", "v")])).unwrap();
+    // The default writes 2.0; 1.0 on request. Both share the file header,
+    // the batch tag, the footer, index and trailer.
+    let default = format::to_bytes([&words_batch(0)], meta(&[("k", "v")])).unwrap();
+    assert_eq!(u16::from_le_bytes([default[12], default[13]]), 2);
+    for major in [1, 2] {
+        let mut w = Writer::try_new_with(Vec::new(), meta(&[("k", "v")]), version(major)).unwrap();
+        w.write(&words_batch(0)).unwrap();
+        let bytes = w.finish().unwrap();
+        if major == 2 {
+            assert_eq!(bytes, default);
+        }
+        file_layout_matches_the_spec_in(&bytes, major);
+    }
+}
+
+fn file_layout_matches_the_spec_in(bytes: &[u8], major: u16) {
     // Header fields at the documented offsets.
     assert_eq!(&bytes[0..9], b"\x89LODT\r\n\x1a\n");
-    assert_eq!(u16::from_le_bytes([bytes[12], bytes[13]]), 1);
+    assert_eq!(u16::from_le_bytes([bytes[12], bytes[13]]), major);
     assert_eq!(u16::from_le_bytes([bytes[14], bytes[15]]), 0);
     let meta_len = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
     assert_eq!(&bytes[64..64 + meta_len], br#"{"metadata":{"k":"v"}}"#);

@@ -10,6 +10,7 @@ use lodt::{Batch, Lod, LodTensor};
 use std::collections::BTreeMap;
 
 const V2: Version = Version { major: 2, minor: 0 };
+const V1: Version = Version { major: 1, minor: 0 };
 
 fn options(compression: Compression) -> WriteOptions {
     WriteOptions {
@@ -154,11 +155,21 @@ fn overhead_of_the_70_word_batch() {
     let payload = 32 + 64 + 560 + 24; // LoD levels and bodies
     let batches: Vec<Batch> = (0..n).map(|k| words_batch(k as i64)).collect();
     let v2 = write(&batches, Compression::None);
-    let mut w = Writer::try_new(Vec::new(), BTreeMap::new()).unwrap();
+    let v1_options = WriteOptions {
+        format_version: V1,
+        ..options(Compression::None)
+    };
+    let mut w = Writer::try_new_with(Vec::new(), BTreeMap::new(), v1_options).unwrap();
     for b in &batches {
         w.write(b).unwrap();
     }
     let v1 = w.finish().unwrap();
+    // The default options write these 2.0 bytes.
+    let mut w = Writer::try_new(Vec::new(), BTreeMap::new()).unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    assert!(w.finish().unwrap() == v2);
     for (bytes, expected) in [(&v2, 176u64), (&v1, 560)] {
         let file = LodtFile::from_bytes(bytes).unwrap();
         // Batch 500: past batch 128 (2-byte batch numbers), not batch 0.
@@ -229,9 +240,27 @@ fn append_continues_the_schema_or_starts_a_new_one() {
     assert_eq!(&head[20..22], &[1, 1], "index 1, schema_back 1");
     // Compression on a 1.0 file is refused, naming both.
     let p1 = dir.path().join("v1.lodt");
-    lodt::format::save_batch(&p1, &words_batch(0)).unwrap();
+    let v1 = WriteOptions {
+        format_version: V1,
+        ..options(Compression::None)
+    };
+    let mut w = Writer::create_with(&p1, BTreeMap::new(), v1).unwrap();
+    w.write(&words_batch(0)).unwrap();
+    w.finish().unwrap();
     let err = Writer::append_with(&p1, opts).unwrap_err().to_string();
     assert!(err.contains("needs format version 2.0"), "{err}");
+    // An append with the default options (which write 2.0 files) writes 1.0
+    // batches into a 1.0 file: the bytes of the file written in one go.
+    let mut w = Writer::append(&p1).unwrap();
+    w.write(&words_batch(1)).unwrap();
+    w.finish().unwrap();
+    let file = LodtFile::open(&p1).unwrap();
+    assert_eq!(file.version(), V1);
+    file.verify().unwrap();
+    let mut w = Writer::try_new_with(Vec::new(), BTreeMap::new(), v1).unwrap();
+    w.write(&words_batch(0)).unwrap();
+    w.write(&words_batch(1)).unwrap();
+    assert!(std::fs::read(&p1).unwrap() == w.finish().unwrap());
 }
 
 #[test]
@@ -264,12 +293,56 @@ fn options_refuse_unknown_versions_and_compressed_1_0() {
             .contains("expected format version 1.0 or 2.0, found 3.0")
     );
     let bad = WriteOptions {
+        format_version: V1,
         compression: Compression::Lz4,
         ..Default::default()
     };
     let err = Writer::try_new_with(Vec::new(), BTreeMap::new(), bad).unwrap_err();
     assert!(
         err.to_string()
-            .contains("compression lz4 needs format version 2.0")
+            .contains("compression lz4 needs format version 2.0, the options ask for 1.0"),
+        "{err}"
     );
+    // A compression alone: the default version, 2.0.
+    let lz4 = WriteOptions {
+        compression: Compression::Lz4,
+        ..Default::default()
+    };
+    let mut w = Writer::try_new_with(Vec::new(), BTreeMap::new(), lz4).unwrap();
+    assert_eq!(w.finish().unwrap()[12], 2);
+}
+
+/// A file writer sends each batch out as it goes (up to its last aligned
+/// offset), in 2.0 as in 1.0: it does not hold every batch until `finish`.
+#[test]
+fn a_file_writer_writes_each_batch_out_before_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    for (version, name) in [(V1, "v1.lodt"), (V2, "v2.lodt")] {
+        let path = dir.path().join(name);
+        let options = WriteOptions {
+            format_version: version,
+            ..options(Compression::None)
+        };
+        let batch = |k: i64| {
+            let t = LodTensor::from_vec(vec![k; 25_000], vec![25_000], Lod::empty()).unwrap();
+            Batch::try_from_tensors([("t", t)]).unwrap()
+        };
+        let mut w = Writer::create_with(&path, BTreeMap::new(), options).unwrap();
+        for k in 0..20 {
+            w.write(&batch(k)).unwrap();
+        }
+        // The temporary file beside `path` holds all but the last < 64 KiB.
+        let written: u64 = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .map(|e| e.metadata().unwrap().len())
+            .sum();
+        assert!(
+            written + (64 << 10) >= 20 * 200_000,
+            "{version}: {written} bytes written of 20 batches of 200,000"
+        );
+        w.finish().unwrap();
+        assert_eq!(LodtFile::open(&path).unwrap().num_batches(), 20);
+    }
 }

@@ -6,7 +6,7 @@
 //! `LODT_BLESS=1 cargo test --test format_vectors`.
 
 use half::{bf16, f16};
-use lodt::format::{self, Compression, LodtFile, Version, WriteOptions, Writer};
+use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -29,13 +29,16 @@ struct Vector {
 impl Vector {
     /// The file's bytes, as the writer writes them.
     fn bytes(&self) -> Vec<u8> {
-        let Some(compression) = self.v2 else {
-            return format::to_bytes(&self.batches, self.metadata.clone()).unwrap();
-        };
-        let options = WriteOptions {
-            format_version: Version { major: 2, minor: 0 },
-            compression,
-            ..Default::default()
+        let options = match self.v2 {
+            None => WriteOptions {
+                format_version: Version { major: 1, minor: 0 },
+                ..Default::default()
+            },
+            Some(compression) => WriteOptions {
+                format_version: Version { major: 2, minor: 0 },
+                compression,
+                ..Default::default()
+            },
         };
         let mut w = Writer::try_new_with(Vec::new(), self.metadata.clone(), options).unwrap();
         for b in &self.batches {

@@ -2,10 +2,11 @@
 //! small and large buffers (checksummed on the writing thread and on the
 //! checksum thread, written through the aligned spool of a file and straight
 //! into a `Vec`) is the same whichever way it is written, and the same as
-//! the writer made it before its code was split into files (the CRC32 below
-//! was taken from that writer's output).
+//! the writer made it before its code was split into files (the 1.0 CRC32
+//! below was taken from that writer's output; the 2.0 one from the writer
+//! that made 2.0 the default), in both format versions.
 
-use lodt::format::{self, LodtFile, WriteOptions, Writer};
+use lodt::format::{self, LodtFile, Version, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};
 
 /// Batches of a 2-level LoD with bodies from 40 B to 3 MiB (above the
@@ -44,9 +45,30 @@ fn batches() -> Vec<Batch> {
 
 #[test]
 fn file_and_vec_writers_give_the_same_bytes_as_before_the_split() {
+    // `None`: the default options (2.0).
+    for (version, golden) in [
+        (None, GOLDEN_2_0),
+        (Some(Version { major: 1, minor: 0 }), GOLDEN_1_0),
+        (Some(Version { major: 2, minor: 0 }), GOLDEN_2_0),
+    ] {
+        same_bytes(version, golden);
+    }
+}
+
+/// The file and the `Vec` writers of `version` (`None`: the default) write
+/// the `golden` bytes (length and CRC32).
+fn same_bytes(version: Option<Version>, golden: (usize, u32)) {
+    let options = WriteOptions {
+        fsync: false,
+        format_version: version.unwrap_or(WriteOptions::default().format_version),
+        ..Default::default()
+    };
     let batches = batches();
     let meta = [("who".to_string(), "test".to_string())].into();
-    let mut w = Writer::try_new(Vec::new(), meta).unwrap();
+    let mut w = match version {
+        None => Writer::try_new(Vec::new(), meta).unwrap(),
+        Some(_) => Writer::try_new_with(Vec::new(), meta, options).unwrap(),
+    };
     for b in &batches {
         w.write(b).unwrap();
     }
@@ -55,15 +77,7 @@ fn file_and_vec_writers_give_the_same_bytes_as_before_the_split() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.lodt");
     let meta = [("who".to_string(), "test".to_string())].into();
-    let mut w = Writer::create_with(
-        &path,
-        meta,
-        WriteOptions {
-            fsync: false,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut w = Writer::create_with(&path, meta, options).unwrap();
     for b in &batches {
         w.write(b).unwrap();
     }
@@ -74,7 +88,8 @@ fn file_and_vec_writers_give_the_same_bytes_as_before_the_split() {
     assert!(on_disk == in_memory, "the file and the Vec differ");
     assert_eq!(
         (in_memory.len(), crc32fast::hash(&in_memory)),
-        (GOLDEN_LEN, GOLDEN_CRC)
+        golden,
+        "{version:?}"
     );
     let file = LodtFile::open(&path).unwrap();
     file.verify().unwrap();
@@ -84,5 +99,7 @@ fn file_and_vec_writers_give_the_same_bytes_as_before_the_split() {
     let _ = format::verify(&path).unwrap();
 }
 
-const GOLDEN_LEN: usize = 9_729_408;
-const GOLDEN_CRC: u32 = 1_981_137_971;
+/// The length and CRC32 of the 1.0 file.
+const GOLDEN_1_0: (usize, u32) = (9_729_408, 1_981_137_971);
+/// The length and CRC32 of the 2.0 file.
+const GOLDEN_2_0: (usize, u32) = (7_781_440, 103_809_730);

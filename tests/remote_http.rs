@@ -36,12 +36,34 @@ fn same_batches(a: &LodtFile, b: &LodtFile) {
     }
 }
 
+/// [`file_bytes`] in format 1.0.
+fn file_bytes_v1(n: u64) -> Vec<u8> {
+    let options = lodt::format::WriteOptions::for_codec(Some("1.0"), "none").unwrap();
+    let mut w =
+        lodt::format::Writer::try_new_with(Vec::new(), Default::default(), options).unwrap();
+    for k in 0..n {
+        w.write(&make_batch(k * 50, 50)).unwrap();
+    }
+    w.finish().unwrap()
+}
+
 #[test]
 fn open_is_two_requests_and_a_batch_is_one() {
-    let server = Server::start();
+    open_is_two_requests_and_a_batch_is_one_in(&file_bytes_v1(20));
     let bytes = file_bytes(20);
+    assert_eq!(bytes[12], 2, "the default writes 2.0");
+    open_is_two_requests_and_a_batch_is_one_in(&bytes);
+}
+
+/// In 1.0 a batch is one request. In 2.0 the first batch read that is not
+/// the schema's also reads the head of the batch that holds the schema
+/// (batch 0: its first 64 bytes, which tell its length, then the head),
+/// once per file; every other batch is one request.
+fn open_is_two_requests_and_a_batch_is_one_in(bytes: &[u8]) {
+    let v2 = bytes[12] == 2;
+    let server = Server::start();
     assert!(bytes.len() > 64 << 10, "bigger than the suffix used below");
-    server.put("a.lodt", bytes.clone());
+    server.put("a.lodt", bytes.to_vec());
     let options = RemoteOptions {
         suffix_bytes: 16 << 10,
         ..Default::default()
@@ -51,16 +73,28 @@ fn open_is_two_requests_and_a_batch_is_one() {
     assert_eq!(log.len(), 2, "open: the suffix, then the head: {log:?}");
     assert_eq!(log[0], format!("GET /a.lodt bytes=-{}", 16 << 10));
     assert!(log[1].starts_with("GET /a.lodt bytes=0-"), "{log:?}");
-    // One batch: one ranged GET of exactly its section.
-    let local = LodtFile::from_bytes(&bytes).unwrap();
-    let r = local.batch_range(3).unwrap();
+    // One batch: one ranged GET of exactly its section (in 2.0, after the
+    // schema's head, the first time).
+    let local = LodtFile::from_bytes(bytes).unwrap();
+    let section = |k: usize| {
+        let r = local.batch_range(k).unwrap();
+        format!("GET /a.lodt bytes={}-{}", r.start, r.end - 1)
+    };
     let got = file.batch(3).unwrap().to_batch().unwrap();
     assert_eq!(got, local.batch(3).unwrap().to_batch().unwrap());
-    let log = server.take_log();
-    assert_eq!(
-        log,
-        vec![format!("GET /a.lodt bytes={}-{}", r.start, r.end - 1)]
-    );
+    let mut log = server.take_log();
+    if v2 {
+        let head = local.batch_range(0).unwrap().start;
+        assert_eq!(log.len(), 3, "{log:?}");
+        assert_eq!(log[1], format!("GET /a.lodt bytes={head}-{}", head + 63));
+        assert!(log[2].starts_with(&format!("GET /a.lodt bytes={head}-")));
+        log.truncate(1);
+    }
+    assert_eq!(log, vec![section(3)]);
+    for k in [5, 10] {
+        file.batch(k).unwrap().to_batch().unwrap();
+        assert_eq!(server.take_log(), vec![section(k)]);
+    }
     // Every batch equal to the local file's, and verify passes.
     same_batches(&file, &local);
     file.verify().unwrap();

@@ -60,8 +60,8 @@ pub struct Args {
     /// (none: the default; lz4, zstd or zstd:LEVEL, which write format 2.0).
     #[arg(long, value_name = "CODEC")]
     compression: Option<String>,
-    /// .lodt output and dataset shards: the format version, 1.0 (default) or 2.0 (the schema
-    /// once, compressed buffers; a --compression other than none implies it).
+    /// .lodt output and dataset shards: the format version, 2.0 (the default: the schema once,
+    /// compressed buffers on request) or 1.0 (for readers that predate 2.0; no compression).
     #[arg(long, value_name = "1.0|2.0")]
     format_version: Option<String>,
     /// What a null list in an Arrow/Parquet input becomes: error (default) or empty (an empty sequence).

@@ -255,7 +255,7 @@ fn demo_writes_slices_and_verifies() {
         "{stdout}"
     );
     assert!(
-        lines[1].starts_with("reopened it memory-mapped: format 1.0, 9 batches"),
+        lines[1].starts_with("reopened it memory-mapped: format 2.0, 9 batches"),
         "{stdout}"
     );
     assert!(

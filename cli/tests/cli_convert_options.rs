@@ -553,7 +553,8 @@ fn format_version_and_compression_of_lodt_and_dataset_output() {
         LodTensor::from_vec(tokens, vec![4000], lod).unwrap(),
     )])
     .unwrap();
-    let mut w = lodt::format::Writer::create(&input, Default::default()).unwrap();
+    let v1_options = lodt::format::WriteOptions::for_codec(Some("1.0"), "none").unwrap();
+    let mut w = lodt::format::Writer::create_with(&input, Default::default(), v1_options).unwrap();
     w.write(&batch).unwrap();
     w.finish().unwrap();
     let version = |p: &Path| {
@@ -563,6 +564,20 @@ fn format_version_and_compression_of_lodt_and_dataset_output() {
             .to_string()
     };
     assert_eq!(version(&input), "1.0");
+    // No option: 2.0, uncompressed; `lodt info` says so.
+    let default = dir.path().join("default.lodt");
+    ok(&["convert", s(&input), s(&default)]);
+    assert_eq!(version(&default), "2.0");
+    assert_eq!(
+        lodt::format::LodtFile::open(&default)
+            .unwrap()
+            .read_batch(0)
+            .unwrap(),
+        batch
+    );
+    let (info, _) = ok(&["info", s(&default)]);
+    assert!(info.contains("format    .lodt 2.0\n"), "{info}");
+    assert!(!info.contains("(compressed)"), "{info}");
     // A codec writes 2.0; the values read back the same.
     let zstd = dir.path().join("zstd.lodt");
     let (out, _) = ok(&["convert", s(&input), s(&zstd), "--compression", "zstd"]);
@@ -592,7 +607,23 @@ fn format_version_and_compression_of_lodt_and_dataset_output() {
     let v2 = dir.path().join("v2.lodt");
     ok(&["convert", s(&input), s(&v2), "--format-version", "2.0"]);
     assert_eq!(version(&v2), "2.0");
-    // A dataset's shards.
+    // A dataset's shards: 2.0 by default, 1.0 on request.
+    for (args, says) in [
+        (vec![], "\"format_version\":\"2.0\""),
+        (
+            vec!["--format-version", "1.0"],
+            "\"format_version\":\"1.0\"",
+        ),
+    ] {
+        let ds = dir.path().join(format!("ds-{}", args.len()));
+        let ds_arg = format!("{}/", ds.display());
+        let mut all = vec!["convert", s(&input), &ds_arg];
+        all.extend(args.iter());
+        ok(&all);
+        let manifest = std::fs::read_to_string(ds.join("lodt-dataset.json")).unwrap();
+        assert!(manifest.contains(says), "{args:?}: {manifest}");
+        ok(&["verify", s(&ds)]);
+    }
     let ds = dir.path().join("ds");
     let ds_arg = format!("{}/", ds.display());
     ok(&["convert", s(&input), &ds_arg, "--compression", "lz4"]);

@@ -291,7 +291,7 @@ fn counts_are_singular_or_plural() {
     );
     let (demo, _) = run(d, &["demo", "demo1", "--batches", "1"], 0);
     assert!(demo.contains(": 1 batch of words"), "{demo}");
-    assert!(demo.contains("format 1.0, 1 batch,"), "{demo}");
+    assert!(demo.contains("format 2.0, 1 batch,"), "{demo}");
     assert!(demo.contains("verified: 1 batch, 3 tensors"), "{demo}");
 }
 

@@ -59,8 +59,14 @@ fn batch(k: u64) -> Batch {
     Batch::try_from_tensors([("ids", t)]).unwrap()
 }
 
-fn thousand_batches() -> Vec<u8> {
-    let mut w = Writer::try_new(Vec::new(), [("name".into(), "counted".into())].into()).unwrap();
+/// 1000 batches in a file of major version `major`.
+fn thousand_batches(major: u16) -> Vec<u8> {
+    let options = format::WriteOptions {
+        format_version: format::Version { major, minor: 0 },
+        ..Default::default()
+    };
+    let meta = [("name".into(), "counted".into())].into();
+    let mut w = Writer::try_new_with(Vec::new(), meta, options).unwrap();
     for k in 0..1000 {
         w.write(&batch(k)).unwrap();
     }
@@ -82,7 +88,15 @@ fn union(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
 
 #[test]
 fn reading_batch_k_reads_the_header_the_footer_and_batch_k_only() {
-    let bytes = thousand_batches();
+    for major in [1, 2] {
+        reading_batch_k_in(major);
+    }
+}
+
+/// In 2.0 the first batch read also reads the head of the batch that holds
+/// the schema (batch 0), once.
+fn reading_batch_k_in(major: u16) {
+    let bytes = thousand_batches(major);
     let reference = LodtFile::from_bytes(&bytes).unwrap();
     let first = reference.batch_range(0).unwrap().start; // end of the header
     let last = reference.batch_range(999).unwrap().end; // start of the footer
@@ -102,15 +116,40 @@ fn reading_batch_k_reads_the_header_the_footer_and_batch_k_only() {
     source.reads.lock().unwrap().clear();
     let got = file.read_batch(k).unwrap();
     assert_eq!(got, batch(k as u64));
-    assert_eq!(*source.reads.lock().unwrap(), vec![section.clone()]);
+    let mut reads = source.reads.lock().unwrap().clone();
+    if major == 2 {
+        let head = reference.batch_range(0).unwrap();
+        assert_eq!(reads.len(), 3, "{reads:?}");
+        assert_eq!(reads[1], head.start..head.start + 64);
+        assert!(reads[2].start == head.start && reads[2].end <= head.end);
+        reads.truncate(1);
+    }
+    assert_eq!(reads, vec![section.clone()]);
+    source.reads.lock().unwrap().clear();
+    file.read_batch(k + 1).unwrap();
+    let next = reference.batch_range(k + 1).unwrap();
+    assert_eq!(*source.reads.lock().unwrap(), vec![next]);
 
     // Every read of one batch, verification included, stays in its section.
     source.reads.lock().unwrap().clear();
     file.verify().unwrap();
     let reads = source.reads.lock().unwrap().clone();
-    assert_eq!(reads.len(), 1000, "each batch read once");
-    for (j, r) in reads.iter().enumerate() {
-        assert_eq!(*r, reference.batch_range(j).unwrap());
+    if major == 1 {
+        assert_eq!(reads.len(), 1000, "each batch read once");
+        for (j, r) in reads.iter().enumerate() {
+            assert_eq!(*r, reference.batch_range(j).unwrap());
+        }
+    } else {
+        // `verify` reads a 2.0 file's batches a second time (to decode the
+        // compressed ones): every read is still one whole section.
+        let sections: Vec<_> = (0..1000)
+            .map(|j| reference.batch_range(j).unwrap())
+            .collect();
+        assert!(reads.len() >= 1000, "{}", reads.len());
+        assert!(reads.iter().all(|r| sections.contains(r)));
+        for s in &sections {
+            assert!(reads.contains(s), "{s:?} not read");
+        }
     }
 }
 
@@ -118,7 +157,7 @@ fn reading_batch_k_reads_the_header_the_footer_and_batch_k_only() {
 fn positional_reads_match_the_map_and_copy_each_batch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.lodt");
-    std::fs::write(&path, thousand_batches()).unwrap();
+    std::fs::write(&path, thousand_batches(2)).unwrap();
     let mapped = LodtFile::open(&path).unwrap();
     let pread = LodtFile::open_with(
         &path,
@@ -147,7 +186,7 @@ fn positional_reads_match_the_map_and_copy_each_batch() {
 fn a_file_truncated_underneath_positional_reads_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.lodt");
-    std::fs::write(&path, thousand_batches()).unwrap();
+    std::fs::write(&path, thousand_batches(2)).unwrap();
     let file = LodtFile::open_with(
         &path,
         &ReadOptions {
@@ -235,7 +274,7 @@ fn lodt_verify_no_mmap_on_a_file_truncated_while_verifying_is_an_error_not_a_sig
 
 #[test]
 fn the_access_hint_follows_the_api_used() {
-    let bytes = thousand_batches();
+    let bytes = thousand_batches(2);
     let reference = LodtFile::from_bytes(&bytes).unwrap();
     let range = |k: usize| reference.batch_range(k).unwrap();
     let footer = range(999).end;
@@ -354,7 +393,7 @@ fn a_scan_reads_16_mib_ahead_and_asks_again_when_half_is_left() {
 fn every_advice_reads_the_same_through_a_map_and_positional_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.lodt");
-    std::fs::write(&path, thousand_batches()).unwrap();
+    std::fs::write(&path, thousand_batches(2)).unwrap();
     for mmap in [true, false] {
         for advice in [
             Advice::Auto,

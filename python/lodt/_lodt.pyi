@@ -313,10 +313,11 @@ class Writer:
         format_version: Literal["1.0", "2.0"] | None = None,
         compression: str = "none",
     ) -> Self:
-        """Starts a new file (or appends to one), in format 1.0 (or
-        ``format_version="2.0"``: the schema once, a smaller batch), its
-        buffers compressed by ``compression`` ("none", "lz4", "zstd",
-        "zstd:LEVEL": format 2.0)."""
+        """Starts a new file (or appends to one, in the file's version), in
+        format 2.0 (the schema once, a smaller batch; or
+        ``format_version="1.0"`` for readers that predate 2.0), its buffers
+        compressed by ``compression`` ("none", "lz4", "zstd", "zstd:LEVEL":
+        format 2.0 only)."""
     def write(self, batch: _BatchLike, metadata: Mapping[str, str] | None = None) -> None:
         """Writes one batch."""
     @property
@@ -490,7 +491,8 @@ class DatasetWriter:
     ) -> Self:
         """``mode``: ``"create"``, ``"append"`` or ``"part"`` (with ``writer_id``);
         ``commit_id``: the write's idempotency key (default: a new one);
-        ``format_version``/``compression``: the shards' (a codec writes 2.0)."""
+        ``format_version``/``compression``: the shards' (2.0 by default;
+        "1.0" takes no codec)."""
     def write(self, batch: _BatchLike) -> None:
         """Writes one batch (ValueError if it does not match the schema)."""
     def flush(self) -> None:
@@ -628,8 +630,17 @@ def open(
     before use; a mapped batch's bodies only with ``check_bodies=True`` (on
     its first read)."""
 
-def save(path: _PathLike, batches: _BatchLike | Iterable[_BatchLike], metadata: Mapping[str, str] | None = None) -> None:
-    """Writes a ``.lodt`` file atomically."""
+def save(
+    path: _PathLike,
+    batches: _BatchLike | Iterable[_BatchLike],
+    metadata: Mapping[str, str] | None = None,
+    *,
+    format_version: Literal["1.0", "2.0"] | None = None,
+    compression: str = "none",
+) -> None:
+    """Writes a ``.lodt`` file atomically, in format 2.0 (or
+    ``format_version="1.0"``), its buffers compressed by ``compression``
+    as in :class:`Writer`."""
 
 def verify(path: _PathLike) -> dict[str, int]:
     """Checks every byte of a ``.lodt`` file."""
@@ -663,8 +674,8 @@ def convert(
     ``compression`` is the output's: Parquet's page codec ("none",
     "snappy": the default, "zstd", "lz4") or a ``.lodt`` file's buffer
     codec ("none": the default, "lz4", "zstd", "zstd:LEVEL");
-    ``format_version`` is a ``.lodt`` output's ("1.0", the default, or
-    "2.0"; a codec writes 2.0);
+    ``format_version`` is a ``.lodt`` output's ("2.0", the default, or
+    "1.0", which takes no codec);
     ``null_lists="empty"`` reads null lists as empty sequences;
     ``metadata="first"`` keeps the first batch's metadata in an Arrow or
     Parquet output; ``tensor_type="fixed_shape"`` writes element shapes as

@@ -63,9 +63,9 @@ def write_dataset(
     ``commit_id``; a write whose id is listed writes nothing, so the data is
     never written twice.
 
-    ``format_version`` (``"1.0"``, the default, or ``"2.0"``) and
+    ``format_version`` (``"2.0"``, the default, or ``"1.0"``) and
     ``compression`` (``"none"``, ``"lz4"``, ``"zstd"``, ``"zstd:LEVEL"``,
-    which write 2.0) are the shards' (``spec/FORMAT.md``); the manifest
+    format 2.0 only) are the shards' (``spec/FORMAT.md``); the manifest
     records each shard's version, and a dataset may mix them.
     """
     if isinstance(batches, (Batch, _abc.Mapping)):

@@ -275,6 +275,8 @@ class LodtDatasink(Datasink):
         mode: str = "create",
         storage_options: Mapping[str, str] | None = None,
         commit_id: str | None = None,
+        format_version: str | None = None,
+        compression: str = "none",
     ) -> None:
         if mode not in ("create", "append"):
             raise ValueError(f"mode must be 'create' or 'append', found {mode!r}")
@@ -284,6 +286,9 @@ class LodtDatasink(Datasink):
         self.shard_bytes = int(shard_bytes)
         self.mode = mode
         self.storage_options = _options(storage_options)
+        #: The shards' format version (``None``: lodt's default, 2.0) and codec.
+        self.format_version = format_version
+        self.compression = compression
         #: This job's ids: writer ids ``ray-JOB-TASK-ATTEMPT``, task commit
         #: ids ``ray-JOB-TASK``.
         self.job = _lodt.PartJob("ray")
@@ -338,6 +343,8 @@ class LodtDatasink(Datasink):
                         shard_bytes=self.shard_bytes,
                         storage_options=self.storage_options,
                         commit_id=self.job.task_commit_id(task),
+                        format_version=self.format_version,
+                        compression=self.compression,
                     )
                 for rb in table.combine_chunks().to_batches():
                     if rb.num_rows:
@@ -390,6 +397,8 @@ def write_lodt(
     concurrency: int | None = None,
     ray_remote_args: Mapping[str, Any] | None = None,
     commit_id: str | None = None,
+    format_version: str | None = None,
+    compression: str = "none",
 ) -> dict[str, Any]:
     """Writes the Ray dataset ``ds`` as a sharded lodt dataset at ``uri``
     (a directory, or a URI of any object store lodt writes: ``s3://``,
@@ -421,9 +430,18 @@ def write_lodt(
     ``"commit_id"``): calling ``write_lodt`` again with the ``commit_id`` of
     a job that was committed (after an error saying the outcome is unknown)
     writes nothing and returns the dataset's totals.
+
+    ``format_version`` (``"2.0"``, the default, or ``"1.0"``) and
+    ``compression`` are the shards', as in :class:`lodt.DatasetWriter`.
     """
     sink = LodtDatasink(
-        uri, shard_bytes=shard_bytes, mode=mode, storage_options=storage_options, commit_id=commit_id
+        uri,
+        shard_bytes=shard_bytes,
+        mode=mode,
+        storage_options=storage_options,
+        commit_id=commit_id,
+        format_version=format_version,
+        compression=compression,
     )
     ds.write_datasink(
         sink,

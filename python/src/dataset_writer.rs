@@ -100,7 +100,7 @@ impl PyDatasetWriter {
     /// with the id of a committed write has `already_committed` set and
     /// writes nothing: retrying a write with its id never adds it twice.
     ///
-    /// `format_version` ("1.0", the default, or "2.0") and `compression`
+    /// `format_version` ("2.0", the default, or "1.0") and `compression`
     /// ("none", "lz4", "zstd", "zstd:LEVEL": format 2.0) are the shards'; a
     /// dataset may hold shards of both versions.
     #[new]

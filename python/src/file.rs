@@ -382,10 +382,11 @@ impl PyWriter {
     /// temporary file renamed over `path` on `close`), or, with
     /// `append=True`, adds batches to the existing file (its metadata and
     /// version are kept). `fsync` makes `close` flush to disk first.
-    /// `format_version` is "1.0" (the default: `None`) or "2.0" (the schema
-    /// once, compressed buffers); `compression` compresses a 2.0 file's
-    /// buffers: "none" (the default), "lz4", "zstd" or "zstd:LEVEL" (which
-    /// imply 2.0 when no version is given).
+    /// `format_version` is "2.0" (the default: `None`; the schema once,
+    /// compressed buffers on request) or "1.0" (for readers that predate
+    /// 2.0); `compression` compresses a 2.0 file's buffers: "none" (the
+    /// default), "lz4", "zstd" or "zstd:LEVEL". An append writes the file's
+    /// own version.
     #[new]
     #[pyo3(signature = (path, metadata = None, *, append = false, fsync = true,
                         format_version = None, compression = "none"))]
@@ -516,22 +517,27 @@ fn batches(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Batch>> {
     obj.try_iter()?.map(|b| to_batch(&b?)).collect()
 }
 
-/// save(path, batches, metadata=None)
+/// save(path, batches, metadata=None, *, format_version=None, compression="none")
 ///
 /// Writes a `.lodt` file atomically: `batches` is one `Batch` (or mapping
 /// of names to tensors) or an iterable of them; `metadata` is the file's.
+/// `format_version` and `compression` are as in `Writer` (format 2.0 by
+/// default; "1.0" for readers that predate 2.0).
 #[pyfunction]
-#[pyo3(signature = (path, batches, metadata = None))]
+#[pyo3(signature = (path, batches, metadata = None, *, format_version = None, compression = "none"))]
 pub fn save(
     py: Python<'_>,
     path: PathBuf,
     batches: &Bound<'_, PyAny>,
     metadata: Option<&Bound<'_, PyAny>>,
+    format_version: Option<&str>,
+    compression: &str,
 ) -> PyResult<()> {
     let meta = crate::batch::metadata(metadata)?;
     let batches = self::batches(batches)?;
+    let options = WriteOptions::for_codec(format_version, compression).map_err(format_err)?;
     py.detach(move || {
-        let mut w = Writer::create(&path, meta)?;
+        let mut w = Writer::create_with(&path, meta, options)?;
         for b in &batches {
             w.write(b)?;
         }
@@ -589,7 +595,7 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// (`"none"`, `"snappy"`, the default, `"zstd"` or `"lz4"`), for `.lodt`
 /// output the buffer codec (`"none"`, the default, `"lz4"`, `"zstd"` or
 /// `"zstd:LEVEL"`, which write format 2.0); `format_version` is a `.lodt`
-/// output's (`"1.0"`, the default, or `"2.0"`); `null_lists="empty"` reads null lists
+/// output's (`"2.0"`, the default, or `"1.0"`); `null_lists="empty"` reads null lists
 /// as empty sequences; `metadata="first"` lets an Arrow or Parquet output
 /// keep the first batch's metadata when later batches differ;
 /// `small_lists` writes Arrow `List` instead of `LargeList`;

@@ -31,11 +31,13 @@ def test_a_writer_compresses_and_the_file_reads_back(tmp_path, codec):
         assert [f[k] for k in range(len(f))] == batches
         assert f.verify()["batches"] == 3
     plain = tmp_path / "plain.lodt"
-    with lodt.Writer(plain) as w:
+    with lodt.Writer(plain) as w:  # the default: 2.0, uncompressed
         for b in batches:
             w.write(b)
-    assert lodt.File(plain).version == (1, 0)
-    if codec != "none":
+    assert lodt.File(plain).version == (2, 0)
+    if codec == "none":
+        assert path.read_bytes() == plain.read_bytes()
+    else:
         assert path.stat().st_size * 2 < plain.stat().st_size
 
 
@@ -52,10 +54,10 @@ def test_a_codec_implies_2_0_and_1_0_refuses_one(tmp_path):
 
 def test_a_dataset_mixes_versions_and_the_manifest_records_each(tmp_path):
     path = tmp_path / "ds"
-    lodt.write_dataset(path, [tokens_batch(k * 8) for k in range(2)], shard_bytes=1)
-    lodt.write_dataset(
-        path, [tokens_batch(16 + k * 8) for k in range(2)], shard_bytes=1, mode="append", compression="zstd"
-    )
+    lodt.write_dataset(path, [tokens_batch(k * 8) for k in range(2)], shard_bytes=1, format_version="1.0")
+    # Appended with the defaults: 2.0 shards beside the 1.0 ones.
+    lodt.write_dataset(path, [tokens_batch(16)], shard_bytes=1, mode="append")
+    lodt.write_dataset(path, [tokens_batch(24)], shard_bytes=1, mode="append", compression="zstd")
     manifest = json.loads((path / "lodt-dataset.json").read_text())
     assert [s["format_version"] for s in manifest["shards"]] == ["1.0", "1.0", "2.0", "2.0"]
     ds = lodt.Dataset(path, batch_size=8)
@@ -66,8 +68,9 @@ def test_a_dataset_mixes_versions_and_the_manifest_records_each(tmp_path):
 
 def test_convert_writes_either_version_with_a_codec(tmp_path):
     src = tmp_path / "src.lodt"
-    with lodt.Writer(src) as w:
+    with lodt.Writer(src, format_version="1.0") as w:
         w.write(tokens_batch(0))
+    assert lodt.File(src).version == (1, 0)
     dst = tmp_path / "dst.lodt"
     lodt.convert(src, dst, compression="zstd")
     assert lodt.File(dst).version == (2, 0) and lodt.File(dst)[0] == lodt.File(src)[0]
@@ -78,3 +81,44 @@ def test_convert_writes_either_version_with_a_codec(tmp_path):
         lodt.convert(src, tmp_path / "x.arrow", compression="zstd")
     with pytest.raises(ValueError, match="format version"):
         lodt.convert(src, tmp_path / "x.parquet", format_version="2.0")
+
+
+def test_every_writer_writes_2_0_by_default_and_1_0_on_request(tmp_path):
+    batch = tokens_batch(0)
+    version = lambda p: lodt.File(p).version  # noqa: E731
+    for requested, expected in ((None, (2, 0)), ("1.0", (1, 0)), ("2.0", (2, 0))):
+        kw = {} if requested is None else {"format_version": requested}
+        d = tmp_path / str(requested)
+        d.mkdir()
+        with lodt.Writer(d / "w.lodt", **kw) as w:
+            w.write(batch)
+        lodt.save(d / "s.lodt", batch, **kw)
+        lodt.convert(d / "w.lodt", d / "c.lodt", **kw)
+        assert [version(d / n) for n in ("w.lodt", "s.lodt", "c.lodt")] == [expected] * 3
+        assert lodt.File(d / "s.lodt")[0] == lodt.File(d / "c.lodt")[0] == batch
+        assert (d / "w.lodt").read_bytes() == (d / "s.lodt").read_bytes() == (d / "c.lodt").read_bytes()
+        lodt.write_dataset(d / "ds", [batch], **kw)
+        with lodt.DatasetWriter(d / "ds", mode="append", **kw) as w:
+            w.write(batch)
+        manifest = json.loads((d / "ds" / "lodt-dataset.json").read_text())
+        want = "%d.%d" % expected
+        assert [s["format_version"] for s in manifest["shards"]] == [want, want]
+        assert all(version(d / "ds" / s["name"]) == expected for s in manifest["shards"])
+    with pytest.raises(ValueError, match="needs format version 2.0"):
+        lodt.save(tmp_path / "bad.lodt", batch, format_version="1.0", compression="lz4")
+
+
+def test_an_append_keeps_the_file_s_version(tmp_path):
+    path = tmp_path / "v1.lodt"
+    with lodt.Writer(path, format_version="1.0") as w:
+        w.write(tokens_batch(0))
+    with lodt.Writer(path, append=True) as w:  # the defaults write 2.0 files, not 2.0 batches here
+        w.write(tokens_batch(8))
+    f = lodt.File(path)
+    assert f.version == (1, 0) and len(f) == 2 and f[1] == tokens_batch(8)
+    assert f.verify()["batches"] == 2
+    with pytest.raises(ValueError, match="needs format version 2.0"):
+        lodt.Writer(path, append=True, compression="zstd")
+    whole = tmp_path / "whole.lodt"
+    lodt.save(whole, [tokens_batch(0), tokens_batch(8)], format_version="1.0")
+    assert whole.read_bytes() == path.read_bytes()

@@ -19,7 +19,7 @@ from conftest import DATA, VECTORS, in_span, pyarrow_or_skip
 
 def test_open_read_in_place(sample_file):
     f = lodt.open(sample_file)
-    assert len(f) == 3 and f.metadata == {"source": "tests"} and f.version == (1, 0)
+    assert len(f) == 3 and f.metadata == {"source": "tests"} and f.version == (2, 0)  # the default
     assert f.mmap and f.path == sample_file
     span = f._map_span()
     for k, batch in enumerate(f):

@@ -293,10 +293,16 @@ def test_append_to_a_dataset_written_by_ray(local_ray, source, tmp_path):
     out = tmp_path / "twice"
     lray.write_lodt(lray.read_lodt(path, override_num_blocks=2), out)
     first = json.loads((out / "lodt-dataset.json").read_text())["shards"]
-    totals = lray.write_lodt(lray.read_lodt(path, override_num_blocks=3), out, mode="append")
+    # The default writes 2.0 shards; the append asks for 1.0 ones beside them.
+    assert {s["format_version"] for s in first} == {"2.0"}
+    totals = lray.write_lodt(
+        lray.read_lodt(path, override_num_blocks=3), out, mode="append", format_version="1.0"
+    )
     assert totals["sequences"] == 2 * TOTAL
     manifest = json.loads((out / "lodt-dataset.json").read_text())["shards"]
     assert manifest[: len(first)] == first
+    assert {s["format_version"] for s in manifest[len(first) :]} == {"1.0"}
+    assert all(lodt.File(out / s["name"]).version == (int(s["format_version"][0]), 0) for s in manifest)
     assert all((out / s["name"]).exists() for s in manifest)
     assert lodt._lodt.DatasetReader(out).verify()["sequences"] == 2 * TOTAL
     ids = _ids(lray.read_lodt(out).iter_batches(batch_size=None, batch_format="pyarrow"))

@@ -136,7 +136,7 @@ struct OpenShard {
 /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
 /// use lodt::{Batch, Lod, LodTensor};
 /// let dir = tempfile::tempdir()?;
-/// let options = WriterOptions { shard_bytes: 4096, ..Default::default() };
+/// let options = WriterOptions { shard_bytes: 1024, ..Default::default() };
 /// let mut writer = DatasetWriter::create(dir.path(), options)?;
 /// for k in 0..10i64 {
 ///     let lod = Lod::try_from_lengths(&[vec![3, 2]])?;

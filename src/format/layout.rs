@@ -34,14 +34,15 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 /// ```
 pub const MAGIC: [u8; 9] = *b"\x89LODT\r\n\x1a\n";
 
-/// The major version this crate writes by default: 1
-/// ([`WriteOptions::format_version`](super::WriteOptions::format_version)
-/// chooses 2.0: the schema once, compressed buffers).
+/// The major version this crate writes by default: 2 (the schema once, a
+/// compact batch head, compressed buffers on request;
+/// [`WriteOptions::format_version`](super::WriteOptions::format_version)
+/// set to 1.0 writes 1.0 for readers that need it).
 ///
 /// ```
-/// assert_eq!(lodt::format::MAJOR_VERSION, 1);
+/// assert_eq!(lodt::format::MAJOR_VERSION, 2);
 /// ```
-pub const MAJOR_VERSION: u16 = 1;
+pub const MAJOR_VERSION: u16 = 2;
 
 /// The highest major version this crate reads: it reads every major from 1
 /// to this one (1.0 and 2.0), and rejects others.

@@ -1,6 +1,9 @@
-//! The `.lodt` file format (version 1): a stream of mini-batches of named LoD
-//! tensors, with a footer index for random access; memory-mappable, with
-//! every buffer 64-byte aligned so tensors are read in place.
+//! The `.lodt` file format (versions 1.0 and 2.0): a stream of mini-batches
+//! of named LoD tensors, with a footer index for random access;
+//! memory-mappable, with every uncompressed buffer 64-byte aligned so tensors
+//! are read in place. Writers write 2.0 by default (the schema once per file,
+//! a compact batch head, compressed buffers on request) and 1.0 when
+//! [`WriteOptions::format_version`] asks for it; readers read both.
 //!
 //! The normative description is `spec/FORMAT.md`; [`layout`] mirrors it.
 //!
@@ -9,7 +12,8 @@
 //!  | file header | file metadata    | batch 0 | batch 1 | ... | footer | trailer |
 //!  | magic, ver. | JSON             |         |         |     | index  |         |
 //!  +-------------+------------------+---------+---------+-----+--------+---------+
-//!  batch: | header | metadata JSON | LoD/body buffers (64-aligned) | CRC table |
+//!  1.0 batch: | header | metadata JSON | LoD/body buffers (64-aligned) | CRC table |
+//!  2.0 batch: | head (counts, codecs, CRCs; the schema once) | buffers |
 //! ```
 //!
 //! - Write: [`save_tensor`], [`save_batch`], or a streaming [`Writer`]

@@ -429,7 +429,7 @@ impl LodtFile {
     /// ```
     /// # let bytes = lodt::format::to_bytes([], Default::default())?;
     /// let file = lodt::format::LodtFile::from_bytes(&bytes)?;
-    /// assert_eq!(file.version().to_string(), "1.0");
+    /// assert_eq!(file.version().to_string(), "2.0"); // the writer's default
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn version(&self) -> Version {

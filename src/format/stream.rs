@@ -139,7 +139,7 @@ impl<R: Read> StreamReader<R> {
     /// ```
     /// let bytes = lodt::format::to_bytes([], Default::default())?;
     /// let r = lodt::format::StreamReader::try_new(&bytes[..])?;
-    /// assert_eq!(r.version().major, 1);
+    /// assert_eq!(r.version().major, 2); // the writer's default
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn version(&self) -> Version {

@@ -893,21 +893,22 @@ pub(crate) fn encode<'b>(
     // Each buffer: its bytes, its storage when the batch owns it, its
     // element width.
     let mut raw: Vec<(Cow<'b, [u8]>, Option<Buffer>, usize)> = Vec::new();
-    let tensors: Vec<_> = batch.iter().collect();
-    for (t, (_, tensor)) in tensors.iter().enumerate() {
+    // The first tensor of each LoD (by value): a later tensor of the same
+    // LoD points back at it.
+    let mut first: HashMap<&crate::Lod, usize> = HashMap::new();
+    for (t, (_, tensor)) in batch.iter().enumerate() {
         if let Some(&rows) = tensor.shape().first() {
             put_varint(&mut rec, rows as u64);
         }
         let lod = tensor.lod();
         if lod.num_levels() > 0 {
-            let shared = tensors[..t]
-                .iter()
-                .enumerate()
-                .rev()
-                .find(|(s, (_, o))| {
-                    o.lod() == lod && !tensors[..*s].iter().any(|(_, p)| p.lod() == o.lod())
-                })
-                .map(|(s, _)| t - s);
+            let shared = match first.entry(lod) {
+                std::collections::hash_map::Entry::Occupied(s) => Some(t - *s.get()),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(t);
+                    None
+                }
+            };
             match shared {
                 Some(r) => put_varint(&mut rec, r as u64),
                 None => {

@@ -55,10 +55,10 @@ pub struct WriteOptions {
     /// Flush the file (and its directory) to disk before `finish` returns, so
     /// a power cut cannot leave a renamed but empty file. On by default.
     pub fsync: bool,
-    /// The format version a new file is written in: 1.0 (the default) or
-    /// 2.0 (`spec/FORMAT.md` §12: the schema once, a compact batch head,
-    /// compressed buffers on request). An append writes the version of its
-    /// file.
+    /// The format version a new file is written in: 2.0 (the default;
+    /// `spec/FORMAT.md` §12: the schema once, a compact batch head,
+    /// compressed buffers on request) or 1.0 (for readers that predate 2.0).
+    /// An append writes the version of its file, whatever this says.
     ///
     /// ```
     /// use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};
@@ -75,6 +75,11 @@ pub struct WriteOptions {
     /// let file = LodtFile::from_bytes(&bytes)?;
     /// assert_eq!(file.version().to_string(), "2.0");
     /// assert_eq!(file.read_batch(0)?.get("t"), Some(&t));
+    /// // 1.0, for readers that predate 2.0 (no compression):
+    /// let v1 = WriteOptions { format_version: Version { major: 1, minor: 0 }, ..Default::default() };
+    /// let mut w = Writer::try_new_with(Vec::new(), Default::default(), v1)?;
+    /// w.write(&lodt::Batch::try_from_tensors([("t", t)])?)?;
+    /// assert_eq!(LodtFile::from_bytes(&w.finish()?)?.version().to_string(), "1.0");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub format_version: super::Version,
@@ -100,14 +105,15 @@ impl Default for WriteOptions {
 impl WriteOptions {
     /// The options for a format version and a compression as the CLI and
     /// Python spell them (`"1.0"`/`"2.0"`; `"none"`, `"lz4"`, `"zstd"`,
-    /// `"zstd:LEVEL"`): no version means 1.0, or 2.0 when a compression is
-    /// asked for (1.0 has none, so asking for both is an error).
+    /// `"zstd:LEVEL"`): no version means the default, 2.0 (1.0 has no
+    /// compression, so asking for both is an error).
     ///
     /// ```
     /// use lodt::format::{Compression, WriteOptions};
     /// let o = WriteOptions::for_codec(None, "zstd")?;
     /// assert_eq!((o.format_version.to_string(), o.compression), ("2.0".into(), Compression::Zstd { level: 3 }));
-    /// assert_eq!(WriteOptions::for_codec(None, "none")?.format_version.to_string(), "1.0");
+    /// assert_eq!(WriteOptions::for_codec(None, "none")?.format_version.to_string(), "2.0");
+    /// assert_eq!(WriteOptions::for_codec(Some("1.0"), "none")?.format_version.to_string(), "1.0");
     /// assert_eq!(WriteOptions::for_codec(Some("2.0"), "none")?.format_version.to_string(), "2.0");
     /// assert!(WriteOptions::for_codec(Some("1.0"), "lz4").is_err());
     /// # Ok::<(), lodt::format::FormatError>(())
@@ -116,7 +122,6 @@ impl WriteOptions {
         let compression: Compression = compression.parse()?;
         let format_version = match format_version {
             Some(v) => v.parse()?,
-            None if compression != Compression::None => super::Version { major: 2, minor: 0 },
             None => WriteOptions::default().format_version,
         };
         let options = WriteOptions {
@@ -672,7 +677,10 @@ impl<W: Write> Writer<W> {
         });
         self.schema = Some(enc.state);
         self.stats.add(batch);
-        Ok(())
+        // Out to the file up to the last aligned offset, as a 1.0 batch: the
+        // spool would otherwise hold every batch (and keep its buffers alive)
+        // until `finish`.
+        self.drain(false)
     }
 
     /// What this writer wrote so far ([`BatchWriter::stats`](crate::batch::BatchWriter::stats)); an append

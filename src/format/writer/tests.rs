@@ -39,14 +39,24 @@ fn batches() -> Vec<Batch> {
     out
 }
 
+/// The options of a file of major version `major`, not synced.
+fn version(major: u16) -> WriteOptions {
+    WriteOptions {
+        format_version: crate::format::Version { major, minor: 0 },
+        fsync: false,
+        ..Default::default()
+    }
+}
+
 /// A 1.0 file (whose checksums follow the buffers, so they can be computed
 /// while the buffers are written) with the checksum plan `plan`.
 fn write_with(plan: CrcPlan) -> (Vec<u8>, bool) {
-    let v1 = WriteOptions {
-        format_version: crate::format::Version { major: 1, minor: 0 },
-        ..Default::default()
-    };
-    let mut w = Writer::try_new_with(Vec::new(), Default::default(), v1).unwrap();
+    write_version(plan, 1)
+}
+
+/// A file of major version `major` with the checksum plan `plan`.
+fn write_version(plan: CrcPlan, major: u16) -> (Vec<u8>, bool) {
+    let mut w = Writer::try_new_with(Vec::new(), Default::default(), version(major)).unwrap();
     w.crc_plan = plan;
     for b in batches() {
         w.write(&b).unwrap();
@@ -80,20 +90,22 @@ fn checksums_off_the_writing_thread_equal_the_serial_ones() {
 }
 
 /// Files go through the spool (aligned runs, shared buffers held):
-/// their bytes are the ones any other sink gets, created or appended.
+/// their bytes are the ones any other sink gets, created or appended, in
+/// both format versions.
 #[test]
 fn files_hold_the_bytes_any_sink_gets() {
     let dir = tempfile::tempdir().unwrap();
-    let options = WriteOptions {
-        fsync: false,
-        ..Default::default()
-    };
     let serial = CrcPlan {
         offload_min: usize::MAX,
         part: 1,
     };
-    for plan in [serial, CrcPlan::default_for_machine()] {
-        let (expected, _) = write_with(plan);
+    for (plan, major) in [serial, CrcPlan::default_for_machine()]
+        .into_iter()
+        .flat_map(|plan| [(plan, 1), (plan, 2)])
+    {
+        let options = version(major);
+        let (expected, _) = write_version(plan, major);
+        assert_eq!(expected[12], major as u8);
         let path = dir.path().join("f.lodt");
         let mut w = Writer::create_with(&path, Default::default(), options).unwrap();
         w.crc_plan = plan;
@@ -110,6 +122,7 @@ fn files_hold_the_bytes_any_sink_gets() {
         w.finish().unwrap();
         let file = LodtFile::open(&path).unwrap();
         file.verify().unwrap();
+        assert_eq!(file.version().major, major);
         assert_eq!(file.num_batches(), 2 * batches().len());
         let last = file.batch(file.num_batches() - 1).unwrap();
         assert!(last.to_batch().unwrap() == batches().pop().unwrap());
