@@ -116,6 +116,11 @@ enum Use {
 /// How far ahead a scan asks the source to fetch.
 const READ_AHEAD: u64 = 16 << 20;
 
+/// How much of a 2.0 batch is read to find the schema its head holds,
+/// when the file is read through a copy: one request for any head up to
+/// this size (a longer one takes a second).
+const HEAD_GUESS: u64 = 16 << 10;
+
 /// No batch has this number, nor the one after it (so batch 0, touched
 /// first, is not taken for the start of a scan).
 const NOT_A_BATCH: usize = usize::MAX - 1;
@@ -701,14 +706,20 @@ impl LodtFile {
             let (section, offset) = self.section(jj)?;
             super::v2::head_schema(section.bytes(), offset, j)?
         } else {
-            // The head alone: its first 64 bytes tell its length.
+            // The head alone, in one read where it fits in HEAD_GUESS bytes
+            // (a schema is names, dtypes and shapes: small); its first 64
+            // bytes tell its length, and a longer head is read whole after.
             let r = self.batch_range(jj)?;
             let source = self.source.as_ref();
             let ctx = || format!("reading the head of batch {j} of {}", source.describe());
-            let first = read_one(source, r.start..r.end.min(r.start + STRUCT_LEN), ctx)?;
+            let first = read_one(source, r.start..r.end.min(r.start + HEAD_GUESS), ctx)?;
             let (_, head_len) = super::v2::parse_fixed(first.as_slice(), r.start, j)?;
-            let head = read_one(source, r.start..(r.start + head_len).min(r.end), ctx)?;
-            super::v2::head_schema(head.as_slice(), r.start, j)?
+            if head_len <= first.len() as u64 {
+                super::v2::head_schema(first.as_slice(), r.start, j)?
+            } else {
+                let head = read_one(source, r.start..(r.start + head_len).min(r.end), ctx)?;
+                super::v2::head_schema(head.as_slice(), r.start, j)?
+            }
         };
         if let Ok(mut last) = self.last_schema.lock() {
             *last = Some((j, schema.clone()));
