@@ -424,10 +424,10 @@ fn every_advice_reads_the_same_through_a_map_and_positional_reads() {
 /// read through the source equals the batch in memory.
 #[test]
 fn a_schema_longer_than_the_first_read_of_its_head_takes_a_second_read() {
-    let tensors: Vec<(String, LodTensor)> = (0..600)
+    let tensors: Vec<(String, LodTensor)> = (0..600i32)
         .map(|i| {
             let lod = Lod::try_from_lengths(&[vec![2]]).unwrap();
-            let t = LodTensor::from_vec(vec![i as i32; 2], vec![2], lod).unwrap();
+            let t = LodTensor::from_vec(vec![i; 2], vec![2], lod).unwrap();
             (format!("a_rather_long_tensor_name_number_{i:04}"), t)
         })
         .collect();
