@@ -170,15 +170,17 @@ impl Offsets {
     }
 }
 
+/// `PEERS_FORMAT=1.0|2.0` writes that format version instead of the
+/// writer's default.
 fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) -> Res<()> {
-    let mut w = Writer::create_with(
-        path,
-        BTreeMap::new(),
-        WriteOptions {
-            fsync,
-            ..Default::default()
-        },
-    )?;
+    let mut options = WriteOptions {
+        fsync,
+        ..Default::default()
+    };
+    if let Ok(v) = std::env::var("PEERS_FORMAT") {
+        options.format_version = v.parse()?;
+    }
+    let mut w = Writer::create_with(path, BTreeMap::new(), options)?;
     for b in batches {
         w.write(b)?;
     }
