@@ -4,14 +4,7 @@
 use super::super::layout::crc32;
 use crate::buffer::Buffer;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
-use std::sync::mpsc::{self, TryRecvError};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
-
-/// How long the checksum thread polls for the next job before it blocks
-/// (a writer sends one batch's jobs every 0.1 to 1 ms), and how often.
-const POLL_FOR: Duration = Duration::from_millis(2);
-const POLL_STEP: Duration = Duration::from_micros(20);
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 
 /// How the writer computes checksums: buffers of at least `offload_min`
 /// bytes (that live in a shared [`Buffer`]) are checksummed on a helper
@@ -90,28 +83,7 @@ impl CrcThread {
         let handle = std::thread::Builder::new()
             .name("lodt-crc".into())
             .spawn(move || {
-                // Between a writer's batches the thread polls the queue for a
-                // while before it blocks on it: a job sent to a thread that
-                // blocks costs the writer a system call (and the machine an
-                // interrupt) to wake it, once per batch.
-                let mut idle: Option<Instant> = None;
-                loop {
-                    let job = match rx.try_recv() {
-                        Ok(job) => job,
-                        Err(TryRecvError::Disconnected) => return,
-                        Err(TryRecvError::Empty) => {
-                            let since = *idle.get_or_insert_with(Instant::now);
-                            if since.elapsed() < POLL_FOR {
-                                std::thread::sleep(POLL_STEP);
-                                continue;
-                            }
-                            match rx.recv() {
-                                Ok(job) => job,
-                                Err(_) => return,
-                            }
-                        }
-                    };
-                    idle = None;
+                for job in rx {
                     job.run(&theirs);
                 }
             })
