@@ -25,6 +25,8 @@
 //!                                    core, all cores; in memory and mapped)
 //! peers overhead                     per-batch overhead of 70-word batches
 //! peers write-only DIR REPS          the writer alone (for a profiler)
+//! peers verify-only DIR REPS [verify] verify data.lodt (for a profiler),
+//!                                    next to a two-core CRC unless `verify`
 //! peers write-pattern DIR REPS       data.lodt's bytes written with the writer's
 //!                                    call boundaries (rounded down to
 //!                                    CUT_ALIGN bytes) against 1 MiB calls
@@ -168,15 +170,17 @@ impl Offsets {
     }
 }
 
+/// `PEERS_FORMAT=1.0|2.0` writes that format version instead of the
+/// writer's default.
 fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) -> Res<()> {
-    let mut w = Writer::create_with(
-        path,
-        BTreeMap::new(),
-        WriteOptions {
-            fsync,
-            ..Default::default()
-        },
-    )?;
+    let mut options = WriteOptions {
+        fsync,
+        ..Default::default()
+    };
+    if let Ok(v) = std::env::var("PEERS_FORMAT") {
+        options.format_version = v.parse()?;
+    }
+    let mut w = Writer::create_with(path, BTreeMap::new(), options)?;
     for b in batches {
         w.write(b)?;
     }
@@ -717,6 +721,26 @@ fn main() -> Res<()> {
                 }
             }
             let _ = std::fs::remove_file(&path);
+            Ok(())
+        }
+        Some("verify-only") => {
+            // Profiling aid: open and verify data.lodt `reps` times, each
+            // timed, next to the two-core CRC of its bytes mapped.
+            let path = dir(1)?.join("data.lodt");
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            for _ in 0..reps(2) {
+                let t = Instant::now();
+                LodtFile::open_with(&path, &read_options())?.verify()?;
+                let lodt = t.elapsed().as_secs_f64() * 1e3;
+                if args.get(3).is_some_and(|a| a == "verify") {
+                    println!("verify {lodt:.1} ms");
+                    continue;
+                }
+                let t = Instant::now();
+                crc32_mapped(&path, cores)?;
+                let crc = t.elapsed().as_secs_f64() * 1e3;
+                println!("verify {lodt:.1} ms, crc32 mapped {crc:.1} ms");
+            }
             Ok(())
         }
         Some("write-only") => {

@@ -829,16 +829,24 @@ pub(crate) struct Encoded<'b> {
     pub state: SchemaState,
 }
 
+/// Computes the checksums of a batch's buffers (see [`encode`]).
+pub(crate) type Checksums<'b, 'f> =
+    dyn FnMut(&[Cow<'b, [u8]>], &[Option<Buffer>]) -> Result<Vec<u32>> + 'f;
+
 /// Encodes batch `index` of a 2.0 file, to start at file offset `start`:
 /// its schema (a new one in its head if it differs from `state`'s, which it
 /// the returned state then replaces), its buffers compressed as `compression` says (each kept
-/// only if smaller; none above [`MAX_DECODED_BATCH`]).
+/// only if smaller; none above [`MAX_DECODED_BATCH`]). The checksums of the
+/// buffers as stored come from `checksums` (given each buffer's bytes and,
+/// when they are one, the shared [`Buffer`] holding them; the writer
+/// computes large ones on its checksum thread), one per buffer.
 pub(crate) fn encode<'b>(
     batch: &'b Batch,
     index: u64,
     start: u64,
     state: &Option<SchemaState>,
     compression: Compression,
+    checksums: &mut Checksums<'b, '_>,
 ) -> Result<Encoded<'b>> {
     let schema = Schema::of(batch);
     for (t, st) in schema.tensors.iter().enumerate() {
@@ -964,15 +972,20 @@ pub(crate) fn encode<'b>(
             }
         }
     }
-    let mut crcs = Vec::with_capacity(buffers.len());
-    for (b, &codec) in buffers.iter().zip(&codecs) {
+    let crcs = checksums(&buffers, &shared)?;
+    if crcs.len() != buffers.len() {
+        return Err(FormatError::Unwritable(format!(
+            "internal error: {} checksums for {} buffers",
+            crcs.len(),
+            buffers.len()
+        )));
+    }
+    for ((b, &codec), crc) in buffers.iter().zip(&codecs).zip(&crcs) {
         rec.push(codec);
         if codec != 0 {
             put_varint(&mut rec, b.len() as u64);
         }
-        let crc = super::section::crc32_large(b);
         rec.extend_from_slice(&crc.to_le_bytes());
-        crcs.push(crc);
     }
     let head_len = HEAD_FIXED + rec.len() + 4;
     let head_len32 = u32::try_from(head_len)

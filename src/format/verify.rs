@@ -3,10 +3,13 @@
 //!
 //! The parallel check splits the file into pieces (each batch, and each
 //! [`PIECE`] bytes of a larger batch) that the calling thread and helper
-//! threads claim in file order. The calling thread also takes the results
-//! in file order (between pieces of its own): it combines the checksums of
-//! buffers split across pieces, reports progress, and stops at the first
-//! failure in file order, the one a serial check finds.
+//! threads claim in file order from one counter; nobody waits for anyone
+//! to claim. The worker that checks a batch's last piece decodes it (2.0,
+//! compressed buffers) and drops its bytes. The calling thread also takes
+//! the results in file order (between pieces of its own, without blocking
+//! while it has pieces to check): it combines the checksums of buffers
+//! split across pieces, reports progress, and stops at the first failure
+//! in file order, the one a serial check finds.
 
 use super::LodtFile;
 use super::error::{FormatError, Location, Part, Result};
@@ -16,7 +19,7 @@ use crate::buffer::Buffer;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 /// What [`verify`] checked.
 ///
@@ -63,11 +66,6 @@ const PIECE: usize = 4 << 20;
 /// Files smaller than this are checked on the calling thread alone (starting
 /// threads would cost more than it saves).
 const PARALLEL_MIN: u64 = 8 << 20;
-
-/// How many pieces may be claimed ahead of the first one whose result the
-/// calling thread has not taken, per thread (bounds the batches held in
-/// memory, which for positional reads are copies).
-const AHEAD_PER_THREAD: usize = 8;
 
 impl LodtFile {
     /// Checks every byte of the file: the header, footer and index (already
@@ -132,21 +130,12 @@ impl LodtFile {
         } else {
             self.verify_parallel(threads, piece.max(1), &mut report, progress)?;
         }
-        // 2.0 batches with compressed buffers: each decodes to its recorded
-        // lengths, and the decoded LoD and bodies follow the rules. (A 1.0
-        // file has none: its batches are not read a second time.)
-        let compressed_possible = self.version().major >= 2;
-        for k in (0..self.num_batches()).filter(|_| compressed_possible) {
-            let (meta, bytes, _) = self.checked_batch(k)?;
-            if meta.decoded_len.is_some() {
-                super::v2::decode(bytes.as_slice(), meta)?;
-            }
-        }
         progress(report.file_bytes, report.file_bytes);
         Ok(report)
     }
 
-    /// The check on the calling thread: batch after batch, buffer after buffer.
+    /// The check on the calling thread: batch after batch, buffer after
+    /// buffer, then (a 2.0 batch with compressed buffers) the batch decoded.
     fn verify_serial(
         &self,
         report: &mut VerifyReport,
@@ -161,14 +150,15 @@ impl LodtFile {
                 done += n;
                 progress(done, total);
             })?;
+            decode_check(bytes.as_slice(), meta)?;
             report.tensors += meta.tensors.len();
             report.body_bytes += meta.body_bytes();
         }
         Ok(())
     }
 
-    /// The check on `threads` workers, whose results the calling thread takes
-    /// in file order.
+    /// The check on `threads` workers (the calling thread one of them),
+    /// whose results the calling thread takes in file order.
     fn verify_parallel(
         &self,
         threads: usize,
@@ -177,25 +167,25 @@ impl LodtFile {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<()> {
         let pieces = self.pieces(piece);
-        let slots: Vec<Mutex<Slot<'_>>> = (0..self.num_batches())
-            .map(|_| Mutex::new(Slot::Empty))
-            .collect();
+        let batches = self.num_batches();
+        let mut left = vec![0usize; batches];
+        for p in &pieces {
+            if let Some(n) = left.get_mut(p.k) {
+                *n += 1;
+            }
+        }
         let shared = Shared {
             file: self,
             pieces: &pieces,
-            slots: &slots,
+            slots: (0..batches).map(|_| Mutex::new(Slot::Empty)).collect(),
+            left: left.into_iter().map(AtomicUsize::new).collect(),
+            decoded: (0..batches).map(|_| Mutex::new(None)).collect(),
+            results: (0..pieces.len()).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
-            taken: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            done: Mutex::new(Done {
-                results: (0..pieces.len()).map(|_| None).collect(),
-                helpers_waiting: 0,
-            }),
-            room: Condvar::new(),
-            window: AHEAD_PER_THREAD * threads,
+            caller: std::thread::current(),
         };
-        // The calling thread is one of the `threads`.
-        let helpers = (threads - 1).min(pieces.len());
+        let helpers = (threads - 1).min(pieces.len().saturating_sub(1));
         std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(helpers);
             for _ in 0..helpers {
@@ -204,20 +194,13 @@ impl LodtFile {
                     handles.push(h);
                 }
             }
-            let result = shared.drive(report, progress);
-            // Stop the helpers (after an error), waking any waiting for room.
+            let result = shared.drive(&handles, report, progress);
+            // Stop the helpers (after an error).
             shared.stop.store(true, Ordering::Relaxed);
-            {
-                let _done = lock(&shared.done);
-                shared.room.notify_all();
-            }
             let mut joined = Ok(());
             for h in handles {
                 if h.join().is_err() {
-                    joined = Err(FormatError::io(
-                        format!("verifying {}", self.source().describe()),
-                        std::io::Error::other("a checking thread panicked"),
-                    ));
+                    joined = Err(panicked(self));
                 }
             }
             result.and(joined)
@@ -245,6 +228,24 @@ impl LodtFile {
     }
 }
 
+/// A 2.0 batch with compressed buffers decodes to its recorded lengths, and
+/// its decoded LoD and bodies follow the rules (a batch with none: nothing
+/// to do).
+fn decode_check(section: &[u8], meta: &BatchMeta) -> Result<()> {
+    if meta.decoded_len.is_some() {
+        super::v2::decode(section, meta)?;
+    }
+    Ok(())
+}
+
+/// The error of a checking thread that panicked.
+fn panicked(file: &LodtFile) -> FormatError {
+    FormatError::io(
+        format!("verifying {}", file.source().describe()),
+        std::io::Error::other("a checking thread panicked"),
+    )
+}
+
 /// One piece of the check: bytes `range` of batch `k`'s section.
 struct PieceJob {
     k: usize,
@@ -256,13 +257,13 @@ struct PieceJob {
 }
 
 /// A batch as the workers share it: parsed once, by the first worker that
-/// needs it, and released by the calling thread once checked.
+/// needs it, and released by the worker that checks its last piece.
 enum Slot<'a> {
     Empty,
     Ready(&'a BatchMeta, Buffer, u64),
     /// The batch does not parse: the error, taken by the calling thread.
     Failed(Option<FormatError>),
-    Released,
+    Released(&'a BatchMeta, u64),
 }
 
 /// What a worker found in one piece, in file order.
@@ -284,27 +285,28 @@ enum Outcome {
     Failed,
 }
 
-struct Done {
-    /// The result of each piece, until the calling thread takes it.
-    results: Vec<Option<Outcome>>,
-    /// How many helpers sleep until there is room to claim a piece.
-    helpers_waiting: usize,
-}
-
+/// What the workers share. Pieces are claimed in file order from one
+/// counter; each result goes to its own slot, which the calling thread
+/// takes in file order. Nobody waits for room: a batch's bytes (a copy,
+/// for positional reads) are dropped as soon as its last piece is checked,
+/// so at most one batch per worker is held.
 struct Shared<'a> {
     file: &'a LodtFile,
     pieces: &'a [PieceJob],
-    slots: &'a [Mutex<Slot<'a>>],
+    slots: Vec<Mutex<Slot<'a>>>,
+    /// Per batch, how many of its pieces are not checked yet.
+    left: Vec<AtomicUsize>,
+    /// Per batch, the decoding check (2.0 with compressed buffers), run by
+    /// the worker that checks the batch's last piece, before it stores that
+    /// piece's result.
+    decoded: Vec<Mutex<Option<Result<()>>>>,
+    /// The result of each piece, until the calling thread takes it.
+    results: Vec<Mutex<Option<Outcome>>>,
     /// The next piece to claim.
     next: AtomicUsize,
-    /// How many results the calling thread has taken (changed under `done`).
-    taken: AtomicUsize,
     stop: AtomicBool,
-    done: Mutex<Done>,
-    /// Signals room to claim pieces to the helpers.
-    room: Condvar,
-    /// How far ahead of `taken` pieces may be claimed.
-    window: usize,
+    /// The calling thread, woken when a result is stored.
+    caller: std::thread::Thread,
 }
 
 /// Locks `m`, ignoring poisoning (a helper that panicked is reported by `join`).
@@ -312,114 +314,44 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// What claiming a piece gave.
-enum Claim {
-    Piece(usize),
-    /// Every piece is claimed.
-    NoneLeft,
-    /// The next piece is too far ahead of the results taken.
-    NoRoom,
-}
-
 impl<'a> Shared<'a> {
-    /// Claims the next piece, if there is room for it.
-    fn claim(&self) -> Claim {
-        let mut n = self.next.load(Ordering::Relaxed);
-        loop {
-            if n >= self.pieces.len() {
-                return Claim::NoneLeft;
-            }
-            if n >= self.taken.load(Ordering::Acquire) + self.window {
-                return Claim::NoRoom;
-            }
-            match self
-                .next
-                .compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return Claim::Piece(n),
-                Err(now) => n = now,
-            }
+    /// Claims the next piece (`None`: none left, or stopped).
+    fn claim(&self) -> Option<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return None;
         }
+        let j = self.next.fetch_add(1, Ordering::Relaxed);
+        (j < self.pieces.len()).then_some(j)
     }
 
-    /// Checks piece `j` and stores its result, waking the calling thread if
-    /// it waits.
+    /// Checks piece `j` and stores its result.
     fn run(&self, j: usize) {
         let Some(piece) = self.pieces.get(j) else {
             return;
         };
         let outcome = self.check(piece);
-        let mut done = lock(&self.done);
-        // Not if the calling thread has taken piece `j` already (it checked
-        // it itself).
-        if j >= self.taken.load(Ordering::Acquire)
-            && let Some(r) = done.results.get_mut(j)
-        {
-            *r = Some(outcome);
+        if let Some(r) = self.results.get(j) {
+            *lock(r) = Some(outcome);
         }
     }
 
     /// A helper thread: claims pieces in order and checks them.
     fn help(&self) {
-        while !self.stop.load(Ordering::Relaxed) {
-            match self.claim() {
-                Claim::Piece(j) => self.run(j),
-                Claim::NoneLeft => return,
-                Claim::NoRoom => {
-                    let mut done = lock(&self.done);
-                    // `taken` only changes under the lock: no wake-up is missed.
-                    let room = self.next.load(Ordering::Relaxed)
-                        < self.taken.load(Ordering::Acquire) + self.window;
-                    if !room && !self.stop.load(Ordering::Relaxed) {
-                        done.helpers_waiting += 1;
-                        done = self.room.wait(done).unwrap_or_else(|e| e.into_inner());
-                        done.helpers_waiting -= 1;
-                    }
-                }
-            }
+        while let Some(j) = self.claim() {
+            self.run(j);
+            self.caller.unpark();
         }
     }
 
-    /// The result of piece `j`, checking pieces on this thread while it is
-    /// not ready.
-    fn result(&self, j: usize) -> Option<Outcome> {
-        loop {
-            {
-                let mut done = lock(&self.done);
-                if let Some(outcome) = done.results.get_mut(j).and_then(Option::take) {
-                    self.taken.store(j + 1, Ordering::Release);
-                    if done.helpers_waiting > 0 {
-                        self.room.notify_all();
-                    }
-                    return Some(outcome);
-                }
-            }
-            match self.claim() {
-                Claim::Piece(c) => self.run(c),
-                Claim::NoneLeft | Claim::NoRoom => {
-                    // Piece `j` is claimed by a helper, which may not even be
-                    // running (on a busy machine): check it here too rather
-                    // than wait. The first result is used; the other is
-                    // dropped.
-                    let outcome = self.check(self.pieces.get(j)?);
-                    let done = lock(&self.done);
-                    self.taken.store(j + 1, Ordering::Release);
-                    if done.helpers_waiting > 0 {
-                        self.room.notify_all();
-                    }
-                    return Some(outcome);
-                }
-            }
-        }
-    }
-
-    /// Checks one piece: parses its batch if no worker has yet, then checks
-    /// the padding and computes the checksums of the buffer parts in it.
+    /// Checks one piece: parses its batch if no worker has yet, checks the
+    /// padding and computes the checksums of the buffer parts in it; after
+    /// the batch's last piece, decodes it (compressed buffers) and drops its
+    /// bytes.
     fn check(&self, piece: &PieceJob) -> Outcome {
         let Some(slot) = self.slots.get(piece.k) else {
             return Outcome::Failed;
         };
-        let (meta, section, offset) = {
+        let ready = {
             let mut slot = lock(slot);
             if let Slot::Empty = *slot {
                 *slot = match self.file.checked_batch(piece.k) {
@@ -428,89 +360,164 @@ impl<'a> Shared<'a> {
                 };
             }
             match &*slot {
-                Slot::Ready(meta, section, offset) => (*meta, section.clone(), *offset),
-                _ => return Outcome::Failed,
+                Slot::Ready(meta, section, offset) => Some((*meta, section.clone(), *offset)),
+                _ => None,
             }
         };
-        Outcome::Events(piece_events(
-            section.as_slice(),
-            meta,
-            offset,
-            piece.range.clone(),
-        ))
+        let outcome = match &ready {
+            Some((meta, section, offset)) => Outcome::Events(piece_events(
+                section.as_slice(),
+                meta,
+                *offset,
+                piece.range.clone(),
+            )),
+            None => Outcome::Failed,
+        };
+        let finished = self
+            .left
+            .get(piece.k)
+            .is_some_and(|n| n.fetch_sub(1, Ordering::AcqRel) == 1);
+        if finished && let Some((meta, section, offset)) = ready {
+            if let Some(d) = self.decoded.get(piece.k) {
+                *lock(d) = Some(decode_check(section.as_slice(), meta));
+            }
+            // Checked: drop the batch's bytes.
+            *lock(slot) = Slot::Released(meta, offset);
+        }
+        outcome
     }
 
-    /// The calling thread: takes the pieces' results in file order (checking
-    /// pieces itself while the next result is not ready), combines the
-    /// checksums of split buffers, reports progress, and returns the first
-    /// failure.
-    fn drive(&self, report: &mut VerifyReport, progress: &mut dyn FnMut(u64, u64)) -> Result<()> {
+    /// Takes the result of piece `j` if it is there.
+    fn take(&self, j: usize) -> Option<Outcome> {
+        self.results.get(j).and_then(|r| lock(r).take())
+    }
+
+    /// The calling thread: checks pieces, and between them takes the
+    /// pieces' results in file order, combining the checksums of split
+    /// buffers, reporting progress, and returning the first failure.
+    fn drive(
+        &self,
+        helpers: &[std::thread::ScopedJoinHandle<'_, ()>],
+        report: &mut VerifyReport,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<()> {
         let total = self.file.file_size();
-        // The buffer whose parts are being combined.
-        let mut open: Option<(usize, crc32fast::Hasher)> = None;
-        for (j, piece) in self.pieces.iter().enumerate() {
-            let Some(outcome) = self.result(j) else {
-                continue;
-            };
-            let Some(slot) = self.slots.get(piece.k) else {
-                continue;
-            };
-            let events = match outcome {
-                Outcome::Events(events) => events,
-                Outcome::Failed => {
-                    return Err(match &mut *lock(slot) {
-                        Slot::Failed(e) => e.take(),
-                        _ => None,
-                    }
-                    .unwrap_or_else(|| {
-                        FormatError::corrupt(
-                            Location::batch(piece.k as u64, Part::BatchHeader),
-                            "the batch does not parse",
-                        )
-                    }));
-                }
-            };
-            let (meta, offset) = match &*lock(slot) {
-                Slot::Ready(meta, _, offset) => (*meta, *offset),
-                _ => continue,
-            };
-            if piece.first {
-                open = None;
+        let mut order = InOrder::default();
+        while order.next < self.pieces.len() {
+            // Every result that is ready, in order.
+            while let Some(outcome) = self.take(order.next) {
+                order.take(self, outcome, report, progress, total)?;
             }
-            for event in events {
-                match event {
-                    Event::Gap(r) => r?,
-                    Event::Buffer { i, crc, ends } => {
-                        let crc = match open.take() {
-                            Some((o, mut sofar)) if o == i => {
-                                sofar.combine(&crc);
-                                sofar
-                            }
-                            _ => crc,
-                        };
-                        if !ends {
-                            open = Some((i, crc));
-                            continue;
-                        }
-                        let (found, expected) =
-                            (crc.finalize(), meta.buffers.get(i).map_or(0, |b| b.crc));
-                        if found != expected {
-                            return Err(FormatError::Checksum {
-                                at: section::buffer_location(meta, i),
-                                expected,
-                                found,
-                            });
-                        }
+            if order.next >= self.pieces.len() {
+                break;
+            }
+            match self.claim() {
+                Some(j) => self.run(j),
+                None => {
+                    // The next result is a helper's, still being checked:
+                    // wait for it (woken when a result is stored). A helper
+                    // that ended without storing it panicked.
+                    if helpers.iter().all(|h| h.is_finished())
+                        && self
+                            .results
+                            .get(order.next)
+                            .is_some_and(|r| lock(r).is_none())
+                    {
+                        return Err(panicked(self.file));
                     }
+                    std::thread::park_timeout(std::time::Duration::from_millis(10));
                 }
             }
-            progress(offset + piece.range.end as u64, total);
-            if piece.last {
-                report.tensors += meta.tensors.len();
-                report.body_bytes += meta.body_bytes();
-                // Checked: drop the batch's bytes (a copy, for positional reads).
-                *lock(slot) = Slot::Released;
+        }
+        Ok(())
+    }
+}
+
+/// The calling thread's walk over the results in file order.
+#[derive(Default)]
+struct InOrder {
+    /// The next piece whose result to take.
+    next: usize,
+    /// The buffer whose parts are being combined.
+    open: Option<(usize, crc32fast::Hasher)>,
+}
+
+impl InOrder {
+    /// Takes the result of piece `self.next`.
+    fn take(
+        &mut self,
+        shared: &Shared<'_>,
+        outcome: Outcome,
+        report: &mut VerifyReport,
+        progress: &mut dyn FnMut(u64, u64),
+        total: u64,
+    ) -> Result<()> {
+        let j = self.next;
+        self.next += 1;
+        let (Some(piece), Some(slot)) = (
+            shared.pieces.get(j),
+            shared.pieces.get(j).and_then(|p| shared.slots.get(p.k)),
+        ) else {
+            return Ok(());
+        };
+        let events = match outcome {
+            Outcome::Events(events) => events,
+            Outcome::Failed => {
+                return Err(match &mut *lock(slot) {
+                    Slot::Failed(e) => e.take(),
+                    _ => None,
+                }
+                .unwrap_or_else(|| {
+                    FormatError::corrupt(
+                        Location::batch(piece.k as u64, Part::BatchHeader),
+                        "the batch does not parse",
+                    )
+                }));
             }
+        };
+        let (meta, offset) = match &*lock(slot) {
+            Slot::Ready(meta, _, offset) | Slot::Released(meta, offset) => (*meta, *offset),
+            _ => return Ok(()),
+        };
+        if piece.first {
+            self.open = None;
+        }
+        for event in events {
+            match event {
+                Event::Gap(r) => r?,
+                Event::Buffer { i, crc, ends } => {
+                    let crc = match self.open.take() {
+                        Some((o, mut sofar)) if o == i => {
+                            sofar.combine(&crc);
+                            sofar
+                        }
+                        _ => crc,
+                    };
+                    if !ends {
+                        self.open = Some((i, crc));
+                        continue;
+                    }
+                    let (found, expected) =
+                        (crc.finalize(), meta.buffers.get(i).map_or(0, |b| b.crc));
+                    if found != expected {
+                        return Err(FormatError::Checksum {
+                            at: section::buffer_location(meta, i),
+                            expected,
+                            found,
+                        });
+                    }
+                }
+            }
+        }
+        progress(offset + piece.range.end as u64, total);
+        if piece.last {
+            // Every piece of the batch is taken, so the worker that checked
+            // the last of them stored the decoding check first.
+            if let Some(r) = shared.decoded.get(piece.k).and_then(|d| lock(d).take()) {
+                r?;
+            }
+            report.tensors += meta.tensors.len();
+            report.body_bytes += meta.body_bytes();
         }
         Ok(())
     }
@@ -571,35 +578,104 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::layout::crc32;
+    use crate::format::v2::{Codec, Compression};
+    use crate::format::writer::footer_bytes;
+    use crate::format::{Version, WriteOptions, Writer};
     use crate::{Batch, Lod, LodTensor};
+    use zerocopy::little_endian::U32;
 
     /// The piece size of the tests: small, so that small files have buffers
     /// and padding split across pieces.
     const TEST_PIECE: usize = 1000;
 
-    /// A file of `n` batches of varied sizes: some of many pieces, with
+    /// Batch `k` of the test files: varied sizes, some of many pieces, with
     /// buffers split across pieces, empty tensors and buffers.
+    fn batch(k: usize) -> Batch {
+        let rows = match k % 4 {
+            0 => 3,
+            1 => 1500,
+            2 => 0,
+            _ => 700,
+        };
+        let values: Vec<f32> = (0..rows).map(|i| (i * 7 + k) as f32).collect();
+        let lod = if rows == 0 {
+            Lod::empty()
+        } else {
+            Lod::try_from_lengths(&[vec![1, rows as u64 - 1]]).unwrap()
+        };
+        let x = LodTensor::from_vec(values, vec![rows], lod).unwrap();
+        let y = LodTensor::from_vec(vec![k as u8; k % 5], vec![k % 5], Lod::empty()).unwrap();
+        Batch::try_from_tensors([("x", x), ("y", y)]).unwrap()
+    }
+
+    /// A file of `n` batches (see [`batch`]).
     fn file(n: usize) -> Vec<u8> {
         let mut w = crate::format::Writer::try_new(Vec::new(), Default::default()).unwrap();
         for k in 0..n {
-            let rows = match k % 4 {
-                0 => 3,
-                1 => 1500,
-                2 => 0,
-                _ => 700,
-            };
-            let values: Vec<f32> = (0..rows).map(|i| (i * 7 + k) as f32).collect();
-            let lod = if rows == 0 {
-                Lod::empty()
-            } else {
-                Lod::try_from_lengths(&[vec![1, rows as u64 - 1]]).unwrap()
-            };
-            let x = LodTensor::from_vec(values, vec![rows], lod).unwrap();
-            let y = LodTensor::from_vec(vec![k as u8; k % 5], vec![k % 5], Lod::empty()).unwrap();
-            w.write(&Batch::try_from_tensors([("x", x), ("y", y)]).unwrap())
-                .unwrap();
+            w.write(&batch(k)).unwrap();
         }
         w.finish().unwrap()
+    }
+
+    /// A 2.0 file of `n` batches (see [`batch`]), compressed.
+    fn compressed_file(n: usize, compression: Compression) -> Vec<u8> {
+        let options = WriteOptions {
+            fsync: false,
+            format_version: Version { major: 2, minor: 0 },
+            compression,
+        };
+        let mut w = Writer::try_new_with(Vec::new(), Default::default(), options).unwrap();
+        for k in 0..n {
+            w.write(&batch(k)).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    /// `bytes` (a 2.0 file) with the first compressed buffer of batch `k`
+    /// overwritten by bytes no codec decodes (all 0xff), and every checksum
+    /// over it sealed again: the buffer's in the head, the head's, the
+    /// index entry's and the footer's. Only decoding finds it.
+    fn spoil_compressed(bytes: &[u8], k: usize) -> Vec<u8> {
+        let f = LodtFile::from_bytes(bytes).unwrap();
+        let (meta, _, offset) = f.checked_batch(k).unwrap();
+        let i = meta
+            .buffers
+            .iter()
+            .position(|b| b.codec != Codec::None)
+            .expect("a compressed buffer");
+        let mut out = bytes.to_vec();
+        let at = |r: Range<usize>| offset as usize + r.start..offset as usize + r.end;
+        let range = at(meta.buffers[i].range.clone());
+        out[range.clone()].fill(0xff);
+        let (old, new) = (meta.buffers[i].crc, crc32(&out[range]));
+        // The buffer's checksum, in the head's record.
+        let head_len = super::super::v2::parse_fixed(&out[at(0..64)], offset, k as u64)
+            .unwrap()
+            .1 as usize;
+        let head = at(0..head_len);
+        let record = &mut out[head.start + super::super::v2::HEAD_FIXED..head.end - 4];
+        let hits: Vec<usize> = (0..record.len() - 3)
+            .filter(|&p| record[p..p + 4] == old.to_le_bytes())
+            .collect();
+        assert_eq!(hits.len(), 1, "the old checksum once in the record");
+        record[hits[0]..hits[0] + 4].copy_from_slice(&new.to_le_bytes());
+        let head_crc = crc32(&out[head.start..head.end - 4]);
+        out[head.end - 4..head.end].copy_from_slice(&head_crc.to_le_bytes());
+        // The index entry and the footer.
+        let table: Vec<u8> = meta
+            .buffers
+            .iter()
+            .enumerate()
+            .flat_map(|(j, b)| if j == i { new } else { b.crc }.to_le_bytes())
+            .collect();
+        let mut entries = f.entries().to_vec();
+        entries[k].header_crc = U32::new(head_crc);
+        entries[k].table_crc = U32::new(crc32(&table));
+        let footer = f.footer_offset();
+        out.truncate(footer as usize);
+        out.extend_from_slice(&footer_bytes(&entries, footer));
+        out
     }
 
     /// The first error (as text) of the serial and of the parallel check.
@@ -701,5 +777,46 @@ mod tests {
         let (s, p) = both(&bad);
         assert!(s.contains("padding"), "{s}");
         assert_eq!(s, p);
+    }
+
+    #[test]
+    fn compressed_files_verify_in_parallel_as_serially() {
+        for c in [Compression::Lz4, Compression::Zstd { level: 3 }] {
+            let bytes = compressed_file(9, c);
+            let (s, p) = both(&bytes);
+            assert!(s.starts_with("ok"), "{c}: {s}");
+            assert_eq!(s, p, "{c}");
+            assert!(
+                LodtFile::from_bytes(&bytes)
+                    .unwrap()
+                    .checked_batch(1)
+                    .unwrap()
+                    .0
+                    .decoded_len
+                    .is_some(),
+                "{c}: batch 1 is compressed"
+            );
+        }
+    }
+
+    #[test]
+    fn a_compressed_buffer_that_does_not_decode_is_found_in_file_order() {
+        for c in [Compression::Lz4, Compression::Zstd { level: 3 }] {
+            let good = compressed_file(9, c);
+            // Batch 5 (1,500 rows: several pieces) does not decode.
+            let bad = spoil_compressed(&good, 5);
+            let (s, p) = both(&bad);
+            assert!(s.contains("batch 5"), "{c}: {s}");
+            assert!(!s.to_lowercase().contains("checksum"), "{c}: {s}");
+            assert_eq!(s, p, "{c}");
+            // And a checksum failure in a later batch: the decoding failure
+            // comes first in file order, and is reported.
+            let mut two = bad.clone();
+            let later = LodtFile::from_bytes(&bad).unwrap().batch_range(7).unwrap();
+            two[(later.end - 100) as usize] ^= 0x40;
+            let (s2, p2) = both(&two);
+            assert_eq!(s2, s, "{c}");
+            assert_eq!(p2, s, "{c}");
+        }
     }
 }

@@ -131,11 +131,13 @@ impl CrcThread {
         }
         let mut h = crc32fast::Hasher::new();
         for job in jobs {
-            let mut guard = self.done.0.lock().unwrap_or_else(|e| e.into_inner());
-            while job.state.load(Ordering::Acquire) != DONE {
-                guard = self.done.1.wait(guard).unwrap_or_else(|e| e.into_inner());
+            // Done (the usual case): no lock, which the thread would wait for.
+            if job.state.load(Ordering::Acquire) != DONE {
+                let mut guard = self.done.0.lock().unwrap_or_else(|e| e.into_inner());
+                while job.state.load(Ordering::Acquire) != DONE {
+                    guard = self.done.1.wait(guard).unwrap_or_else(|e| e.into_inner());
+                }
             }
-            drop(guard);
             let part = crc32fast::Hasher::new_with_initial_len(
                 job.crc.load(Ordering::Relaxed),
                 job.bytes.len() as u64,

@@ -592,7 +592,7 @@ impl<W: Write> Writer<W> {
         let plan = plan_batch(batch, self.entries.len() as u64, self.pos)?;
         // Large buffers go to the checksum thread first, to be checksummed
         // while this thread writes the header and the buffers.
-        let offloaded = self.offload(&plan);
+        let offloaded = self.offload(&plan.shared);
         let start = self.pos;
         self.put(plan.header.as_bytes())?;
         self.put(&plan.meta)?;
@@ -653,8 +653,16 @@ impl<W: Write> Writer<W> {
     /// computed first), then its buffers, raw ones 64-aligned.
     fn write_v2(&mut self, batch: &Batch) -> Result<()> {
         let index = self.entries.len() as u64;
-        let enc = v2::encode(batch, index, self.pos, &self.schema, self.compression)?;
+        let state = self.schema.clone();
         let start = self.pos;
+        let enc = v2::encode(
+            batch,
+            index,
+            start,
+            &state,
+            self.compression,
+            &mut |buffers, shared| self.checksums_v2(buffers, shared),
+        )?;
         self.put(&enc.head)?;
         for ((b, shared), &at) in enc.buffers.iter().zip(&enc.shared).zip(&enc.offsets) {
             self.pad_to(at)?;
@@ -698,13 +706,36 @@ impl<W: Write> Writer<W> {
         self.stats
     }
 
-    /// Sends the parts of each large, shared buffer of `plan` to the checksum
-    /// thread (started if need be); returns their jobs, per buffer (`None`:
-    /// checksummed on this thread).
-    fn offload(&mut self, plan: &Plan<'_>) -> Vec<Option<Vec<Arc<CrcJob>>>> {
+    /// The checksums of a 2.0 batch's buffers, which its head holds (so they
+    /// are needed before the batch is written): large shared buffers go to
+    /// the checksum thread, and the bytes queued before this batch (the
+    /// batch before, held by the spool) go out to the file while it
+    /// computes them; the others are computed here.
+    fn checksums_v2(
+        &mut self,
+        buffers: &[std::borrow::Cow<'_, [u8]>],
+        shared: &[Option<Buffer>],
+    ) -> Result<Vec<u32>> {
+        let offloaded = self.offload(shared);
+        self.drain(false)?;
+        let mut crcs = Vec::with_capacity(buffers.len());
+        for (b, jobs) in buffers.iter().zip(offloaded) {
+            crcs.push(match (jobs, &self.crc_thread) {
+                (Some(jobs), Some(thread)) => thread.collect(&jobs),
+                _ => super::section::crc32_large(b),
+            });
+        }
+        Ok(crcs)
+    }
+
+    /// Sends the parts of each large buffer of `shared` (a batch's buffers
+    /// that are shared [`Buffer`]s) to the checksum thread (started if need
+    /// be); returns their jobs, per buffer (`None`: checksummed on this
+    /// thread).
+    fn offload(&mut self, shared: &[Option<Buffer>]) -> Vec<Option<Vec<Arc<CrcJob>>>> {
         let crc_plan = self.crc_plan;
-        let mut out = Vec::with_capacity(plan.buffers.len());
-        for shared in &plan.shared {
+        let mut out = Vec::with_capacity(shared.len());
+        for shared in shared {
             let jobs = match shared {
                 Some(b) if b.len() >= crc_plan.offload_min => {
                     if self.crc_thread.is_none() {

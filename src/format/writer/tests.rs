@@ -147,3 +147,44 @@ fn a_part_the_thread_has_not_taken_is_computed_by_the_writer() {
     let jobs = thread.submit(&empty, 333);
     assert_eq!(thread.collect(&jobs), crc32(&[]));
 }
+
+/// A 2.0 file goes out to the disk batch by batch, as a 1.0 file does: when
+/// `write` returns, every byte before the batch is written but for less
+/// than one aligned run ([`ALIGN`]), so the writer holds the last batch, not
+/// every batch until `finish`. And its bytes are the ones any other sink
+/// gets.
+#[test]
+fn a_2_0_file_goes_out_batch_by_batch() {
+    use crate::format::aligned::ALIGN;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.lodt");
+    for compression in [Compression::None, Compression::Lz4] {
+        let v2 = WriteOptions {
+            fsync: false,
+            format_version: crate::format::Version { major: 2, minor: 0 },
+            compression,
+        };
+        let mut w = Writer::create_with(&path, Default::default(), v2).unwrap();
+        let tmp = match &w.sink {
+            Some(FileSink {
+                out: Out::New(Some(a)),
+                ..
+            }) => a.temp_path().to_path_buf(),
+            _ => panic!("a new file's sink"),
+        };
+        let mut expected = Writer::try_new_with(Vec::new(), Default::default(), v2).unwrap();
+        for b in batches().iter().chain(&batches()) {
+            let before = w.bytes_written();
+            w.write(b).unwrap();
+            expected.write(b).unwrap();
+            let on_disk = std::fs::metadata(&tmp).unwrap().len();
+            assert!(
+                on_disk + ALIGN as u64 > before,
+                "{compression}: {on_disk} bytes on disk, {before} written before the batch"
+            );
+        }
+        w.finish().unwrap();
+        assert!(std::fs::read(&path).unwrap() == expected.finish().unwrap());
+        LodtFile::open(&path).unwrap().verify().unwrap();
+    }
+}
