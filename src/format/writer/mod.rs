@@ -685,10 +685,10 @@ impl<W: Write> Writer<W> {
         });
         self.schema = Some(enc.state);
         self.stats.add(batch);
-        // Out to the file up to the last aligned offset, as a 1.0 batch: the
-        // spool would otherwise hold every batch (and keep its buffers alive)
-        // until `finish`.
-        self.drain(false)
+        // This batch goes out while the next one's checksums are computed
+        // (`checksums_v2` drains the spool): the spool holds one batch, not
+        // every batch until `finish`.
+        Ok(())
     }
 
     /// What this writer wrote so far ([`BatchWriter::stats`](crate::batch::BatchWriter::stats)); an append
