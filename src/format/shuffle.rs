@@ -167,6 +167,7 @@ mod simd {
         for (s, chunk) in src.chunks_exact(16 * W).take(steps).enumerate() {
             let mut r = [_mm_setzero_si128(); 8];
             for (reg, bytes) in r.iter_mut().zip(chunk.chunks_exact(16)) {
+                // `chunks_exact(16)`: always 16 bytes, the expect cannot fail.
                 *reg = load(bytes.try_into().expect("16 bytes"));
             }
             // Groups of `g` registers in element order; each split makes a
@@ -189,6 +190,7 @@ mod simd {
             let at = s * 16;
             for (f, &reg) in r.iter().take(W).enumerate() {
                 let j = f.reverse_bits() >> (usize::BITS - bits);
+                // A 16-byte range (`at + 16` is within the plane: `steps` whole steps).
                 store(
                     (&mut planes[j][at..at + 16]).try_into().expect("16 bytes"),
                     reg,
@@ -215,6 +217,7 @@ mod simd {
         }
         for (s, out) in dst.chunks_exact_mut(16 * W).take(steps).enumerate() {
             let at = s * 16;
+            // Each load takes a 16-byte range of a plane (within it: `steps` whole steps).
             let p: [__m128i; 8] = std::array::from_fn(|j| match planes.get(j) {
                 Some(plane) => load(plane[at..at + 16].try_into().expect("16 bytes")),
                 None => _mm_setzero_si128(),
@@ -257,6 +260,7 @@ mod simd {
                 }
             }
             for (chunk, &r) in out.chunks_exact_mut(16).zip(&v) {
+                // `chunks_exact_mut(16)`: always 16 bytes.
                 store(chunk.try_into().expect("16 bytes"), r);
             }
         }
