@@ -17,12 +17,13 @@ pub use large::Pages;
 pub use pool::BufferPool;
 
 use crate::error::{Error, Result};
+use std::alloc::Layout;
 use std::fmt;
 use std::ops::Range;
 use std::panic::RefUnwindSafe;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 /// Something that owns the bytes of a tensor.
 ///
@@ -124,9 +125,15 @@ impl AlignedBytes {
     /// assert_eq!(lodt::buffer::AlignedBytes::zeroed(3).len(), 3);
     /// ```
     pub fn zeroed(len: usize) -> Self {
-        AlignedBytes {
-            blocks: vec![Block([0; 64]); len.div_ceil(64)],
-            len,
+        let n = len.div_ceil(64);
+        match Block::new_vec_zeroed(n) {
+            Ok(blocks) => AlignedBytes { blocks, len },
+            // As `Vec` does when memory runs out: abort, or panic when the
+            // size does not fit in the address space.
+            Err(_) => match Layout::array::<Block>(n) {
+                Ok(layout) => std::alloc::handle_alloc_error(layout),
+                Err(_) => panic!("capacity overflow"),
+            },
         }
     }
 
@@ -139,13 +146,11 @@ impl AlignedBytes {
     /// assert!(AlignedBytes::try_zeroed(usize::MAX).is_err());
     /// ```
     pub fn try_zeroed(len: usize) -> Result<Self> {
-        let mut blocks = Vec::new();
-        blocks
-            .try_reserve_exact(len.div_ceil(64))
-            .map_err(|_| Error::Overflow {
-                what: "buffer allocation (too large for memory)",
-            })?;
-        blocks.resize(len.div_ceil(64), Block([0; 64]));
+        // Zeroed by the allocator (`alloc_zeroed`): a large allocation comes
+        // as fresh pages the kernel has zeroed, with no pass over them here.
+        let blocks = Block::new_vec_zeroed(len.div_ceil(64)).map_err(|_| Error::Overflow {
+            what: "buffer allocation (too large for memory)",
+        })?;
         Ok(AlignedBytes { blocks, len })
     }
 
@@ -451,6 +456,25 @@ pub(crate) fn check_range(range: &Range<usize>, len: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeroed_buffers_are_zero_and_aligned_at_every_size() {
+        // Small sizes come from the heap, large ones as fresh pages; a
+        // freed buffer's memory handed out again must be zero too.
+        for len in [0, 1, 63, 64, 65, 4096, 200_000, 3 << 20] {
+            let mut dirty = AlignedBytes::zeroed(len);
+            dirty.as_mut_slice().fill(0xAB);
+            drop(dirty);
+            for b in [
+                AlignedBytes::zeroed(len),
+                AlignedBytes::try_zeroed(len).unwrap(),
+            ] {
+                assert_eq!(b.len(), len);
+                assert_eq!(b.as_slice().as_ptr() as usize % 64, 0);
+                assert!(b.as_slice().iter().all(|&x| x == 0), "{len} bytes");
+            }
+        }
+    }
 
     #[test]
     fn make_mut_copies_a_partial_window() {
