@@ -137,7 +137,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for codec in [Compression::Lz4, Compression::Zstd { level: 3 }] {
         let path = dir.path().join(format!("{codec}.lodt"));
         let options = WriteOptions {
-            format_version: Version { major: 2, minor: 0 },
+            format_version: Some(Version { major: 2, minor: 0 }),
             compression: codec,
             fsync: false,
         };

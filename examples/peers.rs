@@ -178,7 +178,7 @@ fn write_lodt(path: &Path, batches: &[Batch], fsync: bool) -> Res<()> {
         ..Default::default()
     };
     if let Ok(v) = std::env::var("PEERS_FORMAT") {
-        options.format_version = v.parse()?;
+        options.format_version = Some(v.parse()?);
     }
     let mut w = Writer::create_with(path, BTreeMap::new(), options)?;
     for b in batches {

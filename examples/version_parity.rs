@@ -60,7 +60,7 @@ fn small(n: usize) -> Vec<Batch> {
 
 fn write(path: &Path, data: &[Batch], major: u16) -> Result<(), Box<dyn std::error::Error>> {
     let options = WriteOptions {
-        format_version: Version { major, minor: 0 },
+        format_version: Some(Version { major, minor: 0 }),
         compression: Compression::None,
         fsync: false,
     };

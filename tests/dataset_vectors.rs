@@ -62,7 +62,7 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
         metadata: [("source".to_string(), "lodt test vector".to_string())].into(),
         commit_id: Some("test-vector".to_string()),
         // The vector's shards are 1.0 files (its bytes are pinned).
-        format_version: lodt::format::Version { major: 1, minor: 0 },
+        format_version: Some(lodt::format::Version { major: 1, minor: 0 }),
         ..Default::default()
     };
     let mut w = DatasetWriter::create_in(store.clone(), options).unwrap();

@@ -648,6 +648,35 @@ fn a_store_is_a_seam_other_backends_can_fill() {
     );
 }
 
+/// An explicit version on a dataset append is the new shards' (each shard is
+/// a file of its own): no error when the dataset's shards have another.
+#[test]
+fn an_explicit_version_on_a_dataset_append_writes_the_new_shards_in_it() {
+    use lodt::format::Version;
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = DatasetWriter::create(dir.path(), WriterOptions::default()).unwrap();
+    w.write(&make_batch(0, 5)).unwrap();
+    w.finish().unwrap();
+    let v1 = WriterOptions {
+        format_version: Some(Version { major: 1, minor: 0 }),
+        ..Default::default()
+    };
+    let mut w = DatasetWriter::append(dir.path(), v1).unwrap();
+    w.write(&make_batch(5, 5)).unwrap();
+    w.finish().unwrap();
+    let versions: Vec<String> = manifest(dir.path())
+        .shards
+        .iter()
+        .map(|s| s.expected_format_version().to_string())
+        .collect();
+    assert_eq!(versions, ["2.0", "1.0"]);
+    let dataset = open(dir.path());
+    for id in 0..10u64 {
+        assert_eq!(dataset.sequence(id).unwrap(), make_batch(id, 1), "{id}");
+    }
+    dataset.verify().unwrap();
+}
+
 #[test]
 fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
     use lodt::format::{Compression, LodtFile, Version};
@@ -658,7 +687,7 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
         dir.path(),
         WriterOptions {
             shard_bytes: 1,
-            format_version: Version { major: 1, minor: 0 },
+            format_version: Some(Version { major: 1, minor: 0 }),
             ..Default::default()
         },
     )

@@ -30,7 +30,7 @@ const VERSIONS: [u16; 2] = [2, 1];
 fn sample_file(batches: &[Batch], major: u16) -> Vec<u8> {
     let meta: BTreeMap<String, String> = [("name".to_string(), "sample".to_string())].into();
     let options = WriteOptions {
-        format_version: format::Version { major, minor: 0 },
+        format_version: Some(format::Version { major, minor: 0 }),
         ..Default::default()
     };
     let mut w = format::Writer::try_new_with(Vec::new(), meta, options).unwrap();

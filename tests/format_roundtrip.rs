@@ -112,7 +112,7 @@ fn words_batch(i: i64) -> Batch {
 /// The options of a file of major version `major`.
 fn version(major: u16) -> WriteOptions {
     WriteOptions {
-        format_version: format::Version { major, minor: 0 },
+        format_version: Some(format::Version { major, minor: 0 }),
         ..Default::default()
     }
 }

@@ -15,7 +15,7 @@ const V1: Version = Version { major: 1, minor: 0 };
 fn options(compression: Compression) -> WriteOptions {
     WriteOptions {
         fsync: false,
-        format_version: V2,
+        format_version: Some(V2),
         compression,
     }
 }
@@ -156,7 +156,7 @@ fn overhead_of_the_70_word_batch() {
     let batches: Vec<Batch> = (0..n).map(|k| words_batch(k as i64)).collect();
     let v2 = write(&batches, Compression::None);
     let v1_options = WriteOptions {
-        format_version: V1,
+        format_version: Some(V1),
         ..options(Compression::None)
     };
     let mut w = Writer::try_new_with(Vec::new(), BTreeMap::new(), v1_options).unwrap();
@@ -241,13 +241,17 @@ fn append_continues_the_schema_or_starts_a_new_one() {
     // Compression on a 1.0 file is refused, naming both.
     let p1 = dir.path().join("v1.lodt");
     let v1 = WriteOptions {
-        format_version: V1,
+        format_version: Some(V1),
         ..options(Compression::None)
     };
     let mut w = Writer::create_with(&p1, BTreeMap::new(), v1).unwrap();
     w.write(&words_batch(0)).unwrap();
     w.finish().unwrap();
-    let err = Writer::append_with(&p1, opts).unwrap_err().to_string();
+    let lz4 = WriteOptions {
+        format_version: None,
+        ..opts
+    };
+    let err = Writer::append_with(&p1, lz4).unwrap_err().to_string();
     assert!(err.contains("needs format version 2.0"), "{err}");
     // An append with the default options (which write 2.0 files) writes 1.0
     // batches into a 1.0 file: the bytes of the file written in one go.
@@ -261,6 +265,63 @@ fn append_continues_the_schema_or_starts_a_new_one() {
     w.write(&words_batch(0)).unwrap();
     w.write(&words_batch(1)).unwrap();
     assert!(std::fs::read(&p1).unwrap() == w.finish().unwrap());
+}
+
+/// An append that asks explicitly for the other version than its file's is
+/// refused before anything is written (the file keeps its bytes and reads
+/// as before); with no version it writes the file's, and with the file's
+/// own it works: either way, the bytes of the file written in one go.
+#[test]
+fn an_append_refuses_an_explicit_version_other_than_the_file_s() {
+    let dir = tempfile::tempdir().unwrap();
+    for (found, asked) in [(V1, V2), (V2, V1)] {
+        let path = dir.path().join(format!("v{}.lodt", found.major));
+        let explicit = |version| WriteOptions {
+            format_version: Some(version),
+            ..options(Compression::None)
+        };
+        let mut w = Writer::create_with(&path, BTreeMap::new(), explicit(found)).unwrap();
+        w.write(&words_batch(0)).unwrap();
+        w.finish().unwrap();
+        let before = std::fs::read(&path).unwrap();
+
+        let err = Writer::append_with(&path, explicit(asked))
+            .unwrap_err()
+            .to_string();
+        let want = format!("is format {found}; asked to append format {asked}");
+        assert!(err.contains(&want), "{err}");
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(
+            std::fs::read(&path).unwrap() == before,
+            "{found}: bytes changed"
+        );
+        let file = LodtFile::open(&path).unwrap();
+        assert_eq!((file.version(), file.num_batches()), (found, 1));
+        assert_eq!(file.read_batch(0).unwrap(), words_batch(0));
+        file.verify().unwrap();
+
+        // No version: the file's. The file's own, explicitly: the same.
+        let default = WriteOptions {
+            format_version: None,
+            ..options(Compression::None)
+        };
+        for (k, opts) in [(1, default), (2, explicit(found))] {
+            let mut w = Writer::append_with(&path, opts).unwrap();
+            w.write(&words_batch(k)).unwrap();
+            w.finish().unwrap();
+        }
+        let file = LodtFile::open(&path).unwrap();
+        assert_eq!((file.version(), file.num_batches()), (found, 3));
+        file.verify().unwrap();
+        let mut w = Writer::try_new_with(Vec::new(), BTreeMap::new(), explicit(found)).unwrap();
+        for k in 0..3 {
+            w.write(&words_batch(k)).unwrap();
+        }
+        assert!(
+            std::fs::read(&path).unwrap() == w.finish().unwrap(),
+            "{found}"
+        );
+    }
 }
 
 #[test]
@@ -284,7 +345,7 @@ fn recovery_keeps_the_complete_batches() {
 #[test]
 fn options_refuse_unknown_versions_and_compressed_1_0() {
     let bad = WriteOptions {
-        format_version: Version { major: 3, minor: 0 },
+        format_version: Some(Version { major: 3, minor: 0 }),
         ..Default::default()
     };
     let err = Writer::try_new_with(Vec::new(), BTreeMap::new(), bad).unwrap_err();
@@ -293,7 +354,7 @@ fn options_refuse_unknown_versions_and_compressed_1_0() {
             .contains("expected format version 1.0 or 2.0, found 3.0")
     );
     let bad = WriteOptions {
-        format_version: V1,
+        format_version: Some(V1),
         compression: Compression::Lz4,
         ..Default::default()
     };
@@ -320,7 +381,7 @@ fn a_file_writer_writes_each_batch_out_before_finish() {
     for (version, name) in [(V1, "v1.lodt"), (V2, "v2.lodt")] {
         let path = dir.path().join(name);
         let options = WriteOptions {
-            format_version: version,
+            format_version: Some(version),
             ..options(Compression::None)
         };
         let batch = |k: i64| {

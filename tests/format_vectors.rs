@@ -31,11 +31,11 @@ impl Vector {
     fn bytes(&self) -> Vec<u8> {
         let options = match self.v2 {
             None => WriteOptions {
-                format_version: Version { major: 1, minor: 0 },
+                format_version: Some(Version { major: 1, minor: 0 }),
                 ..Default::default()
             },
             Some(compression) => WriteOptions {
-                format_version: Version { major: 2, minor: 0 },
+                format_version: Some(Version { major: 2, minor: 0 }),
                 compression,
                 ..Default::default()
             },

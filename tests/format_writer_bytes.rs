@@ -60,7 +60,7 @@ fn file_and_vec_writers_give_the_same_bytes_as_before_the_split() {
 fn same_bytes(version: Option<Version>, golden: (usize, u32)) {
     let options = WriteOptions {
         fsync: false,
-        format_version: version.unwrap_or(WriteOptions::default().format_version),
+        format_version: version,
         ..Default::default()
     };
     let batches = batches();

@@ -62,7 +62,7 @@ fn batch(k: u64) -> Batch {
 /// 1000 batches in a file of major version `major`.
 fn thousand_batches(major: u16) -> Vec<u8> {
     let options = format::WriteOptions {
-        format_version: format::Version { major, minor: 0 },
+        format_version: Some(format::Version { major, minor: 0 }),
         ..Default::default()
     };
     let meta = [("name".into(), "counted".into())].into();

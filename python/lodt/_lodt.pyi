@@ -317,7 +317,9 @@ class Writer:
         format 2.0 (the schema once, a smaller batch; or
         ``format_version="1.0"`` for readers that predate 2.0), its buffers
         compressed by ``compression`` ("none", "lz4", "zstd", "zstd:LEVEL":
-        format 2.0 only)."""
+        format 2.0 only). An append with an explicit ``format_version``
+        other than the file's raises ValueError (the file is left as it
+        was)."""
     def write(self, batch: _BatchLike, metadata: Mapping[str, str] | None = None) -> None:
         """Writes one batch."""
     @property
@@ -491,8 +493,8 @@ class DatasetWriter:
     ) -> Self:
         """``mode``: ``"create"``, ``"append"`` or ``"part"`` (with ``writer_id``);
         ``commit_id``: the write's idempotency key (default: a new one);
-        ``format_version``/``compression``: the shards' (2.0 by default;
-        "1.0" takes no codec)."""
+        ``format_version``/``compression``: the new shards' (2.0 by default,
+        also when appending; "1.0" takes no codec)."""
     def write(self, batch: _BatchLike) -> None:
         """Writes one batch (ValueError if it does not match the schema)."""
     def flush(self) -> None:

@@ -65,7 +65,8 @@ def write_dataset(
 
     ``format_version`` (``"2.0"``, the default, or ``"1.0"``) and
     ``compression`` (``"none"``, ``"lz4"``, ``"zstd"``, ``"zstd:LEVEL"``,
-    format 2.0 only) are the shards' (``spec/FORMAT.md``); the manifest
+    format 2.0 only) are the shards' (``spec/FORMAT.md``), also with
+    ``mode="append"``: each shard is a file of its own, the manifest
     records each shard's version, and a dataset may mix them.
     """
     if isinstance(batches, (Batch, _abc.Mapping)):

@@ -432,7 +432,8 @@ def write_lodt(
     writes nothing and returns the dataset's totals.
 
     ``format_version`` (``"2.0"``, the default, or ``"1.0"``) and
-    ``compression`` are the shards', as in :class:`lodt.DatasetWriter`.
+    ``compression`` are the new shards', as in :class:`lodt.DatasetWriter`
+    (with ``mode="append"`` too: a dataset may mix versions).
     """
     sink = LodtDatasink(
         uri,

@@ -101,8 +101,9 @@ impl PyDatasetWriter {
     /// writes nothing: retrying a write with its id never adds it twice.
     ///
     /// `format_version` ("2.0", the default, or "1.0") and `compression`
-    /// ("none", "lz4", "zstd", "zstd:LEVEL": format 2.0) are the shards'; a
-    /// dataset may hold shards of both versions.
+    /// ("none", "lz4", "zstd", "zstd:LEVEL": format 2.0) are the new shards',
+    /// with `mode="append"` too (each shard is a file of its own): a dataset
+    /// may hold shards of both versions.
     #[new]
     #[pyo3(signature = (path, *, mode = "create", shard_bytes = DEFAULT_SHARD_BYTES,
         metadata = None, writer_id = None, fsync = true, storage_options = None,

@@ -386,7 +386,9 @@ impl PyWriter {
     /// compressed buffers on request) or "1.0" (for readers that predate
     /// 2.0); `compression` compresses a 2.0 file's buffers: "none" (the
     /// default), "lz4", "zstd" or "zstd:LEVEL". An append writes the file's
-    /// own version.
+    /// own version: with `format_version=None` whatever it is, and with an
+    /// explicit `format_version` only if it is that one (another raises
+    /// ValueError, and the file is left as it was).
     #[new]
     #[pyo3(signature = (path, metadata = None, *, append = false, fsync = true,
                         format_version = None, compression = "none"))]

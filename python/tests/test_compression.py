@@ -122,3 +122,31 @@ def test_an_append_keeps_the_file_s_version(tmp_path):
     whole = tmp_path / "whole.lodt"
     lodt.save(whole, [tokens_batch(0), tokens_batch(8)], format_version="1.0")
     assert whole.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize("found, asked", [("1.0", "2.0"), ("2.0", "1.0")])
+def test_an_append_refuses_an_explicit_version_other_than_the_file_s(tmp_path, found, asked):
+    path = tmp_path / "f.lodt"
+    lodt.save(path, [tokens_batch(0)], format_version=found)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=f"is format {found}; asked to append format {asked}"):
+        lodt.Writer(path, append=True, format_version=asked)
+    assert path.read_bytes() == before  # untouched, and readable as before
+    with lodt.File(path) as f:
+        assert f.version == tuple(map(int, found.split("."))) and len(f) == 1
+        assert f[0] == tokens_batch(0) and f.verify()["batches"] == 1
+    # No version (None): the file's; the file's own, explicitly: the same.
+    for k, version in [(8, None), (16, found)]:
+        with lodt.Writer(path, append=True, format_version=version) as w:
+            w.write(tokens_batch(k))
+    whole = tmp_path / "whole.lodt"
+    lodt.save(whole, [tokens_batch(k) for k in (0, 8, 16)], format_version=found)
+    assert whole.read_bytes() == path.read_bytes()
+
+
+def test_an_explicit_version_on_a_dataset_append_is_the_new_shards_(tmp_path):
+    lodt.write_dataset(tmp_path / "ds", [tokens_batch(0)])  # 2.0 shards
+    lodt.write_dataset(tmp_path / "ds", [tokens_batch(8)], mode="append", format_version="1.0")
+    manifest = json.loads((tmp_path / "ds" / "lodt-dataset.json").read_text())
+    assert [s["format_version"] for s in manifest["shards"]] == ["2.0", "1.0"]
+    assert len(lodt.Dataset(tmp_path / "ds")) == 16

@@ -46,8 +46,8 @@ pub struct ConvertOptions {
     /// (nested fixed-size lists by default, or the tensor extension).
     #[cfg(feature = "arrow")]
     pub tensor_type: crate::arrow::TensorType,
-    /// `.lodt` output (and a dataset's shards): the format version (2.0 by
-    /// default, 1.0 for readers that predate it) and the compression of the
+    /// `.lodt` output (and a dataset's shards): the format version (`None`:
+    /// the default, 2.0; 1.0 for readers that predate it) and the compression of the
     /// buffers (none by default; 2.0 only). Other outputs refuse a
     /// compression here.
     pub lodt: crate::format::WriteOptions,
@@ -69,7 +69,9 @@ impl ConvertOptions {
     /// let mut o = ConvertOptions::default();
     /// o.set_output_codec(Format::Lodt, None, Some("zstd:9"))?;
     /// assert_eq!(o.lodt.compression, Compression::Zstd { level: 9 });
-    /// assert_eq!(o.lodt.format_version.to_string(), "2.0");
+    /// assert_eq!(o.lodt.format_version, None); // the default: 2.0
+    /// o.set_output_codec(Format::Lodt, Some("1.0"), None)?;
+    /// assert_eq!(o.lodt.format_version.map(|v| v.to_string()).as_deref(), Some("1.0"));
     /// assert!(o.set_output_codec(Format::Lodt, None, Some("snappy")).is_err());
     /// assert!(o.set_output_codec(Format::Lodt, Some("1.0"), Some("lz4")).is_err());
     /// assert!(o.set_output_codec(Format::ArrowFile, None, Some("zstd")).is_err());

@@ -45,10 +45,32 @@ pub struct WriterOptions {
     /// `_` or `-`. `None`: a new random one. A write retried with the id of
     /// a committed write writes nothing ([`DatasetWriter::already_committed`]).
     pub commit_id: Option<String>,
-    /// The `.lodt` format version of the shards written: 2.0 (the default)
-    /// or 1.0. A dataset may hold shards of both; the manifest records each
-    /// shard's.
-    pub format_version: format::Version,
+    /// The `.lodt` format version of the shards written: `None` (the
+    /// default) writes 2.0, `Some(version)` writes `version` (1.0 for
+    /// readers that predate 2.0), also when appending to a dataset whose
+    /// shards have another version: every shard is a file of its own, and a
+    /// dataset may hold shards of both versions (the manifest records each
+    /// shard's).
+    ///
+    /// ```
+    /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+    /// use lodt::format::Version;
+    /// use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// let batch = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?;
+    /// let mut w = DatasetWriter::create(dir.path(), WriterOptions::default())?; // 2.0 shards
+    /// w.write(&batch)?;
+    /// w.finish()?;
+    /// let v1 = WriterOptions { format_version: Some(Version { major: 1, minor: 0 }), ..Default::default() };
+    /// let mut w = DatasetWriter::append(dir.path(), v1)?; // a 1.0 shard beside them
+    /// w.write(&batch)?;
+    /// w.finish()?;
+    /// let versions: Vec<String> = Dataset::open(dir.path())?.manifest().shards.iter()
+    ///     .map(|s| s.expected_format_version().to_string()).collect();
+    /// assert_eq!(versions, ["2.0", "1.0"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub format_version: Option<format::Version>,
     /// How the shards' buffers are compressed (format 2.0 only; none by
     /// default).
     pub compression: format::Compression,
@@ -61,7 +83,7 @@ impl Default for WriterOptions {
             metadata: BTreeMap::new(),
             schema: None,
             commit_id: None,
-            format_version: format::WriteOptions::default().format_version,
+            format_version: None,
             compression: format::Compression::None,
         }
     }

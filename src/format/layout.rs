@@ -37,7 +37,7 @@ pub const MAGIC: [u8; 9] = *b"\x89LODT\r\n\x1a\n";
 /// The major version this crate writes by default: 2 (the schema once, a
 /// compact batch head, compressed buffers on request;
 /// [`WriteOptions::format_version`](super::WriteOptions::format_version)
-/// set to 1.0 writes 1.0 for readers that need it).
+/// set to `Some` 1.0 writes 1.0 for readers that need it).
 ///
 /// ```
 /// assert_eq!(lodt::format::MAJOR_VERSION, 2);

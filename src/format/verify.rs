@@ -622,7 +622,7 @@ mod tests {
     fn compressed_file(n: usize, compression: Compression) -> Vec<u8> {
         let options = WriteOptions {
             fsync: false,
-            format_version: Version { major: 2, minor: 0 },
+            format_version: Some(Version { major: 2, minor: 0 }),
             compression,
         };
         let mut w = Writer::try_new_with(Vec::new(), Default::default(), options).unwrap();

@@ -55,18 +55,18 @@ pub struct WriteOptions {
     /// Flush the file (and its directory) to disk before `finish` returns, so
     /// a power cut cannot leave a renamed but empty file. On by default.
     pub fsync: bool,
-    /// The format version a new file is written in: 2.0 (the default;
-    /// `spec/FORMAT.md` §12: the schema once, a compact batch head,
-    /// compressed buffers on request) or 1.0 (for readers that predate 2.0).
-    /// An append writes the version of its file, whatever this says.
+    /// The format version asked for. `None` (the default): a new file is
+    /// written in 2.0 (`spec/FORMAT.md` §12: the schema once, a compact
+    /// batch head, compressed buffers on request) and an append writes the
+    /// version of its file. `Some(version)`: a new file is written in
+    /// `version` (1.0 for readers that predate 2.0), and an append to a file
+    /// of another version is refused, before anything is written (a file
+    /// holds one version).
     ///
     /// ```
     /// use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};
-    /// let options = WriteOptions {
-    ///     format_version: Version { major: 2, minor: 0 },
-    ///     compression: Compression::Zstd { level: 3 },
-    ///     ..Default::default()
-    /// };
+    /// let options = WriteOptions { compression: Compression::Zstd { level: 3 }, ..Default::default() };
+    /// assert_eq!(options.format_version, None); // 2.0 for a new file
     /// let t = lodt::LodTensor::from_vec(vec![7i64; 1000], vec![1000], Default::default())?;
     /// let mut w = Writer::try_new_with(Vec::new(), Default::default(), options)?;
     /// w.write(&lodt::Batch::try_from_tensors([("t", t.clone())])?)?;
@@ -76,13 +76,40 @@ pub struct WriteOptions {
     /// assert_eq!(file.version().to_string(), "2.0");
     /// assert_eq!(file.read_batch(0)?.get("t"), Some(&t));
     /// // 1.0, for readers that predate 2.0 (no compression):
-    /// let v1 = WriteOptions { format_version: Version { major: 1, minor: 0 }, ..Default::default() };
+    /// let v1 = WriteOptions { format_version: Some(Version { major: 1, minor: 0 }), ..Default::default() };
     /// let mut w = Writer::try_new_with(Vec::new(), Default::default(), v1)?;
     /// w.write(&lodt::Batch::try_from_tensors([("t", t)])?)?;
     /// assert_eq!(LodtFile::from_bytes(&w.finish()?)?.version().to_string(), "1.0");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub format_version: super::Version,
+    ///
+    /// An append with no version writes its file's; an explicit one must be
+    /// the file's:
+    ///
+    /// ```
+    /// use lodt::format::{LodtFile, Version, WriteOptions, Writer};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("old.lodt");
+    /// let v1 = WriteOptions { format_version: Some(Version { major: 1, minor: 0 }), ..Default::default() };
+    /// let t = lodt::LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?;
+    /// let batch = lodt::Batch::try_from_tensors([("t", t)])?;
+    /// let mut w = Writer::create_with(&path, Default::default(), v1)?;
+    /// w.write(&batch)?;
+    /// w.finish()?;
+    /// let mut w = Writer::append(&path)?; // no version: the file's, 1.0
+    /// w.write(&batch)?;
+    /// w.finish()?;
+    /// let mut w = Writer::append_with(&path, v1)?; // 1.0, as asked
+    /// w.write(&batch)?;
+    /// w.finish()?;
+    /// let v2 = WriteOptions { format_version: Some(Version { major: 2, minor: 0 }), ..Default::default() };
+    /// let err = Writer::append_with(&path, v2).unwrap_err();
+    /// assert!(err.to_string().contains("is format 1.0; asked to append format 2.0"), "{err}");
+    /// let file = LodtFile::open(&path)?;
+    /// assert_eq!((file.version().to_string(), file.num_batches()), ("1.0".into(), 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub format_version: Option<super::Version>,
     /// How a 2.0 file's buffers are compressed (each kept compressed only
     /// if that makes it smaller); [`Compression::None`] by default, and the
     /// only choice for 1.0.
@@ -93,10 +120,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             fsync: true,
-            format_version: super::Version {
-                major: super::MAJOR_VERSION,
-                minor: 0,
-            },
+            format_version: None,
             compression: Compression::None,
         }
     }
@@ -105,25 +129,26 @@ impl Default for WriteOptions {
 impl WriteOptions {
     /// The options for a format version and a compression as the CLI and
     /// Python spell them (`"1.0"`/`"2.0"`; `"none"`, `"lz4"`, `"zstd"`,
-    /// `"zstd:LEVEL"`): no version means the default, 2.0 (1.0 has no
-    /// compression, so asking for both is an error).
+    /// `"zstd:LEVEL"`): no version is `None`, the default (2.0 for a new
+    /// file, the file's own for an append; see
+    /// [`WriteOptions::format_version`]). 1.0 has no compression, so asking
+    /// for both is an error.
     ///
     /// ```
-    /// use lodt::format::{Compression, WriteOptions};
+    /// use lodt::format::{Compression, Version, WriteOptions};
     /// let o = WriteOptions::for_codec(None, "zstd")?;
-    /// assert_eq!((o.format_version.to_string(), o.compression), ("2.0".into(), Compression::Zstd { level: 3 }));
-    /// assert_eq!(WriteOptions::for_codec(None, "none")?.format_version.to_string(), "2.0");
-    /// assert_eq!(WriteOptions::for_codec(Some("1.0"), "none")?.format_version.to_string(), "1.0");
-    /// assert_eq!(WriteOptions::for_codec(Some("2.0"), "none")?.format_version.to_string(), "2.0");
+    /// assert_eq!((o.format_version, o.compression), (None, Compression::Zstd { level: 3 }));
+    /// assert_eq!(WriteOptions::for_codec(None, "none")?.format_version, None);
+    /// let v = |text: &str| WriteOptions::for_codec(Some(text), "none").map(|o| o.format_version);
+    /// assert_eq!(v("1.0")?, Some(Version { major: 1, minor: 0 }));
+    /// assert_eq!(v("2.0")?, Some(Version { major: 2, minor: 0 }));
+    /// assert!(v("3.0").is_err());
     /// assert!(WriteOptions::for_codec(Some("1.0"), "lz4").is_err());
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn for_codec(format_version: Option<&str>, compression: &str) -> Result<WriteOptions> {
         let compression: Compression = compression.parse()?;
-        let format_version = match format_version {
-            Some(v) => v.parse()?,
-            None => WriteOptions::default().format_version,
-        };
+        let format_version = format_version.map(str::parse).transpose()?;
         let options = WriteOptions {
             format_version,
             compression,
@@ -134,9 +159,13 @@ impl WriteOptions {
     }
 
     /// Checks the version and the compression: the major version of a new
-    /// file (1 or 2).
+    /// file (1 or 2; the default, [`MAJOR_VERSION`](super::MAJOR_VERSION),
+    /// when no version is asked for).
     fn major(&self) -> Result<u16> {
-        match (self.format_version.major, self.format_version.minor) {
+        let Some(version) = self.format_version else {
+            return Ok(super::MAJOR_VERSION);
+        };
+        match (version.major, version.minor) {
             (1, 0) if self.compression != Compression::None => {
                 Err(FormatError::Unwritable(format!(
                     "compression {} needs format version 2.0, the options ask for 1.0",
@@ -149,6 +178,30 @@ impl WriteOptions {
                 "expected format version 1.0 or 2.0, found {major}.{minor}"
             ))),
         }
+    }
+
+    /// Checks the options against the version `found` of the file `path`
+    /// they append to: an explicit version must be the file's, and a
+    /// compression needs a 2.0 file.
+    fn check_append(&self, path: &Path, found: super::Version) -> Result<()> {
+        self.major()?;
+        if let Some(asked) = self.format_version
+            && asked != found
+        {
+            return Err(FormatError::Unwritable(format!(
+                "{} is format {found}; asked to append format {asked} (a file holds one \
+                 version: append with no format version to write the file's, or convert the file)",
+                path.display()
+            )));
+        }
+        if found.major < 2 && self.compression != Compression::None {
+            return Err(FormatError::Unwritable(format!(
+                "compression {} needs format version 2.0, {} is version {found}",
+                self.compression,
+                path.display(),
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -302,7 +355,11 @@ impl Writer<FileSink> {
         Self::append_with(path, WriteOptions::default())
     }
 
-    /// [`Writer::append`] with options.
+    /// [`Writer::append`] with options. The batches are written in the
+    /// file's version: with [`WriteOptions::format_version`] `None` (the
+    /// default) whatever it is, and with `Some(version)` only if it is
+    /// `version`; another is refused, and the file is left as it was. A
+    /// compression needs a 2.0 file.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -320,6 +377,7 @@ impl Writer<FileSink> {
         // footer is about to be overwritten.
         let existing =
             LodtFile::from_storage(Arc::new(MappedFile::from_file(lock.file(), &path)?))?;
+        options.check_append(&path, existing.version())?;
         let entries: Vec<IndexEntry> = existing.entries().to_vec();
         let end = existing.footer_offset();
         let old_footer = existing
@@ -338,14 +396,6 @@ impl Writer<FileSink> {
             }
             _ => None,
         };
-        if major < 2 && options.compression != Compression::None {
-            return Err(FormatError::Unwritable(format!(
-                "compression {} needs format version 2.0, {} is version {}",
-                options.compression,
-                path.display(),
-                existing.version()
-            )));
-        }
         drop(existing);
         let ctx = || format!("appending to {}", path.display());
         let mut file = lock
@@ -408,11 +458,11 @@ impl<W: Write> Writer<W> {
     ///
     /// ```
     /// use lodt::format::{Version, WriteOptions, Writer};
-    /// let options = WriteOptions { format_version: Version { major: 2, minor: 0 }, ..Default::default() };
+    /// let options = WriteOptions { format_version: Some(Version { major: 1, minor: 0 }), ..Default::default() };
     /// let mut w = Writer::try_new_with(Vec::new(), Default::default(), options)?;
     /// w.write(&lodt::Batch::new())?;
     /// let bytes = w.finish()?;
-    /// assert_eq!(bytes[12], 2); // the major version
+    /// assert_eq!(bytes[12], 1); // the major version
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn try_new_with(

@@ -42,7 +42,7 @@ fn batches() -> Vec<Batch> {
 /// The options of a file of major version `major`, not synced.
 fn version(major: u16) -> WriteOptions {
     WriteOptions {
-        format_version: crate::format::Version { major, minor: 0 },
+        format_version: Some(crate::format::Version { major, minor: 0 }),
         fsync: false,
         ..Default::default()
     }
@@ -161,7 +161,7 @@ fn a_2_0_file_goes_out_batch_by_batch() {
     for compression in [Compression::None, Compression::Lz4] {
         let v2 = WriteOptions {
             fsync: false,
-            format_version: crate::format::Version { major: 2, minor: 0 },
+            format_version: Some(crate::format::Version { major: 2, minor: 0 }),
             compression,
         };
         let mut w = Writer::create_with(&path, Default::default(), v2).unwrap();
