@@ -862,7 +862,7 @@ impl LodtFile {
         Ok(TensorBuffers {
             storage: view.section.storage().clone(),
             dtype: tm.dtype,
-            shape: tm.shape.clone(),
+            shape: tm.shape.to_vec(),
             lod: tm.lod.iter().map(|&b| abs(b)).collect(),
             body: abs(tm.body),
         })
@@ -1133,7 +1133,7 @@ impl<'a> BatchView<'a> {
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn names(&self) -> impl ExactSizeIterator<Item = &'a str> + 'a {
-        self.meta.tensors.iter().map(|t| t.name.as_str())
+        self.meta.tensors.iter().map(|t| &*t.name)
     }
 
     /// The batch's key/value metadata.
@@ -1215,7 +1215,7 @@ impl<'a> BatchView<'a> {
     /// ```
     pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensor)> {
         let tensor = section::tensor(&self.section, self.meta, i)?;
-        Ok((self.meta.tensors[i].name.as_str(), tensor))
+        Ok((&*self.meta.tensors[i].name, tensor))
     }
 
     /// Every tensor with its name, in order.

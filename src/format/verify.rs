@@ -16,6 +16,7 @@ use super::error::{FormatError, Location, Part, Result};
 use super::layout::check_zero;
 use super::section::{self, BatchMeta};
 use crate::buffer::Buffer;
+use smallvec::SmallVec;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -268,8 +269,9 @@ enum Slot<'a> {
 
 /// What a worker found in one piece, in file order.
 enum Event {
-    /// Part of the zero padding before a buffer or before the table.
-    Gap(Result<()>),
+    /// Padding before a buffer or before the table that is not zero (the
+    /// error; no event follows it in its piece).
+    Gap(Box<FormatError>),
     /// Part of buffer `i` (all of it when `ends` and the part starts the
     /// buffer), with its checksum.
     Buffer {
@@ -279,8 +281,11 @@ enum Event {
     },
 }
 
+/// The events of a piece: inline for a batch of a few buffers.
+type Events = SmallVec<[Event; 6]>;
+
 enum Outcome {
-    Events(Vec<Event>),
+    Events(Events),
     /// The batch does not parse (its slot holds the error).
     Failed,
 }
@@ -484,7 +489,7 @@ impl InOrder {
         }
         for event in events {
             match event {
-                Event::Gap(r) => r?,
+                Event::Gap(e) => return Err(*e),
                 Event::Buffer { i, crc, ends } => {
                     let crc = match self.open.take() {
                         Some((o, mut sofar)) if o == i => {
@@ -524,25 +529,30 @@ impl InOrder {
 }
 
 /// The events of bytes `piece` of a checked batch's section, in order: the
-/// padding before each buffer and before the checksum table, and the part
-/// of each buffer in the piece. An empty buffer belongs to the piece its
-/// offset falls in.
-fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usize>) -> Vec<Event> {
-    let mut events = Vec::new();
+/// part of each buffer in the piece, and the first padding (before a buffer
+/// or before the checksum table) that is not zero, after which the piece
+/// has nothing more to say. An empty buffer belongs to the piece its offset
+/// falls in.
+fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usize>) -> Events {
     let within = |r: &Range<usize>| r.start.max(piece.start)..r.end.min(piece.end);
-    let gap = |r: Range<usize>, events: &mut Vec<Event>| {
+    // Whether the padding `r` (its part in the piece) is zero; if not, its
+    // error ends the events.
+    let gap = |r: Range<usize>, events: &mut Events| {
         let part = within(&r);
         if part.start < part.end {
             let bytes = section.get(part.clone()).unwrap_or(&[]);
-            events.push(Event::Gap(check_zero(
-                bytes,
-                offset + part.start as u64,
-                || Location::batch(meta.index, Part::Padding),
-            )));
+            let zero = check_zero(bytes, offset + part.start as u64, || {
+                Location::batch(meta.index, Part::Padding)
+            });
+            if let Err(e) = zero {
+                events.push(Event::Gap(Box::new(e)));
+                return false;
+            }
         }
+        true
     };
     // Skip the buffers wholly before the piece (buffers are in order and do
-    // not overlap, so this is a prefix).
+    // not overlap, so this is a prefix), and count those that start in it.
     let first = meta.buffers.partition_point(|b| {
         if b.range.is_empty() {
             b.range.start < piece.start
@@ -550,13 +560,15 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
             b.range.end <= piece.start
         }
     });
+    let end = meta.buffers.partition_point(|b| b.range.start < piece.end);
+    // One event per buffer, and at most one padding error.
+    let mut events = Events::with_capacity(end.saturating_sub(first) + 1);
     let mut prev_end = match first.checked_sub(1).and_then(|i| meta.buffers.get(i)) {
         Some(b) => b.range.end,
         None => meta.data_start,
     };
     for (i, b) in meta.buffers.iter().enumerate().skip(first) {
-        gap(prev_end..b.range.start, &mut events);
-        if b.range.start >= piece.end {
+        if !gap(prev_end..b.range.start, &mut events) || b.range.start >= piece.end {
             return events;
         }
         let part = within(&b.range);
