@@ -676,6 +676,13 @@ impl LodtFile {
         if let Some(meta) = cell.get() {
             return Ok((meta, false));
         }
+        let meta = self.parse_batch(k, bytes, offset)?;
+        Ok((cell.get_or_init(|| Box::new(meta)), true))
+    }
+
+    /// Parses and checks batch `k` (its section `bytes`, at `offset`)
+    /// against its index entry.
+    fn parse_batch(&self, k: usize, bytes: &[u8], offset: u64) -> Result<BatchMeta> {
         let meta = section::parse_any(self.version.major, bytes, offset, k as u64, &mut |j| {
             self.schema_of(j)
         })?;
@@ -683,7 +690,7 @@ impl LodtFile {
         let at = || Location::batch(k as u64, Part::Index);
         same_crc(at(), e.header_crc.get(), meta.header_crc)?;
         same_crc(at(), e.table_crc.get(), meta.table_crc)?;
-        Ok((cell.get_or_init(|| Box::new(meta)), true))
+        Ok(meta)
     }
 
     /// The 2.0 schema held by batch `j`'s head: from its parsed metadata,
@@ -906,6 +913,25 @@ impl LodtFile {
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
         let (meta, section, offset) = self.meta(k, Some(Pattern::Sequential), Use::Structure)?;
         Ok((meta, section.to_buffer()?, offset))
+    }
+
+    /// [`LodtFile::checked_batch`] for `verify`: a batch of a file held
+    /// whole (mapped, or in memory) that was not parsed yet is parsed
+    /// without keeping the parse, which its checker drops when done with it
+    /// (a verify does not leave every batch's metadata to be freed, one
+    /// batch after the other, when the file is dropped).
+    pub(crate) fn verify_batch(&self, k: usize) -> Result<(MetaRef<'_>, Buffer)> {
+        let Some(cell) = self.batches.get(k) else {
+            return Err(self.no_such_batch(k));
+        };
+        if cell.get().is_some() || self.whole.is_none() {
+            let (meta, section, _) = self.checked_batch(k)?;
+            return Ok((MetaRef::Kept(meta), section));
+        }
+        self.hint(k, Pattern::Sequential);
+        let (section, offset) = self.section(k)?;
+        let meta = self.parse_batch(k, section.bytes(), offset)?;
+        Ok((MetaRef::Own(Arc::new(meta)), section.to_buffer()?))
     }
 }
 
@@ -1254,5 +1280,24 @@ impl<'a> BatchView<'a> {
             batch.push(name, tensor)?;
         }
         Ok(batch)
+    }
+}
+
+/// A checked batch's metadata as [`LodtFile::verify_batch`] gives it: the
+/// file's own, or a parse of the caller's (shared by the threads checking
+/// the batch, freed by the last of them).
+#[derive(Clone)]
+pub(crate) enum MetaRef<'a> {
+    Kept(&'a BatchMeta),
+    Own(Arc<BatchMeta>),
+}
+
+impl std::ops::Deref for MetaRef<'_> {
+    type Target = BatchMeta;
+    fn deref(&self) -> &BatchMeta {
+        match self {
+            MetaRef::Kept(m) => m,
+            MetaRef::Own(m) => m,
+        }
     }
 }

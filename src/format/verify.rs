@@ -4,8 +4,11 @@
 //! The parallel check splits the file into pieces (each batch, and each
 //! [`PIECE`] bytes of a larger batch) that the calling thread and helper
 //! threads claim in file order from one counter; nobody waits for anyone
-//! to claim. The worker that checks a batch's last piece decodes it (2.0,
-//! compressed buffers) and drops its bytes. The calling thread also takes
+//! to claim. A worker checks the checksum of each buffer wholly in its
+//! piece itself. The worker that checks a batch's last piece decodes it
+//! (2.0, compressed buffers) and drops its bytes and its parsed metadata
+//! (which the file does not keep: freeing every batch's metadata when the
+//! file is dropped would be a serial tail). The calling thread also takes
 //! the results in file order (between pieces of its own, without blocking
 //! while it has pieces to check): it combines the checksums of buffers
 //! split across pieces, reports progress, and stops at the first failure
@@ -13,7 +16,8 @@
 
 use super::LodtFile;
 use super::error::{FormatError, Location, Part, Result};
-use super::layout::check_zero;
+use super::layout::{check_zero, crc32};
+use super::reader::MetaRef;
 use super::section::{self, BatchMeta};
 use crate::buffer::Buffer;
 use smallvec::SmallVec;
@@ -219,6 +223,7 @@ impl LodtFile {
                 let start = p * piece;
                 out.push(PieceJob {
                     k,
+                    offset: e.offset.get(),
                     range: start..len.min(start.saturating_add(piece)),
                     first: p == 0,
                     last: p + 1 == count,
@@ -247,9 +252,11 @@ fn panicked(file: &LodtFile) -> FormatError {
     )
 }
 
-/// One piece of the check: bytes `range` of batch `k`'s section.
+/// One piece of the check: bytes `range` of batch `k`'s section, which
+/// starts at file offset `offset`.
 struct PieceJob {
     k: usize,
+    offset: u64,
     range: Range<usize>,
     /// The batch's first piece (where a batch that does not parse fails).
     first: bool,
@@ -258,34 +265,39 @@ struct PieceJob {
 }
 
 /// A batch as the workers share it: parsed once, by the first worker that
-/// needs it, and released by the worker that checks its last piece.
+/// needs it, and released by the worker that checks its last piece (the
+/// calling thread needs nothing of it but a failure to parse).
 enum Slot<'a> {
     Empty,
-    Ready(&'a BatchMeta, Buffer, u64),
+    Ready(MetaRef<'a>, Buffer),
     /// The batch does not parse: the error, taken by the calling thread.
     Failed(Option<FormatError>),
-    Released(&'a BatchMeta, u64),
+    Released,
 }
 
 /// What a worker found in one piece, in file order.
 enum Event {
-    /// Padding before a buffer or before the table that is not zero (the
-    /// error; no event follows it in its piece).
-    Gap(Box<FormatError>),
-    /// Part of buffer `i` (all of it when `ends` and the part starts the
-    /// buffer), with its checksum.
-    Buffer {
+    /// The piece's first failure: padding before a buffer or before the
+    /// table that is not zero, or a buffer wholly in the piece whose
+    /// checksum differs. No event follows it.
+    Failed(Box<FormatError>),
+    /// Part of buffer `i`, split across pieces, with its checksum; its last
+    /// part holds the checksum expected and where the buffer is.
+    Part {
         i: usize,
         crc: crc32fast::Hasher,
-        ends: bool,
+        last: Option<Box<(u32, Location)>>,
     },
 }
 
-/// The events of a piece: inline for a batch of a few buffers.
-type Events = SmallVec<[Event; 6]>;
+/// The events of a piece: inline for a few (most buffers are checked whole
+/// by the worker, and have none).
+type Events = SmallVec<[Event; 2]>;
 
 enum Outcome {
-    Events(Events),
+    /// The piece's events; with the batch's last piece (in file order), its
+    /// number of tensors and body bytes.
+    Events(Events, Option<(usize, u64)>),
     /// The batch does not parse (its slot holds the error).
     Failed,
 }
@@ -359,35 +371,34 @@ impl<'a> Shared<'a> {
         let ready = {
             let mut slot = lock(slot);
             if let Slot::Empty = *slot {
-                *slot = match self.file.checked_batch(piece.k) {
-                    Ok((meta, section, offset)) => Slot::Ready(meta, section, offset),
+                *slot = match self.file.verify_batch(piece.k) {
+                    Ok((meta, section)) => Slot::Ready(meta, section),
                     Err(e) => Slot::Failed(Some(e)),
                 };
             }
             match &*slot {
-                Slot::Ready(meta, section, offset) => Some((*meta, section.clone(), *offset)),
+                Slot::Ready(meta, section) => Some((meta.clone(), section.clone())),
                 _ => None,
             }
         };
         let outcome = match &ready {
-            Some((meta, section, offset)) => Outcome::Events(piece_events(
-                section.as_slice(),
-                meta,
-                *offset,
-                piece.range.clone(),
-            )),
+            Some((meta, section)) => Outcome::Events(
+                piece_events(section.as_slice(), meta, piece.offset, piece.range.clone()),
+                piece.last.then(|| (meta.tensors.len(), meta.body_bytes())),
+            ),
             None => Outcome::Failed,
         };
         let finished = self
             .left
             .get(piece.k)
             .is_some_and(|n| n.fetch_sub(1, Ordering::AcqRel) == 1);
-        if finished && let Some((meta, section, offset)) = ready {
+        if finished && let Some((meta, section)) = &ready {
             if let Some(d) = self.decoded.get(piece.k) {
                 *lock(d) = Some(decode_check(section.as_slice(), meta));
             }
-            // Checked: drop the batch's bytes.
-            *lock(slot) = Slot::Released(meta, offset);
+            // Checked: drop the batch's bytes and metadata (the last
+            // worker holding them frees them).
+            *lock(slot) = Slot::Released;
         }
         outcome
     }
@@ -459,38 +470,33 @@ impl InOrder {
     ) -> Result<()> {
         let j = self.next;
         self.next += 1;
-        let (Some(piece), Some(slot)) = (
-            shared.pieces.get(j),
-            shared.pieces.get(j).and_then(|p| shared.slots.get(p.k)),
-        ) else {
+        let Some(piece) = shared.pieces.get(j) else {
             return Ok(());
         };
-        let events = match outcome {
-            Outcome::Events(events) => events,
+        let (events, counts) = match outcome {
+            Outcome::Events(events, counts) => (events, counts),
             Outcome::Failed => {
-                return Err(match &mut *lock(slot) {
-                    Slot::Failed(e) => e.take(),
-                    _ => None,
-                }
-                .unwrap_or_else(|| {
-                    FormatError::corrupt(
-                        Location::batch(piece.k as u64, Part::BatchHeader),
-                        "the batch does not parse",
-                    )
-                }));
+                let slot = shared.slots.get(piece.k);
+                return Err(slot
+                    .and_then(|s| match &mut *lock(s) {
+                        Slot::Failed(e) => e.take(),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| {
+                        FormatError::corrupt(
+                            Location::batch(piece.k as u64, Part::BatchHeader),
+                            "the batch does not parse",
+                        )
+                    }));
             }
-        };
-        let (meta, offset) = match &*lock(slot) {
-            Slot::Ready(meta, _, offset) | Slot::Released(meta, offset) => (*meta, *offset),
-            _ => return Ok(()),
         };
         if piece.first {
             self.open = None;
         }
         for event in events {
             match event {
-                Event::Gap(e) => return Err(*e),
-                Event::Buffer { i, crc, ends } => {
+                Event::Failed(e) => return Err(*e),
+                Event::Part { i, crc, last } => {
                     let crc = match self.open.take() {
                         Some((o, mut sofar)) if o == i => {
                             sofar.combine(&crc);
@@ -498,15 +504,15 @@ impl InOrder {
                         }
                         _ => crc,
                     };
-                    if !ends {
+                    let Some(last) = last else {
                         self.open = Some((i, crc));
                         continue;
-                    }
-                    let (found, expected) =
-                        (crc.finalize(), meta.buffers.get(i).map_or(0, |b| b.crc));
+                    };
+                    let (expected, at) = *last;
+                    let found = crc.finalize();
                     if found != expected {
                         return Err(FormatError::Checksum {
-                            at: section::buffer_location(meta, i),
+                            at,
                             expected,
                             found,
                         });
@@ -514,25 +520,28 @@ impl InOrder {
                 }
             }
         }
-        progress(offset + piece.range.end as u64, total);
+        progress(piece.offset + piece.range.end as u64, total);
         if piece.last {
             // Every piece of the batch is taken, so the worker that checked
             // the last of them stored the decoding check first.
             if let Some(r) = shared.decoded.get(piece.k).and_then(|d| lock(d).take()) {
                 r?;
             }
-            report.tensors += meta.tensors.len();
-            report.body_bytes += meta.body_bytes();
+            if let Some((tensors, body_bytes)) = counts {
+                report.tensors += tensors;
+                report.body_bytes += body_bytes;
+            }
         }
         Ok(())
     }
 }
 
 /// The events of bytes `piece` of a checked batch's section, in order: the
-/// part of each buffer in the piece, and the first padding (before a buffer
-/// or before the checksum table) that is not zero, after which the piece
-/// has nothing more to say. An empty buffer belongs to the piece its offset
-/// falls in.
+/// part of each buffer split across pieces, and the piece's first failure
+/// (padding before a buffer or before the checksum table that is not zero,
+/// a buffer wholly in the piece whose checksum differs), after which the
+/// piece has nothing more to say. An empty buffer belongs to the piece its
+/// offset falls in.
 fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usize>) -> Events {
     let within = |r: &Range<usize>| r.start.max(piece.start)..r.end.min(piece.end);
     // Whether the padding `r` (its part in the piece) is zero; if not, its
@@ -545,7 +554,7 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
                 Location::batch(meta.index, Part::Padding)
             });
             if let Err(e) = zero {
-                events.push(Event::Gap(Box::new(e)));
+                events.push(Event::Failed(Box::new(e)));
                 return false;
             }
         }
@@ -560,9 +569,7 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
             b.range.end <= piece.start
         }
     });
-    let end = meta.buffers.partition_point(|b| b.range.start < piece.end);
-    // One event per buffer, and at most one padding error.
-    let mut events = Events::with_capacity(end.saturating_sub(first) + 1);
+    let mut events = Events::new();
     let mut prev_end = match first.checked_sub(1).and_then(|i| meta.buffers.get(i)) {
         Some(b) => b.range.end,
         None => meta.data_start,
@@ -572,14 +579,24 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
             return events;
         }
         let part = within(&b.range);
-        if part.start < part.end || b.range.is_empty() {
+        let bytes = section.get(part.clone()).unwrap_or(&[]);
+        if part == b.range {
+            // Wholly in the piece (an empty buffer too): checked here.
+            let found = crc32(bytes);
+            if found != b.crc {
+                events.push(Event::Failed(Box::new(FormatError::Checksum {
+                    at: section::buffer_location(meta, i),
+                    expected: b.crc,
+                    found,
+                })));
+                return events;
+            }
+        } else if part.start < part.end {
             let mut crc = crc32fast::Hasher::new();
-            crc.update(section.get(part.clone()).unwrap_or(&[]));
-            events.push(Event::Buffer {
-                i,
-                crc,
-                ends: part.end == b.range.end,
-            });
+            crc.update(bytes);
+            let last = (part.end == b.range.end)
+                .then(|| Box::new((b.crc, section::buffer_location(meta, i))));
+            events.push(Event::Part { i, crc, last });
         }
         prev_end = b.range.end;
     }
