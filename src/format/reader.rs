@@ -920,18 +920,20 @@ impl LodtFile {
     /// without keeping the parse, which its checker drops when done with it
     /// (a verify does not leave every batch's metadata to be freed, one
     /// batch after the other, when the file is dropped).
-    pub(crate) fn verify_batch(&self, k: usize) -> Result<(MetaRef<'_>, Buffer)> {
+    /// The section borrows the file's bytes where the file is held whole
+    /// (no reference counting shared by the checking threads).
+    pub(crate) fn verify_batch(&self, k: usize) -> Result<(MetaRef<'_>, Section<'_>)> {
         let Some(cell) = self.batches.get(k) else {
             return Err(self.no_such_batch(k));
         };
         if cell.get().is_some() || self.whole.is_none() {
-            let (meta, section, _) = self.checked_batch(k)?;
+            let (meta, section, _) = self.meta(k, Some(Pattern::Sequential), Use::Structure)?;
             return Ok((MetaRef::Kept(meta), section));
         }
         self.hint(k, Pattern::Sequential);
         let (section, offset) = self.section(k)?;
         let meta = self.parse_batch(k, section.bytes(), offset)?;
-        Ok((MetaRef::Own(Arc::new(meta)), section.to_buffer()?))
+        Ok((MetaRef::Own(Arc::new(meta)), section))
     }
 }
 

@@ -18,8 +18,7 @@ use super::LodtFile;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{check_zero, crc32};
 use super::reader::MetaRef;
-use super::section::{self, BatchMeta};
-use crate::buffer::Buffer;
+use super::section::{self, BatchMeta, Section};
 use smallvec::SmallVec;
 use std::ops::Range;
 use std::path::Path;
@@ -269,7 +268,7 @@ struct PieceJob {
 /// calling thread needs nothing of it but a failure to parse).
 enum Slot<'a> {
     Empty,
-    Ready(MetaRef<'a>, Buffer),
+    Ready(MetaRef<'a>, Section<'a>),
     /// The batch does not parse: the error, taken by the calling thread.
     Failed(Option<FormatError>),
     Released,
@@ -383,7 +382,7 @@ impl<'a> Shared<'a> {
         };
         let outcome = match &ready {
             Some((meta, section)) => Outcome::Events(
-                piece_events(section.as_slice(), meta, piece.offset, piece.range.clone()),
+                piece_events(section.bytes(), meta, piece.offset, piece.range.clone()),
                 piece.last.then(|| (meta.tensors.len(), meta.body_bytes())),
             ),
             None => Outcome::Failed,
@@ -394,7 +393,7 @@ impl<'a> Shared<'a> {
             .is_some_and(|n| n.fetch_sub(1, Ordering::AcqRel) == 1);
         if finished && let Some((meta, section)) = &ready {
             if let Some(d) = self.decoded.get(piece.k) {
-                *lock(d) = Some(decode_check(section.as_slice(), meta));
+                *lock(d) = Some(decode_check(section.bytes(), meta));
             }
             // Checked: drop the batch's bytes and metadata (the last
             // worker holding them frees them).
@@ -791,6 +790,44 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 1000, "{checked}");
+    }
+
+    #[test]
+    fn batches_read_before_and_positional_reads_verify_in_parallel_as_serially() {
+        let good = file(9);
+        let mut bad = good.clone();
+        let r = LodtFile::from_bytes(&good).unwrap().batch_range(5).unwrap();
+        bad[(r.end - 100) as usize] ^= 0x40;
+        let text = |r: Result<VerifyReport>| match r {
+            Ok(r) => format!("ok {r:?}"),
+            Err(e) => e.to_string(),
+        };
+        let quiet = &mut |_: u64, _: u64| {};
+        for bytes in [&good, &bad] {
+            // Some batches parsed (and kept by the file) before the check.
+            let serial = text(
+                LodtFile::from_bytes(bytes)
+                    .unwrap()
+                    .verify_on(1, TEST_PIECE, quiet),
+            );
+            let read = LodtFile::from_bytes(bytes).unwrap();
+            for k in [0, 3, 4, 5] {
+                let _ = read.batch(k);
+            }
+            assert_eq!(text(read.verify_on(3, TEST_PIECE, quiet)), serial);
+            // Positional reads: each batch a copy of its own.
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("f.lodt");
+            std::fs::write(&path, bytes).unwrap();
+            let options = super::super::ReadOptions {
+                mmap: false,
+                ..Default::default()
+            };
+            let open = || LodtFile::open_with(&path, &options).unwrap();
+            let serial = text(open().verify_on(1, TEST_PIECE, quiet));
+            assert_eq!(text(open().verify_on(3, TEST_PIECE, quiet)), serial);
+            assert_eq!(serial.starts_with("ok"), bytes == &good, "{serial}");
+        }
     }
 
     #[test]
