@@ -909,19 +909,21 @@ impl LodtFile {
         Ok(())
     }
 
-    /// Batch `k`'s metadata and section, for `verify` (a scan).
+    /// Batch `k`'s metadata and section, checked (its structure, as a scan
+    /// touches it).
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
         let (meta, section, offset) = self.meta(k, Some(Pattern::Sequential), Use::Structure)?;
         Ok((meta, section.to_buffer()?, offset))
     }
 
-    /// [`LodtFile::checked_batch`] for `verify`: a batch of a file held
-    /// whole (mapped, or in memory) that was not parsed yet is parsed
-    /// without keeping the parse, which its checker drops when done with it
-    /// (a verify does not leave every batch's metadata to be freed, one
-    /// batch after the other, when the file is dropped).
-    /// The section borrows the file's bytes where the file is held whole
-    /// (no reference counting shared by the checking threads).
+    /// Batch `k`'s metadata and section, checked, for `verify` (a scan):
+    /// the file's own parse when it has one or reads copies; a batch of a
+    /// file held whole (mapped, or in memory) that was not parsed yet is
+    /// parsed without keeping the parse, which its checker drops when done
+    /// with it (a verify does not leave every batch's metadata to be freed,
+    /// one batch after the other, when the file is dropped). The section
+    /// borrows the file's bytes where the file is held whole (no reference
+    /// count shared by the checking threads).
     pub(crate) fn verify_batch(&self, k: usize) -> Result<(MetaRef<'_>, Section<'_>)> {
         let Some(cell) = self.batches.get(k) else {
             return Err(self.no_such_batch(k));

@@ -146,15 +146,16 @@ impl LodtFile {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<()> {
         let total = self.file_size();
-        for k in 0..self.num_batches() {
-            let (meta, bytes, offset) = self.checked_batch(k)?;
+        for (k, e) in self.entries().iter().enumerate() {
+            let (meta, section) = self.verify_batch(k)?;
+            let offset = e.offset.get();
             let mut done = offset + meta.data_start as u64;
             progress(done, total);
-            section::check_buffers(bytes.as_slice(), meta, offset, &mut |n| {
+            section::check_buffers(section.bytes(), &meta, offset, &mut |n| {
                 done += n;
                 progress(done, total);
             })?;
-            decode_check(bytes.as_slice(), meta)?;
+            decode_check(section.bytes(), &meta)?;
             report.tensors += meta.tensors.len();
             report.body_bytes += meta.body_bytes();
         }
@@ -666,7 +667,8 @@ mod tests {
     /// index entry's and the footer's. Only decoding finds it.
     fn spoil_compressed(bytes: &[u8], k: usize) -> Vec<u8> {
         let f = LodtFile::from_bytes(bytes).unwrap();
-        let (meta, _, offset) = f.checked_batch(k).unwrap();
+        let (meta, _) = f.verify_batch(k).unwrap();
+        let offset = f.batch_range(k).unwrap().start;
         let i = meta
             .buffers
             .iter()
@@ -836,7 +838,7 @@ mod tests {
         let f = LodtFile::from_bytes(&bytes).unwrap();
         let r = f.batch_range(1).unwrap();
         // The gap after buffer 0 (a 16-byte LoD level).
-        let meta = f.checked_batch(1).unwrap().0;
+        let meta = f.verify_batch(1).unwrap().0;
         let gap = r.start as usize + meta.buffers[0].range.end + 3;
         let mut bad = bytes.clone();
         bad[gap] = 1;
@@ -855,7 +857,7 @@ mod tests {
             assert!(
                 LodtFile::from_bytes(&bytes)
                     .unwrap()
-                    .checked_batch(1)
+                    .verify_batch(1)
                     .unwrap()
                     .0
                     .decoded_len
