@@ -596,6 +596,11 @@ def print_table(results, systems):
                   f"{fmt(m)} | {fmt(c)} | {m / c:.2f}× |")
             print(f"| verify, {what}, vs the CRC32 over the file mapped: lodt's part | "
                   f"{fmt(l)} | {fmt(m)} | {l / m:.2f}× |")
+            pread = v.get("crc32_pread_" + state)
+            if pread is not None:
+                p = pread["median"]
+                print(f"| the same CRC32 over the file read with pread (1 MiB, every core; {what}) vs in memory | "
+                      f"{fmt(p)} | {fmt(c)} | {p / c:.2f}× |")
         if "sum_all_cores" in v:
             r = v["sum_all_cores"]["median"]
             print(f"| reading the bytes alone (a sum, every core) vs the CRC32 on every core | "

@@ -22,7 +22,8 @@
 //!                                    `bench/peers.py` gets them from strace)
 //! peers verify DIR REPS              verify a file just written, then read back
 //!                                    from disk, vs a CRC32 of its bytes (one
-//!                                    core, all cores; in memory and mapped)
+//!                                    core, all cores; in memory, mapped, and
+//!                                    read with pread)
 //! peers overhead                     per-batch overhead of 70-word batches
 //! peers write-only DIR REPS          the writer alone (for a profiler)
 //! peers verify-only DIR REPS [verify] verify data.lodt (for a profiler),
@@ -495,9 +496,45 @@ fn crc32_mapped(path: &Path, cores: usize) -> Res<()> {
     Ok(())
 }
 
+/// The other way to the bytes of a file in the page cache: [`crc32_parts`]
+/// over `path` read with positional reads of 1 MiB into one reused buffer
+/// per thread (a copy out of the page cache, no mapping).
+fn crc32_pread(path: &Path, cores: usize) -> Res<()> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let len = usize::try_from(file.metadata()?.len())?;
+    let part = len.div_ceil(cores).max(1);
+    let file = &file;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = (0..len)
+            .step_by(part)
+            .map(|start| {
+                s.spawn(move || -> std::io::Result<u32> {
+                    let mut buf = vec![0u8; 1 << 20];
+                    let mut crc = crc32fast::Hasher::new();
+                    let end = len.min(start + part);
+                    let mut at = start;
+                    while at < end {
+                        let n = buf.len().min(end - at);
+                        file.read_exact_at(&mut buf[..n], at as u64)?;
+                        crc.update(&buf[..n]);
+                        at += n;
+                    }
+                    Ok(crc.finalize())
+                })
+            })
+            .collect();
+        for p in parts {
+            std::hint::black_box(p.join().map_err(|_| "a CRC thread panicked")??);
+        }
+        Ok(())
+    })
+}
+
 /// Open and verify (every core) against a CRC32 of the same bytes held in
 /// memory (one core, every core), and against the same every-core CRC32 of
-/// the file mapped (the kernel's part: mapping the page cache's pages);
+/// the file mapped (the kernel's part: mapping the page cache's pages) and
+/// of the file read with positional reads (copied out of the page cache);
 /// the file is in the page cache.
 fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
     // A file just written by the writer, its page cache as the writer left
@@ -517,6 +554,8 @@ fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
         "crc32_mapped_just_written",
         "crc32_mapped_read_back",
         "sum_all_cores",
+        "crc32_pread_just_written",
+        "crc32_pread_read_back",
     ];
     let mut log: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -567,6 +606,7 @@ fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
     for _ in 0..reps {
         time(&mut log[0], || {}, verify)?;
         time(&mut log[4], || {}, || crc32_mapped(&path, cores))?;
+        time(&mut log[7], || {}, || crc32_pread(&path, cores))?;
         in_memory(&mut log)?;
     }
     let _ = std::process::Command::new("sync").status();
@@ -575,6 +615,7 @@ fn bench_verify(dir: &Path, reps: usize) -> Res<()> {
     for _ in 0..reps {
         time(&mut log[1], || {}, verify)?;
         time(&mut log[5], || {}, || crc32_mapped(&path, cores))?;
+        time(&mut log[8], || {}, || crc32_pread(&path, cores))?;
         in_memory(&mut log)?;
     }
     let _ = std::fs::remove_file(&path);

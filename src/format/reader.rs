@@ -676,6 +676,13 @@ impl LodtFile {
         if let Some(meta) = cell.get() {
             return Ok((meta, false));
         }
+        let meta = self.parse_batch(k, bytes, offset)?;
+        Ok((cell.get_or_init(|| Box::new(meta)), true))
+    }
+
+    /// Parses and checks batch `k` (its section `bytes`, at `offset`)
+    /// against its index entry.
+    fn parse_batch(&self, k: usize, bytes: &[u8], offset: u64) -> Result<BatchMeta> {
         let meta = section::parse_any(self.version.major, bytes, offset, k as u64, &mut |j| {
             self.schema_of(j)
         })?;
@@ -683,7 +690,7 @@ impl LodtFile {
         let at = || Location::batch(k as u64, Part::Index);
         same_crc(at(), e.header_crc.get(), meta.header_crc)?;
         same_crc(at(), e.table_crc.get(), meta.table_crc)?;
-        Ok((cell.get_or_init(|| Box::new(meta)), true))
+        Ok(meta)
     }
 
     /// The 2.0 schema held by batch `j`'s head: from its parsed metadata,
@@ -862,7 +869,7 @@ impl LodtFile {
         Ok(TensorBuffers {
             storage: view.section.storage().clone(),
             dtype: tm.dtype,
-            shape: tm.shape.clone(),
+            shape: tm.shape.to_vec(),
             lod: tm.lod.iter().map(|&b| abs(b)).collect(),
             body: abs(tm.body),
         })
@@ -902,10 +909,33 @@ impl LodtFile {
         Ok(())
     }
 
-    /// Batch `k`'s metadata and section, for `verify` (a scan).
+    /// Batch `k`'s metadata and section, checked (its structure, as a scan
+    /// touches it).
     pub(crate) fn checked_batch(&self, k: usize) -> Result<(&BatchMeta, Buffer, u64)> {
         let (meta, section, offset) = self.meta(k, Some(Pattern::Sequential), Use::Structure)?;
         Ok((meta, section.to_buffer()?, offset))
+    }
+
+    /// Batch `k`'s metadata and section, checked, for `verify` (a scan):
+    /// the file's own parse when it has one or reads copies; a batch of a
+    /// file held whole (mapped, or in memory) that was not parsed yet is
+    /// parsed without keeping the parse, which its checker drops when done
+    /// with it (a verify does not leave every batch's metadata to be freed,
+    /// one batch after the other, when the file is dropped). The section
+    /// borrows the file's bytes where the file is held whole (no reference
+    /// count shared by the checking threads).
+    pub(crate) fn verify_batch(&self, k: usize) -> Result<(MetaRef<'_>, Section<'_>)> {
+        let Some(cell) = self.batches.get(k) else {
+            return Err(self.no_such_batch(k));
+        };
+        if cell.get().is_some() || self.whole.is_none() {
+            let (meta, section, _) = self.meta(k, Some(Pattern::Sequential), Use::Structure)?;
+            return Ok((MetaRef::Kept(meta), section));
+        }
+        self.hint(k, Pattern::Sequential);
+        let (section, offset) = self.section(k)?;
+        let meta = self.parse_batch(k, section.bytes(), offset)?;
+        Ok((MetaRef::Own(Arc::new(meta)), section))
     }
 }
 
@@ -1133,7 +1163,7 @@ impl<'a> BatchView<'a> {
     /// # Ok::<(), lodt::format::FormatError>(())
     /// ```
     pub fn names(&self) -> impl ExactSizeIterator<Item = &'a str> + 'a {
-        self.meta.tensors.iter().map(|t| t.name.as_str())
+        self.meta.tensors.iter().map(|t| &*t.name)
     }
 
     /// The batch's key/value metadata.
@@ -1215,7 +1245,7 @@ impl<'a> BatchView<'a> {
     /// ```
     pub fn tensor_at(&self, i: usize) -> Result<(&'a str, LodTensor)> {
         let tensor = section::tensor(&self.section, self.meta, i)?;
-        Ok((self.meta.tensors[i].name.as_str(), tensor))
+        Ok((&*self.meta.tensors[i].name, tensor))
     }
 
     /// Every tensor with its name, in order.
@@ -1254,5 +1284,24 @@ impl<'a> BatchView<'a> {
             batch.push(name, tensor)?;
         }
         Ok(batch)
+    }
+}
+
+/// A checked batch's metadata as [`LodtFile::verify_batch`] gives it: the
+/// file's own, or a parse of the caller's (shared by the threads checking
+/// the batch, freed by the last of them).
+#[derive(Clone)]
+pub(crate) enum MetaRef<'a> {
+    Kept(&'a BatchMeta),
+    Own(Arc<BatchMeta>),
+}
+
+impl std::ops::Deref for MetaRef<'_> {
+    type Target = BatchMeta;
+    fn deref(&self) -> &BatchMeta {
+        match self {
+            MetaRef::Kept(m) => m,
+            MetaRef::Own(m) => m,
+        }
     }
 }

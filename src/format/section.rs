@@ -22,6 +22,7 @@ use crate::lod::Lod;
 use crate::lod::check_view_levels;
 use crate::tensor::{check_parts, checked_byte_len};
 use crate::{Error, LodTensor};
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
@@ -103,10 +104,13 @@ pub(crate) struct BatchMeta {
     pub table_crc: u32,
     pub section_len: u64,
     pub metadata: BTreeMap<String, String>,
-    pub tensors: Vec<TensorMeta>,
-    /// The position of each tensor name in `tensors`.
+    /// Inline for a few tensors and buffers: a parsed batch is one
+    /// allocation plus its metadata map.
+    pub tensors: SmallVec<[TensorMeta; 2]>,
+    /// The position of each tensor name in `tensors` (empty for a 2.0
+    /// batch of at most [`FIND_SCAN`] tensors, which `find` scans).
     pub by_name: HashMap<String, usize>,
-    pub buffers: Vec<BufferMeta>,
+    pub buffers: SmallVec<[BufferMeta; 6]>,
     /// Where the buffers start and the checksum table starts (section-relative).
     pub data_start: usize,
     pub table_start: usize,
@@ -138,28 +142,33 @@ pub(crate) struct BufferMeta {
 /// A tensor of a batch, checked against its buffers.
 #[derive(Debug)]
 pub(crate) struct TensorMeta {
-    pub name: String,
+    /// Shared with the 2.0 schema (no copy per batch).
+    pub name: Arc<str>,
     pub dtype: DType,
-    pub shape: Vec<usize>,
+    pub shape: SmallVec<[usize; 4]>,
     /// The buffer index of each LoD level.
-    pub lod: Vec<usize>,
+    pub lod: SmallVec<[usize; 4]>,
     /// The buffer index of the body.
     pub body: usize,
 }
+
+/// Up to this many tensors, [`BatchMeta::find`] compares names one by one
+/// (a 2.0 batch of so few builds no `by_name` map).
+pub(crate) const FIND_SCAN: usize = 8;
 
 impl BatchMeta {
     /// The tensor named `name`.
     pub fn find(&self, name: &str) -> Option<usize> {
         // A few names compare faster than they hash.
-        if self.tensors.len() <= 8 {
-            return self.tensors.iter().position(|t| t.name == name);
+        if self.tensors.len() <= FIND_SCAN {
+            return self.tensors.iter().position(|t| *t.name == *name);
         }
         self.by_name.get(name).copied()
     }
 
     /// The tensor names.
     pub fn names(&self) -> Vec<String> {
-        self.tensors.iter().map(|t| t.name.clone()).collect()
+        self.tensors.iter().map(|t| t.name.to_string()).collect()
     }
 
     /// The byte range (section-relative) of buffer `i`.
@@ -303,7 +312,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
     )?;
 
     // The buffers: 64-aligned, in order, not overlapping, inside the data area.
-    let mut buffers = Vec::with_capacity(count);
+    let mut buffers: SmallVec<[BufferMeta; 6]> = SmallVec::with_capacity(count);
     let mut prev_end = data_start as u64;
     for (i, (b, crc)) in json.buffers.iter().zip(entries.chunks_exact(4)).enumerate() {
         let end = b.offset.checked_add(b.length);
@@ -342,7 +351,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
     // The tensors.
     let mut by_name = HashMap::with_capacity(json.tensors.len());
     let mut owner: Vec<bool> = vec![false; count];
-    let mut tensors = Vec::with_capacity(json.tensors.len());
+    let mut tensors = SmallVec::with_capacity(json.tensors.len());
     for t in json.tensors {
         let tat = |part| Location::tensor(k, &t.name, part);
         if t.name.is_empty() {
@@ -422,10 +431,10 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
             }
         }
         tensors.push(TensorMeta {
-            name: t.name,
+            name: t.name.into(),
             dtype,
-            shape,
-            lod,
+            shape: shape.into(),
+            lod: lod.into(),
             body,
         });
     }
@@ -496,7 +505,7 @@ pub(crate) fn check_tensor_bytes(
         return Ok(());
     };
     let tat = |part| Location::tensor(meta.index, &tm.name, part);
-    let mut levels = Vec::with_capacity(tm.lod.len());
+    let mut levels: SmallVec<[&[u64]; 4]> = SmallVec::with_capacity(tm.lod.len());
     for (l, &b) in tm.lod.iter().enumerate() {
         let bytes = buffer(b);
         if stored {

@@ -335,7 +335,7 @@ fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
     *batch.metadata_mut() = meta.metadata.clone();
     for i in 0..meta.tensors.len() {
         let tensor = section::tensor(&section, meta, i)?;
-        let name = meta.tensors.get(i).map_or("", |t| t.name.as_str());
+        let name = meta.tensors.get(i).map_or("", |t| &*t.name);
         batch.push(name, tensor)?;
     }
     Ok(batch)

@@ -17,12 +17,15 @@ use super::layout::{
     BATCH_TAG, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, bounded_dims, crc32, pad64, parse_json,
     same_crc,
 };
-use super::section::{BatchMeta, BufferMeta, TensorMeta, buffer_location, check_tensor_bytes};
+use super::section::{
+    BatchMeta, BufferMeta, FIND_SCAN, TensorMeta, buffer_location, check_tensor_bytes,
+};
 use super::shuffle::{shuffle, unshuffle_into};
 use crate::Batch;
 use crate::buffer::{AlignedBytes, Buffer};
 use crate::dtype::DType;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -148,7 +151,8 @@ pub(crate) struct Schema {
 /// One tensor of a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SchemaTensor {
-    pub name: String,
+    /// Shared by the parsed batches' [`TensorMeta`]s.
+    pub name: Arc<str>,
     pub dtype: DType,
     /// The element shape (the dimensions after the first).
     pub shape: Vec<usize>,
@@ -190,7 +194,7 @@ impl Schema {
             tensors: batch
                 .iter()
                 .map(|(name, t)| SchemaTensor {
-                    name: name.to_owned(),
+                    name: name.into(),
                     dtype: t.dtype(),
                     shape: t.shape().get(1..).unwrap_or(&[]).to_vec(),
                     lod: t.lod().num_levels(),
@@ -206,7 +210,7 @@ impl Schema {
                 .tensors
                 .iter()
                 .map(|t| SchemaTensorJson {
-                    name: t.name.clone(),
+                    name: t.name.to_string(),
                     dtype: t.dtype.name().to_owned(),
                     shape: t.shape.iter().map(|&d| d as u64).collect(),
                     lod: t.lod as u64,
@@ -263,7 +267,7 @@ impl Schema {
                 })
                 .collect::<Result<Vec<_>>>()?;
             tensors.push(SchemaTensor {
-                name: t.name,
+                name: t.name.into(),
                 dtype,
                 shape,
                 lod: t.lod as usize,
@@ -467,24 +471,28 @@ pub(crate) fn parse_batch(
     // every buffer.
     let overflow =
         |what: &str| FormatError::corrupt(at(), format!("{what} overflows a 64-bit length"));
-    let mut tensors: Vec<TensorMeta> = Vec::with_capacity(schema.tensors.len());
+    let mut tensors: SmallVec<[TensorMeta; 2]> = SmallVec::with_capacity(schema.tensors.len());
     // Whether each tensor has LoD levels of its own (others share them).
-    let mut own_lod: Vec<bool> = Vec::with_capacity(schema.tensors.len());
+    let mut own_lod: SmallVec<[bool; 8]> = SmallVec::with_capacity(schema.tensors.len());
     // Each buffer's decoded length and element width (8 for a LoD level).
-    let mut lens: Vec<(u64, usize)> = Vec::new();
-    let mut by_name = HashMap::with_capacity(schema.tensors.len());
+    let mut lens: SmallVec<[(u64, usize); 16]> = SmallVec::new();
+    // `BatchMeta::find` looks a few names up without it.
+    let mut by_name = HashMap::new();
+    if schema.tensors.len() > FIND_SCAN {
+        by_name.reserve(schema.tensors.len());
+    }
     for (t, st) in schema.tensors.iter().enumerate() {
         let rows = if st.scalar {
             None
         } else {
             Some(c.varint("a tensor's rows")?)
         };
-        let mut shape = Vec::with_capacity(st.shape.len() + 1);
+        let mut shape = SmallVec::with_capacity(st.shape.len() + 1);
         if let Some(r) = rows {
             shape.push(usize::try_from(r).map_err(|_| overflow("the rows"))?);
         }
         shape.extend_from_slice(&st.shape);
-        let mut lod = Vec::with_capacity(st.lod);
+        let mut lod = SmallVec::with_capacity(st.lod);
         let mut own = false;
         if st.lod > 0 {
             let r = c.varint("lod_ref")?;
@@ -530,7 +538,9 @@ pub(crate) fn parse_batch(
             .and_then(|e| e.checked_mul(st.dtype.size() as u64))
             .ok_or_else(|| overflow("a body"))?;
         lens.push((elems, st.dtype.size()));
-        by_name.insert(st.name.clone(), t);
+        if schema.tensors.len() > FIND_SCAN {
+            by_name.insert(st.name.to_string(), t);
+        }
         own_lod.push(own);
         tensors.push(TensorMeta {
             name: st.name.clone(),
@@ -542,7 +552,7 @@ pub(crate) fn parse_batch(
     }
 
     // Buffers: codec, stored length, crc; placement.
-    let mut buffers = Vec::with_capacity(lens.len());
+    let mut buffers: SmallVec<[BufferMeta; 6]> = SmallVec::with_capacity(lens.len());
     let mut cursor = data_start as u64;
     let mut decoded = 0u64;
     let mut compressed = false;
@@ -626,7 +636,7 @@ pub(crate) fn parse_batch(
         }
         None
     };
-    let table: Vec<u8> = buffers.iter().flat_map(|b| b.crc.to_le_bytes()).collect();
+    let table: SmallVec<[u8; 64]> = buffers.iter().flat_map(|b| b.crc.to_le_bytes()).collect();
     let meta = BatchMeta {
         index: k,
         header_crc,

@@ -4,8 +4,11 @@
 //! The parallel check splits the file into pieces (each batch, and each
 //! [`PIECE`] bytes of a larger batch) that the calling thread and helper
 //! threads claim in file order from one counter; nobody waits for anyone
-//! to claim. The worker that checks a batch's last piece decodes it (2.0,
-//! compressed buffers) and drops its bytes. The calling thread also takes
+//! to claim. A worker checks the checksum of each buffer wholly in its
+//! piece itself. The worker that checks a batch's last piece decodes it
+//! (2.0, compressed buffers) and drops its bytes and its parsed metadata
+//! (which the file does not keep: freeing every batch's metadata when the
+//! file is dropped would be a serial tail). The calling thread also takes
 //! the results in file order (between pieces of its own, without blocking
 //! while it has pieces to check): it combines the checksums of buffers
 //! split across pieces, reports progress, and stops at the first failure
@@ -13,9 +16,10 @@
 
 use super::LodtFile;
 use super::error::{FormatError, Location, Part, Result};
-use super::layout::check_zero;
-use super::section::{self, BatchMeta};
-use crate::buffer::Buffer;
+use super::layout::{check_zero, crc32};
+use super::reader::MetaRef;
+use super::section::{self, BatchMeta, Section};
+use smallvec::SmallVec;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -142,15 +146,16 @@ impl LodtFile {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<()> {
         let total = self.file_size();
-        for k in 0..self.num_batches() {
-            let (meta, bytes, offset) = self.checked_batch(k)?;
+        for (k, e) in self.entries().iter().enumerate() {
+            let (meta, section) = self.verify_batch(k)?;
+            let offset = e.offset.get();
             let mut done = offset + meta.data_start as u64;
             progress(done, total);
-            section::check_buffers(bytes.as_slice(), meta, offset, &mut |n| {
+            section::check_buffers(section.bytes(), &meta, offset, &mut |n| {
                 done += n;
                 progress(done, total);
             })?;
-            decode_check(bytes.as_slice(), meta)?;
+            decode_check(section.bytes(), &meta)?;
             report.tensors += meta.tensors.len();
             report.body_bytes += meta.body_bytes();
         }
@@ -218,6 +223,7 @@ impl LodtFile {
                 let start = p * piece;
                 out.push(PieceJob {
                     k,
+                    offset: e.offset.get(),
                     range: start..len.min(start.saturating_add(piece)),
                     first: p == 0,
                     last: p + 1 == count,
@@ -246,9 +252,11 @@ fn panicked(file: &LodtFile) -> FormatError {
     )
 }
 
-/// One piece of the check: bytes `range` of batch `k`'s section.
+/// One piece of the check: bytes `range` of batch `k`'s section, which
+/// starts at file offset `offset`.
 struct PieceJob {
     k: usize,
+    offset: u64,
     range: Range<usize>,
     /// The batch's first piece (where a batch that does not parse fails).
     first: bool,
@@ -257,30 +265,39 @@ struct PieceJob {
 }
 
 /// A batch as the workers share it: parsed once, by the first worker that
-/// needs it, and released by the worker that checks its last piece.
+/// needs it, and released by the worker that checks its last piece (the
+/// calling thread needs nothing of it but a failure to parse).
 enum Slot<'a> {
     Empty,
-    Ready(&'a BatchMeta, Buffer, u64),
+    Ready(MetaRef<'a>, Section<'a>),
     /// The batch does not parse: the error, taken by the calling thread.
     Failed(Option<FormatError>),
-    Released(&'a BatchMeta, u64),
+    Released,
 }
 
 /// What a worker found in one piece, in file order.
 enum Event {
-    /// Part of the zero padding before a buffer or before the table.
-    Gap(Result<()>),
-    /// Part of buffer `i` (all of it when `ends` and the part starts the
-    /// buffer), with its checksum.
-    Buffer {
+    /// The piece's first failure: padding before a buffer or before the
+    /// table that is not zero, or a buffer wholly in the piece whose
+    /// checksum differs. No event follows it.
+    Failed(Box<FormatError>),
+    /// Part of buffer `i`, split across pieces, with its checksum; its last
+    /// part holds the checksum expected and where the buffer is.
+    Part {
         i: usize,
         crc: crc32fast::Hasher,
-        ends: bool,
+        last: Option<Box<(u32, Location)>>,
     },
 }
 
+/// The events of a piece: inline for a few (most buffers are checked whole
+/// by the worker, and have none).
+type Events = SmallVec<[Event; 2]>;
+
 enum Outcome {
-    Events(Vec<Event>),
+    /// The piece's events; with the batch's last piece (in file order), its
+    /// number of tensors and body bytes.
+    Events(Events, Option<(usize, u64)>),
     /// The batch does not parse (its slot holds the error).
     Failed,
 }
@@ -354,35 +371,34 @@ impl<'a> Shared<'a> {
         let ready = {
             let mut slot = lock(slot);
             if let Slot::Empty = *slot {
-                *slot = match self.file.checked_batch(piece.k) {
-                    Ok((meta, section, offset)) => Slot::Ready(meta, section, offset),
+                *slot = match self.file.verify_batch(piece.k) {
+                    Ok((meta, section)) => Slot::Ready(meta, section),
                     Err(e) => Slot::Failed(Some(e)),
                 };
             }
             match &*slot {
-                Slot::Ready(meta, section, offset) => Some((*meta, section.clone(), *offset)),
+                Slot::Ready(meta, section) => Some((meta.clone(), section.clone())),
                 _ => None,
             }
         };
         let outcome = match &ready {
-            Some((meta, section, offset)) => Outcome::Events(piece_events(
-                section.as_slice(),
-                meta,
-                *offset,
-                piece.range.clone(),
-            )),
+            Some((meta, section)) => Outcome::Events(
+                piece_events(section.bytes(), meta, piece.offset, piece.range.clone()),
+                piece.last.then(|| (meta.tensors.len(), meta.body_bytes())),
+            ),
             None => Outcome::Failed,
         };
         let finished = self
             .left
             .get(piece.k)
             .is_some_and(|n| n.fetch_sub(1, Ordering::AcqRel) == 1);
-        if finished && let Some((meta, section, offset)) = ready {
+        if finished && let Some((meta, section)) = &ready {
             if let Some(d) = self.decoded.get(piece.k) {
-                *lock(d) = Some(decode_check(section.as_slice(), meta));
+                *lock(d) = Some(decode_check(section.bytes(), meta));
             }
-            // Checked: drop the batch's bytes.
-            *lock(slot) = Slot::Released(meta, offset);
+            // Checked: drop the batch's bytes and metadata (the last
+            // worker holding them frees them).
+            *lock(slot) = Slot::Released;
         }
         outcome
     }
@@ -454,38 +470,33 @@ impl InOrder {
     ) -> Result<()> {
         let j = self.next;
         self.next += 1;
-        let (Some(piece), Some(slot)) = (
-            shared.pieces.get(j),
-            shared.pieces.get(j).and_then(|p| shared.slots.get(p.k)),
-        ) else {
+        let Some(piece) = shared.pieces.get(j) else {
             return Ok(());
         };
-        let events = match outcome {
-            Outcome::Events(events) => events,
+        let (events, counts) = match outcome {
+            Outcome::Events(events, counts) => (events, counts),
             Outcome::Failed => {
-                return Err(match &mut *lock(slot) {
-                    Slot::Failed(e) => e.take(),
-                    _ => None,
-                }
-                .unwrap_or_else(|| {
-                    FormatError::corrupt(
-                        Location::batch(piece.k as u64, Part::BatchHeader),
-                        "the batch does not parse",
-                    )
-                }));
+                let slot = shared.slots.get(piece.k);
+                return Err(slot
+                    .and_then(|s| match &mut *lock(s) {
+                        Slot::Failed(e) => e.take(),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| {
+                        FormatError::corrupt(
+                            Location::batch(piece.k as u64, Part::BatchHeader),
+                            "the batch does not parse",
+                        )
+                    }));
             }
-        };
-        let (meta, offset) = match &*lock(slot) {
-            Slot::Ready(meta, _, offset) | Slot::Released(meta, offset) => (*meta, *offset),
-            _ => return Ok(()),
         };
         if piece.first {
             self.open = None;
         }
         for event in events {
             match event {
-                Event::Gap(r) => r?,
-                Event::Buffer { i, crc, ends } => {
+                Event::Failed(e) => return Err(*e),
+                Event::Part { i, crc, last } => {
                     let crc = match self.open.take() {
                         Some((o, mut sofar)) if o == i => {
                             sofar.combine(&crc);
@@ -493,15 +504,15 @@ impl InOrder {
                         }
                         _ => crc,
                     };
-                    if !ends {
+                    let Some(last) = last else {
                         self.open = Some((i, crc));
                         continue;
-                    }
-                    let (found, expected) =
-                        (crc.finalize(), meta.buffers.get(i).map_or(0, |b| b.crc));
+                    };
+                    let (expected, at) = *last;
+                    let found = crc.finalize();
                     if found != expected {
                         return Err(FormatError::Checksum {
-                            at: section::buffer_location(meta, i),
+                            at,
                             expected,
                             found,
                         });
@@ -509,40 +520,48 @@ impl InOrder {
                 }
             }
         }
-        progress(offset + piece.range.end as u64, total);
+        progress(piece.offset + piece.range.end as u64, total);
         if piece.last {
             // Every piece of the batch is taken, so the worker that checked
             // the last of them stored the decoding check first.
             if let Some(r) = shared.decoded.get(piece.k).and_then(|d| lock(d).take()) {
                 r?;
             }
-            report.tensors += meta.tensors.len();
-            report.body_bytes += meta.body_bytes();
+            if let Some((tensors, body_bytes)) = counts {
+                report.tensors += tensors;
+                report.body_bytes += body_bytes;
+            }
         }
         Ok(())
     }
 }
 
 /// The events of bytes `piece` of a checked batch's section, in order: the
-/// padding before each buffer and before the checksum table, and the part
-/// of each buffer in the piece. An empty buffer belongs to the piece its
+/// part of each buffer split across pieces, and the piece's first failure
+/// (padding before a buffer or before the checksum table that is not zero,
+/// a buffer wholly in the piece whose checksum differs), after which the
+/// piece has nothing more to say. An empty buffer belongs to the piece its
 /// offset falls in.
-fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usize>) -> Vec<Event> {
-    let mut events = Vec::new();
+fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usize>) -> Events {
     let within = |r: &Range<usize>| r.start.max(piece.start)..r.end.min(piece.end);
-    let gap = |r: Range<usize>, events: &mut Vec<Event>| {
+    // Whether the padding `r` (its part in the piece) is zero; if not, its
+    // error ends the events.
+    let gap = |r: Range<usize>, events: &mut Events| {
         let part = within(&r);
         if part.start < part.end {
             let bytes = section.get(part.clone()).unwrap_or(&[]);
-            events.push(Event::Gap(check_zero(
-                bytes,
-                offset + part.start as u64,
-                || Location::batch(meta.index, Part::Padding),
-            )));
+            let zero = check_zero(bytes, offset + part.start as u64, || {
+                Location::batch(meta.index, Part::Padding)
+            });
+            if let Err(e) = zero {
+                events.push(Event::Failed(Box::new(e)));
+                return false;
+            }
         }
+        true
     };
     // Skip the buffers wholly before the piece (buffers are in order and do
-    // not overlap, so this is a prefix).
+    // not overlap, so this is a prefix), and count those that start in it.
     let first = meta.buffers.partition_point(|b| {
         if b.range.is_empty() {
             b.range.start < piece.start
@@ -550,24 +569,34 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
             b.range.end <= piece.start
         }
     });
+    let mut events = Events::new();
     let mut prev_end = match first.checked_sub(1).and_then(|i| meta.buffers.get(i)) {
         Some(b) => b.range.end,
         None => meta.data_start,
     };
     for (i, b) in meta.buffers.iter().enumerate().skip(first) {
-        gap(prev_end..b.range.start, &mut events);
-        if b.range.start >= piece.end {
+        if !gap(prev_end..b.range.start, &mut events) || b.range.start >= piece.end {
             return events;
         }
         let part = within(&b.range);
-        if part.start < part.end || b.range.is_empty() {
+        let bytes = section.get(part.clone()).unwrap_or(&[]);
+        if part == b.range {
+            // Wholly in the piece (an empty buffer too): checked here.
+            let found = crc32(bytes);
+            if found != b.crc {
+                events.push(Event::Failed(Box::new(FormatError::Checksum {
+                    at: section::buffer_location(meta, i),
+                    expected: b.crc,
+                    found,
+                })));
+                return events;
+            }
+        } else if part.start < part.end {
             let mut crc = crc32fast::Hasher::new();
-            crc.update(section.get(part.clone()).unwrap_or(&[]));
-            events.push(Event::Buffer {
-                i,
-                crc,
-                ends: part.end == b.range.end,
-            });
+            crc.update(bytes);
+            let last = (part.end == b.range.end)
+                .then(|| Box::new((b.crc, section::buffer_location(meta, i))));
+            events.push(Event::Part { i, crc, last });
         }
         prev_end = b.range.end;
     }
@@ -638,7 +667,8 @@ mod tests {
     /// index entry's and the footer's. Only decoding finds it.
     fn spoil_compressed(bytes: &[u8], k: usize) -> Vec<u8> {
         let f = LodtFile::from_bytes(bytes).unwrap();
-        let (meta, _, offset) = f.checked_batch(k).unwrap();
+        let (meta, _) = f.verify_batch(k).unwrap();
+        let offset = f.batch_range(k).unwrap().start;
         let i = meta
             .buffers
             .iter()
@@ -765,12 +795,50 @@ mod tests {
     }
 
     #[test]
+    fn batches_read_before_and_positional_reads_verify_in_parallel_as_serially() {
+        let good = file(9);
+        let mut bad = good.clone();
+        let r = LodtFile::from_bytes(&good).unwrap().batch_range(5).unwrap();
+        bad[(r.end - 100) as usize] ^= 0x40;
+        let text = |r: Result<VerifyReport>| match r {
+            Ok(r) => format!("ok {r:?}"),
+            Err(e) => e.to_string(),
+        };
+        let quiet = &mut |_: u64, _: u64| {};
+        for bytes in [&good, &bad] {
+            // Some batches parsed (and kept by the file) before the check.
+            let serial = text(
+                LodtFile::from_bytes(bytes)
+                    .unwrap()
+                    .verify_on(1, TEST_PIECE, quiet),
+            );
+            let read = LodtFile::from_bytes(bytes).unwrap();
+            for k in [0, 3, 4, 5] {
+                let _ = read.batch(k);
+            }
+            assert_eq!(text(read.verify_on(3, TEST_PIECE, quiet)), serial);
+            // Positional reads: each batch a copy of its own.
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("f.lodt");
+            std::fs::write(&path, bytes).unwrap();
+            let options = super::super::ReadOptions {
+                mmap: false,
+                ..Default::default()
+            };
+            let open = || LodtFile::open_with(&path, &options).unwrap();
+            let serial = text(open().verify_on(1, TEST_PIECE, quiet));
+            assert_eq!(text(open().verify_on(3, TEST_PIECE, quiet)), serial);
+            assert_eq!(serial.starts_with("ok"), bytes == &good, "{serial}");
+        }
+    }
+
+    #[test]
     fn a_zero_padding_byte_set_in_a_gap_is_found_in_parallel() {
         let bytes = file(5);
         let f = LodtFile::from_bytes(&bytes).unwrap();
         let r = f.batch_range(1).unwrap();
         // The gap after buffer 0 (a 16-byte LoD level).
-        let meta = f.checked_batch(1).unwrap().0;
+        let meta = f.verify_batch(1).unwrap().0;
         let gap = r.start as usize + meta.buffers[0].range.end + 3;
         let mut bad = bytes.clone();
         bad[gap] = 1;
@@ -789,7 +857,7 @@ mod tests {
             assert!(
                 LodtFile::from_bytes(&bytes)
                     .unwrap()
-                    .checked_batch(1)
+                    .verify_batch(1)
                     .unwrap()
                     .0
                     .decoded_len
