@@ -732,7 +732,7 @@ impl<W: Write> Writer<W> {
     /// that are shared [`Buffer`]s) to the checksum thread (started if need
     /// be); returns their jobs, per buffer (`None`: checksummed on this
     /// thread).
-    fn offload(&mut self, shared: &[Option<Buffer>]) -> Vec<Option<Vec<Arc<CrcJob>>>> {
+    fn offload(&mut self, shared: &[Option<Buffer>]) -> Vec<Option<Arc<[CrcJob]>>> {
         let crc_plan = self.crc_plan;
         let mut out = Vec::with_capacity(shared.len());
         for shared in shared {
@@ -763,7 +763,7 @@ impl<W: Write> Writer<W> {
     fn write_buffers(
         &mut self,
         plan: &Plan<'_>,
-        offloaded: Vec<Option<Vec<Arc<CrcJob>>>>,
+        offloaded: Vec<Option<Arc<[CrcJob]>>>,
     ) -> Result<Vec<u32>> {
         let mut crcs = Vec::with_capacity(plan.buffers.len());
         let mut pending = Vec::new();
