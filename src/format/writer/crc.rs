@@ -16,15 +16,16 @@ pub(super) struct CrcPlan {
 }
 
 impl CrcPlan {
-    /// Off the writing thread from 128 KiB (below, sending the work costs
-    /// about what computing it does), in 128 KiB parts (so that the writing
+    /// Off the writing thread from 8 KiB (below, sending the work costs
+    /// about what computing it does; the thread is usually awake, see
+    /// [`serve`]), in 128 KiB parts (so that the writing
     /// thread, if the checksum thread starts late, takes the parts it has
     /// not reached, rather than the whole buffer); on the writing thread
     /// alone on a machine of one core.
     pub(super) fn default_for_machine() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         CrcPlan {
-            offload_min: if cores > 1 { 128 << 10 } else { usize::MAX },
+            offload_min: if cores > 1 { 8 << 10 } else { usize::MAX },
             part: 128 << 10,
         }
     }
