@@ -115,6 +115,19 @@ impl CrcJob {
     }
 }
 
+/// One buffer's parts, in the message that holds those of its batch.
+pub(super) struct Parts {
+    all: Arc<[CrcJob]>,
+    range: std::ops::Range<usize>,
+}
+
+impl Parts {
+    /// The buffer's parts, in order.
+    pub(super) fn jobs(&self) -> &[CrcJob] {
+        self.all.get(self.range.clone()).unwrap_or(&[])
+    }
+}
+
 /// A thread that checksums large buffers while the writer writes them.
 ///
 /// Two threads reading the same bytes compete for memory bandwidth, but a
@@ -124,7 +137,7 @@ impl CrcJob {
 /// thread takes a buffer's parts from the first, the writing thread from the
 /// last, so a thread woken late still shares the work).
 pub(super) struct CrcThread {
-    /// Each message is one buffer's parts, in order.
+    /// Each message is the parts of a batch's buffers, in order.
     pub(super) jobs: Option<mpsc::Sender<Arc<[CrcJob]>>>,
     pub(super) done: Arc<Done>,
     pub(super) handle: Option<std::thread::JoinHandle<()>>,
@@ -148,34 +161,45 @@ impl CrcThread {
         })
     }
 
-    /// Sends `bytes` in parts of `part` bytes (one message); returns the
-    /// parts, in order.
-    pub(super) fn submit(&self, bytes: &Buffer, part: usize) -> Arc<[CrcJob]> {
-        let len = bytes.len();
-        let mut jobs = Vec::with_capacity(len.div_ceil(part).max(1));
-        let mut start = 0;
-        loop {
-            let end = len.min(start + part);
-            // In range: start <= end <= len.
-            let window = bytes.slice(start..end).unwrap_or_else(|_| bytes.clone());
-            jobs.push(CrcJob {
-                bytes: window,
-                state: AtomicU8::new(PENDING),
-                crc: AtomicU32::new(0),
-            });
-            start = end;
-            if start >= len {
-                break;
+    /// Sends each of `buffers` in parts of `part` bytes, all in one message
+    /// (one wake-up at most for a batch); returns each buffer's parts.
+    pub(super) fn submit(&self, buffers: &[&Buffer], part: usize) -> Vec<Parts> {
+        let mut jobs = Vec::new();
+        let mut ranges = Vec::with_capacity(buffers.len());
+        for bytes in buffers {
+            let len = bytes.len();
+            let first = jobs.len();
+            let mut start = 0;
+            loop {
+                let end = len.min(start + part);
+                // In range: start <= end <= len.
+                let window = bytes.slice(start..end).unwrap_or_else(|_| (*bytes).clone());
+                jobs.push(CrcJob {
+                    bytes: window,
+                    state: AtomicU8::new(PENDING),
+                    crc: AtomicU32::new(0),
+                });
+                start = end;
+                if start >= len {
+                    break;
+                }
             }
+            ranges.push(first..jobs.len());
         }
-        let jobs: Arc<[CrcJob]> = jobs.into();
+        let all: Arc<[CrcJob]> = jobs.into();
         self.done.writer_core.store(core(), Ordering::Relaxed);
         if let Some(tx) = &self.jobs {
             // A thread that is gone leaves its jobs pending: collect
             // computes them.
-            let _ = tx.send(jobs.clone());
+            let _ = tx.send(all.clone());
         }
-        jobs
+        ranges
+            .into_iter()
+            .map(|range| Parts {
+                all: all.clone(),
+                range,
+            })
+            .collect()
     }
 
     /// The checksum of the buffer whose parts are `jobs`: the parts' checksums
@@ -203,31 +227,39 @@ impl CrcThread {
 /// thread is a system call (and, when its core is idle, an interrupt to that
 /// core) that the writing thread would pay on every batch, about 10 us on a
 /// virtual machine of two cores, while a batch of 0.5 MiB takes about 100 us
-/// to write. After `IDLE` without work it sleeps until woken; and so it does
-/// after a nap that lasted more than [`LATE`], or when it finds itself on the
-/// core the writing thread last submitted from (the cores are busy: a thread
-/// waking every few microseconds would take time from the writing thread),
-/// until work comes again.
+/// to write. After `IDLE` without work it sleeps until woken.
+///
+/// On busy cores a nap ends late (the thread waits for a core while work
+/// waits for it, where a thread woken by the writer would run sooner), and a
+/// thread waking every few microseconds takes time from the others: after a
+/// nap that lasted more than [`LATE`], or one that ended on the core the
+/// writing thread last submitted from, the thread sleeps until woken for
+/// the next [`CALM`] buffers.
 const NAP: std::time::Duration = std::time::Duration::from_micros(30);
 pub(super) const IDLE: std::time::Duration = std::time::Duration::from_micros(250);
 const LATE: std::time::Duration = std::time::Duration::from_micros(100);
+const CALM: u32 = 64;
 
 /// The checksum thread's loop: runs the parts it receives, in order, until
 /// the channel closes.
 fn serve(rx: &mpsc::Receiver<Arc<[CrcJob]>>, done: &Done) {
     precise_naps();
     let mut last = std::time::Instant::now();
-    let mut napping = true;
+    // Buffers left to take sleeping until woken, after a late nap.
+    let mut calm = 0u32;
     loop {
         let parts = match rx.try_recv() {
             Ok(parts) => parts,
             Err(mpsc::TryRecvError::Disconnected) => return,
-            Err(mpsc::TryRecvError::Empty) if napping && last.elapsed() < IDLE => {
+            Err(mpsc::TryRecvError::Empty) if calm == 0 && last.elapsed() < IDLE => {
                 let nap = std::time::Instant::now();
                 std::thread::sleep(NAP);
                 let mine = core();
-                napping = nap.elapsed() < LATE
-                    && (mine < 0 || mine != done.writer_core.load(Ordering::Relaxed));
+                if nap.elapsed() > LATE
+                    || (mine >= 0 && mine == done.writer_core.load(Ordering::Relaxed))
+                {
+                    calm = CALM;
+                }
                 continue;
             }
             Err(mpsc::TryRecvError::Empty) => match rx.recv() {
@@ -239,7 +271,7 @@ fn serve(rx: &mpsc::Receiver<Arc<[CrcJob]>>, done: &Done) {
             job.run(done);
         }
         last = std::time::Instant::now();
-        napping = true;
+        calm = calm.saturating_sub(1);
     }
 }
 

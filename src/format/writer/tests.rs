@@ -151,12 +151,15 @@ fn a_part_the_thread_has_not_taken_is_computed_by_the_writer() {
     let bytes = Buffer::from_storage(Arc::new(
         (0..10_000u32).map(|i| i as u8).collect::<Vec<_>>(),
     ));
-    let jobs = thread.submit(&bytes, 333);
-    assert_eq!(jobs.len(), 31);
-    assert_eq!(thread.collect(&jobs), crc32(bytes.as_slice()));
     let empty = Buffer::from_storage(Arc::new(Vec::<u8>::new()));
-    let jobs = thread.submit(&empty, 333);
-    assert_eq!(thread.collect(&jobs), crc32(&[]));
+    let small = Buffer::from_storage(Arc::new(vec![5u8; 333]));
+    // Three buffers in one message.
+    let parts = thread.submit(&[&bytes, &empty, &small], 333);
+    assert_eq!(parts[0].jobs().len(), 31);
+    assert_eq!(thread.collect(parts[0].jobs()), crc32(bytes.as_slice()));
+    assert_eq!(thread.collect(parts[1].jobs()), crc32(&[]));
+    assert_eq!(parts[2].jobs().len(), 1);
+    assert_eq!(thread.collect(parts[2].jobs()), crc32(small.as_slice()));
 }
 
 /// A 2.0 file goes out to the disk batch by batch, as a 1.0 file does: when
@@ -236,18 +239,19 @@ fn a_waiting_writer_is_woken_when_its_part_is_done() {
         done: done.clone(),
         handle: None,
     };
-    let jobs = thread.submit(&bytes, 1 << 20);
+    let parts = thread.submit(&[&bytes], 1 << 20);
+    let jobs = parts[0].jobs();
     assert!(jobs[0].take(), "nobody took the part before");
     let expected = crc32(bytes.as_slice());
     std::thread::scope(|s| {
-        let parts = &jobs;
+        let parts = jobs;
         let done = &done;
         s.spawn(move || {
             // Well past the writer's spin: it is asleep by now.
             std::thread::sleep(std::time::Duration::from_millis(20));
             parts[0].finish(expected, done);
         });
-        assert_eq!(thread.collect(&jobs), expected);
+        assert_eq!(thread.collect(jobs), expected);
     });
     assert_eq!(
         done.waiters.load(std::sync::atomic::Ordering::SeqCst),
@@ -267,7 +271,8 @@ fn the_checksum_thread_takes_work_after_it_went_to_sleep() {
                 .map(|i| (i * 7 + round) as u8)
                 .collect::<Vec<_>>(),
         ));
-        let jobs = thread.submit(&bytes, 100_000);
+        let parts = thread.submit(&[&bytes], 100_000);
+        let jobs = parts[0].jobs();
         // Not collected: the thread computes every part on its own.
         let start = std::time::Instant::now();
         while jobs
@@ -280,7 +285,7 @@ fn the_checksum_thread_takes_work_after_it_went_to_sleep() {
             );
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        assert_eq!(thread.collect(&jobs), crc32(bytes.as_slice()));
+        assert_eq!(thread.collect(jobs), crc32(bytes.as_slice()));
         // Longer than the thread looks for work: it sleeps until woken.
         std::thread::sleep(crc::IDLE * 20);
     }
