@@ -18,10 +18,10 @@ pub(super) struct CrcPlan {
 impl CrcPlan {
     /// Off the writing thread from 8 KiB (below, sending the work costs
     /// about what computing it does; the thread is usually awake, see
-    /// [`serve`]), in 128 KiB parts (so that the writing
-    /// thread, if the checksum thread starts late, takes the parts it has
-    /// not reached, rather than the whole buffer); on the writing thread
-    /// alone on a machine of one core.
+    /// [`serve`]), in 128 KiB parts (so that the writing thread, if the
+    /// checksum thread starts late, takes the parts it has not reached,
+    /// rather than the whole buffer); on the writing thread alone on a
+    /// machine of one core.
     pub(super) fn default_for_machine() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         CrcPlan {
