@@ -19,9 +19,7 @@
 //!                                    (and, given CALLS, a file of one write
 //!                                    size per line: the same bytes written
 //!                                    with those calls, the writer's own, as
-//!                                    `bench/peers.py` gets them from strace;
-//!                                    and those calls again with a second
-//!                                    thread checksumming one call ahead)
+//!                                    `bench/peers.py` gets them from strace)
 //! peers verify DIR REPS              verify a file just written, then read back
 //!                                    from disk, vs a CRC32 of its bytes (one
 //!                                    core, all cores; in memory and mapped)
@@ -385,44 +383,6 @@ fn bench_write(dir: &Path, reps: usize, calls: Option<&Path>) -> Res<()> {
         }
         Ok(())
     };
-    // The same calls while a second thread checksums the bytes of the next
-    // call (as the writer's checksum thread checksums the next batch while
-    // one goes out), spinning rather than sleeping between calls: what
-    // reading the bytes on the other core costs the writes, without any
-    // hand-off cost.
-    let same_calls_crc = |p: &Path| -> Res<()> {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let mut f = std::fs::File::create(p)?;
-        let starts: Vec<usize> = sizes
-            .iter()
-            .scan(0, |at, &n| {
-                let s = *at;
-                *at += n;
-                Some(s)
-            })
-            .collect();
-        // The call being written.
-        let current = AtomicUsize::new(0);
-        std::thread::scope(|s| -> Res<()> {
-            s.spawn(|| {
-                let mut sum = 0u32;
-                for (i, (&at, &n)) in starts.iter().zip(&sizes).enumerate() {
-                    // One call ahead of the writes, no further.
-                    while i > current.load(Ordering::Acquire) + 1 {
-                        std::hint::spin_loop();
-                    }
-                    sum ^= crc32fast::hash(&bytes[at..at + n]);
-                }
-                std::hint::black_box(sum);
-            });
-            for (i, (&at, &n)) in starts.iter().zip(&sizes).enumerate() {
-                current.store(i, Ordering::Release);
-                std::io::Write::write_all(&mut f, &bytes[at..at + n])?;
-            }
-            current.store(sizes.len(), Ordering::Release);
-            Ok(())
-        })
-    };
     // Each run writes a new file, with no dirty pages left from the run
     // before (whose writeback would throttle this one).
     let fresh = |p: &Path| {
@@ -444,16 +404,14 @@ fn bench_write(dir: &Path, reps: usize, calls: Option<&Path>) -> Res<()> {
         "lodt_writer_fsync",
         "raw_write_all_1MiB",
         "raw_same_calls",
-        "raw_same_calls_crc",
     ];
-    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 7];
+    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 6];
     // Without fsync first, then with: the fsync runs' writeback disturbed
     // the runs after them when they were interleaved.
     for _ in 0..reps {
         time(&mut log[4], || fresh(&raw), || chunked(&raw))?;
         if !sizes.is_empty() {
             time(&mut log[5], || fresh(&raw), || same_calls(&raw))?;
-            time(&mut log[6], || fresh(&raw), || same_calls_crc(&raw))?;
         }
         time(
             &mut log[0],
@@ -494,7 +452,7 @@ fn bench_write(dir: &Path, reps: usize, calls: Option<&Path>) -> Res<()> {
         paired(&log[4], &log[1]),
         paired(&log[2], &log[3])
     );
-    let n = if sizes.is_empty() { 5 } else { 7 };
+    let n = if sizes.is_empty() { 5 } else { 6 };
     report(&names[..n], log, bytes.len())
 }
 
