@@ -25,7 +25,7 @@ use crate::Batch;
 use crate::atomic::{self, AtomicFile, WriterLock};
 use crate::batch::WriteStats;
 use crate::buffer::Buffer;
-use crc::{CrcJob, CrcPlan, CrcThread};
+use crc::{CrcPlan, CrcThread, Parts};
 use plan::{Plan, plan_batch};
 use sink::{Append, Out};
 use std::collections::BTreeMap;
@@ -771,7 +771,7 @@ impl<W: Write> Writer<W> {
         let mut crcs = Vec::with_capacity(buffers.len());
         for (b, jobs) in buffers.iter().zip(offloaded) {
             crcs.push(match (jobs, &self.crc_thread) {
-                (Some(jobs), Some(thread)) => thread.collect(&jobs),
+                (Some(jobs), Some(thread)) => thread.collect(jobs.jobs()),
                 _ => super::section::crc32_large(b),
             });
         }
@@ -782,24 +782,28 @@ impl<W: Write> Writer<W> {
     /// that are shared [`Buffer`]s) to the checksum thread (started if need
     /// be); returns their jobs, per buffer (`None`: checksummed on this
     /// thread).
-    fn offload(&mut self, shared: &[Option<Buffer>]) -> Vec<Option<Vec<Arc<CrcJob>>>> {
+    fn offload(&mut self, shared: &[Option<Buffer>]) -> Vec<Option<Parts>> {
         let crc_plan = self.crc_plan;
-        let mut out = Vec::with_capacity(shared.len());
-        for shared in shared {
-            let jobs = match shared {
-                Some(b) if b.len() >= crc_plan.offload_min => {
-                    if self.crc_thread.is_none() {
-                        self.crc_thread = CrcThread::start();
-                    }
-                    self.crc_thread
-                        .as_ref()
-                        .map(|t| t.submit(b, crc_plan.part.max(1)))
-                }
-                _ => None,
-            };
-            out.push(jobs);
+        let large = |s: &Option<Buffer>| matches!(s, Some(b) if b.len() >= crc_plan.offload_min);
+        let buffers: Vec<&Buffer> = shared
+            .iter()
+            .filter(|s| large(s))
+            .filter_map(Option::as_ref)
+            .collect();
+        if buffers.is_empty() {
+            return shared.iter().map(|_| None).collect();
         }
-        out
+        if self.crc_thread.is_none() {
+            self.crc_thread = CrcThread::start();
+        }
+        let Some(thread) = &self.crc_thread else {
+            return shared.iter().map(|_| None).collect();
+        };
+        let mut parts = thread.submit(&buffers, crc_plan.part.max(1)).into_iter();
+        shared
+            .iter()
+            .map(|s| if large(s) { parts.next() } else { None })
+            .collect()
     }
 
     /// Writes the buffers at their planned offsets and returns their CRC32s.
@@ -813,7 +817,7 @@ impl<W: Write> Writer<W> {
     fn write_buffers(
         &mut self,
         plan: &Plan<'_>,
-        offloaded: Vec<Option<Vec<Arc<CrcJob>>>>,
+        offloaded: Vec<Option<Parts>>,
     ) -> Result<Vec<u32>> {
         let mut crcs = Vec::with_capacity(plan.buffers.len());
         let mut pending = Vec::new();
@@ -838,7 +842,7 @@ impl<W: Write> Writer<W> {
         if let Some(thread) = &self.crc_thread {
             for (i, jobs) in pending {
                 if let Some(c) = crcs.get_mut(i) {
-                    *c = thread.collect(&jobs);
+                    *c = thread.collect(jobs.jobs());
                 }
             }
         }

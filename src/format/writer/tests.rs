@@ -1,8 +1,8 @@
 //! The writer's own tests (checksum thread, sinks).
 
+use super::crc::Done;
 use super::*;
 use crate::{Lod, LodTensor};
-use std::sync::{Condvar, Mutex};
 
 /// Batches with buffers of many sizes: empty, tiny, not a multiple of a
 /// part, large; slices (windows of a larger buffer, LoD levels that do
@@ -36,6 +36,11 @@ fn batches() -> Vec<Batch> {
         }
         out.push(b);
     }
+    // An empty batch, and rows of zero width (an empty body under a LoD).
+    out.push(Batch::new());
+    let lod = Lod::try_from_lengths(&[vec![2, 0, 3]]).unwrap();
+    let empty_rows = LodTensor::from_vec(Vec::<f32>::new(), vec![5, 0], lod).unwrap();
+    out.push(Batch::try_from_tensors([("w", empty_rows)]).unwrap());
     out
 }
 
@@ -77,7 +82,13 @@ fn checksums_off_the_writing_thread_equal_the_serial_ones() {
         .unwrap()
         .verify()
         .unwrap();
-    for (offload_min, part) in [(0, 1 << 20), (1, 1000), (100, 4099), (4096, 65_536)] {
+    for (offload_min, part) in [
+        (0, 1 << 20),
+        (1, 1000),
+        (100, 4099),
+        (4096, 65_536),
+        (0, 128 << 10),
+    ] {
         let (got, threaded) = write_with(CrcPlan { offload_min, part });
         assert!(threaded);
         assert!(
@@ -134,18 +145,21 @@ fn a_part_the_thread_has_not_taken_is_computed_by_the_writer() {
     // No thread: `collect` computes every part itself.
     let thread = CrcThread {
         jobs: None,
-        done: Arc::new((Mutex::new(()), Condvar::new())),
+        done: Arc::new(Done::default()),
         handle: None,
     };
     let bytes = Buffer::from_storage(Arc::new(
         (0..10_000u32).map(|i| i as u8).collect::<Vec<_>>(),
     ));
-    let jobs = thread.submit(&bytes, 333);
-    assert_eq!(jobs.len(), 31);
-    assert_eq!(thread.collect(&jobs), crc32(bytes.as_slice()));
     let empty = Buffer::from_storage(Arc::new(Vec::<u8>::new()));
-    let jobs = thread.submit(&empty, 333);
-    assert_eq!(thread.collect(&jobs), crc32(&[]));
+    let small = Buffer::from_storage(Arc::new(vec![5u8; 333]));
+    // Three buffers in one message.
+    let parts = thread.submit(&[&bytes, &empty, &small], 333);
+    assert_eq!(parts[0].jobs().len(), 31);
+    assert_eq!(thread.collect(parts[0].jobs()), crc32(bytes.as_slice()));
+    assert_eq!(thread.collect(parts[1].jobs()), crc32(&[]));
+    assert_eq!(parts[2].jobs().len(), 1);
+    assert_eq!(thread.collect(parts[2].jobs()), crc32(small.as_slice()));
 }
 
 /// A 2.0 file goes out to the disk batch by batch, as a 1.0 file does: when
@@ -186,5 +200,118 @@ fn a_2_0_file_goes_out_batch_by_batch() {
         w.finish().unwrap();
         assert!(std::fs::read(&path).unwrap() == expected.finish().unwrap());
         LodtFile::open(&path).unwrap().verify().unwrap();
+    }
+}
+
+/// Both format versions: a file whose checksums are computed off the
+/// writing thread, in parts of any size, is byte for byte the one computed
+/// on it.
+#[test]
+fn both_versions_are_the_same_bytes_whatever_the_parts() {
+    let serial = CrcPlan {
+        offload_min: usize::MAX,
+        part: 1,
+    };
+    for major in [1, 2] {
+        let (expected, _) = write_version(serial, major);
+        for part in [1, 777, 64 << 10, 128 << 10, 1 << 20] {
+            let (got, threaded) = write_version(
+                CrcPlan {
+                    offload_min: 0,
+                    part,
+                },
+                major,
+            );
+            assert!(threaded);
+            assert!(got == expected, "version {major}, parts of {part} B");
+        }
+    }
+}
+
+/// A writer waiting for a part the checksum thread is computing sleeps
+/// (after spinning) and is woken when the part is done.
+#[test]
+fn a_waiting_writer_is_woken_when_its_part_is_done() {
+    let done = Arc::new(Done::default());
+    let bytes = Buffer::from_storage(Arc::new((0..5000u32).map(|i| i as u8).collect::<Vec<_>>()));
+    let thread = CrcThread {
+        jobs: None,
+        done: done.clone(),
+        handle: None,
+    };
+    let parts = thread.submit(&[&bytes], 1 << 20);
+    let jobs = parts[0].jobs();
+    assert!(jobs[0].take(), "nobody took the part before");
+    let expected = crc32(bytes.as_slice());
+    std::thread::scope(|s| {
+        let parts = jobs;
+        let done = &done;
+        s.spawn(move || {
+            // Well past the writer's spin: it is asleep by now.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            parts[0].finish(expected, done);
+        });
+        assert_eq!(thread.collect(jobs), expected);
+    });
+    assert_eq!(
+        done.waiters.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the waiter unregistered"
+    );
+}
+
+/// The checksum thread, once it stopped looking for work and went to sleep,
+/// is woken by the next buffer and computes it.
+#[test]
+fn the_checksum_thread_takes_work_after_it_went_to_sleep() {
+    let thread = CrcThread::start().unwrap();
+    for round in 0..3 {
+        let bytes = Buffer::from_storage(Arc::new(
+            (0..300_000u32)
+                .map(|i| (i * 7 + round) as u8)
+                .collect::<Vec<_>>(),
+        ));
+        let parts = thread.submit(&[&bytes], 100_000);
+        let jobs = parts[0].jobs();
+        // Not collected: the thread computes every part on its own.
+        let start = std::time::Instant::now();
+        while jobs
+            .iter()
+            .any(|j| j.state.load(std::sync::atomic::Ordering::Acquire) != crc::DONE)
+        {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "round {round}: the thread did not take the work"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(thread.collect(jobs), crc32(bytes.as_slice()));
+        // Longer than the thread looks for work: it sleeps until woken.
+        std::thread::sleep(crc::IDLE * 20);
+    }
+}
+
+/// A batch the writer refuses leaves the file as it was: nothing at the
+/// destination, no temporary file, after the writer is dropped.
+#[test]
+fn a_refused_batch_then_a_drop_leaves_no_file() {
+    for major in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.lodt");
+        let mut w = Writer::create_with(&path, Default::default(), version(major)).unwrap();
+        for b in batches() {
+            w.write(&b).unwrap();
+        }
+        let deep = LodTensor::from_vec(
+            vec![1u8],
+            vec![1; crate::format::MAX_DIMS + 2],
+            Lod::empty(),
+        )
+        .unwrap();
+        let bad = Batch::try_from_tensors([("deep", deep)]).unwrap();
+        assert!(w.write(&bad).is_err());
+        drop(w);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "version {major}: {left:?}");
     }
 }
