@@ -121,6 +121,11 @@ pub struct AlignedBytes {
 impl AlignedBytes {
     /// `len` zero bytes.
     ///
+    /// For sizes the program sets: like `Vec`, it aborts when the memory
+    /// cannot be had and panics when `len` does not fit in the address
+    /// space. [`AlignedBytes::try_zeroed`] returns an error instead, for
+    /// sizes that come from input.
+    ///
     /// ```
     /// assert_eq!(lodt::buffer::AlignedBytes::zeroed(3).len(), 3);
     /// ```
