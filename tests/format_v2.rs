@@ -343,6 +343,53 @@ fn recovery_keeps_the_complete_batches() {
 }
 
 #[test]
+fn recovery_refuses_an_explicit_version_other_than_the_file_s() {
+    let dir = tempfile::tempdir().unwrap();
+    for (found, asked) in [(V1, V2), (V2, V1)] {
+        let path = dir.path().join(format!("cut{}.lodt", found.major));
+        let explicit = |version| WriteOptions {
+            format_version: Some(version),
+            ..options(Compression::None)
+        };
+        let mut w = Writer::try_new_with(Vec::new(), BTreeMap::new(), explicit(found)).unwrap();
+        for k in 0..3 {
+            w.write(&words_batch(k)).unwrap();
+        }
+        let bytes = w.finish().unwrap();
+        // Cut inside batch 2: the footer is gone, batches 0 and 1 are complete.
+        let cut = LodtFile::from_bytes(&bytes)
+            .unwrap()
+            .batch_range(2)
+            .unwrap()
+            .start
+            + 10;
+        std::fs::write(&path, &bytes[..cut as usize]).unwrap();
+
+        let recover = |write| {
+            let options = lodt::format::RecoverOptions {
+                write,
+                drop_damaged: false,
+            };
+            lodt::format::recover_with_options(&path, options, &mut |_, _| {})
+        };
+        let err = recover(explicit(asked)).unwrap_err().to_string();
+        let want = format!("is format {found}; asked to recover it as format {asked}");
+        assert!(err.contains(&want), "{err}");
+        assert!(
+            std::fs::read(&path).unwrap() == bytes[..cut as usize],
+            "{found}: bytes changed"
+        );
+
+        // The file's own version, explicitly, recovers it.
+        let report = recover(explicit(found)).unwrap();
+        assert_eq!((report.batches, report.rewritten), (2, true));
+        let file = LodtFile::open(&path).unwrap();
+        assert_eq!((file.version(), file.num_batches()), (found, 2));
+        assert_eq!(file.read_batch(1).unwrap(), words_batch(1));
+    }
+}
+
+#[test]
 fn options_refuse_unknown_versions_and_compressed_1_0() {
     let bad = WriteOptions {
         format_version: Some(Version { major: 3, minor: 0 }),

@@ -61,7 +61,11 @@ impl<R: Read> Read for Counting<'_, R> {
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RecoverOptions {
-    /// Whether to fsync what is written.
+    /// How the repaired file is written: whether to fsync it. Recovery keeps
+    /// the file's format version and copies the kept batches as they are, so
+    /// an explicit [`WriteOptions::format_version`] must be the file's (other
+    /// versions are refused before anything is written), and the
+    /// compression is not used.
     pub write: WriteOptions,
     /// Also repair a file whose footer is valid but one of whose batches is
     /// damaged, by keeping the batches before the damage and dropping the
@@ -194,6 +198,16 @@ pub fn recover_with_options(
         progress,
     };
     let mut stream = StreamReader::try_new(reader)?;
+    let found = stream.version();
+    if let Some(asked) = options.write.format_version
+        && asked != found
+    {
+        return Err(FormatError::Unwritable(format!(
+            "{} is format {found}; asked to recover it as format {asked} (recovery keeps a \
+             file's version: recover with no format version, then convert the file)",
+            path.display()
+        )));
+    }
     let mut kept = stream.position();
     let mut entries = Vec::new();
     let reason = loop {
