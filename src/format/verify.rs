@@ -193,8 +193,9 @@ impl LodtFile {
         Ok((meta.tensors.len(), meta.body_bytes()))
     }
 
-    /// The check on `threads` workers (the calling thread one of them),
-    /// whose results the calling thread takes in file order.
+    /// The check on `threads` helper threads (the calling thread checks
+    /// too if the OS starts fewer), whose results the calling thread takes
+    /// in file order.
     fn verify_parallel(
         &self,
         threads: usize,
@@ -402,7 +403,7 @@ struct Shared<'a> {
     /// after it.
     failed_at: AtomicUsize,
     stop: AtomicBool,
-    /// The calling thread, woken when a result is stored.
+    /// The calling thread, woken after a failure and when a helper ends.
     caller: std::thread::Thread,
 }
 
@@ -474,10 +475,10 @@ impl<'a> Shared<'a> {
         Ok((tensors, body_bytes, end))
     }
 
-    /// Checks one part of a large batch: parses its batch if no worker has yet, checks the
-    /// padding and computes the checksums of the buffer parts in it; after
-    /// the batch's last piece, decodes it (compressed buffers) and drops its
-    /// bytes.
+    /// Checks one part of a large batch: parses the batch if no worker has
+    /// yet, checks the padding and computes the checksums of the buffer parts
+    /// in the part; after the batch's last part, decodes it (compressed
+    /// buffers) and drops its bytes. Whether the part holds a failure.
     fn check(&self, piece: &PieceJob) -> (Outcome, bool) {
         let Some(slot) = self.slots.get(piece.k) else {
             return (Outcome::Failed, true);
