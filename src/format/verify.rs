@@ -1,18 +1,24 @@
 //! [`verify`]: checks every checksum and rule of a `.lodt` file, on every
 //! core.
 //!
-//! The parallel check splits the file into pieces (each batch, and each
-//! [`PIECE`] bytes of a larger batch) that the calling thread and helper
-//! threads claim in file order from one counter; nobody waits for anyone
-//! to claim. A worker checks the checksum of each buffer wholly in its
-//! piece itself. The worker that checks a batch's last piece decodes it
-//! (2.0, compressed buffers) and drops its bytes and its parsed metadata
+//! The parallel check splits the file into pieces that one helper thread
+//! per core claims in file order from one counter; nobody waits for anyone
+//! to claim. A piece is either a run of whole batches smaller than
+//! [`PIECE`] (about [`PIECE`] bytes of them: one claim, and no state shared
+//! per batch), each checked as the serial check does, or [`PIECE`] bytes of
+//! a larger batch. A worker checks the checksum of each buffer wholly in its
+//! piece itself. The worker that checks a large batch's last piece decodes
+//! it (2.0, compressed buffers) and drops its bytes and its parsed metadata
 //! (which the file does not keep: freeing every batch's metadata when the
-//! file is dropped would be a serial tail). The calling thread also takes
-//! the results in file order (between pieces of its own, without blocking
-//! while it has pieces to check): it combines the checksums of buffers
-//! split across pieces, reports progress, and stops at the first failure
-//! in file order, the one a serial check finds.
+//! file is dropped would be a serial tail). The calling thread checks
+//! nothing while the helpers run (a thread that keeps its core busy while
+//! it starts another leaves the new one queued behind it on its core until
+//! the scheduler moves it, milliseconds on a small VM): it waits, woken by
+//! a helper after a failure and when a helper ends, and every
+//! [`PROGRESS_EVERY`], and takes the results in file order: it combines
+//! the checksums of buffers split across pieces, reports progress, and
+//! stops at the first failure in file order, the one a serial check finds.
+//! No piece after a failure a helper found is claimed.
 
 use super::LodtFile;
 use super::error::{FormatError, Location, Part, Result};
@@ -67,6 +73,19 @@ pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport> {
 /// so that one large batch (or buffer) is checked on every core too.
 const PIECE: usize = 4 << 20;
 
+/// The number of cores this process may use
+/// ([`std::thread::available_parallelism`], 1 if unknown), asked once per
+/// process: asking reads the cgroup's files each time (0.07–0.12 ms here, the
+/// time a core takes to check some 3 MB).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// How often the calling thread, waiting for the helpers, wakes to report
+/// progress.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Files smaller than this are checked on the calling thread alone (starting
 /// threads would cost more than it saves).
 const PARALLEL_MIN: u64 = 8 << 20;
@@ -79,8 +98,9 @@ impl LodtFile {
     /// Stops at the first failure in file order, whose error names the part,
     /// batch and tensor.
     ///
-    /// The batches, and the pieces of large batches, are checked on every core
-    /// ([`std::thread::available_parallelism`]); the first failure reported
+    /// Runs of small batches, and the pieces of large batches, are checked on
+    /// every core ([`std::thread::available_parallelism`], asked once per
+    /// process); the first failure reported
     /// is the one a check on one thread finds. The source is told that the
     /// file is read in order ([`Pattern::Sequential`](super::Pattern)).
     ///
@@ -111,7 +131,7 @@ impl LodtFile {
         let threads = if self.file_size() < PARALLEL_MIN {
             1
         } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            cores()
         };
         self.verify_on(threads, PIECE, progress)
     }
@@ -146,24 +166,36 @@ impl LodtFile {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<()> {
         let total = self.file_size();
-        for (k, e) in self.entries().iter().enumerate() {
-            let (meta, section) = self.verify_batch(k)?;
-            let offset = e.offset.get();
-            let mut done = offset + meta.data_start as u64;
-            progress(done, total);
-            section::check_buffers(section.bytes(), &meta, offset, &mut |n| {
-                done += n;
+        for k in 0..self.num_batches() {
+            let (tensors, body_bytes) = self.verify_whole_batch(k, &mut |done| {
                 progress(done, total);
             })?;
-            decode_check(section.bytes(), &meta)?;
-            report.tensors += meta.tensors.len();
-            report.body_bytes += meta.body_bytes();
+            report.tensors += tensors;
+            report.body_bytes += body_bytes;
         }
         Ok(())
     }
 
-    /// The check on `threads` workers (the calling thread one of them),
-    /// whose results the calling thread takes in file order.
+    /// Checks batch `k` whole, as [`LodtFile::verify`] does: parses it,
+    /// checks every buffer and gap in order, then decodes it (2.0,
+    /// compressed buffers); its number of tensors and body bytes.
+    /// `progress` gets the file offset checked up to, after each buffer.
+    fn verify_whole_batch(&self, k: usize, progress: &mut dyn FnMut(u64)) -> Result<(usize, u64)> {
+        let offset = self.batch_range(k)?.start;
+        let (meta, section) = self.verify_batch(k)?;
+        let mut done = offset + meta.data_start as u64;
+        progress(done);
+        section::check_buffers(section.bytes(), &meta, offset, &mut |n| {
+            done += n;
+            progress(done);
+        })?;
+        decode_check(section.bytes(), &meta)?;
+        Ok((meta.tensors.len(), meta.body_bytes()))
+    }
+
+    /// The check on `threads` helper threads (the calling thread checks
+    /// too if the OS starts fewer), whose results the calling thread takes
+    /// in file order.
     fn verify_parallel(
         &self,
         threads: usize,
@@ -175,7 +207,9 @@ impl LodtFile {
         let batches = self.num_batches();
         let mut left = vec![0usize; batches];
         for p in &pieces {
-            if let Some(n) = left.get_mut(p.k) {
+            if let Job::Part(p) = p
+                && let Some(n) = left.get_mut(p.k)
+            {
                 *n += 1;
             }
         }
@@ -187,10 +221,16 @@ impl LodtFile {
             decoded: (0..batches).map(|_| Mutex::new(None)).collect(),
             results: (0..pieces.len()).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
+            failed_at: AtomicUsize::new(usize::MAX),
             stop: AtomicBool::new(false),
             caller: std::thread::current(),
         };
-        let helpers = (threads - 1).min(pieces.len().saturating_sub(1));
+        // The calling thread checks nothing itself while the helpers run:
+        // it waits (its core free for a helper) and takes the results. A
+        // thread that keeps its core busy while starting another has the
+        // new one queued behind it on the same core until the scheduler
+        // moves it (milliseconds on a small VM).
+        let helpers = threads.min(pieces.len());
         std::thread::scope(|s| {
             let mut handles = Vec::with_capacity(helpers);
             for _ in 0..helpers {
@@ -199,7 +239,8 @@ impl LodtFile {
                     handles.push(h);
                 }
             }
-            let result = shared.drive(&handles, report, progress);
+            let work_here = handles.len() < threads;
+            let result = shared.drive(&handles, work_here, report, progress);
             // Stop the helpers (after an error).
             shared.stop.store(true, Ordering::Relaxed);
             let mut joined = Ok(());
@@ -212,23 +253,45 @@ impl LodtFile {
         })
     }
 
-    /// The pieces of every batch, in file order (section-relative ranges of
-    /// at most `piece` bytes).
-    fn pieces(&self, piece: usize) -> Vec<PieceJob> {
+    /// The pieces of the check, in file order: runs of whole batches of
+    /// about `piece` bytes (a batch smaller than `piece` is checked whole by
+    /// one worker, and a run of them is one claim), and the parts of each
+    /// larger batch (section-relative ranges of at most `piece` bytes).
+    fn pieces(&self, piece: usize) -> Vec<Job> {
         let mut out = Vec::new();
-        for (k, e) in self.entries().iter().enumerate() {
+        // The run of small batches being gathered: its first batch.
+        let mut run: Option<usize> = None;
+        let mut run_bytes = 0usize;
+        let entries = self.entries();
+        for (k, e) in entries.iter().enumerate() {
             let len = usize::try_from(e.length.get()).unwrap_or(usize::MAX);
+            if len < piece {
+                let first = *run.get_or_insert(k);
+                run_bytes = run_bytes.saturating_add(len);
+                if run_bytes >= piece {
+                    out.push(Job::Batches(first..k + 1));
+                    (run, run_bytes) = (None, 0);
+                }
+                continue;
+            }
+            if let Some(first) = run.take() {
+                out.push(Job::Batches(first..k));
+                run_bytes = 0;
+            }
             let count = len.div_ceil(piece).max(1);
             for p in 0..count {
                 let start = p * piece;
-                out.push(PieceJob {
+                out.push(Job::Part(PieceJob {
                     k,
                     offset: e.offset.get(),
                     range: start..len.min(start.saturating_add(piece)),
                     first: p == 0,
                     last: p + 1 == count,
-                });
+                }));
             }
+        }
+        if let Some(first) = run {
+            out.push(Job::Batches(first..entries.len()));
         }
         out
     }
@@ -252,7 +315,16 @@ fn panicked(file: &LodtFile) -> FormatError {
     )
 }
 
-/// One piece of the check: bytes `range` of batch `k`'s section, which
+/// One piece of the check, claimed by one worker.
+enum Job {
+    /// Batches `k..l`, each smaller than a piece, checked whole one after
+    /// the other (as the serial check does), until the first failure.
+    Batches(Range<usize>),
+    /// A part of a batch larger than a piece.
+    Part(PieceJob),
+}
+
+/// One part of a large batch: bytes `range` of batch `k`'s section, which
 /// starts at file offset `offset`.
 struct PieceJob {
     k: usize,
@@ -300,6 +372,10 @@ enum Outcome {
     Events(Events, Option<(usize, u64)>),
     /// The batch does not parse (its slot holds the error).
     Failed,
+    /// A run of whole batches: their numbers of tensors and body bytes,
+    /// and the file offset after the last batch checked; or the first
+    /// failure.
+    Batches(std::result::Result<(usize, u64, u64), Box<FormatError>>),
 }
 
 /// What the workers share. Pieces are claimed in file order from one
@@ -309,7 +385,7 @@ enum Outcome {
 /// so at most one batch per worker is held.
 struct Shared<'a> {
     file: &'a LodtFile,
-    pieces: &'a [PieceJob],
+    pieces: &'a [Job],
     slots: Vec<Mutex<Slot<'a>>>,
     /// Per batch, how many of its pieces are not checked yet.
     left: Vec<AtomicUsize>,
@@ -321,8 +397,13 @@ struct Shared<'a> {
     results: Vec<Mutex<Option<Outcome>>>,
     /// The next piece to claim.
     next: AtomicUsize,
+    /// The first piece (in file order) a worker found a failure in, as far
+    /// as the workers know (`usize::MAX`: none): no piece after it is
+    /// claimed, and the calling thread is woken for every result stored
+    /// after it.
+    failed_at: AtomicUsize,
     stop: AtomicBool,
-    /// The calling thread, woken when a result is stored.
+    /// The calling thread, woken after a failure and when a helper ends.
     caller: std::thread::Thread,
 }
 
@@ -332,41 +413,75 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<'a> Shared<'a> {
-    /// Claims the next piece (`None`: none left, or stopped).
+    /// Claims the next piece (`None`: none left, stopped, or past a
+    /// failure).
     fn claim(&self) -> Option<usize> {
         if self.stop.load(Ordering::Relaxed) {
             return None;
         }
         let j = self.next.fetch_add(1, Ordering::Relaxed);
-        (j < self.pieces.len()).then_some(j)
+        (j < self.pieces.len() && j <= self.failed_at.load(Ordering::Relaxed)).then_some(j)
     }
 
-    /// Checks piece `j` and stores its result.
-    fn run(&self, j: usize) {
-        let Some(piece) = self.pieces.get(j) else {
-            return;
+    /// Checks piece `j` and stores its result; whether it holds a failure
+    /// (one that the piece alone shows: a buffer split across pieces is
+    /// judged by the calling thread).
+    fn run(&self, j: usize) -> bool {
+        let (outcome, failed) = match self.pieces.get(j) {
+            Some(Job::Part(piece)) => self.check(piece),
+            Some(Job::Batches(ks)) => {
+                let result = self.check_batches(ks.clone());
+                let failed = result.is_err();
+                (Outcome::Batches(result), failed)
+            }
+            None => return false,
         };
-        let outcome = self.check(piece);
         if let Some(r) = self.results.get(j) {
             *lock(r) = Some(outcome);
         }
+        failed
     }
 
-    /// A helper thread: claims pieces in order and checks them.
+    /// A helper thread: claims pieces in order and checks them. It wakes
+    /// the calling thread after a failure (and for every result after
+    /// one, which it may be waiting for), and when it ends.
     fn help(&self) {
         while let Some(j) = self.claim() {
-            self.run(j);
-            self.caller.unpark();
+            if self.run(j) {
+                self.failed_at.fetch_min(j, Ordering::Relaxed);
+                self.caller.unpark();
+            } else if self.failed_at.load(Ordering::Relaxed) != usize::MAX {
+                self.caller.unpark();
+            }
         }
+        self.caller.unpark();
     }
 
-    /// Checks one piece: parses its batch if no worker has yet, checks the
-    /// padding and computes the checksums of the buffer parts in it; after
-    /// the batch's last piece, decodes it (compressed buffers) and drops its
-    /// bytes.
-    fn check(&self, piece: &PieceJob) -> Outcome {
+    /// Checks batches `ks` whole, in order, up to the first failure.
+    fn check_batches(
+        &self,
+        ks: Range<usize>,
+    ) -> std::result::Result<(usize, u64, u64), Box<FormatError>> {
+        let (mut tensors, mut body_bytes, mut end) = (0, 0, 0);
+        for k in ks {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let (t, b) = self.file.verify_whole_batch(k, &mut |_| {})?;
+            tensors += t;
+            body_bytes += b;
+            end = self.file.batch_range(k)?.end;
+        }
+        Ok((tensors, body_bytes, end))
+    }
+
+    /// Checks one part of a large batch: parses the batch if no worker has
+    /// yet, checks the padding and computes the checksums of the buffer parts
+    /// in the part; after the batch's last part, decodes it (compressed
+    /// buffers) and drops its bytes. Whether the part holds a failure.
+    fn check(&self, piece: &PieceJob) -> (Outcome, bool) {
         let Some(slot) = self.slots.get(piece.k) else {
-            return Outcome::Failed;
+            return (Outcome::Failed, true);
         };
         let ready = {
             let mut slot = lock(slot);
@@ -392,15 +507,21 @@ impl<'a> Shared<'a> {
             .left
             .get(piece.k)
             .is_some_and(|n| n.fetch_sub(1, Ordering::AcqRel) == 1);
+        let mut failed = match &outcome {
+            Outcome::Events(events, _) => events.iter().any(|e| matches!(e, Event::Failed(_))),
+            _ => true,
+        };
         if finished && let Some((meta, section)) = &ready {
+            let decoded = decode_check(section.bytes(), meta);
+            failed |= decoded.is_err();
             if let Some(d) = self.decoded.get(piece.k) {
-                *lock(d) = Some(decode_check(section.bytes(), meta));
+                *lock(d) = Some(decoded);
             }
             // Checked: drop the batch's bytes and metadata (the last
             // worker holding them frees them).
             *lock(slot) = Slot::Released;
         }
-        outcome
+        (outcome, failed)
     }
 
     /// Takes the result of piece `j` if it is there.
@@ -408,12 +529,15 @@ impl<'a> Shared<'a> {
         self.results.get(j).and_then(|r| lock(r).take())
     }
 
-    /// The calling thread: checks pieces, and between them takes the
-    /// pieces' results in file order, combining the checksums of split
-    /// buffers, reporting progress, and returning the first failure.
+    /// The calling thread: takes the pieces' results in file order,
+    /// combining the checksums of split buffers, reporting progress, and
+    /// returning the first failure; between them it waits (woken by a
+    /// helper, or every [`PROGRESS_EVERY`] to report progress), or with
+    /// `work_here` (fewer helpers than cores) checks pieces itself.
     fn drive(
         &self,
         helpers: &[std::thread::ScopedJoinHandle<'_, ()>],
+        work_here: bool,
         report: &mut VerifyReport,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<()> {
@@ -427,23 +551,23 @@ impl<'a> Shared<'a> {
             if order.next >= self.pieces.len() {
                 break;
             }
-            match self.claim() {
-                Some(j) => self.run(j),
-                None => {
-                    // The next result is a helper's, still being checked:
-                    // wait for it (woken when a result is stored). A helper
-                    // that ended without storing it panicked.
-                    if helpers.iter().all(|h| h.is_finished())
-                        && self
-                            .results
-                            .get(order.next)
-                            .is_some_and(|r| lock(r).is_none())
-                    {
-                        return Err(panicked(self.file));
-                    }
-                    std::thread::park_timeout(std::time::Duration::from_millis(10));
+            if work_here && let Some(j) = self.claim() {
+                if self.run(j) {
+                    self.failed_at.fetch_min(j, Ordering::Relaxed);
                 }
+                continue;
             }
+            // The next result is a helper's, still being checked: wait
+            // for it. A helper that ended without storing it panicked.
+            if helpers.iter().all(|h| h.is_finished())
+                && self
+                    .results
+                    .get(order.next)
+                    .is_some_and(|r| lock(r).is_none())
+            {
+                return Err(panicked(self.file));
+            }
+            std::thread::park_timeout(PROGRESS_EVERY);
         }
         Ok(())
     }
@@ -470,11 +594,21 @@ impl InOrder {
     ) -> Result<()> {
         let j = self.next;
         self.next += 1;
-        let Some(piece) = shared.pieces.get(j) else {
-            return Ok(());
+        let (piece, outcome) = match (shared.pieces.get(j), outcome) {
+            (_, Outcome::Batches(result)) => {
+                let (tensors, body_bytes, end) = result.map_err(|e| *e)?;
+                report.tensors += tensors;
+                report.body_bytes += body_bytes;
+                progress(end, total);
+                return Ok(());
+            }
+            (Some(Job::Part(piece)), outcome) => (piece, outcome),
+            // A run of batches has no other outcome.
+            (_, _) => return Ok(()),
         };
         let (events, counts) = match outcome {
             Outcome::Events(events, counts) => (events, counts),
+            Outcome::Batches(_) => return Ok(()),
             Outcome::Failed => {
                 let slot = shared.slots.get(piece.k);
                 return Err(slot
@@ -708,8 +842,17 @@ mod tests {
         out
     }
 
+    /// A piece size of the tests under which the small batches of the test
+    /// files are checked in runs of several batches.
+    const RUN_PIECE: usize = 4000;
+
     /// The first error (as text) of the serial and of the parallel check.
     fn both(bytes: &[u8]) -> (String, String) {
+        both_in(bytes, TEST_PIECE)
+    }
+
+    /// [`both`], the parallel check in pieces of `piece` bytes.
+    fn both_in(bytes: &[u8], piece: usize) -> (String, String) {
         let f = LodtFile::from_bytes(bytes);
         let Ok(f) = f else {
             let e = f.unwrap_err().to_string();
@@ -719,7 +862,7 @@ mod tests {
         // A fresh reader: the serial check cached the parsed batches.
         let g = LodtFile::from_bytes(bytes).unwrap();
         let mut last = 0;
-        let parallel = g.verify_on(3, TEST_PIECE, &mut |done, _| {
+        let parallel = g.verify_on(3, piece, &mut |done, _| {
             assert!(done >= last, "progress went back");
             last = done;
         });
@@ -752,21 +895,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn parallel_verify_finds_the_same_first_error_as_serial() {
-        let bytes = file(9);
-        let reference = LodtFile::from_bytes(&bytes).unwrap();
-        let ranges: Vec<_> = (0..9).map(|k| reference.batch_range(k).unwrap()).collect();
-        // Every 7th byte of the batches (header, metadata, buffers, padding,
-        // table), and every byte around the piece boundaries.
-        let mut positions: Vec<usize> = (ranges[0].start as usize..ranges[8].end as usize)
-            .step_by(11)
+    /// Corrupts `bytes` (a file of 9 batches or more) at every `step`th byte
+    /// of its batches and around every `piece` bytes of each batch, once and
+    /// twice, and checks that the parallel check in pieces of `piece` bytes
+    /// reports the serial check's first error; how many positions it tried.
+    fn sweep(bytes: &[u8], piece: usize, step: usize) -> usize {
+        let reference = LodtFile::from_bytes(bytes).unwrap();
+        let n = reference.num_batches();
+        let ranges: Vec<_> = (0..n).map(|k| reference.batch_range(k).unwrap()).collect();
+        let mut positions: Vec<usize> = (ranges[0].start as usize..ranges[n - 1].end as usize)
+            .step_by(step)
             .collect();
         for r in &ranges {
-            for p in (r.start as usize..r.end as usize)
-                .step_by(TEST_PIECE)
-                .skip(1)
-            {
+            for p in (r.start as usize..r.end as usize).step_by(piece).skip(1) {
                 positions.extend(p - 2..p + 2);
             }
         }
@@ -775,14 +916,14 @@ mod tests {
         let mut checked = 0;
         for (n, &p) in positions.iter().enumerate() {
             // One corruption, then two (the later must not win).
-            let mut one = bytes.clone();
+            let mut one = bytes.to_vec();
             one[p] ^= 0x5a;
-            let (s, q) = both(&one);
+            let (s, q) = both_in(&one, piece);
             assert_eq!(s, q, "corruption at {p}");
             if let Some(&later) = positions.get(n + 97) {
                 let mut two = one.clone();
                 two[later] ^= 0x21;
-                let (s2, q2) = both(&two);
+                let (s2, q2) = both_in(&two, piece);
                 assert_eq!(s2, q2, "corruptions at {p} and {later}");
                 let batch = |at: usize| ranges.iter().position(|r| r.contains(&(at as u64)));
                 if batch(later) > batch(p) {
@@ -791,6 +932,46 @@ mod tests {
             }
             checked += 1;
         }
+        checked
+    }
+
+    #[test]
+    fn parallel_verify_finds_the_same_first_error_as_serial() {
+        // Every 11th byte of the batches (header, metadata, buffers,
+        // padding, table), and every byte around the piece boundaries.
+        let checked = sweep(&file(9), TEST_PIECE, 11);
+        assert!(checked > 1000, "{checked}");
+    }
+
+    #[test]
+    fn runs_of_small_batches_find_the_same_first_error_as_serial() {
+        // Pieces of 4,000 bytes: the batches of 3 to 700 rows are checked
+        // in runs of several batches, those of 1,500 rows in parts.
+        let bytes = file(14);
+        let f = LodtFile::from_bytes(&bytes).unwrap();
+        let pieces = f.pieces(RUN_PIECE);
+        let runs: Vec<Range<usize>> = pieces
+            .iter()
+            .filter_map(|p| match p {
+                Job::Batches(ks) => Some(ks.clone()),
+                Job::Part(_) => None,
+            })
+            .collect();
+        assert!(runs.iter().any(|ks| ks.len() >= 3), "{runs:?}");
+        assert!(pieces.iter().any(|p| matches!(p, Job::Part(p) if !p.last)));
+        // Every batch in exactly one piece, in order.
+        let covered: Vec<usize> = pieces
+            .iter()
+            .flat_map(|p| match p {
+                Job::Batches(ks) => ks.clone(),
+                Job::Part(p) => p.k..p.k + usize::from(p.first),
+            })
+            .collect();
+        assert_eq!(covered, (0..14).collect::<Vec<_>>());
+        let (s, p) = both_in(&bytes, RUN_PIECE);
+        assert!(s.starts_with("ok"), "{s}");
+        assert_eq!(s, p);
+        let checked = sweep(&bytes, RUN_PIECE, 13);
         assert!(checked > 1000, "{checked}");
     }
 
@@ -851,9 +1032,11 @@ mod tests {
     fn compressed_files_verify_in_parallel_as_serially() {
         for c in [Compression::Lz4, Compression::Zstd { level: 3 }] {
             let bytes = compressed_file(9, c);
-            let (s, p) = both(&bytes);
-            assert!(s.starts_with("ok"), "{c}: {s}");
-            assert_eq!(s, p, "{c}");
+            for piece in [TEST_PIECE, RUN_PIECE] {
+                let (s, p) = both_in(&bytes, piece);
+                assert!(s.starts_with("ok"), "{c}: {s}");
+                assert_eq!(s, p, "{c}, {piece}");
+            }
             assert!(
                 LodtFile::from_bytes(&bytes)
                     .unwrap()
@@ -873,18 +1056,21 @@ mod tests {
             let good = compressed_file(9, c);
             // Batch 5 (1,500 rows: several pieces) does not decode.
             let bad = spoil_compressed(&good, 5);
-            let (s, p) = both(&bad);
-            assert!(s.contains("batch 5"), "{c}: {s}");
-            assert!(!s.to_lowercase().contains("checksum"), "{c}: {s}");
-            assert_eq!(s, p, "{c}");
             // And a checksum failure in a later batch: the decoding failure
             // comes first in file order, and is reported.
             let mut two = bad.clone();
             let later = LodtFile::from_bytes(&bad).unwrap().batch_range(7).unwrap();
             two[(later.end - 100) as usize] ^= 0x40;
-            let (s2, p2) = both(&two);
-            assert_eq!(s2, s, "{c}");
-            assert_eq!(p2, s, "{c}");
+            // In pieces of both sizes (runs of batches with the larger).
+            for piece in [TEST_PIECE, RUN_PIECE] {
+                let (s, p) = both_in(&bad, piece);
+                assert!(s.contains("batch 5"), "{c}: {s}");
+                assert!(!s.to_lowercase().contains("checksum"), "{c}: {s}");
+                assert_eq!(s, p, "{c}, {piece}");
+                let (s2, p2) = both_in(&two, piece);
+                assert_eq!(s2, s, "{c}, {piece}");
+                assert_eq!(p2, s, "{c}, {piece}");
+            }
         }
     }
 }
