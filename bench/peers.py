@@ -387,21 +387,27 @@ def write_calls(data, lodt_bin):
     raw writer; [] (no replay) without strace."""
     trace = data.path("write-calls.strace")
     try:
-        subprocess.run(["strace", "-f", "-e", "trace=openat,write,writev,pwrite64,pwritev",
+        subprocess.run(["strace", "-f", "-e", "trace=openat,fcntl,dup,dup3,write,writev,pwrite64,pwritev",
                         "-o", trace, lodt_bin, "write-only", data.dir, "1"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except (OSError, subprocess.CalledProcessError):
         return []
     import re
-    fd, sizes = None, []
+    # The file's descriptor and its duplicates (the writer's I/O thread
+    # writes through one).
+    fds, sizes = set(), []
     with open(trace) as f:
         for line in f:
             m = re.search(r'openat\(.*"[^"]*write-test\.lodt[^"]*\.tmp".* = (\d+)$', line)
             if m:
-                fd, sizes = m.group(1), []
+                fds, sizes = {m.group(1)}, []
+                continue
+            m = re.search(r'(?:fcntl|dup|dup3)\((\d+),? ?(?:F_DUPFD)?.* = (\d+)$', line)
+            if m and m.group(1) in fds and ("dup" in line or "F_DUPFD" in line):
+                fds.add(m.group(2))
                 continue
             m = re.search(r'(?:write|writev|pwrite64|pwritev)\((\d+),.* = (\d+)$', line)
-            if m and m.group(1) == fd:
+            if m and m.group(1) in fds:
                 sizes.append(int(m.group(2)))
     os.remove(trace)
     out = data.path("write-calls.txt")
@@ -568,7 +574,9 @@ def print_table(results, systems):
         for lodt_key, raw_key in (("lodt_writer", "raw_write_all"), ("lodt_writer", "raw_write_all_1MiB"),
                                   ("lodt_writer_fsync", "raw_write_all_fsync"),
                                   ("lodt_writer", "raw_same_calls"), ("raw_same_calls", "raw_write_all"),
-                                  ("raw_same_calls", "raw_write_all_1MiB")):
+                                  ("raw_same_calls", "raw_write_all_1MiB"),
+                                  ("lodt_writer", "raw_write_all_1MiB_crc"),
+                                  ("raw_write_all_1MiB_crc", "raw_write_all_1MiB")):
             if lodt_key not in w or raw_key not in w:
                 continue
             l, r = w[lodt_key]["median"], w[raw_key]["median"]
