@@ -387,27 +387,21 @@ def write_calls(data, lodt_bin):
     raw writer; [] (no replay) without strace."""
     trace = data.path("write-calls.strace")
     try:
-        subprocess.run(["strace", "-f", "-e", "trace=openat,fcntl,dup,dup3,write,writev,pwrite64,pwritev",
+        subprocess.run(["strace", "-f", "-e", "trace=openat,write,writev,pwrite64,pwritev",
                         "-o", trace, lodt_bin, "write-only", data.dir, "1"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except (OSError, subprocess.CalledProcessError):
         return []
     import re
-    # The file's descriptor and its duplicates (the writer's I/O thread
-    # writes through one).
-    fds, sizes = set(), []
+    fd, sizes = None, []
     with open(trace) as f:
         for line in f:
             m = re.search(r'openat\(.*"[^"]*write-test\.lodt[^"]*\.tmp".* = (\d+)$', line)
             if m:
-                fds, sizes = {m.group(1)}, []
-                continue
-            m = re.search(r'(?:fcntl|dup|dup3)\((\d+),? ?(?:F_DUPFD)?.* = (\d+)$', line)
-            if m and m.group(1) in fds and ("dup" in line or "F_DUPFD" in line):
-                fds.add(m.group(2))
+                fd, sizes = m.group(1), []
                 continue
             m = re.search(r'(?:write|writev|pwrite64|pwritev)\((\d+),.* = (\d+)$', line)
-            if m and m.group(1) in fds:
+            if m and m.group(1) == fd:
                 sizes.append(int(m.group(2)))
     os.remove(trace)
     out = data.path("write-calls.txt")

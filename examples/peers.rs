@@ -461,10 +461,13 @@ fn bench_write(dir: &Path, reps: usize, calls: Option<&Path>) -> Res<()> {
     let paired =
         |raw: &[f64], lodt: &[f64]| median(raw.iter().zip(lodt).map(|(r, l)| r / l).collect());
     eprintln!(
-        "paired throughput lodt/raw: one call {:.3}, 1 MiB calls {:.3}, fsync {:.3}",
+        "paired throughput lodt/raw: one call {:.3}, 1 MiB calls {:.3}, fsync {:.3}, \
+         1 MiB calls with a CRC32 thread {:.3} (that writer / 1 MiB calls {:.3})",
         paired(&log[0], &log[1]),
         paired(&log[4], &log[1]),
-        paired(&log[2], &log[3])
+        paired(&log[2], &log[3]),
+        paired(&log[6], &log[1]),
+        paired(&log[4], &log[6])
     );
     if sizes.is_empty() {
         names.remove(5);

@@ -678,11 +678,6 @@ impl AtomicFile {
         &self.dest
     }
 
-    /// The open temporary file.
-    pub(crate) fn file(&self) -> &File {
-        &self.file
-    }
-
     /// The temporary file being written.
     ///
     /// ```

@@ -26,12 +26,6 @@ use std::io::{IoSlice, Write};
 /// The file-offset alignment of every write but the last, in bytes.
 pub(super) const ALIGN: usize = 64 << 10;
 
-/// The length and file-offset alignment of the calls a [`Run`] is written
-/// in (a multiple of [`ALIGN`]): those of a stream writer's 1 MiB calls,
-/// the fastest this machine's page cache was measured to take (2 MiB-aligned
-/// calls build 2 MiB folios, 3.5 times slower on a virtual machine).
-pub(super) const RUN: u64 = 1 << 20;
-
 /// Shared buffers of at least this many bytes are held, not copied: below,
 /// a copy costs less than the extra segment of a vectored write.
 pub(super) const SHARE_MIN: usize = 8 << 10;
@@ -128,59 +122,6 @@ impl Spool {
         self.write_first(out, self.queued)
     }
 
-    /// The file offset of the first queued byte.
-    pub(super) fn start(&self) -> u64 {
-        self.pos
-    }
-
-    /// The file offset just past the last queued byte.
-    pub(super) fn end(&self) -> u64 {
-        self.pos + self.queued
-    }
-
-    /// Moves the queued bytes before file offset `to` (at most what is
-    /// queued) out of the queue, as a [`Run`] to write elsewhere; the rest
-    /// stays queued. Shared buffers move by reference; small pieces split by
-    /// the cut are copied.
-    pub(super) fn take_run(&mut self, to: u64) -> Run {
-        let start = self.pos;
-        let mut left = to.clamp(self.pos, self.end()) - self.pos;
-        self.seal();
-        let mut pieces = Vec::new();
-        while left > 0 {
-            let Some(front) = self.pieces.front_mut() else {
-                break;
-            };
-            let len = front.bytes().len() as u64;
-            if len <= left {
-                left -= len;
-                if let Some(piece) = self.pieces.pop_front() {
-                    pieces.push(piece);
-                }
-                continue;
-            }
-            // left < len, so it fits a usize.
-            let k = left as usize;
-            match front {
-                Piece::Owned(v, from) => {
-                    pieces.push(Piece::Owned(v[*from..*from + k].to_vec(), 0));
-                    *from += k;
-                }
-                Piece::Shared(b) => {
-                    if let (Ok(head), Ok(tail)) = (b.slice(0..k), b.slice(k..b.len())) {
-                        pieces.push(Piece::Shared(head));
-                        *b = tail;
-                    }
-                }
-            }
-            left = 0;
-        }
-        let len: u64 = pieces.iter().map(|p| p.bytes().len() as u64).sum();
-        self.pos += len;
-        self.queued -= len;
-        Run { pieces, start, len }
-    }
-
     /// Writes the first `n` queued bytes and drops them from the queue.
     fn write_first(&mut self, out: &mut impl Write, n: u64) -> std::io::Result<()> {
         if n == 0 {
@@ -242,57 +183,6 @@ impl Spool {
             }
             return;
         }
-    }
-}
-
-/// Bytes taken out of a [`Spool`] ([`Spool::take_run`]) to be written at
-/// file offset `start`, where the file's offset is when [`Run::write_to`]
-/// is called.
-#[derive(Debug)]
-pub(super) struct Run {
-    pieces: Vec<Piece>,
-    start: u64,
-    len: u64,
-}
-
-impl Run {
-    /// The number of bytes.
-    pub(super) fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Writes the run whole, in vectored calls that end on [`RUN`]-byte file
-    /// offsets (so a run from one such offset to another goes out in calls
-    /// of [`RUN`] bytes).
-    pub(super) fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
-        let mut at = self.start;
-        let mut pieces = self.pieces.iter().map(Piece::bytes);
-        let mut current: &[u8] = &[];
-        let end = self.start + self.len;
-        while at < end {
-            let call_end = (at - at % RUN + RUN).min(end);
-            // At most RUN bytes, so it fits a usize.
-            let mut take = (call_end - at) as usize;
-            let mut segments = Vec::new();
-            while take > 0 && segments.len() < MAX_SEGMENTS {
-                if current.is_empty() {
-                    match pieces.next() {
-                        Some(next) => current = next,
-                        None => break,
-                    }
-                    continue;
-                }
-                let k = current.len().min(take);
-                segments.push(IoSlice::new(&current[..k]));
-                current = &current[k..];
-                take -= k;
-            }
-            if segments.is_empty() {
-                break;
-            }
-            at += write_segments(out, &mut segments)? as u64;
-        }
-        Ok(())
     }
 }
 
@@ -396,54 +286,6 @@ mod tests {
             for b in &shared {
                 assert!(out.segments.contains(&b.as_slice().as_ptr()));
             }
-        }
-    }
-
-    #[test]
-    fn runs_taken_anywhere_go_out_in_calls_that_end_on_run_offsets() {
-        let mut spool = Spool::new(100);
-        let mut out = Calls::new(100, usize::MAX);
-        let mut expected = vec![0; 100];
-        let mut shared = Vec::new();
-        let mut cuts = [7u64, RUN, 3 * RUN + 5, 0, 5 * RUN].into_iter().cycle();
-        let mut run_ends = Vec::new();
-        for (i, len) in [200, 527_000, 3, 16_000, 3 << 20, 5, 2 * ALIGN]
-            .into_iter()
-            .cycle()
-            .take(30)
-            .enumerate()
-        {
-            let piece: Vec<u8> = (0..len).map(|k| (i * 13 + k) as u8).collect();
-            expected.extend_from_slice(&piece);
-            let buffer = Buffer::from_vec(piece);
-            spool.share(&buffer);
-            if buffer.len() >= SHARE_MIN {
-                shared.push(buffer);
-            }
-            // Cut mid-piece (small or shared), on a run offset, or before
-            // what was taken already (nothing).
-            let cut = spool.start() + cuts.next().unwrap_or(0);
-            let run = spool.take_run(cut);
-            assert_eq!(run.len(), cut.min(spool.end()) - run.start);
-            assert_eq!(spool.start(), run.start + run.len());
-            run_ends.push(spool.start());
-            run.write_to(&mut out).unwrap();
-        }
-        let end = spool.end();
-        spool.take_run(end).write_to(&mut out).unwrap();
-        assert_eq!(spool.start(), end);
-        assert!(out.bytes == expected);
-        for &(offset, len) in &out.calls[..out.calls.len() - 1] {
-            let end = (offset + len) as u64;
-            assert!(len as u64 <= RUN, "a call of {len} bytes");
-            // A call ends on a run offset, or where its run ends.
-            assert!(
-                end.is_multiple_of(RUN) || run_ends.contains(&end),
-                "a call ends at {end}"
-            );
-        }
-        for b in &shared {
-            assert!(out.segments.contains(&b.as_slice().as_ptr()));
         }
     }
 

@@ -7,7 +7,6 @@
 //! thread (`crc.rs`).
 
 mod crc;
-mod io;
 mod plan;
 mod sink;
 #[cfg(test)]
@@ -17,7 +16,7 @@ pub(crate) use plan::footer_bytes;
 pub use sink::FileSink;
 
 use super::LodtFile;
-use super::aligned::{RUN, Spool};
+use super::aligned::Spool;
 use super::error::{FormatError, Result};
 use super::layout::{FileHeader, FileMetaJson, IndexEntry, MAX_METADATA_LEN, STRUCT_LEN, crc32};
 use super::storage::MappedFile;
@@ -27,7 +26,6 @@ use crate::atomic::{self, AtomicFile, WriterLock};
 use crate::batch::WriteStats;
 use crate::buffer::Buffer;
 use crc::{CrcPlan, CrcThread, Parts};
-use io::IoThread;
 use plan::{Plan, plan_batch};
 use sink::{Append, Out};
 use std::collections::BTreeMap;
@@ -209,21 +207,13 @@ impl WriteOptions {
 
 /// Writes a `.lodt` file one batch at a time, streaming: each batch is written
 /// as soon as it is given, and the writer never seeks back. `finish` writes
-/// the footer. The writer keeps 24 bytes of index per batch. A file writer
-/// writes in runs that start and end on aligned file offsets (the page cache
-/// takes aligned writes faster), and holds the bytes not written yet by
-/// reference to the batches' buffers, not as copies (which keeps their
-/// memory alive until written, and makes a `make_mut` on them copy):
-///
-/// - a new file ([`Writer::create`]) is written by a thread of the writer's
-///   own, in calls of 1 MiB at 1 MiB file offsets, while `write` goes on
-///   with the next batches: the writer holds what lies past the last 1 MiB
-///   offset, and up to 8 MiB queued for that thread; a write that fails
-///   there is reported by a later `write` or by `finish` (a file under
-///   1 MiB is written by `finish`);
-/// - an append ([`Writer::append`]) writes on the calling thread, up to its
-///   last 64 KiB file offset, and holds the rest until the next batch or
-///   `finish`.
+/// the footer. The writer keeps 24 bytes of index per batch; a file writer
+/// also keeps the bytes of the latest batch past its last 64 KiB file offset
+/// (the last of its buffer bytes, under 64 KiB, and the checksum table after
+/// them) until the next batch or `finish` lets them go out on a 64 KiB file
+/// offset (the page cache takes aligned writes faster). It holds a reference
+/// to the batch's last buffer rather than a copy, which keeps that buffer's
+/// memory alive until then (and makes a `make_mut` on it copy).
 ///
 /// - [`Writer::create`] writes a new file atomically: into a temporary file in
 ///   the same directory, renamed over the destination by `finish` (after an
@@ -251,12 +241,6 @@ impl WriteOptions {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Writer<W: Write> {
-    /// The thread writing a new file's runs (dropped, so ended, before the
-    /// sink: the first field); started once a whole run is queued.
-    io: Option<IoThread>,
-    /// How the I/O thread gets the sink's file (a new file only; others are
-    /// written by this thread).
-    io_file: Option<fn(&W) -> std::io::Result<std::fs::File>>,
     sink: Option<W>,
     /// The number of bytes written so far (the offset of the next section).
     pos: u64,
@@ -323,7 +307,6 @@ impl Writer<FileSink> {
         };
         let mut w = Writer::start(sink, metadata, Some(Spool::new(0)), &options)?;
         w.commit = Some(FileSink::commit);
-        w.io_file = Some(FileSink::file_for_io);
         Ok(w)
     }
 
@@ -433,8 +416,6 @@ impl Writer<FileSink> {
             fsync: options.fsync,
         };
         Ok(Writer {
-            io: None,
-            io_file: None,
             sink: Some(sink),
             pos: end,
             entries,
@@ -511,8 +492,6 @@ impl<W: Write> Writer<W> {
         }
         let header = FileHeader::new(&meta, major);
         let mut w = Writer {
-            io: None,
-            io_file: None,
             sink: Some(sink),
             pos: 0,
             entries: Vec::new(),
@@ -604,10 +583,7 @@ impl<W: Write> Writer<W> {
     }
 
     /// Writes what the spool holds: up to its last aligned offset, or
-    /// (`all`) everything. A new file's whole runs ([`RUN`]) go to its I/O
-    /// thread, started on the first (a smaller file is written by `finish`,
-    /// in one call); `all` waits until the thread has written everything,
-    /// and ends it.
+    /// (`all`) everything.
     fn drain(&mut self, all: bool) -> Result<()> {
         let Some(spool) = &mut self.spool else {
             return Ok(());
@@ -617,37 +593,10 @@ impl<W: Write> Writer<W> {
             _ => return Ok(()),
         };
         let at = self.pos;
-        let end = spool.end();
-        let to = if all { end } else { end - end % RUN };
-        if let Some(open) = self.io_file
-            && self.io.is_none()
-            && !all
-        {
-            if to <= spool.start() {
-                return Ok(());
-            }
-            // If the OS refuses a thread, this one writes.
-            self.io = open(sink).and_then(IoThread::start).ok();
-            self.io_file = None;
-        }
-        let r = match &self.io {
-            Some(io) => {
-                let sent = match to > spool.start() {
-                    true => io.send(spool.take_run(to)),
-                    false => Ok(()),
-                };
-                if all {
-                    let r = sent.and_then(|()| io.wait());
-                    // Everything is written: the thread ends, and closes
-                    // its descriptor.
-                    self.io = None;
-                    r
-                } else {
-                    sent
-                }
-            }
-            None if all => spool.write_all(sink),
-            None => spool.write_aligned(sink),
+        let r = if all {
+            spool.write_all(sink)
+        } else {
+            spool.write_aligned(sink)
         };
         r.map_err(|e| {
             self.failed = true;
@@ -835,14 +784,7 @@ impl<W: Write> Writer<W> {
     /// thread).
     fn offload(&mut self, shared: &[Option<Buffer>]) -> Vec<Option<Parts>> {
         let crc_plan = self.crc_plan;
-        // With the I/O thread writing, this thread computes the checksums:
-        // a third thread would wait for one of the two cores.
-        let offload_min = if self.io.is_some() {
-            usize::MAX
-        } else {
-            crc_plan.offload_min
-        };
-        let large = |s: &Option<Buffer>| matches!(s, Some(b) if b.len() >= offload_min);
+        let large = |s: &Option<Buffer>| matches!(s, Some(b) if b.len() >= crc_plan.offload_min);
         let buffers: Vec<&Buffer> = shared
             .iter()
             .filter(|s| large(s))

@@ -163,16 +163,6 @@ impl Write for FileSink {
 }
 
 impl FileSink {
-    /// A clone of a new file's descriptor (sharing its offset), for the I/O
-    /// thread; an append has none (its writes and their roll-back stay on
-    /// the writing thread).
-    pub(super) fn file_for_io(&self) -> std::io::Result<std::fs::File> {
-        match &self.out {
-            Out::New(Some(w)) => w.file().try_clone(),
-            _ => Err(std::io::Error::other("no I/O thread for this file")),
-        }
-    }
-
     fn path(&self) -> PathBuf {
         match &self.out {
             Out::New(Some(w)) => w.path().to_path_buf(),
