@@ -568,7 +568,9 @@ def print_table(results, systems):
         for lodt_key, raw_key in (("lodt_writer", "raw_write_all"), ("lodt_writer", "raw_write_all_1MiB"),
                                   ("lodt_writer_fsync", "raw_write_all_fsync"),
                                   ("lodt_writer", "raw_same_calls"), ("raw_same_calls", "raw_write_all"),
-                                  ("raw_same_calls", "raw_write_all_1MiB")):
+                                  ("raw_same_calls", "raw_write_all_1MiB"),
+                                  ("lodt_writer", "raw_write_all_1MiB_crc"),
+                                  ("raw_write_all_1MiB_crc", "raw_write_all_1MiB")):
             if lodt_key not in w or raw_key not in w:
                 continue
             l, r = w[lodt_key]["median"], w[raw_key]["median"]

@@ -398,19 +398,32 @@ fn bench_write(dir: &Path, reps: usize, calls: Option<&Path>) -> Res<()> {
         }
         Ok(())
     };
-    let names = [
+    // The floor of a writer that checksums what it writes: the same 1 MiB
+    // calls while a second thread computes the CRC32 of the same bytes
+    // (the two share the memory bandwidth and the cores).
+    let chunked_crc = |p: &Path| -> Res<()> {
+        std::thread::scope(|s| {
+            let crc = s.spawn(|| crc32fast::hash(&bytes));
+            let written = chunked(p);
+            std::hint::black_box(crc.join().map_err(|_| "the CRC thread panicked")?);
+            written
+        })
+    };
+    let mut names = vec![
         "raw_write_all",
         "lodt_writer",
         "raw_write_all_fsync",
         "lodt_writer_fsync",
         "raw_write_all_1MiB",
         "raw_same_calls",
+        "raw_write_all_1MiB_crc",
     ];
-    let mut log: Vec<Vec<f64>> = vec![Vec::new(); 6];
+    let mut log: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     // Without fsync first, then with: the fsync runs' writeback disturbed
     // the runs after them when they were interleaved.
     for _ in 0..reps {
         time(&mut log[4], || fresh(&raw), || chunked(&raw))?;
+        time(&mut log[6], || fresh(&raw), || chunked_crc(&raw))?;
         if !sizes.is_empty() {
             time(&mut log[5], || fresh(&raw), || same_calls(&raw))?;
         }
@@ -448,13 +461,19 @@ fn bench_write(dir: &Path, reps: usize, calls: Option<&Path>) -> Res<()> {
     let paired =
         |raw: &[f64], lodt: &[f64]| median(raw.iter().zip(lodt).map(|(r, l)| r / l).collect());
     eprintln!(
-        "paired throughput lodt/raw: one call {:.3}, 1 MiB calls {:.3}, fsync {:.3}",
+        "paired throughput lodt/raw: one call {:.3}, 1 MiB calls {:.3}, fsync {:.3}, \
+         1 MiB calls with a CRC32 thread {:.3} (that writer / 1 MiB calls {:.3})",
         paired(&log[0], &log[1]),
         paired(&log[4], &log[1]),
-        paired(&log[2], &log[3])
+        paired(&log[2], &log[3]),
+        paired(&log[6], &log[1]),
+        paired(&log[4], &log[6])
     );
-    let n = if sizes.is_empty() { 5 } else { 6 };
-    report(&names[..n], log, bytes.len())
+    if sizes.is_empty() {
+        names.remove(5);
+        log.remove(5);
+    }
+    report(&names, log, bytes.len())
 }
 
 fn report(names: &[&str], log: Vec<Vec<f64>>, bytes: usize) -> Res<()> {

@@ -33,6 +33,10 @@ def test_peers_benchmark_prints_its_table(tmp_path):
     for task, r in results["reads"].items():
         assert len(set(r["checksums"].values())) == 1, (task, r["checksums"])
     assert results["dataset"]["batches"] == 3
+    # The write task times the floor of a checksumming writer beside raw
+    # 1 MiB calls, and the table compares lodt with it.
+    assert results["write"]["raw_write_all_1MiB_crc"]["median"] > 0, results["write"]
+    assert any("lodt_writer vs raw_write_all_1MiB_crc" in r for r in rows), run.stdout
 
 
 def test_compression_benchmark_prints_its_tables(tmp_path):
