@@ -23,7 +23,10 @@ written to each system:
 The work, the same for every system, each run starting by opening the files:
 
   open-doc  one document (the middle one): its tokens and embeddings
-  random    10,000 random sentences (seeded, in random order)
+  random    10,000 random sentences (seeded, in random order); beside "npy"
+            (numpy fancy indexing of the tokens and of the embedding column
+            the checksum reads), "npy-take" gathers their whole rows in one
+            call, the fair peer of lodt's gather in one call ("lodt-take")
   scan      every token and every embedding row
 
 Each run returns a checksum (the sum of the token ids and of the first
@@ -229,6 +232,12 @@ def run(cmd, **kw):
 LODT_RANDOM = {"lodt": "random", "lodt-rows": "random-rows", "lodt-prefetch": "random-prefetch",
                "lodt-take": "random-take"}
 
+# numpy's gather of the same sentences' whole rows in one call (fancy indexing
+# of both arrays: a copy, like lodt-take), run beside "npy" in the random task.
+# "npy" gathers only the embedding column the checksum reads, so it is the
+# peer of the loops above, and "npy-take" the fair peer of lodt-take.
+NPY_TAKE = "npy-take"
+
 
 def lodt(task, data, lodt_bin, system="lodt"):
     args = {"open-doc": [str(data.doc_batch), str(data.doc_local)]}.get(task, [])
@@ -257,8 +266,12 @@ def npy(task, data):
         ds = load("doc_sents.npy")
         a, b = int(st[ds[data.doc]]), int(st[ds[data.doc + 1]])
         return consume(tokens[a:b], emb[a:b])
-    if task == "random":
+    if task in ("random", "random-take"):
         idx = ranges_index(st[data.queries], st[data.queries + 1])
+        if task == "random-take":
+            # The whole rows gathered in one call, as lodt-take and Lance's
+            # take return them (not only the column the checksum reads).
+            return consume(tokens[idx], emb[idx])
         return float(tokens[idx].sum()) + float(emb[idx, 0].astype(np.float64).sum())
     return float(tokens.sum()) + float(emb[:, 0].astype(np.float64).sum())
 
@@ -375,7 +388,7 @@ def timed(system, task, data, lodt_bin):
         return lodt(task, data, lodt_bin, system)
     gc.collect()
     t = time.perf_counter()
-    checksum = PEERS[system](task, data)
+    checksum = npy("random-take", data) if system == NPY_TAKE else PEERS[system](task, data)
     seconds = time.perf_counter() - t
     gc.collect()  # drop maps before the next eviction
     return seconds, checksum
@@ -498,6 +511,8 @@ def main():
             task_systems = list(systems)
             if task == "random" and "lodt" in systems:
                 task_systems[1:1] = [v for v in LODT_RANDOM if v != "lodt"]
+            if task == "random" and "npy" in systems:
+                task_systems.insert(task_systems.index("npy") + 1, NPY_TAKE)
             runs = {s: [] for s in task_systems}
             sums = {}
             load = os.getloadavg()
@@ -560,6 +575,16 @@ def print_table(results, systems):
         cells = " | ".join(fmt(med[s]) if s in med else "—" for s in lodts + peers)
         ratios = " | ".join(f"{med[s] / med[best]:.2f}×" if s in med else "—" for s in lodts)
         print(f"| {key} | {cells} | {best} | {ratios} |")
+    takes = {k: r["median"] for k, r in results["reads"].items()
+             if "lodt-take" in r["median"] and NPY_TAKE in r["median"]}
+    if takes:
+        # The gathers in one call side by side: each returns the whole rows.
+        print()
+        print("| random sentences gathered in one call (whole rows) | lodt-take | npy-take | lodt-take / npy-take |")
+        print("|---|---:|---:|---:|")
+        for key, med in takes.items():
+            l, n = med["lodt-take"], med[NPY_TAKE]
+            print(f"| {key} | {fmt(l)} | {fmt(n)} | {l / n:.2f}× |")
     if "write" in results:
         w = results["write"]
         print()

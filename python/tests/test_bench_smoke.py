@@ -33,6 +33,10 @@ def test_peers_benchmark_prints_its_table(tmp_path):
     for task, r in results["reads"].items():
         assert len(set(r["checksums"].values())) == 1, (task, r["checksums"])
     assert results["dataset"]["batches"] == 3
+    # lodt's gather in one call is compared with numpy's gather of the same
+    # whole rows (which read the same values).
+    assert "npy-take" in results["reads"]["random/warm"]["median"], results["reads"]
+    assert any(line.startswith("| random sentences gathered in one call") for line in table), run.stdout
     # The write task times the floor of a checksumming writer beside raw
     # 1 MiB calls, and the table compares lodt with it.
     assert results["write"]["raw_write_all_1MiB_crc"]["median"] > 0, results["write"]
