@@ -20,6 +20,14 @@ fn options(compression: Compression) -> WriteOptions {
     }
 }
 
+/// Uncompressed, no fsync, format `version` asked for explicitly.
+fn explicit(version: Version) -> WriteOptions {
+    WriteOptions {
+        format_version: Some(version),
+        ..options(Compression::None)
+    }
+}
+
 const CODECS: [Compression; 3] = [
     Compression::None,
     Compression::Lz4,
@@ -276,10 +284,6 @@ fn an_append_refuses_an_explicit_version_other_than_the_file_s() {
     let dir = tempfile::tempdir().unwrap();
     for (found, asked) in [(V1, V2), (V2, V1)] {
         let path = dir.path().join(format!("v{}.lodt", found.major));
-        let explicit = |version| WriteOptions {
-            format_version: Some(version),
-            ..options(Compression::None)
-        };
         let mut w = Writer::create_with(&path, BTreeMap::new(), explicit(found)).unwrap();
         w.write(&words_batch(0)).unwrap();
         w.finish().unwrap();
@@ -347,10 +351,6 @@ fn recovery_refuses_an_explicit_version_other_than_the_file_s() {
     let dir = tempfile::tempdir().unwrap();
     for (found, asked) in [(V1, V2), (V2, V1)] {
         let path = dir.path().join(format!("cut{}.lodt", found.major));
-        let explicit = |version| WriteOptions {
-            format_version: Some(version),
-            ..options(Compression::None)
-        };
         let mut w = Writer::try_new_with(Vec::new(), BTreeMap::new(), explicit(found)).unwrap();
         for k in 0..3 {
             w.write(&words_batch(k)).unwrap();
