@@ -11,7 +11,7 @@ use lodt::dataset::{
 };
 use std::collections::BTreeSet;
 
-/// Batch sizes of the test dataset: uneven, with empty batches; 353 sequences.
+/// Batch sizes of the test dataset: uneven, with empty batches; 373 sequences.
 const SIZES: [u64; 24] = [
     17, 3, 0, 25, 9, 14, 1, 30, 22, 0, 11, 19, 8, 27, 5, 16, 12, 20, 4, 29, 13, 26, 33, 29,
 ];
@@ -381,7 +381,7 @@ fn drop_last_drops_only_a_short_last_batch() {
 
 #[test]
 fn states_that_do_not_fit_are_refused_with_the_reason() {
-    let (_dir, dataset, _n) = dataset();
+    let (_dir, dataset, n) = dataset();
     let o = options(1, 2, 0, 1);
     let mut loader = Loader::new(dataset.clone(), o.clone()).unwrap();
     loader.next().unwrap().unwrap();
@@ -418,6 +418,22 @@ fn states_that_do_not_fit_are_refused_with_the_reason() {
     bad.skip = vec![9, 3];
     let r = reason(Loader::resume(dataset.clone(), o.clone(), &bad));
     assert!(r.contains("skip list"), "{r}");
+    // A count past the consumer's share (of n sequences dealt to 2
+    // consumers, consumer 1 has n / 2) would resume into an empty epoch:
+    // refused.
+    let share = n / 2;
+    let mut bad = state.clone();
+    bad.consumed.insert(1, share + 1);
+    let r = reason(Loader::resume(dataset.clone(), o.clone(), &bad));
+    let want = format!("consumer 1 consumed {} sequences", share + 1);
+    assert!(r.contains(&want) && r.contains("share"), "{r}");
+    bad.consumed.insert(1, share);
+    Loader::resume(dataset.clone(), o.clone(), &bad).unwrap();
+    // A count for a consumer the state does not have.
+    let mut bad = state.clone();
+    bad.consumed.insert(5, 0);
+    let r = reason(Loader::resume(dataset.clone(), o.clone(), &bad));
+    assert!(r.contains("consumer 5"), "{r}");
     // Not a state at all; a future version.
     assert!(LoaderState::from_json(&serde_json::json!({"epoch": 1})).is_err());
     let mut json = state.to_json();

@@ -144,6 +144,23 @@ fn packing_states_are_refused_where_they_do_not_apply() {
             .map(|x| x.unwrap().batch.ids)
             .collect();
     assert_eq!(again, rest);
+    // A carry that no loader saved: one id twice would be delivered twice,
+    // an id past the epoch does not exist, and more mini-batches delivered
+    // than the window has sequences would skip into the next window.
+    for (carry, delivered, what) in [
+        (vec![0, 0], 0, "sequence 0 twice"),
+        (vec![1000], 0, "past the epoch"),
+        (vec![], 1000, "delivered 1000 mini-batches"),
+    ] {
+        let mut bad = state.clone();
+        let window = bad.packing.as_mut().unwrap().windows.get_mut(&0).unwrap();
+        window.carry = carry;
+        window.delivered = delivered;
+        let err = PackedLoader::resume(dataset.clone(), options(0, 2, 0), pack.clone(), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(what), "{err}");
+    }
     // Other packing options.
     let other = PackOptions {
         capacity: 25,

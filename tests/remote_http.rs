@@ -295,3 +295,47 @@ fn object_source_reads_ranges_concurrently_and_checks_bounds() {
     assert_eq!(src.requests(), 11);
     let _ = Arc::new(src);
 }
+
+/// A file opened and read in this process is read in a child forked from it
+/// (as a DataLoader worker is): the child makes its own client and runtime
+/// instead of waiting on the parent's threads, which it does not have. On a
+/// client inherited across the fork the child hangs: the alarm kills it, and
+/// the test fails.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_forked_child_reads_what_its_parent_opened() {
+    let server = Server::start();
+    let bytes = file_bytes(20);
+    server.put("f.lodt", bytes.clone());
+    let options = RemoteOptions {
+        suffix_bytes: 4 << 10,
+        ..Default::default()
+    };
+    let file = open_file(&server.url("f.lodt"), &options).unwrap();
+    let want = LodtFile::from_bytes(&bytes).unwrap();
+    let batch = |f: &LodtFile, k: usize| f.batch(k).unwrap().to_batch().unwrap();
+    // The parent reads first: its runtime and pooled connections exist.
+    assert_eq!(batch(&file, 0), batch(&want, 0));
+    // SAFETY: the child only reads through lodt, then leaves with _exit
+    // (no destructors, no test harness code); the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: alarm and _exit are async-signal-safe.
+        unsafe { libc::alarm(60) };
+        let same = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            (0..want.num_batches()).all(|k| batch(&file, k) == batch(&want, k))
+        }));
+        unsafe { libc::_exit(if matches!(same, Ok(true)) { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child made above.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child did not read every batch: wait status {status:#x} (signal {} is the alarm: a hang)",
+        libc::SIGALRM
+    );
+    // The parent's client still works.
+    assert_eq!(batch(&file, 19), batch(&want, 19));
+}

@@ -391,6 +391,12 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         """
         info = _worker_info()
         rank, world = self._ranks()
+        with self._progress_lock:
+            untouched = self._resume is not None and not self._states and self._last is None
+        if info is None and untouched:
+            # Loaded and nothing delivered since: the loaded state itself
+            # (its consumers and next worker), not a re-dealt one.
+            return json.loads(json.dumps(self._resume))
         if info is not None:
             workers = info.num_workers
             local = (info.id + self._rotation(workers)) % workers
@@ -425,8 +431,17 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         rank, world = self._ranks()
         consumers = int(wrapped["loader"]["consumers"])
         workers = consumers // world if consumers % world == 0 else 1
+        if int(wrapped.get("next_worker", 0)) >= max(workers, 1):
+            self._resume = None
+            raise ValueError(
+                f"dataset state: next_worker {wrapped['next_worker']} is not one of this rank's "
+                f"{max(workers, 1)} workers"
+            )
         try:
-            self._probe(rank, world, 0, max(workers, 1)).close()
+            # Every consumer of this rank: a state that cannot resume one of
+            # its workers fails here, not when that worker starts.
+            for local in range(max(workers, 1)):
+                self._probe(rank, world, local, max(workers, 1)).close()
         except Exception:
             self._resume = None
             raise
@@ -542,6 +557,13 @@ def _wrap(state: dict[str, Any]) -> dict[str, Any]:
         if state.get("version") != STATE_VERSION:
             raise ValueError(
                 f"dataset state version {state.get('version')!r}; this lodt reads version {STATE_VERSION}"
+            )
+        next_worker = state.get("next_worker", 0)
+        if isinstance(next_worker, bool) or not isinstance(next_worker, int) or next_worker < 0:
+            raise ValueError(f"dataset state: next_worker must be an integer >= 0, found {next_worker!r}")
+        if not isinstance(state["loader"], dict):
+            raise ValueError(
+                f"dataset state: loader must be a loader state (a dict), found {type(state['loader']).__name__}"
             )
         return state
     if "frontier" in state and "consumers" in state:

@@ -122,6 +122,46 @@ def s3():
     proc.wait()
 
 
+_AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    """Azurite (Azure Blob's emulator) on 127.0.0.1 with a container ``data``:
+    its storage options."""
+    import os
+    import pathlib
+
+    binary = os.environ.get("LODT_AZURITE") or str(
+        pathlib.Path(__file__).resolve().parents[2] / "target/azurite/node_modules/.bin/azurite-blob"
+    )
+    if not os.path.exists(binary):
+        pytest.skip("Azurite is not installed (scripts/test installs it with npm)")
+    blob = pytest.importorskip("azure.storage.blob", reason="azure-storage-blob is not installed")
+    port = free_port()
+    proc = start_server(
+        [binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--silent",
+         "--skipApiVersionCheck", "--location", str(tmp_path_factory.mktemp("azurite"))],
+        port,
+        "Azurite",
+    )
+    conn = (
+        f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={_AZURITE_KEY};"
+        f"BlobEndpoint=http://127.0.0.1:{port}/devstoreaccount1;"
+    )
+    blob.BlobServiceClient.from_connection_string(conn).create_container("data")
+    # object_store reads the emulator's address from the environment.
+    old = os.environ.get("AZURITE_BLOB_STORAGE_URL")
+    os.environ["AZURITE_BLOB_STORAGE_URL"] = f"http://127.0.0.1:{port}"
+    yield {"azure_storage_use_emulator": "true"}
+    if old is None:
+        del os.environ["AZURITE_BLOB_STORAGE_URL"]
+    else:
+        os.environ["AZURITE_BLOB_STORAGE_URL"] = old
+    proc.kill()
+    proc.wait()
+
+
 # Tests that import TensorFlow or JAX start their thread pools in this
 # process; a later test that forks (DataLoader workers, Ray's raylet) could
 # then deadlock in the child. They run last, in their collected order.

@@ -180,3 +180,44 @@ def test_spawned_workers_open_the_dataset_themselves(dataset_dir):
     resumed = make(dataset_dir)
     resumed.load_state_dict(state)
     assert stream(lt.DataLoader(resumed, num_workers=2)) == rest
+
+
+@pytest.mark.parametrize("kind", ["plain", "packed"])
+def test_a_checkpoint_right_after_a_resume_is_the_loaded_state(dataset_dir, kind):
+    extra = {"pack_tokens": 8} if kind == "packed" else {}
+    full = make(dataset_dir, **extra)
+    uninterrupted = stream(lt.DataLoader(full, num_workers=2))
+    ds = make(dataset_dir, **extra)
+    it = iter(lt.DataLoader(ds, num_workers=2))
+    head = [labels(next(it)) for _ in range(3)]
+    state = ds.state_dict()
+    del it
+    # Preempted again at once: the checkpoint taken before the first step
+    # of the resumed run is the state it was resumed from.
+    again = make(dataset_dir, **extra)
+    again.load_state_dict(state)
+    assert again.state_dict() == state
+    resumed = make(dataset_dir, **extra)
+    resumed.load_state_dict(again.state_dict())
+    assert head + stream(lt.DataLoader(resumed, num_workers=2)) == uninterrupted
+
+
+def test_states_a_loader_never_wrote_are_refused_at_load(dataset_dir):
+    ds = make(dataset_dir)
+    it = iter(lt.DataLoader(ds, num_workers=0))
+    next(it)
+    state = ds.state_dict()
+    del it
+    assert state["loader"]["consumers"] == 1
+    # next_worker not a worker number.
+    for bad in ("x", -1, 1.5, True):
+        with pytest.raises(ValueError, match="next_worker"):
+            make(dataset_dir).load_state_dict({**state, "next_worker": bad})
+    # Two consumers, but only consumer 0's count: no worker 1 could resume.
+    two = {**state, "loader": {**state["loader"], "consumers": 2}}
+    with pytest.raises(ValueError, match="no count for consumer 1"):
+        make(dataset_dir).load_state_dict(two)
+    # A count beyond the consumer's share.
+    big = {**state, "loader": {**state["loader"], "consumed": {"0": TOTAL + 1}}}
+    with pytest.raises(ValueError, match="share"):
+        make(dataset_dir).load_state_dict(big)

@@ -1176,6 +1176,32 @@ fn plan(
         frontier: state.frontier,
         skip: state.skip.clone(),
     };
+    // Each count within its consumer's share: what no loader could have
+    // consumed is not a state a loader wrote.
+    let end = base.end(n, state.consumers, state.remainder);
+    for (&c, &count) in &state.consumed {
+        if c >= state.consumers {
+            return bad(format!(
+                "it has a count for consumer {c}, but only {} consumers (0..{})",
+                state.consumers, state.consumers
+            ));
+        }
+        let share = if end > c {
+            (end - c).div_ceil(state.consumers)
+        } else {
+            0
+        };
+        if count > share {
+            return bad(format!(
+                "consumer {c} consumed {count} sequences, but its share of the epoch's rest is {share} \
+                 ({} positions left after the frontier {} and {} skipped, dealt to {} consumers)",
+                base.tail_len(n),
+                state.frontier,
+                state.skip.len(),
+                state.consumers
+            ));
+        }
+    }
     if state.consumers == consumers {
         return match state.consumed.get(&consumer) {
             Some(&count) => Ok((state.epoch, base, count)),

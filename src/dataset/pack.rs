@@ -263,6 +263,35 @@ pub fn best_fit(lengths: &[usize], capacity: usize) -> Vec<Vec<usize>> {
     bins
 }
 
+/// Refuses a packing window no loader could have saved: a carry of ids
+/// outside the epoch or of one id twice (it would be delivered twice), or
+/// more mini-batches delivered than its window has sequences (each has at
+/// least one).
+fn check_window(window: &PackWindow, consumer: u64, pack: &PackOptions, n: u64) -> Result<()> {
+    let bad = |reason: String| Err(DatasetError::BadState { reason });
+    let mut ids = window.carry.clone();
+    ids.sort_unstable();
+    if let Some(&id) = ids.iter().find(|&&id| id >= n) {
+        return bad(format!(
+            "consumer {consumer}'s packing carry holds sequence {id}, past the epoch's {n} sequences"
+        ));
+    }
+    if let Some(pair) = ids.windows(2).find(|p| p[0] == p[1]) {
+        return bad(format!(
+            "consumer {consumer}'s packing carry holds sequence {} twice",
+            pair[0]
+        ));
+    }
+    let most = (window.carry.len() as u64).saturating_add(pack.buffer as u64);
+    if window.delivered > most {
+        return bad(format!(
+            "consumer {consumer} delivered {} mini-batches of a window of at most {most} sequences",
+            window.delivered
+        ));
+    }
+    Ok(())
+}
+
 /// The bins a window keeps back as the next window's carry (indices into
 /// `bins`), per section 7.4.
 fn kept_back(
@@ -758,6 +787,7 @@ impl PackedLoader {
                         ),
                     });
                 };
+                check_window(window, consumer, &pack, feed.len(state.epoch))?;
                 let mut plain = state.clone();
                 plain.version = STATE_VERSION;
                 plain.packing = None;

@@ -63,6 +63,18 @@
 //! cache is an error naming the URI and the batch, never data; a damaged
 //! cache entry is dropped and the batch fetched again, once.
 //!
+//! ## Processes
+//!
+//! Files, stores and datasets opened by URI may be used in a child process
+//! made by `fork` (PyTorch's `DataLoader` workers, `multiprocessing`), as
+//! well as with `spawn` or `forkserver`: each process makes its own client
+//! and I/O runtime on its first request, and never uses the connections or
+//! threads of the process it was forked from (which do not exist in the
+//! child). A store built outside lodt and passed in (an
+//! `Arc<dyn ObjectStore>` given to [`ObjectSource::open`] or
+//! [`ObjectDatasetStore::new`]) is used as it is: make it again in each
+//! process.
+//!
 //! ## Writing
 //!
 //! Datasets are written to S3, Azure and local directories. Shards are
@@ -95,6 +107,7 @@
 //! ```
 
 mod cache;
+mod process;
 mod runtime;
 mod source;
 mod store;

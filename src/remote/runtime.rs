@@ -3,24 +3,46 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
 use tokio::runtime::{Builder, Runtime};
 
-/// The runtime, made on first use: two worker threads (requests are I/O
-/// bound; concurrency comes from the requests in flight, not from threads).
+/// The process that made [`RUNTIME`] (0: none yet).
+static OWNER: AtomicU32 = AtomicU32::new(0);
+/// This process's runtime, leaked (it lives as long as the process).
+static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+/// Held while a runtime is made.
+static MAKING: Mutex<()> = Mutex::new(());
+
+/// This process's runtime, made on first use: two worker threads (requests
+/// are I/O bound; concurrency comes from the requests in flight, not from
+/// threads).
+///
+/// A child forked from a process that had a runtime inherits its memory but
+/// not its threads: blocking on it would wait forever. So a runtime belongs
+/// to the process that made it, and a child makes its own on first use; the
+/// parent's is never used or dropped there (dropping it would wait for
+/// threads that do not exist), it is left as it is.
 fn runtime() -> io::Result<&'static Runtime> {
-    static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("lodt-remote")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| io::Error::other(format!("starting lodt's I/O runtime: {e}")))
+    let pid = std::process::id();
+    if OWNER.load(Ordering::Acquire) == pid {
+        // SAFETY: RUNTIME is stored (from a leaked box, never freed) before
+        // OWNER is set to this process (Release), and read after it (Acquire).
+        return Ok(unsafe { &*RUNTIME.load(Ordering::Acquire) });
+    }
+    let _making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
+    if OWNER.load(Ordering::Acquire) != pid {
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("lodt-remote")
+            .enable_all()
+            .build()
+            .map_err(|e| io::Error::other(format!("starting lodt's I/O runtime: {e}")))?;
+        RUNTIME.store(Box::into_raw(Box::new(runtime)), Ordering::Release);
+        OWNER.store(pid, Ordering::Release);
+    }
+    // SAFETY: as above; this thread stored it, or saw OWNER set under MAKING.
+    Ok(unsafe { &*RUNTIME.load(Ordering::Acquire) })
 }
 
 /// Runs `future` to completion on the runtime. An error, not a panic, when

@@ -1,6 +1,7 @@
 //! Telling a URI from a local path, and making the object store a URI names.
 
 use super::RemoteOptions;
+use super::process::PerProcessStore;
 use crate::location::is_uri;
 use object_store::ObjectStore;
 use object_store::aws::AmazonS3Builder;
@@ -61,10 +62,12 @@ impl Location {
                 "{location}: expected a bucket, container or host after the scheme"
             )));
         }
-        let (store, path) =
-            build_store(&url, options).map_err(|e| invalid(format!("{location}: {e}")))?;
+        let (_, path) = object_store::ObjectStoreScheme::parse(&url)
+            .map_err(|e| invalid(format!("{location}: {e}")))?;
+        let store = PerProcessStore::new(url, options.clone(), build_store)
+            .map_err(|e| invalid(format!("{location}: {e}")))?;
         Ok(Location::Remote {
-            store,
+            store: Arc::new(store),
             path,
             uri: location.trim_end_matches('/').to_owned(),
         })
@@ -73,13 +76,14 @@ impl Location {
 
 /// The store of `url`'s scheme: its builder configured from the environment
 /// (not for HTTP, which has no credentials), then from `options`, with
-/// bounded retries.
+/// bounded retries. Called again in each process that uses it
+/// ([`PerProcessStore`]).
 fn build_store(
     url: &url::Url,
     options: &RemoteOptions,
-) -> object_store::Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+) -> object_store::Result<Arc<dyn ObjectStore>> {
     use object_store::ObjectStoreScheme;
-    let (scheme, path) = ObjectStoreScheme::parse(url)?;
+    let (scheme, _) = ObjectStoreScheme::parse(url)?;
     let retry = RetryConfig {
         max_retries: options.max_retries,
         retry_timeout: Duration::from_secs(60),
@@ -130,5 +134,5 @@ fn build_store(
             });
         }
     };
-    Ok((store, path))
+    Ok(store)
 }
