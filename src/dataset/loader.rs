@@ -657,6 +657,9 @@ enum Source {
         rx: Receiver<Result<MiniBatch>>,
         handle: Option<JoinHandle<()>>,
         stop: Arc<AtomicBool>,
+        /// The process the thread runs in: a child forked from it has the
+        /// loader's memory but not the thread.
+        owner: u32,
     },
     Done,
 }
@@ -958,11 +961,21 @@ impl Loader {
             rx,
             handle: Some(handle),
             stop,
+            owner: std::process::id(),
         };
         Ok(())
     }
 
     fn stop_source(&mut self) {
+        if let Source::Thread { owner, .. } = &self.source
+            && *owner != std::process::id()
+        {
+            // Forked: the thread is not in this process, so it can be
+            // neither joined nor told to stop; its channel and handle are
+            // left as they are (dropping them could wait on it).
+            std::mem::forget(std::mem::replace(&mut self.source, Source::Done));
+            return;
+        }
         if let Source::Thread { handle, stop, .. } = &mut self.source {
             stop.store(true, Ordering::Relaxed);
             let handle = handle.take();
@@ -1226,6 +1239,13 @@ impl Iterator for Loader {
     fn next(&mut self) -> Option<Result<MiniBatch>> {
         let item = match &mut self.source {
             Source::Inline(p) => p.next_batch(),
+            Source::Thread { owner, .. } if *owner != std::process::id() => {
+                Some(Err(DatasetError::Loader(format!(
+                    "this loader reads ahead on a thread of process {owner}, which this process \
+                     was forked from and does not have: make the loader in this process \
+                     (Loader::resume from its state continues where it was)"
+                ))))
+            }
             Source::Thread { rx, handle, .. } => match rx.recv() {
                 Ok(item) => Some(item),
                 Err(_) => {
@@ -1272,6 +1292,45 @@ mod tests {
         }
         w.finish().unwrap();
         Arc::new(Dataset::open(dir).unwrap())
+    }
+
+    /// A child forked while a loader reads ahead has the loader but not its
+    /// thread: the next mini-batch is an error saying so, and dropping the
+    /// loader returns (it would otherwise wait for the thread forever).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_prefetching_loader_in_a_forked_child_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = LoaderOptions {
+            batching: Batching::Sequences(2),
+            prefetch: 2,
+            ..Default::default()
+        };
+        let mut loader = Loader::new(dataset(dir.path()), options).unwrap();
+        assert_eq!(loader.next().unwrap().unwrap().ids, vec![0, 1]);
+        // SAFETY: the child only calls the loader, then leaves with _exit
+        // (no test harness code); the parent waits for it.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // SAFETY: alarm and _exit are async-signal-safe.
+            unsafe { libc::alarm(30) };
+            let said = match loader.next() {
+                Some(Err(e)) => e.to_string().contains("forked from"),
+                _ => false,
+            };
+            drop(loader);
+            unsafe { libc::_exit(if said { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child made above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "wait status {status:#x}"
+        );
+        // The parent's loader goes on.
+        assert_eq!(loader.next().unwrap().unwrap().ids, vec![2, 3]);
     }
 
     #[test]

@@ -141,6 +141,9 @@ pub(super) struct CrcThread {
     pub(super) jobs: Option<mpsc::Sender<Arc<[CrcJob]>>>,
     pub(super) done: Arc<Done>,
     pub(super) handle: Option<std::thread::JoinHandle<()>>,
+    /// The process the thread runs in: a child forked from it has the
+    /// writer but not the thread, and computes every checksum itself.
+    pub(super) owner: u32,
 }
 
 impl CrcThread {
@@ -158,6 +161,7 @@ impl CrcThread {
             jobs: Some(tx),
             done,
             handle: Some(handle),
+            owner: std::process::id(),
         })
     }
 
@@ -188,9 +192,11 @@ impl CrcThread {
         }
         let all: Arc<[CrcJob]> = jobs.into();
         self.done.writer_core.store(core(), Ordering::Relaxed);
-        if let Some(tx) = &self.jobs {
-            // A thread that is gone leaves its jobs pending: collect
-            // computes them.
+        if let Some(tx) = &self.jobs
+            && self.owner == std::process::id()
+        {
+            // A thread that is gone (or in the process this one was forked
+            // from) leaves its jobs pending: collect computes them.
             let _ = tx.send(all.clone());
         }
         ranges
@@ -306,6 +312,13 @@ fn core() -> i32 {
 
 impl Drop for CrcThread {
     fn drop(&mut self) {
+        if self.owner != std::process::id() {
+            // Forked: the thread is not in this process and cannot be
+            // joined; its channel and handle are left as they are.
+            std::mem::forget(self.jobs.take());
+            std::mem::forget(self.handle.take());
+            return;
+        }
         // Closing the channel ends the thread's loop.
         self.jobs = None;
         if let Some(h) = self.handle.take() {

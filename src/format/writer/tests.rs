@@ -147,6 +147,7 @@ fn a_part_the_thread_has_not_taken_is_computed_by_the_writer() {
         jobs: None,
         done: Arc::new(Done::default()),
         handle: None,
+        owner: std::process::id(),
     };
     let bytes = Buffer::from_storage(Arc::new(
         (0..10_000u32).map(|i| i as u8).collect::<Vec<_>>(),
@@ -238,6 +239,7 @@ fn a_waiting_writer_is_woken_when_its_part_is_done() {
         jobs: None,
         done: done.clone(),
         handle: None,
+        owner: std::process::id(),
     };
     let parts = thread.submit(&[&bytes], 1 << 20);
     let jobs = parts[0].jobs();
@@ -314,4 +316,47 @@ fn a_refused_batch_then_a_drop_leaves_no_file() {
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert!(left.is_empty(), "version {major}: {left:?}");
     }
+}
+
+/// A writer forked while it has a checksum thread writes on in the child
+/// (the child computes every checksum itself: the thread is not there) and
+/// drops without waiting for the thread.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_writer_in_a_forked_child_checksums_itself() {
+    let big =
+        crate::LodTensor::from_vec(vec![7u8; 4 << 20], vec![4 << 20], Default::default()).unwrap();
+    let batch = crate::Batch::try_from_tensors([("x", big)]).unwrap();
+    let mut w = crate::format::Writer::try_new(Vec::new(), Default::default()).unwrap();
+    w.write(&batch).unwrap();
+    // SAFETY: the child only writes to memory through lodt, then leaves with
+    // _exit (no test harness code); the parent waits for it.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: alarm and _exit are async-signal-safe.
+        unsafe { libc::alarm(30) };
+        let ok = w.write(&batch).is_ok()
+            && w.finish().is_ok_and(|bytes| {
+                crate::format::LodtFile::from_bytes(&bytes)
+                    .and_then(|f| f.verify())
+                    .is_ok()
+            });
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child made above.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "wait status {status:#x}"
+    );
+    w.write(&batch).unwrap();
+    let bytes = w.finish().unwrap();
+    assert_eq!(
+        crate::format::LodtFile::from_bytes(&bytes)
+            .unwrap()
+            .num_batches(),
+        2
+    );
 }
