@@ -74,12 +74,26 @@ def _calls(words, tmp_path):
 def test_junk_arguments_raise(words, tmp_path, monkeypatch):
     # Junk like "x" is a valid relative path: keep what it writes in tmp_path.
     monkeypatch.chdir(tmp_path)
-    for call in _calls(words, tmp_path):
+    calls = _calls(words, tmp_path)
+    for call in calls:
         for j in JUNK:
+            # Junk a call accepts (None as "no value", [] as an empty list,
+            # "x" as a relative path) may return; anything else must be one
+            # of the ordinary exceptions.
             try:
                 call(j)
             except OK:
                 pass
+    # An object of no type lodt takes reaches every call's validation: each
+    # raises, none returns and none panics.
+    returned = []
+    for i, call in enumerate(calls):
+        try:
+            call(object())
+            returned.append(i)
+        except OK:
+            pass
+    assert returned == [], f"calls {returned} accepted object()"
 
 
 def test_hostile_unpickling_raises():
