@@ -161,6 +161,21 @@ fn packing_states_are_refused_where_they_do_not_apply() {
             .to_string();
         assert!(err.contains(what), "{err}");
     }
+    // A state that claims no consumers, and one whose counts exceed their
+    // shares, resumed on another world size (which re-plans the windows):
+    // refused with the reason, never a panic.
+    let mut none = merged.clone();
+    none.consumers = 0;
+    let err = PackedLoader::resume(dataset.clone(), options(0, 3, 0), pack.clone(), &none)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("0 consumers"), "{err}");
+    let mut big = merged.clone();
+    big.consumed.insert(1, 1 << 40);
+    let err = PackedLoader::resume(dataset.clone(), options(0, 3, 0), pack.clone(), &big)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("share"), "{err}");
     // Other packing options.
     let other = PackOptions {
         capacity: 25,

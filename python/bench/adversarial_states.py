@@ -7,9 +7,10 @@ per outcome.
 
 Outcomes: ``refused at load`` (load_state_dict raised ValueError),
 ``resumed`` (accepted, and the resumed pass delivered no sequence twice and,
-in the same epoch, none the saved run had already delivered), and the failures:
-``FAILED LATE`` (accepted, then iteration raised), ``TWICE`` (a sequence
-delivered twice, or again after the checkpoint).
+where the change only adds to what was consumed, none the saved run had
+already delivered), and the failures: ``BUG AT LOAD`` (another exception, a
+panic among them), ``FAILED LATE`` (accepted, then iteration raised),
+``TWICE`` (a sequence delivered twice, or again after the checkpoint).
 """
 
 from __future__ import annotations
@@ -110,14 +111,20 @@ def main() -> None:
             except ValueError:
                 outcomes[(what, "refused at load")] += 1
                 continue
+            except Exception as e:  # noqa: BLE001 - counted: a bug (a panic is a RuntimeError)
+                outcomes[(what, "BUG AT LOAD")] += 1
+                print(f"trial {trial} ({kind}, {workers} workers, {what}): {type(e).__name__}: {e}")
+                continue
             try:
                 rest = [int(i) for ids, _ in lt.DataLoader(resumed, num_workers=workers) for i in ids]
             except Exception as e:  # noqa: BLE001 - counted
                 outcomes[(what, "FAILED LATE")] += 1
                 print(f"trial {trial} ({kind}, {workers} workers, {what}): accepted, then {e}")
                 continue
-            # Another epoch (a valid state of it) may deliver the head again.
-            again = what != "epoch" and set(rest) & set(head)
+            # More consumed never delivers the head again; a moved frontier,
+            # skip list, epoch or consumer count is another (valid) position
+            # whose rest may hold sequences of the head.
+            again = what in ("consumed+", "delivered") and set(rest) & set(head)
             twice = len(rest) != len(set(rest)) or again
             if twice:
                 outcomes[(what, "TWICE")] += 1

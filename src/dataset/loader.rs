@@ -367,7 +367,7 @@ impl LoaderState {
 /// The base of an epoch's remaining order: everything before `frontier`
 /// and every position in `skip` was consumed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Base {
+pub(crate) struct Base {
     frontier: u64,
     skip: Vec<u64>,
 }
@@ -1116,21 +1116,17 @@ impl Loader {
     }
 }
 
-/// The epoch, base and consumed count a loader resumes with.
-fn plan(
+/// Checks that `state` is one a loader of `feed` with `options` could have
+/// saved (whatever its number of consumers and its version): its dataset
+/// (or mixture), shuffle and remainder, its base, and every count within
+/// its consumer's share. The one check of a state, for plain and packed
+/// loaders alike; returns the state's base.
+pub(crate) fn check_state(
     feed: &Feed,
     options: &LoaderOptions,
-    consumers: u64,
-    consumer: u64,
     state: &LoaderState,
-) -> Result<(u64, Base, u64)> {
+) -> Result<Base> {
     let bad = |reason: String| Err(DatasetError::BadState { reason });
-    if state.version != STATE_VERSION {
-        return bad(format!(
-            "state version {}, this lodt reads version {STATE_VERSION}",
-            state.version
-        ));
-    }
     let mixture = feed.mixture_state();
     if state.mixture != mixture {
         return bad(match (&state.mixture, &mixture) {
@@ -1215,6 +1211,26 @@ fn plan(
             ));
         }
     }
+    Ok(base)
+}
+
+/// The epoch, base and consumed count a loader resumes with.
+fn plan(
+    feed: &Feed,
+    options: &LoaderOptions,
+    consumers: u64,
+    consumer: u64,
+    state: &LoaderState,
+) -> Result<(u64, Base, u64)> {
+    let bad = |reason: String| Err(DatasetError::BadState { reason });
+    if state.version != STATE_VERSION {
+        return bad(format!(
+            "state version {}, this lodt reads version {STATE_VERSION}",
+            state.version
+        ));
+    }
+    let base = check_state(feed, options, state)?;
+    let n = feed.len(state.epoch);
     if state.consumers == consumers {
         return match state.consumed.get(&consumer) {
             Some(&count) => Ok((state.epoch, base, count)),

@@ -765,6 +765,8 @@ impl PackedLoader {
                     });
                 }
                 let (consumers, consumer) = options.consumer()?;
+                check_version(state)?;
+                super::loader::check_state(&feed, &options, state)?;
                 if state.consumers != consumers {
                     let plain =
                         super::pack_elastic::unpack_state(&feed, state, p, &pack, shape.tensor)?;
