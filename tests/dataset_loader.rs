@@ -459,20 +459,3 @@ fn states_that_do_not_fit_are_refused_with_the_reason() {
         ));
     }
 }
-
-#[test]
-fn the_state_counts_what_was_delivered_not_what_was_prefetched() {
-    let (_dir, dataset, _n) = dataset();
-    let o = LoaderOptions {
-        prefetch: 8,
-        ..options(0, 1, 0, 1)
-    };
-    let mut loader = Loader::new(dataset.clone(), o).unwrap();
-    let first = loader.next().unwrap().unwrap();
-    // Let the thread read ahead, then look.
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    let state = loader.state();
-    assert_eq!(state.consumed.get(&0), Some(&(first.ids.len() as u64)));
-    assert_eq!(state.frontier, 0);
-    assert!(state.skip.is_empty());
-}

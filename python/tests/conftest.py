@@ -1,7 +1,9 @@
 """Shared paths and fixtures of the lodt Python tests."""
 
+import inspect
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -168,5 +170,74 @@ def azurite(tmp_path_factory):
 _MULTITHREADED_FRAMEWORKS = ("test_jax.py", "test_tf.py", "docs/frameworks.md")
 
 
+# The heavy tiers, as pytest markers: `scripts/test --fast` deselects them
+# all (-m "not (torch or ...)"); `pytest -m torch` runs one.
+HEAVY = {
+    "torch": "uses PyTorch",
+    "tensorflow": "uses TensorFlow",
+    "jax": "uses JAX",
+    "ray": "uses Ray",
+    "remote": "starts an object-store server (moto, Azurite, HTTP)",
+    "consumers": "uses awkward, DuckDB, Polars or Hugging Face datasets",
+    "wheel": "installs the wheel into a new virtual environment",
+}
+_MODULE_MARKS = {
+    "test_torch.py": "torch",
+    "test_dataset_torch.py": "torch",
+    "test_tf.py": "tensorflow",
+    "test_jax.py": "jax",
+    "test_ray.py": "ray",
+    "test_ray_commit_faults.py": "ray",
+    "test_consumers.py": "consumers",
+    "test_wheel.py": "wheel",
+    "test_remote.py": "remote",
+    "test_workers_remote.py": "remote",
+    "test_commit_faults.py": "remote",
+}
+_REMOTE_FIXTURES = {"s3", "azurite", "on_s3", "on_azure", "http"}
+_SOURCE_MARKS = [
+    ("torch", re.compile(r"torch")),
+    ("tensorflow", re.compile(r"tensorflow|lodt\.tf\b")),
+    ("jax", re.compile(r"\bjax\b")),
+    ("ray", re.compile(r"\bray\b|lodt\.ray\b")),
+]
+_DOCS_REQUIRES = re.compile(r"docs-test:\s*requires\s*\((?P<module>[^)]+)\)")
+
+
+def pytest_configure(config):
+    for name, what in HEAVY.items():
+        config.addinivalue_line("markers", f"{name}: {what} (deselected by scripts/test --fast)")
+
+
+def _marks_of(item) -> set[str]:
+    marks = set()
+    module = pathlib.Path(str(item.fspath)).name
+    if module in _MODULE_MARKS:
+        marks.add(_MODULE_MARKS[module])
+    if _REMOTE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        marks.add("remote")
+    function = getattr(item, "function", None)
+    if function is not None:
+        try:
+            source = inspect.getsource(function)
+        except (OSError, TypeError):
+            source = ""
+        marks.update(name for name, pattern in _SOURCE_MARKS if pattern.search(source))
+    page = getattr(item, "callspec", None) and item.callspec.params.get("page")
+    if isinstance(page, pathlib.Path):
+        text = page.read_text(encoding="utf-8")
+        if "LODT_S3_" in text:
+            marks.add("remote")
+        consumers = {"awkward", "duckdb", "polars", "datasets"}
+        for m in _DOCS_REQUIRES.finditer(text):
+            module_name = m["module"].strip()
+            marks.add("consumers" if module_name in consumers else module_name)
+        marks.update(name for name, pattern in _SOURCE_MARKS if pattern.search(text))
+    return marks & set(HEAVY)
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in sorted(_marks_of(item)):
+            item.add_marker(getattr(pytest.mark, name))
     items.sort(key=lambda item: any(name in item.nodeid for name in _MULTITHREADED_FRAMEWORKS))

@@ -20,7 +20,6 @@ import pytest
 
 import lodt
 from fault_proxy import Fault, FaultProxy, conditional
-from test_remote import azurite  # noqa: F401  (the Azurite fixture)
 
 # The client gives up on an unanswered request after this (the stall lasts longer).
 TIMEOUT = "2s"

@@ -20,7 +20,7 @@ import pyarrow.compute as pc  # noqa: E402
 
 import lodt  # noqa: E402
 import lodt.ray as lray  # noqa: E402
-from test_remote import _AZURITE_KEY, azurite  # noqa: E402,F401  (the Azurite fixture)
+from conftest import _AZURITE_KEY  # noqa: E402  (the azurite fixture is in conftest)
 
 SHARDS = 4
 BATCHES_PER_SHARD = 3

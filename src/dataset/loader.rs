@@ -12,7 +12,7 @@ use crate::tensor::LodTensor;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 
@@ -660,6 +660,8 @@ enum Source {
         /// The process the thread runs in: a child forked from it has the
         /// loader's memory but not the thread.
         owner: u32,
+        /// How many mini-batches the thread has queued.
+        sent: Arc<AtomicU64>,
     },
     Done,
 }
@@ -946,6 +948,8 @@ impl Loader {
         }
         let (tx, rx) = sync_channel(self.options.prefetch);
         let mut producer = producer;
+        let sent = Arc::new(AtomicU64::new(0));
+        let counter = sent.clone();
         let handle = std::thread::Builder::new()
             .name("lodt-loader".into())
             .spawn(move || {
@@ -954,6 +958,7 @@ impl Loader {
                     if tx.send(item).is_err() || failed {
                         break;
                     }
+                    counter.fetch_add(1, Ordering::Release);
                 }
             })
             .map_err(|e| DatasetError::Loader(format!("cannot start the prefetch thread: {e}")))?;
@@ -962,8 +967,18 @@ impl Loader {
             handle: Some(handle),
             stop,
             owner: std::process::id(),
+            sent,
         };
         Ok(())
+    }
+
+    /// How many mini-batches the prefetch thread has queued so far (tests).
+    #[cfg(test)]
+    fn queued(&self) -> u64 {
+        match &self.source {
+            Source::Thread { sent, .. } => sent.load(Ordering::Acquire),
+            _ => 0,
+        }
     }
 
     fn stop_source(&mut self) {
@@ -1346,6 +1361,35 @@ mod tests {
             "wait status {status:#x}"
         );
         // The parent's loader goes on.
+        assert_eq!(loader.next().unwrap().unwrap().ids, vec![2, 3]);
+    }
+
+    /// The state counts what was delivered, not what the thread read ahead:
+    /// the test waits until the thread has filled its queue (a counter, not
+    /// a sleep), then looks.
+    #[test]
+    fn the_state_counts_what_was_delivered_not_what_was_prefetched() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = LoaderOptions {
+            batching: Batching::Sequences(2),
+            prefetch: 3,
+            ..Default::default()
+        };
+        let mut loader = Loader::new(dataset(dir.path()), options).unwrap();
+        assert_eq!(loader.next().unwrap().unwrap().ids, vec![0, 1]);
+        // The first mini-batch and a full queue of 3 behind it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while loader.queued() < 4 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the queue never filled"
+            );
+            std::thread::yield_now();
+        }
+        let state = loader.state();
+        assert_eq!(state.consumed.get(&0), Some(&2));
+        assert_eq!((state.frontier, state.skip.len()), (0, 0));
+        // What comes next is what the state says.
         assert_eq!(loader.next().unwrap().unwrap().ids, vec![2, 3]);
     }
 

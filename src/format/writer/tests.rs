@@ -249,8 +249,11 @@ fn a_waiting_writer_is_woken_when_its_part_is_done() {
         let parts = jobs;
         let done = &done;
         s.spawn(move || {
-            // Well past the writer's spin: it is asleep by now.
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            // Until the writer has stopped spinning and sleeps (it counts
+            // itself a waiter under the lock, then waits on the condvar).
+            while done.waiters.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                std::thread::yield_now();
+            }
             parts[0].finish(expected, done);
         });
         assert_eq!(thread.collect(jobs), expected);
