@@ -674,3 +674,37 @@ fn an_ipc_footer_pointing_outside_the_file_is_an_error_not_a_panic() {
         assert!(err.is_err());
     }
 }
+
+#[test]
+fn fixed_shape_tensors_of_more_than_64_dimensions_are_refused() {
+    let options = ArrowOptions::default();
+    let values = Arc::new(Float32Array::from(vec![1.0f32, 2.0]));
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let fsl: ArrayRef = Arc::new(FixedSizeListArray::try_new(item, 1, values, None).unwrap());
+    // The rows' dimension and 63 of the shape: 64, the most a tensor has.
+    let shape = |n: usize| format!("{{\"shape\":{:?}}}", vec![1; n]);
+    let t = from_arrow(&tensor_field("t", &fsl, &shape(63)), &fsl, &options).unwrap();
+    assert_eq!(t.shape().len(), 64);
+    for n in [64, 65, 999, 1000] {
+        let err = from_arrow(&tensor_field("t", &fsl, &shape(n)), &fsl, &options)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a tensor has at most 64 dimensions"), "{err}");
+    }
+    // Nested FixedSizeLists without the extension: the same bound.
+    let nest = |depth: usize| {
+        let mut array: ArrayRef = Arc::new(Float32Array::from(vec![1.0f32, 2.0]));
+        for _ in 0..depth {
+            let item = Arc::new(Field::new("item", array.data_type().clone(), true));
+            array = Arc::new(FixedSizeListArray::try_new(item, 1, array, None).unwrap());
+        }
+        array
+    };
+    let ok = nest(63);
+    let field = Field::new("t", ok.data_type().clone(), true);
+    assert_eq!(from_arrow(&field, &ok, &options).unwrap().shape().len(), 64);
+    let deep = nest(64);
+    let field = Field::new("t", deep.data_type().clone(), true);
+    let err = from_arrow(&field, &deep, &options).unwrap_err().to_string();
+    assert!(err.contains("a tensor has at most 64 dimensions"), "{err}");
+}
