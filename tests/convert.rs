@@ -180,12 +180,18 @@ fn empty_parquet_tables_written_by_pyarrow_convert_to_zero_batches() {
             .unwrap()
             .num_batches();
         assert_eq!(counted, Some(0), "{name}");
-        assert!(read_all(&input, &ConvertOptions::default()).is_empty(), "{name}");
+        assert!(
+            read_all(&input, &ConvertOptions::default()).is_empty(),
+            "{name}"
+        );
         for ext in ["lodt", "parquet", "arrow"] {
             let out = dir.path().join(format!("{name}.{ext}"));
             let stats = convert(&input, &out, &ConvertOptions::default(), |_| {}).unwrap();
             assert_eq!(stats.batches, 0, "{name} -> {ext}");
-            assert!(read_all(&out, &ConvertOptions::default()).is_empty(), "{name}.{ext}");
+            assert!(
+                read_all(&out, &ConvertOptions::default()).is_empty(),
+                "{name}.{ext}"
+            );
         }
         // With one-row batches too (the row count is the divisor).
         let small = ConvertOptions {

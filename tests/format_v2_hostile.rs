@@ -549,3 +549,270 @@ fn zstd_files_of_lodt_s_writer_read_at_every_level() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// The adversarial pass: many variants of each class above, every reader
+// compared. Each prints its counts (`cargo test -- --nocapture`).
+
+/// A small deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+#[test]
+fn adversarial_length_fields_of_every_batch_and_codec() {
+    let mut trials = 0;
+    for compression in [
+        Compression::None,
+        Compression::Lz4,
+        Compression::Zstd { level: 3 },
+    ] {
+        let bytes = written(3, 2000, compression);
+        let file = LodtFile::from_bytes(&bytes).unwrap();
+        for k in 0..3 {
+            let start = file.batch_range(k).unwrap().start as usize;
+            // section_len (64 bits) and head_len (32 bits).
+            for bit in 0..96 {
+                let mut bad = bytes.clone();
+                bad[start + 8 + bit / 8] ^= 1 << (bit % 8);
+                reset_largest();
+                let results: Vec<_> = StreamReader::try_new(long_stream(&bad, 1 << 28))
+                    .unwrap()
+                    .collect();
+                assert!(largest() < 4 << 20, "batch {k} bit {bit}: {}", largest());
+                assert_eq!(results.len(), k + 1, "batch {k} bit {bit}");
+                assert!(results[k].is_err(), "batch {k} bit {bit}");
+                trials += 1;
+            }
+        }
+    }
+    // 1.0 files: the header's section_len is under the header's crc.
+    let v1 = {
+        let b = Batch::try_from_tensors([("x", tensor(2000, 1))]).unwrap();
+        let mut w = format::Writer::try_new_with(
+            Vec::new(),
+            Default::default(),
+            WriteOptions {
+                format_version: Some(format::Version { major: 1, minor: 0 }),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        w.write(&b).unwrap();
+        w.finish().unwrap()
+    };
+    let start = LodtFile::from_bytes(&v1)
+        .unwrap()
+        .batch_range(0)
+        .unwrap()
+        .start as usize;
+    for bit in 0..64 {
+        let mut bad = v1.clone();
+        bad[start + 8 + bit / 8] ^= 1 << (bit % 8);
+        reset_largest();
+        let results: Vec<_> = StreamReader::try_new(long_stream(&bad, 1 << 28))
+            .unwrap()
+            .collect();
+        assert!(largest() < 4 << 20, "1.0 bit {bit}: {}", largest());
+        assert!(results[0].is_err(), "1.0 bit {bit}");
+        trials += 1;
+    }
+    eprintln!(
+        "ADVERSARIAL length fields: {trials} trials, {trials} errors at the damaged batch, none allocating 4 MiB"
+    );
+}
+
+#[test]
+fn adversarial_zstd_frames() {
+    let data: Vec<u8> = (0..4000u32).map(|i| (i * i % 251) as u8).collect();
+    let mut rng = Rng(0x5eed);
+    let (mut refused, mut accepted) = (0, 0);
+    let check = |stored: Vec<u8>, ok: bool, what: &str| {
+        let mut b = holder(&["x"], data.len() as u64);
+        b.buffers = vec![zstd_buf(stored)];
+        for r in readers(&build(&[b])) {
+            assert_eq!(r.is_ok(), ok, "{what}: {r:?}");
+        }
+    };
+    for level in 1..=22 {
+        check(
+            zstd::bulk::compress(&data, level).unwrap(),
+            true,
+            "one frame",
+        );
+        accepted += 1;
+    }
+    let whole = zstd::bulk::compress(&data, 3).unwrap();
+    // Windows from 4 KiB (the data's 4,000 bytes fit) to 2^41 and more.
+    for log in 12..=41u8 {
+        for mantissa in [0u8, rng.below(8) as u8] {
+            let window = (1u64 << log) + ((1u64 << log) / 8) * u64::from(mantissa);
+            let ok = window <= 1 << 27;
+            let stored = with_window(&whole, ((log - 10) << 3) | mantissa);
+            check(stored, ok, &format!("window log {log} mantissa {mantissa}"));
+            if ok { accepted += 1 } else { refused += 1 }
+        }
+    }
+    for _ in 0..40 {
+        // Split into 2 to 5 frames at random points.
+        let parts = 2 + rng.below(4) as usize;
+        let mut cuts: Vec<usize> = (0..parts - 1)
+            .map(|_| 1 + rng.below(data.len() as u64 - 1) as usize)
+            .collect();
+        cuts.sort();
+        cuts.dedup();
+        let mut stored = Vec::new();
+        let mut from = 0;
+        for &c in cuts.iter().chain(std::iter::once(&data.len())) {
+            let frame = zstd::bulk::compress(&data[from..c], 3).unwrap();
+            stored.extend(if rng.below(2) == 0 {
+                frame
+            } else {
+                with_window(&frame, 0x40)
+            });
+            from = c;
+        }
+        check(stored, false, "several frames");
+        refused += 1;
+    }
+    for nibble in 0..16u8 {
+        let skippable = [0x50 | nibble, 0x2a, 0x4d, 0x18, 2, 0, 0, 0, 9, 9];
+        let before = rng.below(2) == 0;
+        let stored = if before {
+            [&skippable[..], &whole].concat()
+        } else {
+            [&whole[..], &skippable].concat()
+        };
+        check(stored, false, "skippable");
+        refused += 1;
+    }
+    for extra in 1..=32usize {
+        let mut stored = whole.clone();
+        stored.extend((0..extra).map(|_| rng.next() as u8));
+        check(stored, false, "trailing bytes");
+        refused += 1;
+    }
+    for n in [1usize, 2, 3, 4, 5, 6, 8, 13] {
+        check(whole[..n.min(whole.len())].to_vec(), false, "cut header");
+        refused += 1;
+    }
+    eprintln!(
+        "ADVERSARIAL zstd frames: {} trials: {accepted} accepted (one frame, window <= 2^27), {refused} refused, by every reader alike",
+        accepted + refused
+    );
+}
+
+#[test]
+fn adversarial_schema_back_chains() {
+    let mut rng = Rng(42);
+    let (mut valid, mut invalid) = (0, 0);
+    for trial in 0..120 {
+        let n = 2 + rng.below(7) as usize;
+        let mut batches = vec![holder(&["a"], 3)];
+        // Tensor counts of each holder, by batch.
+        let mut holders: Vec<(usize, usize)> = vec![(0, 1)];
+        let mut broken = false;
+        for k in 1..n {
+            match rng.below(3) {
+                0 => {
+                    let names: &[&'static str] = match rng.below(3) {
+                        0 => &["a"],
+                        1 => &["p", "q"],
+                        _ => &["u", "v", "w"],
+                    };
+                    batches.push(holder(names, 1 + rng.below(9)));
+                    holders.push((k, names.len()));
+                }
+                1 if trial % 4 == 3 && !broken => {
+                    // A back reference to a batch that holds no schema.
+                    let j = (0..k).find(|j| !holders.iter().any(|h| h.0 == *j));
+                    match j {
+                        Some(j) => {
+                            batches.push(pointing((k - j) as u64, 1, 2));
+                            broken = true;
+                        }
+                        None => batches.push(pointing(k as u64, 1, 2)),
+                    }
+                }
+                _ => {
+                    let (j, tensors) = holders[rng.below(holders.len() as u64) as usize];
+                    batches.push(pointing((k - j) as u64, tensors, 1 + rng.below(9)));
+                }
+            }
+        }
+        let bytes = build(&batches);
+        let results = readers(&bytes);
+        if broken {
+            for r in &results {
+                assert!(r.is_err(), "trial {trial}: {r:?}");
+            }
+            invalid += 1;
+        } else {
+            for r in &results {
+                assert_eq!(*r, Ok(n), "trial {trial}");
+            }
+            assert_eq!(recover_cut(&bytes), n, "trial {trial}");
+            valid += 1;
+        }
+    }
+    eprintln!(
+        "ADVERSARIAL schema_back: {} files: {valid} valid (read by every reader, every batch kept by recover after a cut), {invalid} pointing at a head with no schema (refused by every reader)",
+        valid + invalid
+    );
+}
+
+#[test]
+fn adversarial_compressed_batches_that_do_not_decode() {
+    let mut trials = 0;
+    for codec in [1u8, 2] {
+        for delta in [-15i64, -8, -3, -2, -1, 1, 2, 3, 8, 15, 100] {
+            for at in 0..3usize {
+                let n = 1000usize;
+                let stored = |len: usize| match codec {
+                    1 => lz4_buf(lz4_flex::block::compress(&vec![9u8; len])),
+                    _ => zstd_buf(zstd::bulk::compress(&vec![9u8; len], 3).unwrap()),
+                };
+                let mut batches = vec![
+                    holder(&["x"], n as u64),
+                    pointing(1, 1, n as u64),
+                    pointing(2, 1, n as u64),
+                ];
+                for b in &mut batches {
+                    b.buffers = vec![stored(n)];
+                }
+                batches[at].buffers = vec![stored((n as i64 + delta) as usize)];
+                let bytes = build(&batches);
+                for r in readers(&bytes) {
+                    let err = r.unwrap_err();
+                    assert!(err.contains(&format!("batch {at}")), "{err}");
+                }
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("bad.lodt");
+                std::fs::write(&path, &bytes).unwrap();
+                assert!(matches!(
+                    format::recover(&path),
+                    Err(FormatError::Refused(_))
+                ));
+                assert_eq!(
+                    recover_cut(&bytes),
+                    at,
+                    "codec {codec} delta {delta} at {at}"
+                );
+                trials += 1;
+            }
+        }
+    }
+    eprintln!(
+        "ADVERSARIAL undecodable batches: {trials} files: every reader refuses the batch; recover refuses under a valid footer and keeps exactly the batches before it after a cut"
+    );
+}

@@ -155,3 +155,40 @@ fn a_footer_damaged_in_transit_is_fetched_again_once() {
     let err = LodtFile::open(&path).unwrap_err().to_string();
     assert!(err.contains("`lodt recover` rebuilds the footer"), "{err}");
 }
+
+#[test]
+fn adversarial_every_footer_byte_damaged_in_transit() {
+    let server = Server::start();
+    let bytes = file_bytes(4);
+    server.put("a.lodt", bytes.clone());
+    let url = server.url("a.lodt");
+    let options = RemoteOptions {
+        suffix_bytes: 4 << 10,
+        ..Default::default()
+    };
+    let trailer = bytes.len() - 64;
+    let footer = u64::from_le_bytes(bytes[trailer + 8..trailer + 16].try_into().unwrap()) as usize;
+    let (mut once, mut twice, mut refused) = (0, 0, 0);
+    for offset in footer..bytes.len() {
+        *server.state.damage_next.lock().unwrap() = Some((offset, 1));
+        let file = open_file(&url, &options).unwrap();
+        assert_eq!(file.num_batches(), 4, "byte {offset}");
+        once += 1;
+    }
+    for offset in (footer..bytes.len()).step_by(5) {
+        *server.state.damage_next.lock().unwrap() = Some((offset, 2));
+        if let Err(e) = open_file(&url, &options) {
+            let e = e.to_string();
+            assert!(e.starts_with(&format!("{url}: ")), "{e}");
+            assert!(!e.contains("rebuilds the footer"), "{e}");
+            refused += 1;
+        }
+        *server.state.damage_next.lock().unwrap() = None;
+        twice += 1;
+    }
+    eprintln!(
+        "ADVERSARIAL footer in transit: {once} bytes damaged once, all opened after one re-read; \
+         {twice} damaged twice, {refused} refused naming the URI with no recover advice, the rest \
+         in padding no check reads"
+    );
+}

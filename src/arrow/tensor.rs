@@ -651,7 +651,10 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
             }
             // The rows' dimension and the shape's: at most MAX_DIMS.
             if shape.len() >= crate::format::MAX_DIMS {
-                return Err(too_many_dims(column, &format!("a {FIXED_SHAPE_TENSOR} shape of {} dimensions", shape.len())));
+                return Err(too_many_dims(
+                    column,
+                    &format!("a {FIXED_SHAPE_TENSOR} shape of {} dimensions", shape.len()),
+                ));
             }
             shape
         }

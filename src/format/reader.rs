@@ -1005,7 +1005,11 @@ fn open_settled(
 /// Whether `e`, from opening a file, says its header or footer bytes are
 /// damaged (rather than unreadable, or of an unknown version).
 fn damaged_at_open(e: &FormatError) -> bool {
-    e.location().is_some() || matches!(e, FormatError::NoFooter { .. } | FormatError::NotLodt { .. })
+    e.location().is_some()
+        || matches!(
+            e,
+            FormatError::NoFooter { .. } | FormatError::NotLodt { .. }
+        )
 }
 
 /// `e`, damage found twice at open in the bytes of a source that is not a

@@ -308,7 +308,10 @@ impl<R: Read> StreamReader<R> {
         let (section_len, head_len) = if self.version.major >= 2 {
             super::v2::parse_fixed(&head, offset, k)?
         } else {
-            (section::parse_header(&head, offset, k)?.section_len.get(), STRUCT_LEN)
+            (
+                section::parse_header(&head, offset, k)?.section_len.get(),
+                STRUCT_LEN,
+            )
         };
         let truncated = |got: usize| FormatError::Truncated {
             at: Location::batch(k, Part::BatchHeader),
@@ -323,9 +326,13 @@ impl<R: Read> StreamReader<R> {
         };
         let reading = |e| FormatError::io(format!("reading batch {k} at offset {offset}"), e);
         let mut buf = GrowBuf::from_head(&head);
-        let head_rest = usize::try_from(head_len.saturating_sub(STRUCT_LEN)).map_err(|_| too_large())?;
+        let head_rest =
+            usize::try_from(head_len.saturating_sub(STRUCT_LEN)).map_err(|_| too_large())?;
         if self.version.major >= 2 {
-            if let Err(got) = buf.fill_from(&mut self.reader, head_rest).map_err(reading)? {
+            if let Err(got) = buf
+                .fill_from(&mut self.reader, head_rest)
+                .map_err(reading)?
+            {
                 return Err(truncated(got));
             }
             super::v2::check_head_crc(buf.as_slice(), offset, k, head_len)?;
@@ -340,10 +347,7 @@ impl<R: Read> StreamReader<R> {
         let schemas = &self.schemas;
         let meta = section::parse_any(self.version.major, buf.as_slice(), offset, k, &mut |j| {
             schemas.get(j).ok_or_else(|| {
-                FormatError::corrupt(
-                    Location::batch(k, Part::BatchHeader),
-                    schemas.missing(j),
-                )
+                FormatError::corrupt(Location::batch(k, Part::BatchHeader), schemas.missing(j))
             })
         })?;
         let decoded = section::check_whole(buf.as_slice(), &meta, offset, &mut |_| {})?;

@@ -837,11 +837,13 @@ fn check_zstd_frame(stored: &[u8], decoded: usize) -> std::result::Result<(), St
         return Err(format!("{} bytes hold no zstd frame header", stored.len()));
     };
     if *magic != MAGIC {
-        return Err(if magic[1..] == [0x2a, 0x4d, 0x18] && magic[0] & 0xf0 == 0x50 {
-            "a skippable frame, where one zstd frame is expected".into()
-        } else {
-            format!("magic {magic:02x?}, expected a zstd frame ({MAGIC:02x?})")
-        });
+        return Err(
+            if magic[1..] == [0x2a, 0x4d, 0x18] && magic[0] & 0xf0 == 0x50 {
+                "a skippable frame, where one zstd frame is expected".into()
+            } else {
+                format!("magic {magic:02x?}, expected a zstd frame ({MAGIC:02x?})")
+            },
+        );
     }
     let Some((&descriptor, mut rest)) = rest.split_first() else {
         return Err("a zstd frame header cut short".into());

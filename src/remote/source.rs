@@ -246,7 +246,8 @@ impl RangeSource for ObjectSource {
     /// object's last bytes kept from the open if `range` reaches into them
     /// (they are fetched again from then on).
     fn discard(&self, range: &Range<u64>) -> bool {
-        let tail = range.end > self.tail_start && !self.tail_discarded.swap(true, Ordering::Relaxed);
+        let tail =
+            range.end > self.tail_start && !self.tail_discarded.swap(true, Ordering::Relaxed);
         let cached = range.start < self.tail_start
             && match (&self.cache, &self.version) {
                 (Some(cache), Some(version)) => cache.remove(&self.uri, version, range.clone()),

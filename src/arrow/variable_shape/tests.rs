@@ -680,17 +680,15 @@ fn more_dimensions_than_a_tensor_may_have_are_refused_on_import() {
     let mut two = [1; 64];
     two[0] = 2;
     let (array, _) = canonical(&[&[1; 64], &two]);
-    let field = Field::new("x", array.data_type().clone(), false).with_metadata(
-        Metadata::new().with(EXTENSION_TYPE_NAME_KEY, VARIABLE_SHAPE_TENSOR),
-    );
+    let field = Field::new("x", array.data_type().clone(), false)
+        .with_metadata(Metadata::new().with(EXTENSION_TYPE_NAME_KEY, VARIABLE_SHAPE_TENSOR));
     let batch = record_batch_to_batch(&record_batch(field, array), &opts()).unwrap();
     assert_eq!(batch.get("x").unwrap().shape().len(), 64);
     for ndim in [65usize, 100, 999, 1000] {
         let one = vec![1i32; ndim];
         let (array, _) = canonical(&[&one, &one]);
-        let field = Field::new("x", array.data_type().clone(), false).with_metadata(
-            Metadata::new().with(EXTENSION_TYPE_NAME_KEY, VARIABLE_SHAPE_TENSOR),
-        );
+        let field = Field::new("x", array.data_type().clone(), false)
+            .with_metadata(Metadata::new().with(EXTENSION_TYPE_NAME_KEY, VARIABLE_SHAPE_TENSOR));
         let err = record_batch_to_batch(&record_batch(field, array), &opts())
             .unwrap_err()
             .to_string();
