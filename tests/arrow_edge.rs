@@ -708,3 +708,41 @@ fn fixed_shape_tensors_of_more_than_64_dimensions_are_refused() {
     let err = from_arrow(&field, &deep, &options).unwrap_err().to_string();
     assert!(err.contains("a tensor has at most 64 dimensions"), "{err}");
 }
+
+#[test]
+fn writers_refuse_columns_nested_deeper_than_readers_read_back() {
+    // A tensor of 64 dimensions (what `.lodt` allows) wrote Parquet whose
+    // schema nests 128 groups: neither lodt nor pyarrow read it back. Each
+    // element dimension is one nested FixedSizeList, so the writers bound
+    // the lists a column nests as they bound LoD levels (32).
+    let write = |dims: usize, tensor_type: TensorType| {
+        let t = LodTensor::from_vec(vec![1.5f32, 2.5], [vec![2], vec![1; dims]].concat(), Lod::empty())
+            .unwrap();
+        let batch = Batch::try_from_tensors([("t", t)]).unwrap();
+        let mut options = ArrowWriteOptions::default();
+        options.arrow.tensor_type = tensor_type;
+        let file = tempfile::tempfile().unwrap();
+        lodt::arrow::parquet::write_parquet(file, [Ok::<_, lodt::Error>(batch)], &options)
+            .map(|(file, _)| file)
+    };
+    let file = write(32, TensorType::NestedLists).unwrap();
+    let back: Vec<Batch> = ParquetReader::try_new(file, &Default::default())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back[0].get("t").unwrap().shape().len(), 33);
+    for dims in [33, 48, 63] {
+        let err = write(dims, TensorType::NestedLists).unwrap_err();
+        assert!(
+            matches!(err, ArrowError::TooDeep { depth, limit: 32, .. } if depth == dims),
+            "{err}"
+        );
+        // One FixedSizeList with the tensor extension nests nothing more.
+        let file = write(dims, TensorType::FixedShape).unwrap();
+        let back: Vec<Batch> = ParquetReader::try_new(file, &Default::default())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(back[0].get("t").unwrap().shape().len(), dims + 1);
+    }
+}
