@@ -220,12 +220,12 @@ impl BatchEncoder {
                     TensorType::VariableShape if levels == 1 => 1,
                     _ => element,
                 };
-            if depth > super::MAX_LOD_LEVELS {
+            if depth > super::MAX_NESTED_LISTS {
                 return Err(ArrowError::TooDeep {
                     column: name.to_owned(),
                     depth,
                     levels,
-                    limit: super::MAX_LOD_LEVELS,
+                    limit: super::MAX_NESTED_LISTS,
                 });
             }
         }

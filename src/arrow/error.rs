@@ -186,18 +186,18 @@ pub enum ArrowError {
         limit: usize,
     },
     /// A tensor whose column would nest more lists than lodt writes to
-    /// Arrow IPC and Parquet files ([`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS),
-    /// 32): its LoD levels and, as nested lists, one `FixedSizeList` per
+    /// Arrow IPC and Parquet files ([`MAX_NESTED_LISTS`](super::MAX_NESTED_LISTS),
+    /// 48): its LoD levels and, as nested lists, one `FixedSizeList` per
     /// element dimension (one in all for
     /// [`TensorType::FixedShape`](super::TensorType::FixedShape)). Deeper
     /// files cannot be read back by arrow-rs or pyarrow.
     ///
     /// ```
     /// use lodt::{arrow::{ipc::IpcStreamWriter, ArrowError}, Batch, BatchWriter, LodTensor};
-    /// let t = LodTensor::from_vec(vec![1u8], vec![1; 40], Default::default())?;
+    /// let t = LodTensor::from_vec(vec![1u8], vec![1; 50], Default::default())?;
     /// let mut writer = IpcStreamWriter::new(Vec::new(), &Default::default());
     /// let err = writer.write(&Batch::try_from_tensors([("t", t)])?).unwrap_err();
-    /// assert!(matches!(err, ArrowError::TooDeep { depth: 39, limit: 32, .. }), "{err}");
+    /// assert!(matches!(err, ArrowError::TooDeep { depth: 49, limit: 48, .. }), "{err}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[error(
@@ -210,7 +210,7 @@ pub enum ArrowError {
         depth: usize,
         /// The tensor's number of LoD levels.
         levels: usize,
-        /// The limit, [`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS).
+        /// The limit, [`MAX_NESTED_LISTS`](super::MAX_NESTED_LISTS).
         limit: usize,
     },
     /// A selected column (`with_columns`) that the file does not have.
