@@ -716,8 +716,12 @@ fn writers_refuse_columns_nested_deeper_than_readers_read_back() {
     // element dimension is one nested FixedSizeList, so the writers bound
     // the lists a column nests (48: pyarrow reads 49 back from Parquet).
     let write = |dims: usize, tensor_type: TensorType| {
-        let t = LodTensor::from_vec(vec![1.5f32, 2.5], [vec![2], vec![1; dims]].concat(), Lod::empty())
-            .unwrap();
+        let t = LodTensor::from_vec(
+            vec![1.5f32, 2.5],
+            [vec![2], vec![1; dims]].concat(),
+            Lod::empty(),
+        )
+        .unwrap();
         let batch = Batch::try_from_tensors([("t", t)]).unwrap();
         let mut options = ArrowWriteOptions::default();
         options.arrow.tensor_type = tensor_type;
