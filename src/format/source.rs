@@ -814,7 +814,7 @@ impl<'a> OpenReads<'a> {
             head,
             tail,
             read: std::sync::Mutex::new(if head_len >= tail_start {
-                vec![0..len]
+                std::iter::once(0..len).collect()
             } else {
                 vec![0..head_len, tail_start..len]
             }),
