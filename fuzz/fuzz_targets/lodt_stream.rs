@@ -39,7 +39,9 @@ impl Read for Chunked<'_> {
             self.data = &self.data[n..];
             return Ok(n);
         }
-        let n = buf.len().min(usize::try_from(self.tail).unwrap_or(usize::MAX));
+        let n = buf
+            .len()
+            .min(usize::try_from(self.tail).unwrap_or(usize::MAX));
         buf[..n].fill(0);
         self.tail -= n as u64;
         Ok(n)
@@ -110,7 +112,10 @@ fn check(data: &[u8]) {
     } else if complete && tail == 0 {
         // A stream read to a valid footer is a file that verifies.
         let file = LodtFile::from_bytes(data).expect("a complete stream opens by ranges");
-        assert!(file.verify().is_ok(), "the stream reader accepts a file verify refuses");
+        assert!(
+            file.verify().is_ok(),
+            "the stream reader accepts a file verify refuses"
+        );
     }
 }
 

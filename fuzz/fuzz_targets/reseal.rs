@@ -263,4 +263,3 @@ fn fix_footer(b: &mut [u8], pos: usize, entries: &[(usize, usize, u32, u32)]) ->
     }
     Some(())
 }
-
