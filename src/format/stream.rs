@@ -430,3 +430,52 @@ impl<R: Read> Iterator for StreamReader<R> {
         self.next_batch().transpose()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::format::v2::{Schema, SchemaTensor};
+
+    /// A schema of one tensor whose name takes `bytes` bytes.
+    fn schema(bytes: usize, tag: u8) -> Arc<Schema> {
+        Arc::new(Schema {
+            tensors: vec![SchemaTensor {
+                name: String::from_utf8(vec![b'a' + tag % 26; bytes])
+                    .unwrap()
+                    .into(),
+                dtype: DType::UInt8,
+                shape: Vec::new(),
+                lod: 0,
+                scalar: false,
+            }],
+        })
+    }
+
+    #[test]
+    fn every_schema_is_kept_up_to_the_bound_then_the_oldest_go_but_never_the_last() {
+        let mut s = Schemas::default();
+        s.insert(0, schema(10, 0));
+        s.insert(3, schema(10, 1));
+        assert_eq!(s.get(0).unwrap().tensors[0].name.as_ref(), "a".repeat(10));
+        assert_eq!(s.get(3).unwrap().tensors[0].name.as_ref(), "b".repeat(10));
+        assert!(s.get(1).is_none());
+        assert!(
+            s.missing(1).contains("which holds none"),
+            "{}",
+            s.missing(1)
+        );
+        // 1 MiB schemas: past 64 MiB the oldest are dropped.
+        for k in 4..80u64 {
+            s.insert(k, schema(1 << 20, k as u8));
+        }
+        assert!(s.bytes <= STREAM_SCHEMA_BYTES);
+        assert!(s.get(0).is_none() && s.get(10).is_none());
+        assert!(s.get(79).is_some() && s.get(40).is_some());
+        assert!(s.missing(0).contains("no longer"), "{}", s.missing(0));
+        // One schema above the bound is still kept: the last always is.
+        s.insert(80, schema(STREAM_SCHEMA_BYTES + 1, 0));
+        assert!(s.get(80).is_some() && s.get(79).is_none());
+        assert_eq!(s.held.len(), 1);
+    }
+}
