@@ -822,15 +822,16 @@ fn decompress(codec: Codec, stored: &[u8], dst: &mut [u8]) -> std::result::Resul
 /// The largest zstd window a 2.0 reader accepts (FORMAT.md §12.4): 2^27
 /// bytes, libzstd's default limit, which `spec/vectors/check.py` (Python's
 /// `zstandard`) applies too. A single-segment frame has no window
-/// descriptor: its window is its content size, which must then be the
-/// buffer's decoded length.
+/// descriptor: its window is its content size (the buffer's decoded
+/// length), bounded the same way. zstd makes a frame single-segment only
+/// when its content fits the window its level chooses, at most 2^27.
 pub(crate) const MAX_ZSTD_WINDOW: u64 = 1 << 27;
 
 /// Checks that `stored` is exactly one zstd frame (RFC 8878 §3.1.1): its
 /// magic (no skippable frame), a frame header with no reserved bit, no
-/// dictionary, a window of at most [`MAX_ZSTD_WINDOW`] (or a content size
-/// of `decoded` bytes for a single-segment frame), a content size, when
-/// given, of `decoded` bytes, and a frame that ends where `stored` ends.
+/// dictionary, a window of at most [`MAX_ZSTD_WINDOW`] (a single-segment
+/// frame's is its content size), a content size, when given, of `decoded`
+/// bytes, and a frame that ends where `stored` ends.
 fn check_zstd_frame(stored: &[u8], decoded: usize) -> std::result::Result<(), String> {
     const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
     let Some((magic, rest)) = stored.split_first_chunk::<4>() else {
@@ -886,7 +887,8 @@ fn check_zstd_frame(stored: &[u8], decoded: usize) -> std::result::Result<(), St
             "a zstd frame of content size {c}, expected the decoded length {decoded}"
         ));
     }
-    if let Some(w) = window
+    // A single-segment frame's window is its content size.
+    if let Some(w) = window.or(content)
         && w > MAX_ZSTD_WINDOW
     {
         return Err(format!(
