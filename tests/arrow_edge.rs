@@ -674,3 +674,79 @@ fn an_ipc_footer_pointing_outside_the_file_is_an_error_not_a_panic() {
         assert!(err.is_err());
     }
 }
+
+#[test]
+fn fixed_shape_tensors_of_more_than_64_dimensions_are_refused() {
+    let options = ArrowOptions::default();
+    let values = Arc::new(Float32Array::from(vec![1.0f32, 2.0]));
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let fsl: ArrayRef = Arc::new(FixedSizeListArray::try_new(item, 1, values, None).unwrap());
+    // The rows' dimension and 63 of the shape: 64, the most a tensor has.
+    let shape = |n: usize| format!("{{\"shape\":{:?}}}", vec![1; n]);
+    let t = from_arrow(&tensor_field("t", &fsl, &shape(63)), &fsl, &options).unwrap();
+    assert_eq!(t.shape().len(), 64);
+    for n in [64, 65, 999, 1000] {
+        let err = from_arrow(&tensor_field("t", &fsl, &shape(n)), &fsl, &options)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a tensor has at most 64 dimensions"), "{err}");
+    }
+    // Nested FixedSizeLists without the extension: the same bound.
+    let nest = |depth: usize| {
+        let mut array: ArrayRef = Arc::new(Float32Array::from(vec![1.0f32, 2.0]));
+        for _ in 0..depth {
+            let item = Arc::new(Field::new("item", array.data_type().clone(), true));
+            array = Arc::new(FixedSizeListArray::try_new(item, 1, array, None).unwrap());
+        }
+        array
+    };
+    let ok = nest(63);
+    let field = Field::new("t", ok.data_type().clone(), true);
+    assert_eq!(from_arrow(&field, &ok, &options).unwrap().shape().len(), 64);
+    let deep = nest(64);
+    let field = Field::new("t", deep.data_type().clone(), true);
+    let err = from_arrow(&field, &deep, &options).unwrap_err().to_string();
+    assert!(err.contains("a tensor has at most 64 dimensions"), "{err}");
+}
+
+#[test]
+fn writers_refuse_columns_nested_deeper_than_readers_read_back() {
+    // A tensor of 64 dimensions (what `.lodt` allows) wrote Parquet whose
+    // schema nests 128 groups: neither lodt nor pyarrow read it back. Each
+    // element dimension is one nested FixedSizeList, so the writers bound
+    // the lists a column nests (48: pyarrow reads 49 back from Parquet).
+    let write = |dims: usize, tensor_type: TensorType| {
+        let t = LodTensor::from_vec(
+            vec![1.5f32, 2.5],
+            [vec![2], vec![1; dims]].concat(),
+            Lod::empty(),
+        )
+        .unwrap();
+        let batch = Batch::try_from_tensors([("t", t)]).unwrap();
+        let mut options = ArrowWriteOptions::default();
+        options.arrow.tensor_type = tensor_type;
+        let file = tempfile::tempfile().unwrap();
+        lodt::arrow::parquet::write_parquet(file, [Ok::<_, lodt::Error>(batch)], &options)
+            .map(|(file, _)| file)
+    };
+    let file = write(48, TensorType::NestedLists).unwrap();
+    let back: Vec<Batch> = ParquetReader::try_new(file, &Default::default())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back[0].get("t").unwrap().shape().len(), 49);
+    for dims in [49, 50, 63] {
+        let err = write(dims, TensorType::NestedLists).unwrap_err();
+        assert!(
+            matches!(err, ArrowError::TooDeep { depth, limit: 48, .. } if depth == dims),
+            "{err}"
+        );
+        // One FixedSizeList with the tensor extension nests nothing more.
+        let file = write(dims, TensorType::FixedShape).unwrap();
+        let back: Vec<Batch> = ParquetReader::try_new(file, &Default::default())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(back[0].get("t").unwrap().shape().len(), dims + 1);
+    }
+}

@@ -163,3 +163,43 @@ mod arrow_formats {
         assert_eq!(words.as_slice::<i64>().unwrap(), &[-20, 85, 9, -86, 8, 94]);
     }
 }
+
+#[test]
+fn empty_parquet_tables_written_by_pyarrow_convert_to_zero_batches() {
+    // pyarrow writes an empty table as one row group of 0 rows
+    // (tests/data/empty/make_empty.py); it once divided by zero.
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["int64", "list_and_float", "fixed_zstd"] {
+        let input = Path::new("tests/data/empty").join(format!("{name}.parquet"));
+        let reader =
+            lodt::arrow::parquet::ParquetReader::open(&input, &Default::default()).unwrap();
+        assert_eq!(reader.num_row_groups(), 1, "{name}");
+        let counted = Format::from_path(&input)
+            .unwrap()
+            .open_reader(&input, &ConvertOptions::default())
+            .unwrap()
+            .num_batches();
+        assert_eq!(counted, Some(0), "{name}");
+        assert!(
+            read_all(&input, &ConvertOptions::default()).is_empty(),
+            "{name}"
+        );
+        for ext in ["lodt", "parquet", "arrow"] {
+            let out = dir.path().join(format!("{name}.{ext}"));
+            let stats = convert(&input, &out, &ConvertOptions::default(), |_| {}).unwrap();
+            assert_eq!(stats.batches, 0, "{name} -> {ext}");
+            assert!(
+                read_all(&out, &ConvertOptions::default()).is_empty(),
+                "{name}.{ext}"
+            );
+        }
+        // With one-row batches too (the row count is the divisor).
+        let small = ConvertOptions {
+            batch_rows: Some(1),
+            ..Default::default()
+        };
+        let out = dir.path().join(format!("{name}.small.lodt"));
+        convert(&input, &out, &small, |_| {}).unwrap();
+        assert_eq!(LodtFile::open(&out).unwrap().num_batches(), 0);
+    }
+}

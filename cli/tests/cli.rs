@@ -337,3 +337,26 @@ fn a_closed_pipe_is_not_an_error() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(text(&out.stderr), "");
 }
+
+#[test]
+fn empty_parquet_tables_of_pyarrow_stat_and_convert_to_zero_batches() {
+    // One row group of 0 rows (tests/data/empty/make_empty.py): `stats` and
+    // `convert` once panicked dividing by zero.
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["int64", "list_and_float", "fixed_zstd"] {
+        let input = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/data/empty")
+            .join(format!("{name}.parquet"))
+            .display()
+            .to_string();
+        run(&["stats", &input], 0);
+        let out = dir
+            .path()
+            .join(format!("{name}.lodt"))
+            .display()
+            .to_string();
+        run(&["convert", &input, &out], 0);
+        let (info, _) = run(&["info", &out], 0);
+        assert!(info.contains("batches   0"), "{info}");
+    }
+}

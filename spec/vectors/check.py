@@ -173,7 +173,20 @@ def decompress(codec, data, n):
         out = lz4.block.decompress(data, uncompressed_size=n)
     else:
         import zstandard
+        # Exactly one frame (FORMAT.md 12.4): no skippable frame, no
+        # dictionary, a window of at most 2^27 bytes (a single-segment
+        # frame's is its content size), a content size if any of n, and
+        # nothing after the frame.
+        need(data[:4] == b"\x28\xb5\x2f\xfd", "zstd frame magic")
+        params = zstandard.get_frame_parameters(data)
+        need(params.dict_id == 0, "zstd frame without a dictionary")
+        need(params.window_size <= 1 << 27, "zstd window of %d bytes" % params.window_size)
+        need(params.content_size in (n, zstandard.CONTENTSIZE_UNKNOWN),
+             "zstd content size %d, expected %d" % (params.content_size, n))
         out = zstandard.ZstdDecompressor().decompress(data, max_output_size=n)
+        rest = zstandard.ZstdDecompressor().decompressobj()
+        rest.decompress(data)
+        need(rest.eof and not rest.unused_data, "one zstd frame, nothing after it")
     need(len(out) == n, "decoded length %d, expected %d" % (len(out), n))
     return out
 

@@ -213,6 +213,21 @@ impl BatchEncoder {
                     limit: super::MAX_LOD_LEVELS,
                 });
             }
+            let element = tensor.element_shape().len();
+            let depth = levels
+                + match self.options.arrow.tensor_type {
+                    TensorType::FixedShape => usize::from(element > 0),
+                    TensorType::VariableShape if levels == 1 => 1,
+                    _ => element,
+                };
+            if depth > super::MAX_NESTED_LISTS {
+                return Err(ArrowError::TooDeep {
+                    column: name.to_owned(),
+                    depth,
+                    levels,
+                    limit: super::MAX_NESTED_LISTS,
+                });
+            }
         }
         if self.options.arrow.tensor_type == TensorType::VariableShape {
             // 32-bit `data` offsets: a batch of more values per column is

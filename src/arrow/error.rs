@@ -185,6 +185,34 @@ pub enum ArrowError {
         /// The limit, [`MAX_LOD_LEVELS`](super::MAX_LOD_LEVELS).
         limit: usize,
     },
+    /// A tensor whose column would nest more lists than lodt writes to
+    /// Arrow IPC and Parquet files ([`MAX_NESTED_LISTS`](super::MAX_NESTED_LISTS),
+    /// 48): its LoD levels and, as nested lists, one `FixedSizeList` per
+    /// element dimension (one in all for
+    /// [`TensorType::FixedShape`](super::TensorType::FixedShape)). Deeper
+    /// files cannot be read back by arrow-rs or pyarrow.
+    ///
+    /// ```
+    /// use lodt::{arrow::{ipc::IpcStreamWriter, ArrowError}, Batch, BatchWriter, LodTensor};
+    /// let t = LodTensor::from_vec(vec![1u8], vec![1; 50], Default::default())?;
+    /// let mut writer = IpcStreamWriter::new(Vec::new(), &Default::default());
+    /// let err = writer.write(&Batch::try_from_tensors([("t", t)])?).unwrap_err();
+    /// assert!(matches!(err, ArrowError::TooDeep { depth: 49, limit: 48, .. }), "{err}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[error(
+        "column {column:?}: {depth} nested lists ({levels} LoD levels and the element shape's lists) exceed the limit of {limit} for Arrow IPC and Parquet files (deeper nesting cannot be read back by arrow-rs or pyarrow; spec/ARROW.md, section 6)"
+    )]
+    TooDeep {
+        /// The column.
+        column: String,
+        /// The lists the column would nest.
+        depth: usize,
+        /// The tensor's number of LoD levels.
+        levels: usize,
+        /// The limit, [`MAX_NESTED_LISTS`](super::MAX_NESTED_LISTS).
+        limit: usize,
+    },
     /// A selected column (`with_columns`) that the file does not have.
     ///
     /// ```

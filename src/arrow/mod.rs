@@ -123,6 +123,19 @@ pub const FIXED_SHAPE_TENSOR: &str = "arrow.fixed_shape_tensor";
 /// ```
 pub const MAX_LOD_LEVELS: usize = 32;
 
+/// The most lists a column may nest to be written to an Arrow IPC file or
+/// stream or a Parquet file: 48, its LoD levels (at most [`MAX_LOD_LEVELS`])
+/// and, written as nested lists, one `FixedSizeList` per element dimension
+/// (a fixed-shape tensor column nests one for its whole element shape).
+/// pyarrow 26 reads at most 49 nested lists back from Parquet (its Thrift
+/// schema depth limit of 100, two schema nodes per list); a deeper column is
+/// refused ([`ArrowError::TooDeep`]) rather than written unreadable.
+///
+/// ```
+/// assert_eq!(lodt::arrow::MAX_NESTED_LISTS, 48);
+/// ```
+pub const MAX_NESTED_LISTS: usize = 48;
+
 /// Which Arrow list type LoD levels become.
 ///
 /// ```

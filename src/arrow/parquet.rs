@@ -444,6 +444,11 @@ impl ParquetReader {
                 format!("negative row count {}", row_group.num_rows()),
             )
         })?;
+        if rows == 0 {
+            // No batch: a row group of no rows is skipped (pyarrow writes
+            // one for an empty table).
+            return Ok(self.max_batch_rows);
+        }
         let (bytes, column) = self.decoded_bytes(index);
         let budget = u128::from(self.options.decode_budget);
         let fit = budget
@@ -680,8 +685,11 @@ impl crate::batch::BatchReader for ParquetReader {
         let mut batches = 0usize;
         for (index, row_group) in self.metadata.metadata().row_groups().iter().enumerate() {
             let rows = usize::try_from(row_group.num_rows()).ok()?;
+            if rows == 0 {
+                continue; // skipped: no batch
+            }
             // A row group over the budget is one error.
-            let per_batch = self.batch_rows(index).unwrap_or(rows.max(1));
+            let per_batch = self.batch_rows(index).unwrap_or(rows).max(1);
             batches = batches.checked_add(rows.div_ceil(per_batch))?;
         }
         Some(batches)

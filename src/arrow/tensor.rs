@@ -479,6 +479,18 @@ pub(super) fn metadata_error(column: &str, message: String) -> ArrowError {
     }
 }
 
+/// A column whose elements have `what` (more dimensions than a tensor of
+/// [`MAX_DIMS`](crate::format::MAX_DIMS) dimensions, its rows' included).
+fn too_many_dims(column: &str, what: &str) -> ArrowError {
+    metadata_error(
+        column,
+        format!(
+            "{what}: a tensor has at most {} dimensions, its rows' included",
+            crate::format::MAX_DIMS
+        ),
+    )
+}
+
 /// The element shape named by a field's `arrow.fixed_shape_tensor` extension, if any.
 fn extension_shape(column: &str, metadata: &Metadata) -> Result<Option<Vec<u64>>> {
     if metadata.get(EXTENSION_TYPE_NAME_KEY).map(String::as_str) != Some(FIXED_SHAPE_TENSOR) {
@@ -593,6 +605,9 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
         let size = usize::try_from(*size).map_err(|_| {
             ArrowError::InvalidArgument(format!("column {column:?}: negative FixedSizeList size"))
         })?;
+        if dims.len() + 1 >= crate::format::MAX_DIMS {
+            return Err(too_many_dims(column, "nested FixedSizeLists"));
+        }
         if let Some(nulls) = fsl.nulls().filter(|n| n.null_count() > 0) {
             let mut position = 0usize;
             for run in &runs {
@@ -632,6 +647,13 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
                     format!(
                         "shape {shape:?} does not hold the {elements_per_row} values of its FixedSizeList storage"
                     ),
+                ));
+            }
+            // The rows' dimension and the shape's: at most MAX_DIMS.
+            if shape.len() >= crate::format::MAX_DIMS {
+                return Err(too_many_dims(
+                    column,
+                    &format!("a {FIXED_SHAPE_TENSOR} shape of {} dimensions", shape.len()),
                 ));
             }
             shape

@@ -278,6 +278,7 @@ pub(crate) fn import(
             if item.data_type() != &DataType::Int32 {
                 return Err(storage_error(column, kind, field.data_type()));
             }
+            check_ndim(column, ndim)?;
             let metadata = VariableShapeMetadata::parse(column, extension)?;
             let shapes = canonical_shapes(column, shape_array, rows, ndim)?;
             (ndim, metadata, shapes)
@@ -293,6 +294,7 @@ pub(crate) fn import(
                         ),
                     )
                 })?;
+            check_ndim(column, ndim)?;
             let shapes = match shape_field.data_type() {
                 DataType::List(item) if item.data_type() == &DataType::Int64 => {
                     ray_shapes::<i32>(column, shape_array, ndim)?
@@ -385,6 +387,22 @@ pub(crate) fn import(
         tensors,
         metadata: entry,
     }))
+}
+
+/// Refuses a variable-shape tensor of more dimensions than a tensor may
+/// have ([`MAX_DIMS`](crate::format::MAX_DIMS), 64): found on import, before
+/// anything is sized by `ndim`, and on export.
+fn check_ndim(column: &str, ndim: usize) -> Result<()> {
+    if ndim > crate::format::MAX_DIMS {
+        return Err(metadata_error(
+            column,
+            format!(
+                "a variable-shape tensor of {ndim} dimensions; a tensor has at most {}",
+                crate::format::MAX_DIMS
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn tensor_error(column: &str) -> impl Fn(crate::Error) -> ArrowError + '_ {
@@ -567,6 +585,7 @@ fn assemble(
     shapes: &[u64],
     metadata: &VariableShapeMetadata,
 ) -> Result<(Field, ArrayRef)> {
+    check_ndim(name, ndim)?;
     metadata.check(name, ndim, shapes)?;
     let flat = LodTensor::try_from_parts(
         tensor.dtype(),

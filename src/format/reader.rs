@@ -401,15 +401,43 @@ impl LodtFile {
     /// ```
     pub fn from_source(source: Arc<dyn RangeSource>) -> Result<Self> {
         let len = source.len();
+        let open = |reads: &OpenReads<'_>| -> Result<_> {
+            let head = reads.get(0..len.min(STRUCT_LEN))?;
+            let need = file_start_len(head.as_slice()).min(len);
+            let start = reads.get(0..need)?;
+            let (version, metadata, data_start) = parse_file_start(start.as_slice())?;
+            let (footer_offset, entries) = parse_footer(reads, len, data_start, version.major)?;
+            Ok((version, metadata, footer_offset, entries))
+        };
         let reads = OpenReads::start(source.as_ref())?;
-        let head = reads.get(0..len.min(STRUCT_LEN))?;
-        let need = file_start_len(head.as_slice()).min(len);
-        let start = reads.get(0..need)?;
-        let (version, metadata, data_start) = parse_file_start(start.as_slice())?;
-        let (footer_offset, entries) = parse_footer(&reads, len, data_start, version.major)?;
+        let opened = match open(&reads) {
+            // Bytes copied from the file (an object store, positional
+            // reads) may have been damaged on the way: a check of the
+            // header or footer that fails is a read error, retried once
+            // with the bytes fetched anew. Only a failure that persists is
+            // damage; and only a local file gets `lodt recover` advice.
+            Err(e) if source.whole().is_none() && damaged_at_open(&e) => {
+                reads.discard();
+                drop(reads);
+                let again = OpenReads::start(source.as_ref())?;
+                let opened = open(&again);
+                drop(again);
+                opened.map_err(|e| {
+                    if source.is_local_file() || !damaged_at_open(&e) {
+                        e
+                    } else {
+                        damaged_remote(source.as_ref(), e)
+                    }
+                })?
+            }
+            other => {
+                drop(reads);
+                other?
+            }
+        };
+        let (version, metadata, footer_offset, entries) = opened;
         let batches = (0..entries.len()).map(|_| OnceLock::new()).collect();
         let bodies_checked = (0..entries.len()).map(|_| AtomicBool::new(false)).collect();
-        drop(reads);
         let whole = source.whole().map(|s| Buffer::from_storage(s.clone()));
         Ok(LodtFile {
             source,
@@ -971,6 +999,36 @@ fn open_settled(
                 }
             }
         }
+    }
+}
+
+/// Whether `e`, from opening a file, says its header or footer bytes are
+/// damaged (rather than unreadable, or of an unknown version).
+fn damaged_at_open(e: &FormatError) -> bool {
+    e.location().is_some()
+        || matches!(
+            e,
+            FormatError::NoFooter { .. } | FormatError::NotLodt { .. }
+        )
+}
+
+/// `e`, damage found twice at open in the bytes of a source that is not a
+/// local file (an object store): named after the source, with no advice to
+/// run `lodt recover`, which repairs local files only.
+fn damaged_remote(source: &dyn RangeSource, e: FormatError) -> FormatError {
+    let e = match e {
+        FormatError::NoFooter { reason } => FormatError::corrupt(
+            Location::file(Part::Trailer),
+            format!(
+                "no valid footer: {reason} (the same when read again); `lodt recover` repairs \
+                 local files: copy the object and recover the copy"
+            ),
+        ),
+        other => other,
+    };
+    FormatError::BadRead {
+        file: source.describe(),
+        source: Box::new(e),
     }
 }
 

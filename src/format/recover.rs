@@ -213,7 +213,10 @@ pub fn recover_with_options(
     let reason = loop {
         let offset = stream.position();
         match stream.next_section() {
-            Ok(Some((_, meta))) => {
+            // Checked whole, as `verify` checks it (compressed batches
+            // decoded): a batch kept here is one `verify` accepts.
+            Ok(Some(section)) => {
+                let meta = section.meta;
                 entries.push(IndexEntry {
                     offset: U64::new(offset),
                     length: U64::new(meta.section_len),

@@ -584,6 +584,32 @@ pub(crate) fn check_buffers(
     Ok(())
 }
 
+/// Checks a parsed batch whole, as `verify` does: every buffer's checksum
+/// and every gap ([`check_buffers`]), then, for a 2.0 batch with a
+/// compressed buffer, its decoding ([`decode_check`]). The one home of that
+/// check: `verify`, the stream reader and `recover` all call it, so a batch
+/// one of them keeps the others keep too. Returns the decoded batch of a
+/// compressed one (its tensors are windows of it).
+pub(crate) fn check_whole(
+    section: &[u8],
+    meta: &BatchMeta,
+    file_offset: u64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Option<Buffer>> {
+    check_buffers(section, meta, file_offset, progress)?;
+    decode_check(section, meta)
+}
+
+/// A 2.0 batch with compressed buffers decoded: checked to decode to its
+/// recorded lengths, with decoded LoD and bodies that follow the rules; a
+/// batch with none: `None` (nothing to decode).
+pub(crate) fn decode_check(section: &[u8], meta: &BatchMeta) -> Result<Option<Buffer>> {
+    if meta.decoded_len.is_none() {
+        return Ok(None);
+    }
+    super::v2::decode(section, meta).map(Some)
+}
+
 /// Checks the checksums of a checked batch's buffers that [`parse_batch`]
 /// does not check (the bodies, and buffers no tensor uses), or with
 /// `lod_too` of every buffer (a new copy of a batch parsed from an earlier

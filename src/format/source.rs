@@ -148,6 +148,20 @@ pub trait RangeSource: Send + Sync {
 
     /// What the source reads, for messages (a path or a URI).
     fn describe(&self) -> String;
+
+    /// Whether the source reads a local file that
+    /// [`recover`](super::recover()) can repair (what messages about a
+    /// damaged footer suggest). By default `false`; the map and the
+    /// positional reads of a local file say `true`.
+    ///
+    /// ```
+    /// use lodt::format::{MemorySource, RangeSource};
+    /// let src = MemorySource::new(std::sync::Arc::new(vec![0u8; 64]), "x");
+    /// assert!(!src.is_local_file());
+    /// ```
+    fn is_local_file(&self) -> bool {
+        false
+    }
 }
 
 /// How a range is about to be read ([`RangeSource::will_read`]).
@@ -429,6 +443,10 @@ impl RangeSource for MmapSource {
     fn describe(&self) -> String {
         self.path.display().to_string()
     }
+
+    fn is_local_file(&self) -> bool {
+        true
+    }
 }
 
 /// A file read with positional reads (`pread`): each range is copied into a
@@ -691,6 +709,10 @@ impl RangeSource for PreadSource {
     fn describe(&self) -> String {
         self.path.display().to_string()
     }
+
+    fn is_local_file(&self) -> bool {
+        true
+    }
 }
 
 /// A file held in memory. Ranges are windows of the bytes.
@@ -754,6 +776,8 @@ pub(crate) struct OpenReads<'a> {
     head: Buffer,
     tail: Buffer,
     tail_start: u64,
+    /// Every range read, for [`OpenReads::discard`].
+    read: std::sync::Mutex<Vec<Range<u64>>>,
 }
 
 impl<'a> OpenReads<'a> {
@@ -789,7 +813,23 @@ impl<'a> OpenReads<'a> {
             },
             head,
             tail,
+            read: std::sync::Mutex::new(if head_len >= tail_start {
+                std::iter::once(0..len).collect()
+            } else {
+                vec![0..head_len, tail_start..len]
+            }),
         })
+    }
+
+    /// Tells the source to drop any copy it keeps of the ranges read
+    /// ([`RangeSource::discard`]), so that reading them again fetches them
+    /// anew.
+    pub(crate) fn discard(&self) {
+        if let Ok(read) = self.read.lock() {
+            for r in read.iter() {
+                self.source.discard(r);
+            }
+        }
     }
 
     /// Bytes `r` of the file.
@@ -808,6 +848,9 @@ impl<'a> OpenReads<'a> {
                 .map_err(FormatError::Core);
         }
         let source = self.source;
+        if let Ok(mut read) = self.read.lock() {
+            read.push(r.clone());
+        }
         read_open_one(source, r.clone(), || {
             format!(
                 "reading bytes {}..{} of {}",

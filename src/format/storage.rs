@@ -219,7 +219,18 @@ impl GrowBuf {
             let cap = self.blocks.len() * 64;
             if self.len == cap {
                 let want = cap.saturating_mul(2).max(FIRST_STEP).min(target);
-                self.blocks.resize(want.div_ceil(64), Block([0; 64]));
+                let blocks = want.div_ceil(64);
+                // Fallible: a section length no checksum vouches for yet, or
+                // a large one on a small machine, is an error, not an abort.
+                self.blocks
+                    .try_reserve_exact(blocks - self.blocks.len())
+                    .map_err(|_| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::OutOfMemory,
+                            format!("no memory for a buffer of {want} bytes"),
+                        )
+                    })?;
+                self.blocks.resize(blocks, Block([0; 64]));
             }
             let cap = self.blocks.len() * 64;
             let end = cap.min(target);

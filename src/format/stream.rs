@@ -51,8 +51,73 @@ pub struct StreamReader<R: Read> {
     pos: u64,
     entries: Vec<IndexEntry>,
     done: bool,
-    /// The 2.0 schema in force: the batch whose head held it, and it.
-    schema: Option<(u64, Arc<super::v2::Schema>)>,
+    /// The 2.0 schemas held by the heads read so far.
+    schemas: Schemas,
+}
+
+/// A batch section read by [`StreamReader::next_section`], checked whole (as
+/// `verify` checks it): its bytes, its parsed metadata, and its decoded
+/// bytes when it has a compressed buffer.
+pub(crate) struct StreamSection {
+    pub buf: Arc<GrowBuf>,
+    pub meta: BatchMeta,
+    pub decoded: Option<Buffer>,
+}
+
+/// The most bytes of 2.0 schemas (by [`Schema::cost`](super::v2::Schema))
+/// the stream reader keeps: a head may point back at any earlier head that
+/// holds a schema (FORMAT.md §12.2), so every one is kept, the oldest
+/// dropped past this bound (the last is always kept). lodt's writers point
+/// at the last only.
+pub(crate) const STREAM_SCHEMA_BYTES: usize = 64 << 20;
+
+/// The schemas held by the heads read so far, by batch, bounded by
+/// [`STREAM_SCHEMA_BYTES`].
+#[derive(Default)]
+struct Schemas {
+    held: std::collections::VecDeque<(u64, Arc<super::v2::Schema>, usize)>,
+    bytes: usize,
+    /// The last batch whose schema was dropped, if one was.
+    dropped: Option<u64>,
+}
+
+impl Schemas {
+    fn insert(&mut self, k: u64, schema: Arc<super::v2::Schema>) {
+        let cost = schema.cost();
+        // A schema like the last one held shares its allocation.
+        let schema = match self.held.back() {
+            Some((_, last, _)) if **last == *schema => last.clone(),
+            _ => schema,
+        };
+        self.held.push_back((k, schema, cost));
+        self.bytes = self.bytes.saturating_add(cost);
+        while self.bytes > STREAM_SCHEMA_BYTES && self.held.len() > 1 {
+            if let Some((j, _, c)) = self.held.pop_front() {
+                self.bytes -= c;
+                self.dropped = Some(j);
+            }
+        }
+    }
+
+    fn get(&self, j: u64) -> Option<Arc<super::v2::Schema>> {
+        let i = self.held.binary_search_by_key(&j, |h| h.0).ok()?;
+        self.held.get(i).map(|h| h.1.clone())
+    }
+
+    /// Why batch `j`'s schema is not held.
+    fn missing(&self, j: u64) -> String {
+        match self.dropped {
+            Some(d) if j <= d => format!(
+                "a reference to the schema of batch {j}, which the stream reader no longer \
+                 holds (it keeps the last {} MiB of schemas); read the file by ranges",
+                STREAM_SCHEMA_BYTES >> 20
+            ),
+            _ => format!(
+                "expected a reference to a batch whose head holds a schema, found one to batch {j}, \
+                 which holds none"
+            ),
+        }
+    }
 }
 
 impl<R: Read> std::fmt::Debug for StreamReader<R> {
@@ -130,7 +195,7 @@ impl<R: Read> StreamReader<R> {
             pos: data_start,
             entries: Vec::new(),
             done: false,
-            schema: None,
+            schemas: Schemas::default(),
         })
     }
 
@@ -188,13 +253,13 @@ impl<R: Read> StreamReader<R> {
     fn next_batch(&mut self) -> Result<Option<Batch>> {
         match self.next_section()? {
             None => Ok(None),
-            Some((buf, meta)) => to_batch(buf, &meta).map(Some),
+            Some(section) => to_batch(section).map(Some),
         }
     }
 
     /// The next batch section, fully checked (bodies included), with its
     /// parsed metadata; `None` after a valid footer.
-    pub(crate) fn next_section(&mut self) -> Result<Option<(Arc<GrowBuf>, BatchMeta)>> {
+    pub(crate) fn next_section(&mut self) -> Result<Option<StreamSection>> {
         if self.done {
             return Ok(None);
         }
@@ -205,7 +270,7 @@ impl<R: Read> StreamReader<R> {
         r
     }
 
-    fn read_section(&mut self) -> Result<Option<(Arc<GrowBuf>, BatchMeta)>> {
+    fn read_section(&mut self) -> Result<Option<StreamSection>> {
         let k = self.entries.len() as u64;
         let offset = self.pos;
         let mut head = [0u8; STRUCT_LEN as usize];
@@ -236,52 +301,60 @@ impl<R: Read> StreamReader<R> {
                 ),
             ));
         }
-        let section_len = if self.version.major >= 2 {
-            super::v2::parse_fixed(&head, offset, k)?.0
+        // The head first, its checksum checked, then the rest: no length
+        // read from the stream sizes anything before a checksum vouches for
+        // it (a 1.0 header is 64 bytes and checks its own crc; a 2.0 head
+        // is `head_len` bytes, at most `section_len`).
+        let (section_len, head_len) = if self.version.major >= 2 {
+            super::v2::parse_fixed(&head, offset, k)?
         } else {
-            section::parse_header(&head, offset, k)?.section_len.get()
+            (
+                section::parse_header(&head, offset, k)?.section_len.get(),
+                STRUCT_LEN,
+            )
         };
-        let rest =
-            usize::try_from(section_len - STRUCT_LEN).map_err(|_| FormatError::TooLarge {
-                at: Location::batch(k, Part::BatchHeader),
-                what: "section length",
-                limit: usize::MAX as u64,
-                found: section_len,
-            })?;
+        let truncated = |got: usize| FormatError::Truncated {
+            at: Location::batch(k, Part::BatchHeader),
+            needed: offset + section_len,
+            available: offset + STRUCT_LEN + got as u64,
+        };
+        let too_large = || FormatError::TooLarge {
+            at: Location::batch(k, Part::BatchHeader),
+            what: "section length",
+            limit: usize::MAX as u64,
+            found: section_len,
+        };
+        let reading = |e| FormatError::io(format!("reading batch {k} at offset {offset}"), e);
         let mut buf = GrowBuf::from_head(&head);
-        match buf
-            .fill_from(&mut self.reader, rest)
-            .map_err(|e| FormatError::io(format!("reading batch {k} at offset {offset}"), e))?
-        {
-            Ok(()) => {}
-            Err(got) => {
-                return Err(FormatError::Truncated {
-                    at: Location::batch(k, Part::BatchHeader),
-                    needed: offset + section_len,
-                    available: offset + STRUCT_LEN + got as u64,
-                });
+        let head_rest =
+            usize::try_from(head_len.saturating_sub(STRUCT_LEN)).map_err(|_| too_large())?;
+        if self.version.major >= 2 {
+            if let Err(got) = buf
+                .fill_from(&mut self.reader, head_rest)
+                .map_err(reading)?
+            {
+                return Err(truncated(got));
             }
+            super::v2::check_head_crc(buf.as_slice(), offset, k, head_len)?;
         }
-        let in_force = self.schema.clone();
+        let rest = usize::try_from(section_len - STRUCT_LEN).map_err(|_| too_large())?;
+        if let Err(got) = buf
+            .fill_from(&mut self.reader, rest - head_rest.min(rest))
+            .map_err(reading)?
+        {
+            return Err(truncated(head_rest + got));
+        }
+        let schemas = &self.schemas;
         let meta = section::parse_any(self.version.major, buf.as_slice(), offset, k, &mut |j| {
-            match &in_force {
-                Some((at, schema)) if *at == j => Ok(schema.clone()),
-                _ => Err(FormatError::corrupt(
-                    Location::batch(k, Part::BatchHeader),
-                    format!(
-                        "expected the schema of batch {}, the last that held one, found a reference to batch {j}",
-                        in_force
-                            .as_ref()
-                            .map_or("(none)".to_string(), |s| s.0.to_string())
-                    ),
-                )),
-            }
+            schemas.get(j).ok_or_else(|| {
+                FormatError::corrupt(Location::batch(k, Part::BatchHeader), schemas.missing(j))
+            })
         })?;
-        section::check_buffers(buf.as_slice(), &meta, offset, &mut |_| {})?;
+        let decoded = section::check_whole(buf.as_slice(), &meta, offset, &mut |_| {})?;
         if meta.holds_schema
             && let Some(schema) = &meta.schema
         {
-            self.schema = Some((k, schema.clone()));
+            self.schemas.insert(k, schema.clone());
         }
         self.pos = offset + section_len;
         self.entries.push(IndexEntry {
@@ -290,7 +363,11 @@ impl<R: Read> StreamReader<R> {
             header_crc: U32::new(meta.header_crc),
             table_crc: U32::new(meta.table_crc),
         });
-        Ok(Some((Arc::new(buf), meta)))
+        Ok(Some(StreamSection {
+            buf: Arc::new(buf),
+            meta,
+            decoded,
+        }))
     }
 
     /// Reads the footer whose first 64 bytes are `head` and the trailer, and
@@ -328,9 +405,14 @@ impl<R: Read> StreamReader<R> {
     }
 }
 
-/// Builds an owned batch whose tensors' offsets and bodies are windows of `buf`.
-fn to_batch(buf: Arc<GrowBuf>, meta: &BatchMeta) -> Result<Batch> {
-    let section = section::decoded(section::Section::owned(Buffer::from_storage(buf)), meta)?;
+/// Builds an owned batch whose tensors' offsets and bodies are windows of
+/// the section's bytes (or of its decoded bytes).
+fn to_batch(s: StreamSection) -> Result<Batch> {
+    let meta = &s.meta;
+    let section = section::Section::owned(match s.decoded {
+        Some(decoded) => decoded,
+        None => Buffer::from_storage(s.buf),
+    });
     let mut batch = Batch::new();
     *batch.metadata_mut() = meta.metadata.clone();
     for i in 0..meta.tensors.len() {
@@ -346,5 +428,54 @@ impl<R: Read> Iterator for StreamReader<R> {
 
     fn next(&mut self) -> Option<Result<Batch>> {
         self.next_batch().transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::format::v2::{Schema, SchemaTensor};
+
+    /// A schema of one tensor whose name takes `bytes` bytes.
+    fn schema(bytes: usize, tag: u8) -> Arc<Schema> {
+        Arc::new(Schema {
+            tensors: vec![SchemaTensor {
+                name: String::from_utf8(vec![b'a' + tag % 26; bytes])
+                    .unwrap()
+                    .into(),
+                dtype: DType::UInt8,
+                shape: Vec::new(),
+                lod: 0,
+                scalar: false,
+            }],
+        })
+    }
+
+    #[test]
+    fn every_schema_is_kept_up_to_the_bound_then_the_oldest_go_but_never_the_last() {
+        let mut s = Schemas::default();
+        s.insert(0, schema(10, 0));
+        s.insert(3, schema(10, 1));
+        assert_eq!(s.get(0).unwrap().tensors[0].name.as_ref(), "a".repeat(10));
+        assert_eq!(s.get(3).unwrap().tensors[0].name.as_ref(), "b".repeat(10));
+        assert!(s.get(1).is_none());
+        assert!(
+            s.missing(1).contains("which holds none"),
+            "{}",
+            s.missing(1)
+        );
+        // 1 MiB schemas: past 64 MiB the oldest are dropped.
+        for k in 4..80u64 {
+            s.insert(k, schema(1 << 20, k as u8));
+        }
+        assert!(s.bytes <= STREAM_SCHEMA_BYTES);
+        assert!(s.get(0).is_none() && s.get(10).is_none());
+        assert!(s.get(79).is_some() && s.get(40).is_some());
+        assert!(s.missing(0).contains("no longer"), "{}", s.missing(0));
+        // One schema above the bound is still kept: the last always is.
+        s.insert(80, schema(STREAM_SCHEMA_BYTES + 1, 0));
+        assert!(s.get(80).is_some() && s.get(79).is_none());
+        assert_eq!(s.held.len(), 1);
     }
 }

@@ -148,6 +148,17 @@ pub(crate) struct Schema {
     pub tensors: Vec<SchemaTensor>,
 }
 
+impl Schema {
+    /// About the bytes this schema holds in memory (its names and shapes,
+    /// and a fixed cost per tensor): what bounds the schemas a stream
+    /// reader keeps.
+    pub(crate) fn cost(&self) -> usize {
+        self.tensors.iter().fold(64, |acc, t| {
+            acc.saturating_add(64 + t.name.len() + 8 * t.shape.len())
+        })
+    }
+}
+
 /// One tensor of a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SchemaTensor {
@@ -393,6 +404,29 @@ pub(crate) fn parse_fixed(bytes: &[u8], file_offset: u64, k: u64) -> Result<(u64
     Ok((section_len, head_len))
 }
 
+/// Checks the crc of the head of batch `k` (`bytes` holds at least its
+/// `head_len` bytes, which [`parse_fixed`] checked, at `file_offset`): the
+/// one check that vouches for `section_len` and `head_len`, made before
+/// anything they size is read (the stream reader reads the head, checks it,
+/// then the rest). The crc.
+pub(crate) fn check_head_crc(bytes: &[u8], file_offset: u64, k: u64, head_len: u64) -> Result<u32> {
+    let at = || Location::batch(k, Part::BatchHeader);
+    let head = usize::try_from(head_len)
+        .ok()
+        .and_then(|n| bytes.get(..n))
+        .filter(|h| h.len() >= HEAD_FIXED + 4)
+        .ok_or_else(|| FormatError::Truncated {
+            at: at(),
+            needed: file_offset + head_len,
+            available: file_offset + bytes.len() as u64,
+        })?;
+    let crc_at = head.len() - 4;
+    let stored = u32::from_le_bytes(head[crc_at..].try_into().unwrap_or([0; 4]));
+    let header_crc = crc32(&head[..crc_at]);
+    same_crc(at(), stored, header_crc)?;
+    Ok(header_crc)
+}
+
 /// Parses a whole 2.0 batch section (`section`, 64-aligned in memory, at
 /// `file_offset`) and checks its head, record, layout and padding; the
 /// tensors of a batch with no compressed buffer are checked as in 1.0 (LoD
@@ -415,16 +449,9 @@ pub(crate) fn parse_batch(
             ),
         ));
     }
+    let header_crc = check_head_crc(section, file_offset, k, head_len)?;
     let head_len = head_len as usize;
     let crc_at = head_len - 4;
-    let stored = u32::from_le_bytes(
-        section
-            .get(crc_at..head_len)
-            .and_then(|b| b.try_into().ok())
-            .unwrap_or([0; 4]),
-    );
-    let header_crc = crc32(section.get(..crc_at).unwrap_or(&[]));
-    same_crc(at(), stored, header_crc)?;
     let data_start = pad64(head_len as u64).unwrap_or(u64::MAX) as usize;
     super::layout::check_zero(
         section.get(head_len..data_start).unwrap_or(&[]),
@@ -668,16 +695,9 @@ pub(crate) fn parse_batch(
 pub(crate) fn head_schema(section: &[u8], file_offset: u64, j: u64) -> Result<Arc<Schema>> {
     let at = || Location::batch(j, Part::BatchHeader);
     let (_, head_len) = parse_fixed(section, file_offset, j)?;
-    let head = section
-        .get(..head_len as usize)
-        .ok_or_else(|| FormatError::Truncated {
-            at: at(),
-            needed: file_offset + head_len,
-            available: file_offset + section.len() as u64,
-        })?;
+    check_head_crc(section, file_offset, j, head_len)?;
+    let head = section.get(..head_len as usize).unwrap_or(&[]);
     let crc_at = head.len() - 4;
-    let stored = u32::from_le_bytes(head[crc_at..].try_into().unwrap_or([0; 4]));
-    same_crc(at(), stored, crc32(&head[..crc_at]))?;
     let mut c = Cursor {
         bytes: &head[HEAD_FIXED..crc_at],
         pos: 0,
@@ -792,17 +812,114 @@ fn decompress(codec: Codec, stored: &[u8], dst: &mut [u8]) -> std::result::Resul
         }
         Codec::None => Ok(stored.len()),
         Codec::Lz4 => lz4_flex::block::decompress_into(stored, dst).map_err(|e| e.to_string()),
-        Codec::Zstd => ZSTD.with(|context| {
-            let mut context = context.borrow_mut();
-            let context = match &mut *context {
-                Some(c) => c,
-                empty => empty.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?),
-            };
-            context
-                .decompress_to_buffer(stored, dst)
-                .map_err(|e| e.to_string())
-        }),
+        Codec::Zstd => {
+            check_zstd_frame(stored, dst.len())?;
+            zstd_one_frame(stored, dst)
+        }
     }
+}
+
+/// The largest zstd window a 2.0 reader accepts (FORMAT.md §12.4): 2^27
+/// bytes, libzstd's default limit, which `spec/vectors/check.py` (Python's
+/// `zstandard`) applies too. A single-segment frame has no window
+/// descriptor: its window is its content size (the buffer's decoded
+/// length), bounded the same way. zstd makes a frame single-segment only
+/// when its content fits the window its level chooses, at most 2^27.
+pub(crate) const MAX_ZSTD_WINDOW: u64 = 1 << 27;
+
+/// Checks that `stored` is exactly one zstd frame (RFC 8878 §3.1.1): its
+/// magic (no skippable frame), a frame header with no reserved bit, no
+/// dictionary, a window of at most [`MAX_ZSTD_WINDOW`] (a single-segment
+/// frame's is its content size), a content size, when given, of `decoded`
+/// bytes, and a frame that ends where `stored` ends.
+fn check_zstd_frame(stored: &[u8], decoded: usize) -> std::result::Result<(), String> {
+    const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+    let Some((magic, rest)) = stored.split_first_chunk::<4>() else {
+        return Err(format!("{} bytes hold no zstd frame header", stored.len()));
+    };
+    if *magic != MAGIC {
+        return Err(
+            if magic[1..] == [0x2a, 0x4d, 0x18] && magic[0] & 0xf0 == 0x50 {
+                "a skippable frame, where one zstd frame is expected".into()
+            } else {
+                format!("magic {magic:02x?}, expected a zstd frame ({MAGIC:02x?})")
+            },
+        );
+    }
+    let Some((&descriptor, mut rest)) = rest.split_first() else {
+        return Err("a zstd frame header cut short".into());
+    };
+    let single_segment = descriptor & 0x20 != 0;
+    if descriptor & 0x08 != 0 {
+        return Err("a zstd frame header with its reserved bit set".into());
+    }
+    if descriptor & 0x03 != 0 {
+        return Err("a zstd frame that needs a dictionary".into());
+    }
+    let mut take = |n: usize| -> std::result::Result<u64, String> {
+        let (field, tail) = rest
+            .split_at_checked(n)
+            .ok_or_else(|| "a zstd frame header cut short".to_string())?;
+        rest = tail;
+        let mut v = [0u8; 8];
+        v[..n].copy_from_slice(field);
+        Ok(u64::from_le_bytes(v))
+    };
+    let window = if single_segment {
+        None
+    } else {
+        let w = take(1)?;
+        let log = 10 + (w >> 3);
+        let base = 1u64 << log;
+        Some(base + (base / 8) * (w & 7))
+    };
+    let content = match (descriptor >> 6, single_segment) {
+        (0, false) => None,
+        (0, true) => Some(take(1)?),
+        (1, _) => Some(take(2)? + 256),
+        (2, _) => Some(take(4)?),
+        _ => Some(take(8)?),
+    };
+    if let Some(c) = content
+        && c != decoded as u64
+    {
+        return Err(format!(
+            "a zstd frame of content size {c}, expected the decoded length {decoded}"
+        ));
+    }
+    // A single-segment frame's window is its content size.
+    if let Some(w) = window.or(content)
+        && w > MAX_ZSTD_WINDOW
+    {
+        return Err(format!(
+            "a zstd window of {w} bytes, more than the {MAX_ZSTD_WINDOW} a reader accepts"
+        ));
+    }
+    match zstd::zstd_safe::find_frame_compressed_size(stored) {
+        Ok(n) if n == stored.len() => Ok(()),
+        Ok(n) => Err(format!(
+            "{} bytes after the zstd frame's {n} (one frame is expected)",
+            stored.len() - n
+        )),
+        Err(code) => Err(format!(
+            "not a whole zstd frame: {}",
+            zstd::zstd_safe::get_error_name(code)
+        )),
+    }
+}
+
+/// Decompresses one checked zstd frame into `dst` with this thread's context.
+fn zstd_one_frame(stored: &[u8], dst: &mut [u8]) -> std::result::Result<usize, String> {
+    ZSTD.with(|context| {
+        let mut context = context.borrow_mut();
+        let context = match &mut *context {
+            Some(c) => c,
+            empty => empty.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?),
+        };
+        context
+            .decompress_to_buffer(stored, dst)
+            .map_err(|e| e.to_string())
+    })
 }
 
 std::thread_local! {

@@ -41,6 +41,9 @@ pub struct ObjectSource {
     /// The object's last bytes, read at open, and where they start.
     tail: Buffer,
     tail_start: u64,
+    /// Set once the reader found the kept tail damaged
+    /// ([`RangeSource::discard`]): it is then fetched again, not served.
+    tail_discarded: std::sync::atomic::AtomicBool,
     max_concurrency: usize,
     cache: Option<DiskCache>,
     requests: AtomicU64,
@@ -110,6 +113,7 @@ impl ObjectSource {
             version: meta.e_tag.or(meta.version),
             tail: Buffer::from_storage(Arc::new(AlignedBytes::from_slice(&bytes))),
             tail_start: range.start,
+            tail_discarded: std::sync::atomic::AtomicBool::new(false),
             max_concurrency: options.max_concurrency.max(1),
             cache,
             requests: AtomicU64::new(1),
@@ -128,7 +132,10 @@ impl ObjectSource {
 
     /// The cached bytes of `r`, or `None`.
     fn cached(&self, r: &Range<u64>) -> Option<Buffer> {
-        if r.start >= self.tail_start && r.end <= self.len {
+        if r.start >= self.tail_start
+            && r.end <= self.len
+            && !self.tail_discarded.load(Ordering::Relaxed)
+        {
             let at = (r.start - self.tail_start) as usize..(r.end - self.tail_start) as usize;
             return self.tail.slice(at).ok();
         }
@@ -235,16 +242,18 @@ impl RangeSource for ObjectSource {
         }
     }
 
-    /// Drops the disk cache's entry of `range`, if it has one (bytes kept
-    /// from the object's last bytes, read at open, are not a cache entry).
+    /// Drops the disk cache's entry of `range`, if it has one, and the
+    /// object's last bytes kept from the open if `range` reaches into them
+    /// (they are fetched again from then on).
     fn discard(&self, range: &Range<u64>) -> bool {
-        if range.start >= self.tail_start {
-            return false;
-        }
-        match (&self.cache, &self.version) {
-            (Some(cache), Some(version)) => cache.remove(&self.uri, version, range.clone()),
-            _ => false,
-        }
+        let tail =
+            range.end > self.tail_start && !self.tail_discarded.swap(true, Ordering::Relaxed);
+        let cached = range.start < self.tail_start
+            && match (&self.cache, &self.version) {
+                (Some(cache), Some(version)) => cache.remove(&self.uri, version, range.clone()),
+                _ => false,
+            };
+        tail || cached
     }
 
     fn describe(&self) -> String {

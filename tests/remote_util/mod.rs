@@ -18,6 +18,9 @@ pub struct State {
     pub log: Mutex<Vec<String>>,
     /// Answer this many next requests with 503.
     pub fail_next: AtomicUsize,
+    /// Flip a bit of the byte at this offset of the object in this many next
+    /// responses that hold it (damage in transit; the object is intact).
+    pub damage_next: Mutex<Option<(usize, usize)>>,
     stop: AtomicBool,
 }
 
@@ -207,7 +210,15 @@ fn respond(
     head.push_str("\r\n");
     let mut out = head.into_bytes();
     if method != "HEAD" {
+        let at = out.len();
         out.extend_from_slice(&bytes[start..end]);
+        let mut damage = st.damage_next.lock().unwrap();
+        if let Some((offset, times)) = *damage
+            && (start..end).contains(&offset)
+        {
+            out[at + offset - start] ^= 0x10;
+            *damage = (times > 1).then(|| (offset, times - 1));
+        }
     }
     out
 }

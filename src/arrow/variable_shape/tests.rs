@@ -286,12 +286,10 @@ fn rays_variable_shaped_tensors_read_in_both_forms() {
         batch.get("t.shape").unwrap().as_slice::<i32>().unwrap(),
         &[2, 2, 1, 3]
     );
-    // No rows and a huge ndim: nothing allocated by it.
-    let batch = record_batch_to_batch(&ray(&[], "1000000000000"), &opts()).unwrap();
-    assert_eq!(
-        batch.get("t.shape").unwrap().shape(),
-        &[0, 1_000_000_000_000]
-    );
+    // No rows and a huge ndim: refused (more dimensions than a tensor has),
+    // nothing allocated by it.
+    let err = record_batch_to_batch(&ray(&[], "1000000000000"), &opts()).unwrap_err();
+    assert!(err.to_string().contains("a tensor has at most 64"), "{err}");
     let err = record_batch_to_batch(&ray(&[&[2, 2], &[1, 2]], "3"), &opts()).unwrap_err();
     assert!(
         err.to_string().contains(
@@ -672,4 +670,42 @@ fn the_variable_shape_tensor_type_selects_the_extension_for_every_export() {
     let bytes = writer.finish().unwrap();
     let reader = IpcFileReader::try_new(std::io::Cursor::new(bytes), &opts()).unwrap();
     assert_eq!(reader.collect::<Result<Vec<_>>>().unwrap(), [batch]);
+}
+
+#[test]
+fn more_dimensions_than_a_tensor_may_have_are_refused_on_import() {
+    // 64 dimensions (the format's bound) read; 65 and 1000 are refused
+    // before anything is sized by them (1000 once overflowed the stack of a
+    // Parquet export, and 100..999 wrote Parquet nobody reads back).
+    let mut two = [1; 64];
+    two[0] = 2;
+    let (array, _) = canonical(&[&[1; 64], &two]);
+    let field = Field::new("x", array.data_type().clone(), false)
+        .with_metadata(Metadata::new().with(EXTENSION_TYPE_NAME_KEY, VARIABLE_SHAPE_TENSOR));
+    let batch = record_batch_to_batch(&record_batch(field, array), &opts()).unwrap();
+    assert_eq!(batch.get("x").unwrap().shape().len(), 64);
+    for ndim in [65usize, 100, 999, 1000] {
+        let one = vec![1i32; ndim];
+        let (array, _) = canonical(&[&one, &one]);
+        let field = Field::new("x", array.data_type().clone(), false)
+            .with_metadata(Metadata::new().with(EXTENSION_TYPE_NAME_KEY, VARIABLE_SHAPE_TENSOR));
+        let err = record_batch_to_batch(&record_batch(field, array), &opts())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("{ndim} dimensions; a tensor has at most 64")),
+            "{err}"
+        );
+        let one = vec![1i64; ndim];
+        let err = record_batch_to_batch(&ray(&[&one], &ndim.to_string()), &opts())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("{ndim} dimensions; a tensor has at most 64")),
+            "{err}"
+        );
+    }
+    // Ray's ndim is metadata: a huge one is refused before any row is read.
+    let err = record_batch_to_batch(&ray(&[&[1, 1]], "1000000000000"), &opts()).unwrap_err();
+    assert!(err.to_string().contains("a tensor has at most 64"), "{err}");
 }
