@@ -153,8 +153,9 @@ impl AlignedBytes {
     pub fn try_zeroed(len: usize) -> Result<Self> {
         // Zeroed by the allocator (`alloc_zeroed`): a large allocation comes
         // as fresh pages the kernel has zeroed, with no pass over them here.
-        let blocks = Block::new_vec_zeroed(len.div_ceil(64)).map_err(|_| Error::Overflow {
-            what: "buffer allocation (too large for memory)",
+        let blocks = Block::new_vec_zeroed(len.div_ceil(64)).map_err(|_| Error::OutOfMemory {
+            what: "a buffer",
+            needed: len as u64,
         })?;
         Ok(AlignedBytes { blocks, len })
     }
