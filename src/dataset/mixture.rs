@@ -236,18 +236,18 @@ impl Mixture {
         let mut offsets = Vec::with_capacity(sources.len());
         let mut next = 0u64;
         for (k, s) in sources.iter().enumerate() {
+            if weights[k] > 0.0 && s.num_sequences() == 0 {
+                return bad(format!(
+                    "source {k} has weight {} and no sequences: give it weight 0 or leave it out",
+                    weights[k]
+                ));
+            }
             let draws_nothing = weights[k] == 0.0 && s.num_sequences() == 0;
             if s.schema() != schema && !draws_nothing {
                 return bad(format!(
                     "source {k} has another schema than source {schema_source}: {:?} vs {:?}",
                     s.schema().tensors,
                     schema.tensors
-                ));
-            }
-            if weights[k] > 0.0 && s.num_sequences() == 0 {
-                return bad(format!(
-                    "source {k} has weight {} and no sequences: give it weight 0 or leave it out",
-                    weights[k]
                 ));
             }
             offsets.push(next);
@@ -837,5 +837,116 @@ mod tests {
         assert_eq!((hist[0], hist[2], hist[4]), (0, 0, 0), "{hist:?}");
         // 10,000 expected for source 1: sigma about 87.
         assert!((9_500..10_500).contains(&hist[1]), "{hist:?}");
+    }
+
+    /// The draw of `spec/DATASET.md` 10.2 before weights were scaled: running
+    /// sums of the weights as given.
+    fn unscaled_pick(weights: &[f64], rng: &mut Rng) -> usize {
+        let cumulative = running_sums(weights);
+        let total = cumulative.last().copied().unwrap_or(0.0);
+        let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        let x = u * total;
+        let k = cumulative.partition_point(|&c| c <= x);
+        if k < cumulative.len() {
+            k
+        } else {
+            weights.iter().rposition(|w| *w > 0.0).unwrap_or(0)
+        }
+    }
+
+    #[test]
+    fn scaling_by_a_power_of_two_changes_no_draw_of_normal_weights() {
+        // Weight vectors whose sums stay in the normal range draw exactly as
+        // before scaling (so the spec's vectors stand): 40 vectors, 2,000
+        // draws each.
+        let mut draw = Rng::new(99);
+        for trial in 0..40 {
+            let k = 1 + (draw.next_u64() % 6) as usize;
+            let scale = [1e-300, 1e-9, 1.0, 3.0, 1e9, 1e300][trial % 6];
+            let weights: Vec<f64> = (0..k)
+                .map(|j| match (draw.next_u64() % 5, j) {
+                    (0, _) => 0.0,
+                    _ => scale * ((draw.next_u64() % 1000) as f64 + 0.5) / 7.0,
+                })
+                .chain(std::iter::once(scale))
+                .collect();
+            let m = with_weights(&weights);
+            let (mut a, mut b) = (Rng::new(trial as u64), Rng::new(trial as u64));
+            for _ in 0..2000 {
+                assert_eq!(
+                    m.pick(&mut a),
+                    unscaled_pick(&weights, &mut b),
+                    "{weights:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn equal_weights_draw_equally_at_any_scale() {
+        // Subnormal, tiny, ordinary and huge equal weights (whose sum may
+        // overflow): about as many draws of each. 36 vectors.
+        let mut trials = 0;
+        for w in [
+            5e-324,
+            1e-323,
+            2.5e-320,
+            1e-310,
+            2.2250738585072014e-308,
+            1e-300,
+            1.0,
+            1e300,
+            1.7e308,
+        ] {
+            for k in 2..=5usize {
+                let m = with_weights(&vec![w; k]);
+                let mut rng = Rng::new(k as u64);
+                let mut hist = vec![0u32; k];
+                for _ in 0..12_000 {
+                    hist[m.pick(&mut rng)] += 1;
+                }
+                // 12,000 / k expected each: sigma below 50.
+                let expected = 12_000 / k as u32;
+                for &h in &hist {
+                    assert!(h.abs_diff(expected) < 300, "weights {w:e} x {k}: {hist:?}");
+                }
+                trials += 1;
+            }
+        }
+        assert_eq!(trials, 36);
+        // And unequal subnormal weights in their ratio: 1 : 3.
+        let m = with_weights(&[5e-324, 1.5e-323]);
+        let mut rng = Rng::new(5);
+        let ones = (0..8000).filter(|_| m.pick(&mut rng) == 0).count();
+        assert!((1800..2200).contains(&ones), "{ones}");
+    }
+
+    #[test]
+    fn scaled_weights_are_exact_powers_of_two_apart() {
+        for (w, want) in [
+            (vec![5e-324, 5e-324], vec![1.0, 1.0]),
+            (vec![3.0, 1.0], vec![1.5, 0.5]),
+            (vec![0.0, 1.7e308], vec![0.0, 1.7e308 / 2f64.powi(1023)]),
+        ] {
+            let got = scale_weights(&w);
+            assert!(got.iter().all(|v| *v < 2.0), "{got:?}");
+            assert!(got.iter().any(|v| *v >= 1.0), "{got:?}");
+            assert_eq!(got.len(), want.len());
+            // The ratios are kept exactly.
+            for (g, x) in got.iter().zip(&w) {
+                if *x != 0.0 {
+                    assert_eq!(
+                        *g / got.iter().fold(0.0f64, |a, b| a.max(*b)),
+                        *x / w.iter().fold(0.0f64, |a, b| a.max(*b))
+                    );
+                }
+            }
+        }
+        assert_eq!(exponent(1.0), 0);
+        assert_eq!(exponent(5e-324), -1074);
+        assert_eq!(exponent(f64::MAX), 1023);
+        assert_eq!(exponent(2.2250738585072014e-308), -1022);
+        assert_eq!(pow2(-1074), 5e-324);
+        assert_eq!(ldexp(5e-324, 1074), 1.0);
     }
 }
