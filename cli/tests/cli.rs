@@ -206,10 +206,7 @@ fn verify_progress_counts_batches() {
     );
     // A dataset: the batches of every shard, counted together.
     let (_, stderr) = run(&["verify", "--progress", &vector("dataset")], 0);
-    let last = stderr
-        .lines()
-        .filter(|l| l.starts_with("verifying: "))
-        .last();
+    let last = stderr.lines().rfind(|l| l.starts_with("verifying: "));
     assert_eq!(last, Some("verifying: 6/6 batches"), "{stderr}");
 }
 

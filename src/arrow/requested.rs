@@ -84,7 +84,7 @@ pub fn to_requested(
         // type=pa.fixed_shape_tensor(...))` requests a bare
         // `fixed_size_list<item>[prod(S)]`): lodt's fixed_shape mapping
         // has that layout.
-        let fixed = asked.clone().with_tensor_type(TensorType::FixedShape);
+        let fixed = asked.with_tensor_type(TensorType::FixedShape);
         if let Ok((f, a)) = produce(&fixed)
             && same_tensor_layout(a.data_type(), requested.data_type())
         {
@@ -268,18 +268,19 @@ fn first_difference(a: &dyn Array, b: &dyn Array) -> Option<usize> {
 }
 
 /// Whether two values are the same (NaN is NaN; `-0.0` is `0.0`).
-fn same<T: PartialEq + Copy + IsNan>(a: T, b: T) -> bool {
-    a == b || (a.is_nan() && b.is_nan())
+fn same<T: PartialEq + Copy + NotANumber>(a: T, b: T) -> bool {
+    a == b || (a.nan() && b.nan())
 }
 
-trait IsNan {
-    fn is_nan(self) -> bool;
+/// Whether a value is a NaN (never, for integers).
+trait NotANumber {
+    fn nan(&self) -> bool;
 }
 
 macro_rules! never_nan {
     ($($t:ty),*) => {$(
-        impl IsNan for $t {
-            fn is_nan(self) -> bool {
+        impl NotANumber for $t {
+            fn nan(&self) -> bool {
                 false
             }
         }
@@ -287,21 +288,21 @@ macro_rules! never_nan {
 }
 never_nan!(i8, i16, i32, i64, u8, u16, u32, u64);
 
-impl IsNan for f32 {
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
+impl NotANumber for f32 {
+    fn nan(&self) -> bool {
+        f32::is_nan(*self)
     }
 }
 
-impl IsNan for f64 {
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
+impl NotANumber for f64 {
+    fn nan(&self) -> bool {
+        f64::is_nan(*self)
     }
 }
 
-impl IsNan for half::f16 {
-    fn is_nan(self) -> bool {
-        half::f16::is_nan(self)
+impl NotANumber for half::f16 {
+    fn nan(&self) -> bool {
+        half::f16::is_nan(*self)
     }
 }
 

@@ -865,7 +865,11 @@ std::thread_local! {
 /// [`STREAM_CHUNK`] scratch: each decompressed piece of a byte plane is
 /// scattered to its bytes' places. The bytes decoded (more than `dst` holds
 /// stops the decode and says how many came).
-fn zstd_unshuffle_into(stored: &[u8], dst: &mut [u8], width: usize) -> std::result::Result<usize, Decode> {
+fn zstd_unshuffle_into(
+    stored: &[u8],
+    dst: &mut [u8],
+    width: usize,
+) -> std::result::Result<usize, Decode> {
     use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective, get_error_name};
     let bad = |code: usize| {
         let e = get_error_name(code);
@@ -1364,7 +1368,9 @@ mod tests {
         for (dtype, width) in [("int16", 2usize), ("float32", 4), ("int64", 8)] {
             let schema = format!(r#"{{"tensors":[{{"name":"x","dtype":"{dtype}","shape":[]}}]}}"#);
             for n in [1usize, 2, 3, 7, 64, 255, 1000, 4099, 70_000, 300_001] {
-                let raw: Vec<u8> = (0..n * width).map(|i| (i * 7 % 251 + i / 977) as u8).collect();
+                let raw: Vec<u8> = (0..n * width)
+                    .map(|i| (i * 7 % 251 + i / 977) as u8)
+                    .collect();
                 let stored = zstd::bulk::compress(&shuffle(&raw, width), 1).unwrap();
                 let mut rest = Vec::new();
                 put_varint(&mut rest, n as u64);
