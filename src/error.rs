@@ -145,8 +145,8 @@ pub enum Error {
     /// lower memory cap reads it), and never reported as such.
     ///
     /// ```
-    /// let err = lodt::buffer::AlignedBytes::try_zeroed(usize::MAX).unwrap_err();
-    /// assert!(matches!(err, lodt::Error::OutOfMemory { .. }));
+    /// let err = lodt::buffer::AlignedBytes::try_zeroed(1 << 62).unwrap_err();
+    /// assert!(matches!(err, lodt::Error::OutOfMemory { needed: 4611686018427387904, .. }));
     /// assert!(err.to_string().starts_with("out of memory: needed "), "{err}");
     /// ```
     #[error("out of memory: needed {needed} bytes for {what}")]
@@ -169,11 +169,25 @@ pub enum Error {
     InvalidArgument(String),
 }
 
-/// [`Error::OutOfMemory`] for `n` items of `T` (the bytes saturate).
+/// Why `n` items of `T` could not be allocated: [`Error::Overflow`] when
+/// their size does not fit in an allocation at all (above `isize::MAX`
+/// bytes), else [`Error::OutOfMemory`] (the allocator refused them).
 pub(crate) fn out_of_memory<T>(n: usize, what: &'static str) -> Error {
-    Error::OutOfMemory {
+    allocation_failed(
+        (n as u64).saturating_mul(std::mem::size_of::<T>() as u64),
         what,
-        needed: (n as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    )
+}
+
+/// Why `bytes` bytes could not be allocated (see [`out_of_memory`]).
+pub(crate) fn allocation_failed(bytes: u64, what: &'static str) -> Error {
+    if bytes > isize::MAX as u64 {
+        Error::Overflow { what }
+    } else {
+        Error::OutOfMemory {
+            what,
+            needed: bytes,
+        }
     }
 }
 

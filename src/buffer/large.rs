@@ -67,10 +67,7 @@ impl Buffer {
     /// ```
     pub fn try_concat(parts: &[&[u8]], pages: Pages) -> Result<Buffer> {
         let len = total_len(parts)?;
-        let no_memory = Error::OutOfMemory {
-            what: "a concatenated buffer",
-            needed: len as u64,
-        };
+        let no_memory = crate::error::allocation_failed(len as u64, "a concatenated buffer");
         if len < MAP_AT {
             let mut data: Vec<u8> = Vec::new();
             data.try_reserve_exact(len).map_err(|_| no_memory)?;
