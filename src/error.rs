@@ -145,7 +145,7 @@ pub enum Error {
     /// lower memory cap reads it), and never reported as such.
     ///
     /// ```
-    /// let err = lodt::buffer::AlignedBytes::try_zeroed(1 << 62).unwrap_err();
+    /// let err = lodt::buffer::AlignedBytes::try_zeroed(1 << 62).err().unwrap();
     /// assert!(matches!(err, lodt::Error::OutOfMemory { needed: 4611686018427387904, .. }));
     /// assert!(err.to_string().starts_with("out of memory: needed "), "{err}");
     /// ```
