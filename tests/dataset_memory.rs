@@ -250,7 +250,7 @@ fn take_and_sequence_decode_each_batch_once_and_keep_none_of_it() {
     }
     // A few ids of each batch, interleaved: each batch decoded once, and
     // the result holds the sequences taken, not the batches.
-    for n in 1..=12u64 {
+    for n in 1..=16u64 {
         let ids: Vec<u64> = (0..4 * n).map(|i| (i % 4) * 32 + (i / 4) * 2).collect();
         let before = large_bytes();
         let base = live();
@@ -303,7 +303,7 @@ fn take_and_sequence_decode_each_batch_once_and_keep_none_of_it() {
         assert_eq!(firsts(&got), want);
         trials += 1;
     }
-    assert_eq!(trials, 26);
+    assert_eq!(trials, 30);
 }
 
 /// A 2.0 file of `batches` batches of `bytes` decoded each (int32, byte
