@@ -153,9 +153,8 @@ impl AlignedBytes {
     pub fn try_zeroed(len: usize) -> Result<Self> {
         // Zeroed by the allocator (`alloc_zeroed`): a large allocation comes
         // as fresh pages the kernel has zeroed, with no pass over them here.
-        let blocks = Block::new_vec_zeroed(len.div_ceil(64)).map_err(|_| Error::Overflow {
-            what: "buffer allocation (too large for memory)",
-        })?;
+        let blocks = Block::new_vec_zeroed(len.div_ceil(64))
+            .map_err(|_| crate::error::allocation_failed(len as u64, "a buffer"))?;
         Ok(AlignedBytes { blocks, len })
     }
 

@@ -140,6 +140,22 @@ pub enum Error {
         /// What was being computed.
         what: &'static str,
     },
+    /// Memory for a buffer could not be had: the allocator refused `needed`
+    /// bytes. Not damage to the input (a smaller request, more memory or a
+    /// lower memory cap reads it), and never reported as such.
+    ///
+    /// ```
+    /// let err = lodt::buffer::AlignedBytes::try_zeroed(1 << 62).err().unwrap();
+    /// assert!(matches!(err, lodt::Error::OutOfMemory { needed: 4611686018427387904, .. }));
+    /// assert!(err.to_string().starts_with("out of memory: needed "), "{err}");
+    /// ```
+    #[error("out of memory: needed {needed} bytes for {what}")]
+    OutOfMemory {
+        /// What the memory was for.
+        what: &'static str,
+        /// The bytes asked of the allocator.
+        needed: u64,
+    },
     /// A `bool` tensor holds a byte that is neither 0 nor 1.
     #[error("invalid bool at element {index}: expected 0 or 1, found {found}")]
     InvalidBool {
@@ -151,6 +167,28 @@ pub enum Error {
     /// An argument that is not valid for the operation (for example, zero parts).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+}
+
+/// Why `n` items of `T` could not be allocated: [`Error::Overflow`] when
+/// their size does not fit in an allocation at all (above `isize::MAX`
+/// bytes), else [`Error::OutOfMemory`] (the allocator refused them).
+pub(crate) fn out_of_memory<T>(n: usize, what: &'static str) -> Error {
+    allocation_failed(
+        (n as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+        what,
+    )
+}
+
+/// Why `bytes` bytes could not be allocated (see [`out_of_memory`]).
+pub(crate) fn allocation_failed(bytes: u64, what: &'static str) -> Error {
+    if bytes > isize::MAX as u64 {
+        Error::Overflow { what }
+    } else {
+        Error::OutOfMemory {
+            what,
+            needed: bytes,
+        }
+    }
 }
 
 /// Tensor names for an error message, comma-separated, each escaped as `{:?}`

@@ -461,3 +461,66 @@ fn an_independent_python_reader_agrees_on_the_mixture_vector() {
         );
     }
 }
+
+#[test]
+fn an_empty_source_of_weight_0_is_accepted_and_draws_nothing() {
+    // An empty dataset (no shards: no schema either), first, between or
+    // last, at weight 0: accepted; it draws nothing, and ids skip none.
+    let (_dirs, sets) = sources(&[120, 80]);
+    let empty_dir = tempfile::tempdir().unwrap();
+    write_dataset(empty_dir.path(), &[], 8 * 1024);
+    let empty = open(empty_dir.path());
+    assert_eq!(empty.num_sequences(), 0);
+    let mut trials = 0;
+    for at in 0..3 {
+        let mut with = sets.clone();
+        with.insert(at, empty.clone());
+        let mut weights = vec![2.0, 1.0];
+        weights.insert(at, 0.0);
+        for stop in [
+            Stop::FirstExhausted,
+            Stop::AllExhausted,
+            Stop::Sequences(150),
+        ] {
+            for seed in 0..4 {
+                let m = mixture(&with, &weights, seed, stop);
+                assert_eq!(m.schema(), sets[0].schema());
+                let got = ids(&m, m.loader(options(0, 1, 16)).unwrap());
+                assert!(!got.is_empty());
+                assert!(
+                    got.iter().all(|&id| m.source_of(id).unwrap().0 != at),
+                    "{at} {stop:?}"
+                );
+                // take: the sequences of the other sources, as the ids say.
+                let taken = m.take(&got[..got.len().min(20)]).unwrap();
+                assert_eq!(taken.top_level_rows(), got.len().min(20));
+                trials += 1;
+            }
+        }
+    }
+    assert_eq!(trials, 36);
+    // At a positive weight it is refused, as before.
+    let err = Mixture::try_new(
+        vec![sets[0].clone(), empty],
+        &[1.0, 1.0],
+        Default::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no sequences"), "{err}");
+}
+
+#[test]
+fn equal_subnormal_weights_draw_one_to_one() {
+    let (_dirs, sets) = sources(&[100, 100]);
+    for (w, seed) in [(5e-324, 1u64), (1e-320, 2), (1e-310, 3), (1.7e308, 4)] {
+        let m = mixture(&sets, &[w, w], seed, Stop::Sequences(4000));
+        let got = ids(&m, m.loader(options(0, 1, 64)).unwrap());
+        let first = got.iter().filter(|&&id| id < 100).count();
+        // 2,000 expected: sigma about 32.
+        assert!(
+            (1850..2150).contains(&first),
+            "weights {w:e}: {first} of 4000"
+        );
+    }
+}

@@ -267,7 +267,7 @@ fn a_manifest_that_disagrees_with_a_shard_is_an_error_naming_the_shard() {
     expect(&m, "footer CRC");
     let mut m = good.clone();
     // The other version than the shard's (2.0 by default).
-    let major = 3 - good.shards[1].expected_format_version().major;
+    let major = 3 - good.shards[1].expected_format_version().unwrap().major;
     m.shards[1].format_version = Some(lodt::format::Version { major, minor: 0 });
     expect(&m, "format version");
     // One more batch claimed: counts kept consistent so the manifest is valid.
@@ -667,7 +667,7 @@ fn an_explicit_version_on_a_dataset_append_writes_the_new_shards_in_it() {
     let versions: Vec<String> = manifest(dir.path())
         .shards
         .iter()
-        .map(|s| s.expected_format_version().to_string())
+        .map(|s| s.expected_format_version().unwrap().to_string())
         .collect();
     assert_eq!(versions, ["2.0", "1.0"]);
     let dataset = open(dir.path());
@@ -727,7 +727,7 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
     let versions: Vec<String> = m
         .shards
         .iter()
-        .map(|s| s.expected_format_version().to_string())
+        .map(|s| s.expected_format_version().unwrap().to_string())
         .collect();
     assert_eq!(versions, ["1.0", "1.0", "1.0", "2.0", "2.0", "2.0"]);
     for s in &m.shards {
@@ -741,8 +741,9 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
         assert_eq!(dataset.sequence(id).unwrap(), want, "sequence {id}");
     }
     dataset.verify().unwrap();
-    // A manifest without the field (a 1.2 writer's) means 1.0: right for the
-    // old shards, a mismatch naming the version for the new ones.
+    // A manifest without the field (a writer before 1.3, or an older writer
+    // that rewrote the manifest and dropped the field it does not know)
+    // means the shard header's version: every shard reads, of either version.
     let mut old = m.clone();
     for s in &mut old.shards {
         s.format_version = None;
@@ -750,9 +751,93 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
     save_manifest(dir.path(), &old);
     let dataset = open(dir.path());
     assert_eq!(dataset.sequence(0).unwrap(), make_batch(0, 1));
-    let err = dataset.sequence(29).unwrap_err().to_string();
-    assert!(
-        err.contains("format version") && err.contains("2.0"),
-        "{err}"
-    );
+    assert_eq!(dataset.sequence(29).unwrap(), make_batch(29, 1));
+    dataset.verify().unwrap();
+}
+
+/// A manifest rewritten by an older writer (which drops the `format_version`
+/// it does not know, and writes its own manifest version) reads every shard
+/// as its header says; a recorded version that is not the header's is still
+/// an error. Every subset of the six shards losing the field, as raw JSON.
+#[test]
+fn a_manifest_rewritten_by_an_older_writer_reads_every_shard() {
+    use lodt::format::{Compression, Version};
+    let dir = tempfile::tempdir().unwrap();
+    let batches: Vec<Batch> = (0..6).map(|k| make_batch(k * 5, 5)).collect();
+    for (range, version, compression) in [
+        (
+            0..2,
+            Some(Version { major: 1, minor: 0 }),
+            Compression::None,
+        ),
+        (2..4, None, Compression::None),
+        (4..6, None, Compression::Zstd { level: 1 }),
+    ] {
+        let options = WriterOptions {
+            shard_bytes: 1,
+            format_version: version,
+            compression,
+            ..Default::default()
+        };
+        let mut w = if range.start == 0 {
+            DatasetWriter::create(dir.path(), options)
+        } else {
+            DatasetWriter::append(dir.path(), options)
+        }
+        .unwrap();
+        for b in &batches[range] {
+            w.write(b).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let path = dir.path().join("lodt-dataset.json");
+    let original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut trials = 0;
+    for mask in 0u32..64 {
+        let mut json = original.clone();
+        json["version"] = serde_json::json!({"major": 1, "minor": 2});
+        for (k, shard) in json["shards"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .enumerate()
+        {
+            if mask & (1 << k) != 0 {
+                shard.as_object_mut().unwrap().remove("format_version");
+            }
+        }
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        let dataset = open(dir.path());
+        for id in 0..30u64 {
+            assert_eq!(
+                dataset.sequence(id).unwrap(),
+                make_batch(id, 1),
+                "mask {mask:#b}, id {id}"
+            );
+        }
+        dataset.verify().unwrap();
+        trials += 1;
+    }
+    // A recorded version other than the header's is refused, naming both.
+    for k in 0..6 {
+        let mut json = original.clone();
+        let theirs = json["shards"][k]["format_version"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let other = if theirs == "1.0" { "2.0" } else { "1.0" };
+        json["shards"][k]["format_version"] = other.into();
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        let err = open(dir.path())
+            .sequence(k as u64 * 5)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("format version") && err.contains(other) && err.contains(&theirs),
+            "{err}"
+        );
+        trials += 1;
+    }
+    assert_eq!(trials, 70);
 }

@@ -257,6 +257,73 @@ pub fn pairs(map: &std::collections::BTreeMap<String, String>) -> String {
         .join(", ")
 }
 
+/// Progress by batches (`lodt verify`): a bar on stderr when it is a
+/// terminal; with `forced` (`--progress`) and no terminal, a line on stderr
+/// per batch done (for logs); else nothing.
+pub struct BatchProgress {
+    bar: ProgressBar,
+    lines: bool,
+    message: &'static str,
+    total: u64,
+    done: u64,
+}
+
+impl BatchProgress {
+    pub fn new(total: u64, message: &'static str, forced: bool) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = if terminal {
+            let bar = ProgressBar::new(total);
+            let style = ProgressStyle::with_template(
+                "{msg:>10} [{bar:30}] {pos}/{len} batches {elapsed} {eta}",
+            )
+            .map(|s| s.progress_chars("=> "))
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.set_message(message);
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        BatchProgress {
+            bar,
+            lines: forced && !terminal,
+            message,
+            total,
+            done: 0,
+        }
+    }
+
+    /// `done` batches are checked (never decreasing).
+    pub fn set(&mut self, done: u64) {
+        if done <= self.done {
+            return;
+        }
+        self.done = done;
+        self.bar.set_position(done);
+        if self.lines {
+            eprintln!("{}: {done}/{} batches", self.message, self.total);
+        }
+    }
+
+    /// Runs `f` with the bar hidden (to print a line).
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.bar.suspend(f)
+    }
+
+    pub fn finish_and_clear(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// The file offset each batch of `file` ends at, in order: the batches
+/// checked once a verify's progress reaches an offset are those ending at
+/// or before it.
+pub fn batch_ends(file: &lodt::LodtFile) -> Vec<u64> {
+    (0..file.num_batches())
+        .map(|k| file.batch_range(k).map_or(u64::MAX, |r| r.end))
+        .collect()
+}
+
 /// A progress bar counting `total` items, hidden when stderr is not a terminal.
 pub fn progress_count(total: u64, message: &'static str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {

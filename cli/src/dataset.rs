@@ -162,18 +162,23 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
 
 /// `lodt verify DIR`: every shard against the manifest, every checksum;
 /// one line per shard; exit 1 if any shard fails.
-pub fn verify(dir: &Path, mmap: bool) -> Result<(), CliError> {
+pub fn verify(dir: &Path, mmap: bool, progress: bool) -> Result<(), CliError> {
     let dataset =
         Dataset::open_in(common::dataset_store(dir, mmap).map_err(failure)?).map_err(failure)?;
     let m = dataset.manifest();
-    let bar = common::progress(m.num_bytes(), "verifying");
+    // By batches (a compressed batch of a few KiB may decode to 1 GiB).
+    let total: u64 = m.shards.iter().map(|s| s.batches).sum();
+    let mut bar = common::BatchProgress::new(total, "verifying", progress);
     let mut out = common::stdout();
     let mut done = 0u64;
     let mut failed = Vec::new();
     for (k, s) in m.shards.iter().enumerate() {
-        let report = dataset.verify_shard(k, &mut |bytes| bar.set_position(done + bytes));
-        done += s.bytes;
-        bar.set_position(done);
+        let ends = dataset.shard(k).map(common::batch_ends).unwrap_or_default();
+        let report = dataset.verify_shard(k, &mut |bytes| {
+            bar.set(done + ends.partition_point(|&e| e <= bytes) as u64)
+        });
+        done += s.batches;
+        bar.set(done);
         let line = match report {
             Ok(r) => format!(
                 "ok      {}: {}, {}, {}",

@@ -188,6 +188,29 @@ fn info_text_and_json() {
 }
 
 #[test]
+fn verify_progress_counts_batches() {
+    // Not a terminal: no bar, unless asked; asked, a line per batch.
+    let (_, stderr) = run(&["verify", &vector("multi_batch.lodt")], 0);
+    assert!(!stderr.contains("batches"), "{stderr}");
+    let (stdout, stderr) = run(&["verify", "--progress", &vector("multi_batch.lodt")], 0);
+    assert!(stdout.starts_with("ok: 3 batches"), "{stdout}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "verifying: 1/3 batches",
+            "verifying: 2/3 batches",
+            "verifying: 3/3 batches"
+        ],
+        "{stderr}"
+    );
+    // A dataset: the batches of every shard, counted together.
+    let (_, stderr) = run(&["verify", "--progress", &vector("dataset")], 0);
+    let last = stderr.lines().rfind(|l| l.starts_with("verifying: "));
+    assert_eq!(last, Some("verifying: 6/6 batches"), "{stderr}");
+}
+
+#[test]
 fn verify_names_the_damaged_part() {
     let (stdout, _) = run(&["verify", &vector("words_labels.lodt")], 0);
     assert!(

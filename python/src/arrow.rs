@@ -179,10 +179,16 @@ impl ArrowExport {
         py: Python<'py>,
         requested_schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        if requested(requested_schema)?.is_some_and(|r| r != self.field) {
-            return Err(value(
-                "requested_schema: this export has its tensor_type already; request a schema from the tensor or batch itself",
-            ));
+        // A request for another spelling of this export's type (pyarrow's
+        // own field names, a `pa.fixed_shape_tensor` of the same shape, a
+        // lossless value cast) is honoured; another tensor type is refused
+        // (with what lodt produces).
+        if let Some(r) = requested(requested_schema)?.filter(|r| *r != self.field) {
+            let (field, array) =
+                lodt::arrow::cast_to_requested(&r, &self.field, self.array.clone())
+                    .map_err(arrow_err)?;
+            let schema = FFI_ArrowSchema::try_from(&field).map_err(arrow_rs)?;
+            return array_pair(py, schema, array.as_ref());
         }
         let schema = FFI_ArrowSchema::try_from(&self.field).map_err(arrow_rs)?;
         array_pair(py, schema, self.array.as_ref())

@@ -307,6 +307,9 @@ pub(crate) fn loader_options(
         num_workers,
         remainder: self::remainder(remainder)?,
         prefetch,
+        // The loader's batch cache: its default byte budget (not a Python
+        // option yet).
+        ..Default::default()
     })
 }
 

@@ -22,8 +22,8 @@ use lodt::format::FormatError;
 use lodt::paddle::PaddleError;
 use pyo3::PyErr;
 use pyo3::exceptions::{
-    PyBlockingIOError, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyKeyError, PyOSError,
-    PyPermissionError, PyRuntimeError, PyTypeError, PyValueError,
+    PyBlockingIOError, PyFileExistsError, PyFileNotFoundError, PyIndexError, PyKeyError,
+    PyMemoryError, PyOSError, PyPermissionError, PyRuntimeError, PyTypeError, PyValueError,
 };
 
 /// A `PyResult` of this crate.
@@ -55,6 +55,7 @@ pub fn core(err: lodt::Error) -> PyErr {
     match err {
         lodt::Error::DTypeMismatch { .. } => PyTypeError::new_err(message),
         lodt::Error::OutOfRange { .. } => PyIndexError::new_err(message),
+        lodt::Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
         _ => PyValueError::new_err(message),
     }
 }
@@ -118,6 +119,10 @@ pub fn convert(err: ConvertError) -> PyErr {
 /// shard or state, and what was expected and found).
 pub fn dataset(err: DatasetError) -> PyErr {
     let message = err.to_string();
+    // Memory refused: MemoryError, never a ValueError (it is not damage).
+    if err.io_kind() == Some(std::io::ErrorKind::OutOfMemory) {
+        return PyMemoryError::new_err(message);
+    }
     match err {
         DatasetError::NotADataset { .. } => PyFileNotFoundError::new_err(message),
         DatasetError::AlreadyExists { .. } => PyFileExistsError::new_err(message),

@@ -172,6 +172,30 @@ def test_a_requested_cast_is_produced():
     assert np.array_equal(np.asarray(back), np.asarray(t).astype(np.float64))
 
 
+def test_a_pyarrow_fixed_shape_tensor_type_is_produced():
+    # pyarrow requests the extension's bare storage (fixed_size_list[8]).
+    t = lodt.LodTensor(np.arange(24, dtype=np.float32).reshape(3, 2, 4))
+    ty = pa.fixed_shape_tensor(pa.float32(), [2, 4])
+    arr = pa.array(t, type=ty)
+    assert arr.type == ty
+    assert np.array_equal(arr.to_numpy_ndarray(), np.asarray(t))
+    with pytest.raises(ValueError, match="cannot produce"):
+        pa.array(t, type=pa.fixed_shape_tensor(pa.float32(), [8, 1]).storage_type.value_type)
+
+
+def test_a_lossy_requested_cast_is_an_error():
+    for values, dtype, to, shown in (
+        ([1.0, 1e5], np.float32, pa.float16(), "100000"),
+        ([0.0, 0.5], np.float64, pa.bool_(), "0.5"),
+        ([1, 2**53 + 1], np.int64, pa.float32(), "9007199254740993"),
+    ):
+        t = lodt.LodTensor(np.array(values, dtype=dtype))
+        with pytest.raises(ValueError, match="loses value " + shown):
+            pa.array(t, type=to)
+    # Exact casts still work.
+    assert pa.array(lodt.LodTensor(np.array([0.0, 1.0])), type=pa.bool_()).to_pylist() == [False, True]
+
+
 def test_an_impossible_requested_schema_is_an_error():
     t = _frames()
     with pytest.raises(ValueError, match="cannot produce the requested Arrow type"):

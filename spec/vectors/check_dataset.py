@@ -15,6 +15,7 @@ Exit status 0 when everything agrees.
 """
 
 import json
+import math
 import re
 import os
 import sys
@@ -342,6 +343,11 @@ def dataset_counts(directory):
 def mixture_stream(counts, weights, seed, stop, shuffle, epoch):
     """Mixtures section: the (source, id) of every position of an epoch."""
     sizes = [sum(sum(c) for c in cs) for cs in counts]
+    # Section 10.2: the weights scaled by the power of two that brings the
+    # largest into [1, 2) (exact for normal weights; equal subnormal ones
+    # then draw equally).
+    exponent = math.frexp(max(weights))[1] - 1
+    weights = [math.ldexp(w, -exponent) for w in weights]
     cumulative, total = [], 0.0
     for w in weights:
         total += w

@@ -69,7 +69,7 @@ pub use changes::{TypeChange, type_changes};
 pub(crate) use error::ArrowError as Error;
 pub use error::{ArrowError, Result};
 pub use file::lodt_tensor_to_arrow;
-pub use requested::{check_requested_columns, requested_options, to_requested};
+pub use requested::{cast_to_requested, check_requested_columns, requested_options, to_requested};
 pub use tensor::{from_arrow, from_arrow_array, tensor_buffers_to_arrow, to_arrow};
 pub use tensor_type::TensorType;
 

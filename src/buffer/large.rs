@@ -66,13 +66,11 @@ impl Buffer {
     /// # Ok::<(), lodt::Error>(())
     /// ```
     pub fn try_concat(parts: &[&[u8]], pages: Pages) -> Result<Buffer> {
-        let overflow = Error::Overflow {
-            what: "concatenated buffer",
-        };
         let len = total_len(parts)?;
+        let no_memory = crate::error::allocation_failed(len as u64, "a concatenated buffer");
         if len < MAP_AT {
             let mut data: Vec<u8> = Vec::new();
-            data.try_reserve_exact(len).map_err(|_| overflow)?;
+            data.try_reserve_exact(len).map_err(|_| no_memory)?;
             for part in parts {
                 data.extend_from_slice(part);
             }
@@ -80,7 +78,7 @@ impl Buffer {
         }
         let map = match pages {
             Pages::Huge => {
-                let map = memmap2::MmapMut::map_anon(len).map_err(|_| overflow)?;
+                let map = memmap2::MmapMut::map_anon(len).map_err(|_| no_memory)?;
                 #[cfg(target_os = "linux")]
                 {
                     // A hint: without transparent huge pages the map still works.
@@ -92,7 +90,7 @@ impl Buffer {
                 .len(len)
                 .populate()
                 .map_anon()
-                .map_err(|_| overflow)?,
+                .map_err(|_| no_memory)?,
         };
         let mut storage = MappedBytes { map, len };
         if let Some(dst) = storage.bytes_mut() {

@@ -318,7 +318,8 @@ impl DatasetError {
     }
 
     /// The kind of the underlying I/O error, if the error is one (also inside
-    /// a shard's `.lodt` error).
+    /// a shard's `.lodt` error); [`std::io::ErrorKind::OutOfMemory`] for
+    /// memory refused ([`crate::Error::OutOfMemory`]).
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;
@@ -333,8 +334,24 @@ impl DatasetError {
             DatasetError::Shard { source, .. } => match &**source {
                 FormatError::Io { source, .. } => Some(source.kind()),
                 FormatError::Atomic(e) => e.io_kind(),
+                FormatError::Core(crate::Error::OutOfMemory { .. }) => {
+                    Some(std::io::ErrorKind::OutOfMemory)
+                }
+                FormatError::BadRead { source, .. }
+                    if matches!(
+                        **source,
+                        FormatError::Core(crate::Error::OutOfMemory { .. })
+                    ) =>
+                {
+                    Some(std::io::ErrorKind::OutOfMemory)
+                }
                 _ => None,
             },
+            // Memory refused: I/O-like (not damage, not a bad argument).
+            DatasetError::Tensor {
+                source: crate::Error::OutOfMemory { .. },
+                ..
+            } => Some(std::io::ErrorKind::OutOfMemory),
             _ => None,
         }
     }

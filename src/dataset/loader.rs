@@ -19,9 +19,12 @@ use std::thread::JoinHandle;
 /// The version of [`LoaderState`] this crate writes and reads.
 pub(super) const STATE_VERSION: u32 = 1;
 
-/// Batches of the producer's cache (the batches recent sequences came
-/// from): 4,096, a few hundred bytes each.
-const CACHE: usize = 4096;
+/// The default of [`LoaderOptions::cache_bytes`]: 256 MiB.
+///
+/// ```
+/// assert_eq!(lodt::dataset::DEFAULT_CACHE_BYTES, 256 << 20);
+/// ```
+pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
 /// How sequences are grouped into mini-batches.
 ///
@@ -102,6 +105,7 @@ pub enum Remainder {
 /// ```
 /// let o = lodt::dataset::LoaderOptions { rank: 1, world_size: 4, ..Default::default() };
 /// assert_eq!((o.num_workers, o.prefetch), (1, 2));
+/// assert_eq!(o.cache_bytes, lodt::dataset::DEFAULT_CACHE_BYTES);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoaderOptions {
@@ -127,6 +131,18 @@ pub struct LoaderOptions {
     /// mini-batches, plus one being built. At most [`MAX_PREFETCH`]: more is
     /// a [`DatasetError::InvalidArgument`] from [`Loader::new`].
     pub prefetch: usize,
+    /// The most bytes the loader's cache of recently read batches holds
+    /// (default [`DEFAULT_CACHE_BYTES`], 256 MiB). A batch of a compressed
+    /// (2.0) shard, or one read by positional reads or from an object store,
+    /// counts its decoded (read) bytes; a batch of a mapped shard counts
+    /// only its views (a few hundred bytes per tensor), its bytes being the
+    /// map's. The cache also holds at most 4,096 batches, and always the
+    /// one being read. A batch that is evicted and needed again is read (and
+    /// decoded) again: a shuffle buffer spanning more decoded batches than
+    /// fit decodes some batches more than once per epoch, trading time for
+    /// the bound. A sequence taken from a decoded batch is copied out of
+    /// it, so mini-batches never keep a decoded batch alive.
+    pub cache_bytes: usize,
 }
 
 /// The most mini-batches [`LoaderOptions::prefetch`] reads ahead: 1,024 (the
@@ -150,6 +166,7 @@ impl Default for LoaderOptions {
             num_workers: 1,
             remainder: Remainder::Keep,
             prefetch: 2,
+            cache_bytes: DEFAULT_CACHE_BYTES,
         }
     }
 }
@@ -552,13 +569,17 @@ impl Producer {
             )));
         };
         let id = self.feed.id_of(source, at);
-        let tensors = self
-            .cache
-            .get_or_load((source, at.shard, at.batch), || {
-                dataset.batch_columns(at.shard, at.batch)
-            })?
+        let (columns, held) = self.cache.get_or_load((source, at.shard, at.batch), || {
+            dataset.batch_columns_held(at.shard, at.batch)
+        })?;
+        let tensors = columns
             .iter()
-            .map(|c| c.slice_top(at.index, at.index.saturating_add(1)))
+            .map(|c| {
+                let s = c.slice_top(at.index, at.index.saturating_add(1))?;
+                // A slice of a decoded batch would keep all of it alive
+                // (past its eviction) until the mini-batch is merged: copied.
+                Ok(if held > 0 { s.compact() } else { s })
+            })
             .collect::<crate::Result<Vec<_>>>()
             .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
         let rows = match self.group {
@@ -660,7 +681,8 @@ enum Source {
         /// The process the thread runs in: a child forked from it has the
         /// loader's memory but not the thread.
         owner: u32,
-        /// How many mini-batches the thread has queued.
+        /// How many mini-batches the thread has queued (read by tests).
+        #[cfg_attr(not(test), allow(dead_code))]
         sent: Arc<AtomicU64>,
     },
     Done,
@@ -937,7 +959,7 @@ impl Loader {
             pos: 0,
             skip_at: 0,
             tail_index: 0,
-            cache: BatchCache::new(CACHE),
+            cache: BatchCache::new(self.options.cache_bytes),
             carry: None,
             done: false,
             stop: stop.clone(),

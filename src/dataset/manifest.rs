@@ -366,26 +366,30 @@ pub struct ShardEntry {
     /// Per schema tensor (in schema order): sequences per level and rows.
     pub tensors: Vec<TensorCounts>,
     /// The shard's `.lodt` format version (`spec/DATASET.md` section 3,
-    /// since manifest 1.2; `None`: absent, which means 1.0). A dataset may
-    /// mix versions; a reader checks each shard's against its entry.
+    /// since manifest 1.3; `None`: absent, which means the version of the
+    /// shard's own header: a manifest of a writer before 1.3, or one an
+    /// older writer rewrote, dropping the field). A dataset may mix
+    /// versions; a reader checks each shard's against its entry when the
+    /// entry records one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format_version: Option<crate::format::Version>,
 }
 
 impl ShardEntry {
-    /// The format version the shard must have: the entry's, or 1.0 when it
-    /// records none (manifests of 1.0 and 1.1 writers).
+    /// The format version the shard must have: the entry's, or `None` when
+    /// it records none (manifests of writers before 1.3, or rewritten by
+    /// one): then the shard's header says, and any version this reader reads
+    /// is accepted.
     ///
     /// ```
     /// let e: lodt::dataset::ShardEntry = serde_json::from_str(r#"{"name":"shard-000000.lodt",
     ///     "bytes":1024,"footer_crc":1,"batches":1,"sequences":1,"batch_sequences":[1],
     ///     "tensors":[{"levels":[],"rows":1}]}"#)?;
-    /// assert_eq!(e.expected_format_version().to_string(), "1.0");
+    /// assert_eq!(e.expected_format_version(), None);
     /// # Ok::<(), serde_json::Error>(())
     /// ```
-    pub fn expected_format_version(&self) -> crate::format::Version {
+    pub fn expected_format_version(&self) -> Option<crate::format::Version> {
         self.format_version
-            .unwrap_or(crate::format::Version { major: 1, minor: 0 })
     }
 }
 

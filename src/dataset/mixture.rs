@@ -157,8 +157,14 @@ pub struct Mixture {
     /// The id of each source's sequence 0.
     offsets: Vec<u64>,
     weights: Vec<f64>,
-    /// The running sums of the weights, in source order.
+    /// The weights scaled by the power of two that brings the largest into
+    /// `[1, 2)` ([`scale_weights`]): what the draws use.
+    scaled: Vec<f64>,
+    /// The running sums of the scaled weights, in source order.
     cumulative: Vec<f64>,
+    /// The source whose schema is the mixture's: the first one that holds
+    /// sequences (an empty source of weight 0 may have no schema).
+    schema_source: usize,
     options: MixtureOptions,
     /// The length of the last epoch asked for: `(epoch, N)` (finding it
     /// takes a pass over the draws, and every loader start asks).
@@ -213,32 +219,35 @@ impl Mixture {
                 "weight {k} is {w}: weights must be finite and at least 0"
             ));
         }
-        let mut cumulative = Vec::with_capacity(weights.len());
-        let mut total = 0.0f64;
-        for &w in weights {
-            total += w;
-            cumulative.push(total);
+        if weights.iter().all(|&w| w == 0.0) {
+            return bad("the weights are all 0: at least one must be positive".into());
         }
-        if !(total > 0.0 && total.is_finite()) {
-            return bad(format!(
-                "the weights sum to {total}: at least one must be positive (and the sum finite)"
-            ));
-        }
-        let schema = sources[0].schema();
+        let scaled = scale_weights(weights);
+        let cumulative = running_sums(&scaled);
+        // The schema: that of the first source with sequences (every source
+        // of positive weight has some); an empty source of weight 0 draws
+        // nothing, and its schema (none, for a dataset with no shards) is
+        // not compared.
+        let schema_source = sources
+            .iter()
+            .position(|s| s.num_sequences() > 0)
+            .unwrap_or(0);
+        let schema = sources[schema_source].schema();
         let mut offsets = Vec::with_capacity(sources.len());
         let mut next = 0u64;
         for (k, s) in sources.iter().enumerate() {
-            if s.schema() != schema {
-                return bad(format!(
-                    "source {k} has another schema than source 0: {:?} vs {:?}",
-                    s.schema().tensors,
-                    schema.tensors
-                ));
-            }
             if weights[k] > 0.0 && s.num_sequences() == 0 {
                 return bad(format!(
                     "source {k} has weight {} and no sequences: give it weight 0 or leave it out",
                     weights[k]
+                ));
+            }
+            let draws_nothing = weights[k] == 0.0 && s.num_sequences() == 0;
+            if s.schema() != schema && !draws_nothing {
+                return bad(format!(
+                    "source {k} has another schema than source {schema_source}: {:?} vs {:?}",
+                    s.schema().tensors,
+                    schema.tensors
                 ));
             }
             offsets.push(next);
@@ -251,7 +260,9 @@ impl Mixture {
             sources,
             offsets,
             weights: weights.to_vec(),
+            scaled,
             cumulative,
+            schema_source,
             options,
             last_len: Mutex::new(None),
         };
@@ -263,7 +274,7 @@ impl Mixture {
     fn check_length(&self) -> Result<()> {
         let total = self.total();
         let times = self
-            .weights
+            .scaled
             .iter()
             .zip(&self.sources)
             .filter(|(w, _)| **w > 0.0)
@@ -352,7 +363,7 @@ impl Mixture {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn schema(&self) -> &Schema {
-        self.sources[0].schema()
+        self.sources[self.schema_source].schema()
     }
 
     /// The number of positions (sequences delivered, all consumers
@@ -398,7 +409,7 @@ impl Mixture {
         let mut rng = self.draws(epoch);
         let mut drawn = vec![0u64; self.sources.len()];
         let sizes: Vec<u64> = self.sources.iter().map(|s| s.num_sequences()).collect();
-        let mut unfinished = self.weights.iter().filter(|w| **w > 0.0).count();
+        let mut unfinished = self.scaled.iter().filter(|w| **w > 0.0).count();
         let mut t = 0u64;
         loop {
             let k = self.pick(&mut rng);
@@ -422,8 +433,8 @@ impl Mixture {
     }
 
     /// One draw: `u = (next() >> 11) · 2^-53`, and the first source whose
-    /// running weight sum exceeds `u · total` (the last source of positive
-    /// weight when rounding makes `u · total` reach the total).
+    /// running sum of scaled weights exceeds `u · total` (the last source of
+    /// positive weight when rounding makes `u · total` reach the total).
     pub(crate) fn pick(&self, rng: &mut Rng) -> usize {
         let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
         let x = u * self.total();
@@ -431,7 +442,7 @@ impl Mixture {
         if k < self.cumulative.len() {
             k
         } else {
-            self.weights.iter().rposition(|w| *w > 0.0).unwrap_or(0)
+            self.scaled.iter().rposition(|w| *w > 0.0).unwrap_or(0)
         }
     }
 
@@ -457,8 +468,9 @@ impl Mixture {
     }
 
     /// The sequences `ids` (mixture ids, as [`Mixture::source_of`] splits
-    /// them), in order, as one batch: one [`Dataset::take`] per run of ids
-    /// from one source, joined.
+    /// them), in order, as one batch: one [`Dataset::take`] per source (so
+    /// each batch is read, and decoded, once per call), joined in the order
+    /// of `ids`.
     ///
     /// ```
     /// # use lodt::dataset::*;
@@ -474,30 +486,38 @@ impl Mixture {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn take(&self, ids: &[u64]) -> Result<crate::batch::Batch> {
-        let mut runs: Vec<(usize, Vec<u64>)> = Vec::new();
+        // Per source, its ids in the order given: one take per source, so
+        // each batch is read (and decoded) once per call however the ids of
+        // the sources alternate.
+        let mut local: Vec<Vec<u64>> = vec![Vec::new(); self.sources.len()];
+        let mut rows: Vec<(usize, usize)> = Vec::with_capacity(ids.len());
         for &id in ids {
-            let (k, local) = self.source_of(id).ok_or(DatasetError::OutOfRange {
+            let (k, i) = self.source_of(id).ok_or(DatasetError::OutOfRange {
                 what: "mixture sequence id",
                 index: id,
                 len: self.offsets.last().copied().unwrap_or(0)
                     + self.sources.last().map_or(0, |s| s.num_sequences()),
             })?;
-            match runs.last_mut() {
-                Some((q, run)) if *q == k => run.push(local),
-                _ => runs.push((k, vec![local])),
-            }
+            rows.push((k, local[k].len()));
+            local[k].push(i);
         }
-        let mut parts = Vec::with_capacity(runs.len());
-        for (k, run) in &runs {
-            parts.push(self.sources[*k].take(run)?);
+        let used: Vec<usize> = (0..self.sources.len())
+            .filter(|&k| !local[k].is_empty())
+            .collect();
+        if used.len() <= 1 {
+            let k = used.first().copied().unwrap_or(self.schema_source);
+            return self.sources[k].take(&local[k]);
         }
-        if parts.len() <= 1 {
-            return match parts.pop() {
-                Some(p) => Ok(p),
-                None => self.sources[0].take(&[]),
-            };
+        // Each source's part starts where the parts before it end.
+        let mut start = vec![0usize; self.sources.len()];
+        let mut parts = Vec::with_capacity(used.len());
+        let mut next = 0usize;
+        for &k in &used {
+            start[k] = next;
+            next += local[k].len();
+            parts.push(self.sources[k].take(&local[k])?);
         }
-        let mut out = crate::batch::Batch::new();
+        let mut joined = crate::batch::Batch::new();
         for t in &self.schema().tensors {
             let err = |e| DatasetError::tensor(format!("joining tensor {:?}", t.name), e);
             let pieces: Vec<crate::tensor::LodTensor> = parts
@@ -509,10 +529,16 @@ impl Mixture {
                 })
                 .collect::<Result<_>>()?;
             let merged = crate::ops::concat(&pieces).map_err(err)?;
-            out.push(t.name.clone(), merged)
+            joined
+                .push(t.name.clone(), merged)
                 .map_err(|e| DatasetError::tensor("joining a mixture's sequences", e))?;
         }
-        Ok(out)
+        drop(parts);
+        // Back in the order of `ids`.
+        let order: Vec<usize> = rows.iter().map(|&(k, i)| start[k] + i).collect();
+        joined
+            .take(&order)
+            .map_err(|e| DatasetError::tensor("ordering a mixture's sequences", e))
     }
 
     /// The mixture id of the sequence at `at` of source `k`.
@@ -723,23 +749,78 @@ impl Iterator for MixedOrder {
     }
 }
 
+/// `weights` scaled by the power of two `2^-E` that brings the largest into
+/// `[1, 2)` (`spec/DATASET.md` 10.2): exact, so it changes no draw of weights
+/// whose sums stay in the normal range, and it makes equal subnormal weights
+/// draw equally and a sum that would overflow finite. All zeros stay zeros.
+pub(crate) fn scale_weights(weights: &[f64]) -> Vec<f64> {
+    let max = weights.iter().copied().fold(0.0f64, f64::max);
+    if !(max > 0.0 && max.is_finite()) {
+        return weights.to_vec();
+    }
+    let e = exponent(max);
+    weights.iter().map(|&w| ldexp(w, -e)).collect()
+}
+
+/// The running sums of `weights` (double additions in order, from 0.0).
+fn running_sums(weights: &[f64]) -> Vec<f64> {
+    let mut total = 0.0f64;
+    weights
+        .iter()
+        .map(|&w| {
+            total += w;
+            total
+        })
+        .collect()
+}
+
+/// The `E` with `2^E <= x < 2^(E+1)`, for a finite `x > 0`.
+fn exponent(x: f64) -> i32 {
+    let bits = x.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    if biased > 0 {
+        biased - 1023
+    } else {
+        // Subnormal: x = m · 2^-1074 with m < 2^52.
+        let m = bits & ((1u64 << 52) - 1);
+        63 - m.leading_zeros() as i32 - 1074
+    }
+}
+
+/// `2^n`, exactly, for `-1074 <= n <= 1023`.
+fn pow2(n: i32) -> f64 {
+    if n >= -1022 {
+        f64::from_bits(((n + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (n + 1074))
+    }
+}
+
+/// `w · 2^n` rounded once (C's `ldexp`), for `-1023 <= n <= 1074` and a
+/// result below 2 when `n > 0`: scaling up is exact (two steps when `2^n`
+/// is not a double), scaling down is one correctly rounded product.
+fn ldexp(w: f64, n: i32) -> f64 {
+    if n > 1023 {
+        w * pow2(n - 1023) * pow2(1023)
+    } else {
+        w * pow2(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn with_weights(weights: &[f64]) -> Mixture {
-        let mut cumulative = Vec::new();
-        let mut total = 0.0;
-        for &w in weights {
-            total += w;
-            cumulative.push(total);
-        }
+        let scaled = scale_weights(weights);
         Mixture {
             sources: Vec::new(),
             counts: Vec::new(),
             offsets: Vec::new(),
             weights: weights.to_vec(),
-            cumulative,
+            cumulative: running_sums(&scaled),
+            scaled,
+            schema_source: 0,
             options: MixtureOptions::default(),
             last_len: Mutex::new(None),
         }
@@ -756,5 +837,116 @@ mod tests {
         assert_eq!((hist[0], hist[2], hist[4]), (0, 0, 0), "{hist:?}");
         // 10,000 expected for source 1: sigma about 87.
         assert!((9_500..10_500).contains(&hist[1]), "{hist:?}");
+    }
+
+    /// The draw of `spec/DATASET.md` 10.2 before weights were scaled: running
+    /// sums of the weights as given.
+    fn unscaled_pick(weights: &[f64], rng: &mut Rng) -> usize {
+        let cumulative = running_sums(weights);
+        let total = cumulative.last().copied().unwrap_or(0.0);
+        let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        let x = u * total;
+        let k = cumulative.partition_point(|&c| c <= x);
+        if k < cumulative.len() {
+            k
+        } else {
+            weights.iter().rposition(|w| *w > 0.0).unwrap_or(0)
+        }
+    }
+
+    #[test]
+    fn scaling_by_a_power_of_two_changes_no_draw_of_normal_weights() {
+        // Weight vectors whose sums stay in the normal range draw exactly as
+        // before scaling (so the spec's vectors stand): 40 vectors, 2,000
+        // draws each.
+        let mut draw = Rng::new(99);
+        for trial in 0..40 {
+            let k = 1 + (draw.next_u64() % 6) as usize;
+            let scale = [1e-300, 1e-9, 1.0, 3.0, 1e9, 1e300][trial % 6];
+            let weights: Vec<f64> = (0..k)
+                .map(|j| match (draw.next_u64() % 5, j) {
+                    (0, _) => 0.0,
+                    _ => scale * ((draw.next_u64() % 1000) as f64 + 0.5) / 7.0,
+                })
+                .chain(std::iter::once(scale))
+                .collect();
+            let m = with_weights(&weights);
+            let (mut a, mut b) = (Rng::new(trial as u64), Rng::new(trial as u64));
+            for _ in 0..2000 {
+                assert_eq!(
+                    m.pick(&mut a),
+                    unscaled_pick(&weights, &mut b),
+                    "{weights:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn equal_weights_draw_equally_at_any_scale() {
+        // Subnormal, tiny, ordinary and huge equal weights (whose sum may
+        // overflow): about as many draws of each. 36 vectors.
+        let mut trials = 0;
+        for w in [
+            5e-324,
+            1e-323,
+            2.5e-320,
+            1e-310,
+            2.2250738585072014e-308,
+            1e-300,
+            1.0,
+            1e300,
+            1.7e308,
+        ] {
+            for k in 2..=5usize {
+                let m = with_weights(&vec![w; k]);
+                let mut rng = Rng::new(k as u64);
+                let mut hist = vec![0u32; k];
+                for _ in 0..12_000 {
+                    hist[m.pick(&mut rng)] += 1;
+                }
+                // 12,000 / k expected each: sigma below 50.
+                let expected = 12_000 / k as u32;
+                for &h in &hist {
+                    assert!(h.abs_diff(expected) < 300, "weights {w:e} x {k}: {hist:?}");
+                }
+                trials += 1;
+            }
+        }
+        assert_eq!(trials, 36);
+        // And unequal subnormal weights in their ratio: 1 : 3.
+        let m = with_weights(&[5e-324, 1.5e-323]);
+        let mut rng = Rng::new(5);
+        let ones = (0..8000).filter(|_| m.pick(&mut rng) == 0).count();
+        assert!((1800..2200).contains(&ones), "{ones}");
+    }
+
+    #[test]
+    fn scaled_weights_are_exact_powers_of_two_apart() {
+        for (w, want) in [
+            (vec![5e-324, 5e-324], vec![1.0, 1.0]),
+            (vec![3.0, 1.0], vec![1.5, 0.5]),
+            (vec![0.0, 1.7e308], vec![0.0, 1.7e308 / 2f64.powi(1023)]),
+        ] {
+            let got = scale_weights(&w);
+            assert!(got.iter().all(|v| *v < 2.0), "{got:?}");
+            assert!(got.iter().any(|v| *v >= 1.0), "{got:?}");
+            assert_eq!(got.len(), want.len());
+            // The ratios are kept exactly.
+            for (g, x) in got.iter().zip(&w) {
+                if *x != 0.0 {
+                    assert_eq!(
+                        *g / got.iter().fold(0.0f64, |a, b| a.max(*b)),
+                        *x / w.iter().fold(0.0f64, |a, b| a.max(*b))
+                    );
+                }
+            }
+        }
+        assert_eq!(exponent(1.0), 0);
+        assert_eq!(exponent(5e-324), -1074);
+        assert_eq!(exponent(f64::MAX), 1023);
+        assert_eq!(exponent(2.2250738585072014e-308), -1022);
+        assert_eq!(pow2(-1074), 5e-324);
+        assert_eq!(ldexp(5e-324, 1074), 1.0);
     }
 }

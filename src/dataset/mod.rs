@@ -101,8 +101,8 @@ pub use commit::new_commit_id;
 pub use error::{DatasetError, Result};
 pub use job::{JobCleanup, PartJob};
 pub use loader::{
-    Batching, Loader, LoaderOptions, LoaderState, MAX_PREFETCH, MiniBatch, Remainder,
-    ShuffleOptions,
+    Batching, DEFAULT_CACHE_BYTES, Loader, LoaderOptions, LoaderState, MAX_PREFETCH, MiniBatch,
+    Remainder, ShuffleOptions,
 };
 pub use manifest::{
     COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MAX_MANIFEST_BYTES, Manifest,

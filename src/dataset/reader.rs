@@ -405,11 +405,15 @@ impl Dataset {
                 file.num_batches(),
             ));
         }
-        if file.version() != entry.expected_format_version() {
+        // No version recorded (a writer before manifest 1.3, or an older
+        // writer's rewrite of the manifest): the shard's header says.
+        if let Some(expected) = entry.expected_format_version()
+            && file.version() != expected
+        {
             return Err(DatasetError::mismatch(
                 location,
                 "format version",
-                entry.expected_format_version(),
+                expected,
                 file.version(),
             ));
         }
@@ -538,6 +542,21 @@ impl Dataset {
             .collect()
     }
 
+    /// The tensors of a batch in schema order, and the bytes they hold
+    /// that are not the shard's map ([`held_bytes`]): 0 for zero-copy views
+    /// of a mapped shard, the decoded batch for a compressed one, the section
+    /// read for a shard read by positional reads or from an object store.
+    pub(crate) fn batch_columns_held(
+        &self,
+        shard: usize,
+        batch: usize,
+    ) -> Result<(Vec<LodTensor>, usize)> {
+        let columns = self.batch_columns(shard, batch)?;
+        let whole = self.opened(shard)?.file.storage();
+        let held = held_bytes(&columns, whole);
+        Ok((columns, held))
+    }
+
     /// Every batch, in dataset order.
     ///
     /// ```
@@ -638,12 +657,15 @@ impl Dataset {
     /// ```
     pub fn sequence(&self, id: u64) -> Result<Batch> {
         let at = self.locate(id)?;
-        let columns = self.batch_columns(at.shard, at.batch)?;
+        let (columns, held) = self.batch_columns_held(at.shard, at.batch)?;
         let mut out = Batch::new();
         for (t, column) in self.manifest.schema.tensors.iter().zip(&columns) {
             let slice = column
                 .slice_top(at.index, at.index.saturating_add(1))
                 .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
+            // A slice of a decoded batch would keep the whole batch alive:
+            // the sequence is copied out of it (a mapped shard's is a view).
+            let slice = if held > 0 { slice.compact() } else { slice };
             out.push(t.name.clone(), slice)
                 .map_err(|e| DatasetError::tensor(format!("sequence {id}"), e))?;
         }
@@ -748,4 +770,33 @@ impl Dataset {
         }
         Ok(report)
     }
+}
+
+/// The bytes `columns` keep alive that are not `whole` (a shard's map, or
+/// its bytes in memory): each storage their bodies and LoD offsets are
+/// windows of, counted once, whole (a window keeps all of its storage).
+pub(crate) fn held_bytes(
+    columns: &[LodTensor],
+    whole: Option<&Arc<dyn crate::buffer::ByteStorage>>,
+) -> usize {
+    // Storages compared by address (not by `Arc::ptr_eq`, whose vtable part
+    // may differ for one object).
+    let address = |s: &Arc<dyn crate::buffer::ByteStorage>| Arc::as_ptr(s) as *const u8 as usize;
+    let whole = whole.map(address);
+    let mut seen: Vec<usize> = Vec::new();
+    let mut held = 0usize;
+    for t in columns {
+        for storage in [Some(t.buffer().storage()), t.lod().storage()]
+            .into_iter()
+            .flatten()
+        {
+            let at = address(storage);
+            if Some(at) == whole || seen.contains(&at) {
+                continue;
+            }
+            seen.push(at);
+            held = held.saturating_add(storage.bytes().len());
+        }
+    }
+    held
 }

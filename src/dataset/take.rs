@@ -30,23 +30,58 @@ impl Dataset {
     /// ```
     pub fn take(&self, ids: &[u64]) -> Result<Batch> {
         let tensors = &self.schema().tensors;
-        let mut columns: Vec<Vec<LodTensor>> = Vec::new();
-        for _ in tensors {
-            let mut column = Vec::new();
-            column
-                .try_reserve_exact(ids.len())
-                .map_err(|_| DatasetError::tensor("take", overflow()))?;
-            columns.push(column);
-        }
+        let mut at = Vec::new();
+        at.try_reserve_exact(ids.len())
+            .map_err(|_| DatasetError::tensor("take", overflow()))?;
         for &id in ids {
-            let sequence = self.sequence(id)?;
-            for (column, (_, t)) in columns.iter_mut().zip(sequence.iter()) {
-                column.push(t.clone());
+            at.push(self.locate(id)?);
+        }
+        // The ids by batch (stable: each batch's in the order given): each
+        // batch is read, and decoded when compressed, once per call.
+        let mut by_batch: Vec<usize> = (0..ids.len()).collect();
+        by_batch.sort_by_key(|&i| (at[i].shard, at[i].batch));
+        // Per id, its sequence of each tensor.
+        let mut sequences: Vec<Option<Vec<LodTensor>>> = Vec::new();
+        sequences
+            .try_reserve_exact(ids.len())
+            .map_err(|_| DatasetError::tensor("take", overflow()))?;
+        sequences.resize_with(ids.len(), || None);
+        for run in
+            by_batch.chunk_by(|&a, &b| (at[a].shard, at[a].batch) == (at[b].shard, at[b].batch))
+        {
+            let first = at[run[0]];
+            let (columns, held) = self.batch_columns_held(first.shard, first.batch)?;
+            // A decoded batch is dropped before the next is read: its
+            // sequences taken are copied out of it first (one copy of just
+            // those sequences); a mapped shard's are views.
+            let (columns, gathered) = if held > 0 {
+                let indices: Vec<usize> = run.iter().map(|&i| at[i].index).collect();
+                let gathered = columns
+                    .iter()
+                    .map(|c| crate::ops::take(c, &indices))
+                    .collect::<crate::Result<Vec<_>>>()
+                    .map_err(|e| DatasetError::tensor("gathering sequences", e))?;
+                drop(columns);
+                (gathered, true)
+            } else {
+                (columns, false)
+            };
+            for (k, &i) in run.iter().enumerate() {
+                let row = if gathered { k } else { at[i].index };
+                let seq = columns
+                    .iter()
+                    .map(|c| c.slice_top(row, row.saturating_add(1)))
+                    .collect::<crate::Result<Vec<_>>>()
+                    .map_err(|e| DatasetError::tensor(format!("slicing sequence {}", ids[i]), e))?;
+                sequences[i] = Some(seq);
             }
         }
         let mut out = Batch::new();
-        for (schema, column) in tensors.iter().zip(columns) {
-            let parts: Vec<&LodTensor> = column.iter().collect();
+        for (k, schema) in tensors.iter().enumerate() {
+            let parts: Vec<&LodTensor> = sequences
+                .iter()
+                .filter_map(|s| s.as_ref().and_then(|s| s.get(k)))
+                .collect();
             // Every sequence has the schema's dtype, element shape and levels
             // (the dataset checks each batch it reads against the schema).
             let joined = join(

@@ -66,7 +66,7 @@ pub struct WriterOptions {
     /// w.write(&batch)?;
     /// w.finish()?;
     /// let versions: Vec<String> = Dataset::open(dir.path())?.manifest().shards.iter()
-    ///     .map(|s| s.expected_format_version().to_string()).collect();
+    ///     .map(|s| s.expected_format_version().unwrap().to_string()).collect();
     /// assert_eq!(versions, ["2.0", "1.0"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

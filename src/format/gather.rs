@@ -13,6 +13,7 @@
 use super::error::Result;
 use super::reader::{BatchView, LodtFile};
 use super::rows::RowLocation;
+use crate::error::out_of_memory;
 use crate::{Error, LodTensor};
 use std::ops::Range;
 
@@ -97,7 +98,7 @@ impl LodtFile {
         let mut touched: Vec<usize> = Vec::new();
         touched
             .try_reserve_exact(items.len().max(1))
-            .map_err(|_| Error::Overflow { what: "rows taken" })?;
+            .map_err(|_| out_of_memory::<usize>(items.len().max(1), "rows taken"))?;
         touched.extend(items.iter().map(|at| at.batch));
         touched.sort_unstable();
         touched.dedup();
@@ -141,9 +142,10 @@ impl LodtFile {
         let whole = self.has_whole();
         let mut ranges: Vec<Range<u64>> = Vec::new();
         if whole {
+            let n = template.len().saturating_mul(items.len());
             ranges
-                .try_reserve_exact(template.len().saturating_mul(items.len()))
-                .map_err(|_| Error::Overflow { what: "rows taken" })?;
+                .try_reserve_exact(n)
+                .map_err(|_| out_of_memory::<Range<u64>>(n, "rows taken"))?;
         }
         let mut parts = Vec::with_capacity(template.len());
         for name in template.names() {
@@ -159,7 +161,7 @@ impl LodtFile {
             if copy {
                 items_of
                     .try_reserve_exact(items.len())
-                    .map_err(|_| Error::Overflow { what: "rows taken" })?;
+                    .map_err(|_| out_of_memory::<LodTensor>(items.len(), "rows taken"))?;
             }
             for at in items {
                 // Present: `touched` holds every batch of `items`.

@@ -159,7 +159,7 @@ impl LodtFile {
         let mut starts = Vec::new();
         starts
             .try_reserve_exact(n.saturating_add(1))
-            .map_err(|_| Error::Overflow { what: "row index" })?;
+            .map_err(|_| crate::error::out_of_memory::<usize>(n.saturating_add(1), "row index"))?;
         let mut total = 0usize;
         starts.push(0);
         for k in 0..n {

@@ -624,8 +624,12 @@ fn pread_range(file: &File, len: u64, r: &Range<u64>) -> std::io::Result<Buffer>
     }
     let n = usize::try_from(r.end - r.start)
         .map_err(|_| std::io::Error::other("range larger than memory"))?;
-    let mut bytes = AlignedBytes::try_zeroed(n)
-        .map_err(|_| std::io::Error::other(format!("cannot allocate {n} bytes")))?;
+    let mut bytes = AlignedBytes::try_zeroed(n).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("out of memory: needed {n} bytes for a read of the file"),
+        )
+    })?;
     read_exact_at(file, bytes.as_mut_slice(), r.start)?;
     Ok(Buffer::from_storage(Arc::new(bytes)))
 }

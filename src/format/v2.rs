@@ -727,7 +727,18 @@ fn check_json_len(len: u64, k: u64) -> Result<()> {
 /// decompresses each into one 64-aligned allocation (bounded by the decoded
 /// lengths, which [`MAX_DECODED_BATCH`] bounds), then checks every tensor
 /// (LoD rules, body lengths, bools) on the decoded bytes.
+///
+/// A shuffled buffer of up to [`SCRATCH_KEPT`] bytes decompresses into this
+/// thread's scratch and is un-shuffled from there; a larger one of zstd
+/// streams through a [`STREAM_CHUNK`] scratch straight into place, so a
+/// decode holds the batch and at most [`SCRATCH_KEPT`] more (an lz4 one, whose
+/// blocks do not stream, still needs its size in scratch).
 pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
+    decode_streaming_above(section, meta, SCRATCH_KEPT)
+}
+
+/// [`decode`], streaming the shuffled zstd buffers larger than `stream_above`.
+fn decode_streaming_above(section: &[u8], meta: &BatchMeta, stream_above: usize) -> Result<Buffer> {
     let total = meta.decoded_len.unwrap_or(0);
     let mut out = AlignedBytes::try_zeroed(total).map_err(FormatError::Core)?;
     let dst_all = out.as_mut_slice();
@@ -741,25 +752,34 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
         let want = dst.len();
         // A shuffled buffer decompresses into this thread's scratch and is
         // un-shuffled from there into place (no second copy).
-        let got = if b.shuffle > 1 {
-            SCRATCH.with(|scratch| {
+        let got = if b.shuffle > 1 && b.codec == Codec::Zstd && want > stream_above {
+            // The same one-frame check as a buffer decoded whole.
+            check_zstd_frame(stored, want)
+                .map_err(Decode::Bad)
+                .and_then(|()| zstd_unshuffle_into(stored, dst, b.shuffle))
+        } else if b.shuffle > 1 {
+            SCRATCH.with(|scratch| -> Result<std::result::Result<usize, Decode>> {
                 let mut scratch = scratch.borrow_mut();
                 if scratch.len() < want {
                     let more = want - scratch.len();
-                    scratch
-                        .try_reserve_exact(more)
-                        .map_err(|_| format!("no memory for {want} bytes"))?;
+                    // Memory refused is not damage: its own error.
+                    scratch.try_reserve_exact(more).map_err(|_| {
+                        FormatError::Core(crate::Error::OutOfMemory {
+                            what: "decoding a shuffled buffer",
+                            needed: want as u64,
+                        })
+                    })?;
                     scratch.resize(want, 0);
                 }
-                let n = decompress(b.codec, stored, scratch.get_mut(..want).unwrap_or_default())?;
-                if n == want {
+                let n = decompress(b.codec, stored, scratch.get_mut(..want).unwrap_or_default());
+                if n == Ok(want) {
                     unshuffle_into(scratch.get(..want).unwrap_or_default(), dst, b.shuffle);
                 }
                 if scratch.capacity() > SCRATCH_KEPT {
                     *scratch = Vec::new();
                 }
                 Ok(n)
-            })
+            })?
         } else {
             decompress(b.codec, stored, dst)
         };
@@ -774,7 +794,13 @@ pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
                     ),
                 ));
             }
-            Err(e) => {
+            Err(Decode::NoMemory) => {
+                return Err(FormatError::Core(crate::Error::OutOfMemory {
+                    what: "a zstd decompression context",
+                    needed: ZSTD_CONTEXT_BYTES,
+                }));
+            }
+            Err(Decode::Bad(e)) => {
                 return Err(FormatError::corrupt(
                     at(),
                     format!(
@@ -802,18 +828,32 @@ std::thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Why a buffer did not decompress.
+#[derive(Debug, PartialEq)]
+enum Decode {
+    /// The stored bytes are not what their codec decodes (damage).
+    Bad(String),
+    /// The codec could not have the memory it works in (not damage).
+    NoMemory,
+}
+
+/// About the bytes of a zstd decompression context (`ZSTD_estimateDCtxSize`).
+const ZSTD_CONTEXT_BYTES: u64 = 96 << 10;
+
 /// Decompresses `stored` into `dst` (its decoded length): the bytes written.
 /// A raw buffer is copied when its length is `dst`'s.
-fn decompress(codec: Codec, stored: &[u8], dst: &mut [u8]) -> std::result::Result<usize, String> {
+fn decompress(codec: Codec, stored: &[u8], dst: &mut [u8]) -> std::result::Result<usize, Decode> {
     match codec {
         Codec::None if stored.len() == dst.len() => {
             dst.copy_from_slice(stored);
             Ok(dst.len())
         }
         Codec::None => Ok(stored.len()),
-        Codec::Lz4 => lz4_flex::block::decompress_into(stored, dst).map_err(|e| e.to_string()),
+        Codec::Lz4 => {
+            lz4_flex::block::decompress_into(stored, dst).map_err(|e| Decode::Bad(e.to_string()))
+        }
         Codec::Zstd => {
-            check_zstd_frame(stored, dst.len())?;
+            check_zstd_frame(stored, dst.len()).map_err(Decode::Bad)?;
             zstd_one_frame(stored, dst)
         }
     }
@@ -909,17 +949,126 @@ fn check_zstd_frame(stored: &[u8], decoded: usize) -> std::result::Result<(), St
 }
 
 /// Decompresses one checked zstd frame into `dst` with this thread's context.
-fn zstd_one_frame(stored: &[u8], dst: &mut [u8]) -> std::result::Result<usize, String> {
+fn zstd_one_frame(stored: &[u8], dst: &mut [u8]) -> std::result::Result<usize, Decode> {
     ZSTD.with(|context| {
         let mut context = context.borrow_mut();
         let context = match &mut *context {
             Some(c) => c,
-            empty => empty.insert(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?),
+            // Making a context fails only when its memory is refused.
+            empty => empty.insert(zstd::bulk::Decompressor::new().map_err(|_| Decode::NoMemory)?),
         };
-        context
-            .decompress_to_buffer(stored, dst)
-            .map_err(|e| e.to_string())
+        context.decompress_to_buffer(stored, dst).map_err(|e| {
+            let e = e.to_string();
+            // zstd's ZSTD_error_memory_allocation.
+            if e.contains("Allocation error") {
+                Decode::NoMemory
+            } else {
+                Decode::Bad(e)
+            }
+        })
     })
+}
+
+/// The scratch a streamed buffer decompresses through: 1 MiB.
+const STREAM_CHUNK: usize = 1 << 20;
+
+std::thread_local! {
+    /// This thread's streaming zstd context, made once (reset per frame).
+    static ZSTD_STREAM: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Decompresses the zstd frame `stored` of byte-shuffled `width`-byte
+/// elements straight into `dst` (its decoded length), through a
+/// [`STREAM_CHUNK`] scratch: each decompressed piece of a byte plane is
+/// scattered to its bytes' places. The bytes decoded (more than `dst` holds
+/// stops the decode and says how many came).
+fn zstd_unshuffle_into(
+    stored: &[u8],
+    dst: &mut [u8],
+    width: usize,
+) -> std::result::Result<usize, Decode> {
+    use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer, ResetDirective, get_error_name};
+    let bad = |code: usize| {
+        let e = get_error_name(code);
+        if e.contains("Allocation error") {
+            Decode::NoMemory
+        } else {
+            Decode::Bad(e.to_string())
+        }
+    };
+    ZSTD_STREAM.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let dctx = match &mut *cell {
+            Some(c) => c,
+            empty => empty.insert(DCtx::try_create().ok_or(Decode::NoMemory)?),
+        };
+        dctx.reset(ResetDirective::SessionOnly).map_err(bad)?;
+        let mut chunk = Vec::new();
+        chunk
+            .try_reserve_exact(STREAM_CHUNK)
+            .map_err(|_| Decode::NoMemory)?;
+        chunk.resize(STREAM_CHUNK, 0u8);
+        let mut input = InBuffer::around(stored);
+        let mut produced = 0usize;
+        loop {
+            let mut out = OutBuffer::around(&mut chunk[..]);
+            let hint = dctx.decompress_stream(&mut out, &mut input).map_err(bad)?;
+            let got = out.pos();
+            let Some(end) = produced.checked_add(got).filter(|&e| e <= dst.len()) else {
+                return Ok(produced.saturating_add(got));
+            };
+            scatter_shuffled(chunk.get(..got).unwrap_or_default(), produced, dst, width);
+            produced = end;
+            if hint == 0 {
+                // The frame is complete: anything after it is not this buffer's.
+                if input.pos() < stored.len() {
+                    return Err(Decode::Bad(format!(
+                        "{} bytes after the end of the zstd frame",
+                        stored.len() - input.pos()
+                    )));
+                }
+                return Ok(produced);
+            }
+            if got == 0 && input.pos() >= stored.len() {
+                return Err(Decode::Bad("the zstd frame ends early".into()));
+            }
+        }
+    })
+}
+
+/// Puts `chunk`, the bytes from `from` of the byte-shuffled form of `dst`
+/// (its `width` planes of `dst.len() / width` bytes, then the bytes of a
+/// last partial element as they are), in their places in `dst`.
+fn scatter_shuffled(chunk: &[u8], from: usize, dst: &mut [u8], width: usize) {
+    let m = dst.len() / width.max(1);
+    let whole = m * width.max(1);
+    let mut p = from;
+    let mut rest = chunk;
+    while !rest.is_empty() {
+        if p >= whole || m == 0 {
+            let n = rest.len().min(dst.len().saturating_sub(p));
+            if let (Some(to), Some(from)) = (dst.get_mut(p..p + n), rest.get(..n)) {
+                to.copy_from_slice(from);
+            }
+            return;
+        }
+        let (j, i0) = (p / m, p % m);
+        let n = rest.len().min(m - i0);
+        let (now, later) = rest.split_at(n);
+        let start = i0 * width + j;
+        for (to, &b) in dst
+            .get_mut(start..)
+            .unwrap_or_default()
+            .iter_mut()
+            .step_by(width)
+            .zip(now)
+        {
+            *to = b;
+        }
+        p += n;
+        rest = later;
+    }
 }
 
 std::thread_local! {
@@ -1326,6 +1475,67 @@ mod tests {
             err.to_string().contains("elements of 1 bytes, found 17"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_streamed_shuffled_buffer_decodes_as_the_scratch_one_does() {
+        // Every length (with partial last elements), widths 2, 4 and 8,
+        // whole and damaged frames: the streamed decode (forced here) gives
+        // the scratch decode's bytes, or an error where it gives one.
+        let mut trials = 0;
+        for (dtype, width) in [("int16", 2usize), ("float32", 4), ("int64", 8)] {
+            let schema = format!(r#"{{"tensors":[{{"name":"x","dtype":"{dtype}","shape":[]}}]}}"#);
+            for n in [1usize, 2, 3, 7, 64, 255, 1000, 4099, 70_000, 300_001] {
+                let raw: Vec<u8> = (0..n * width)
+                    .map(|i| (i * 7 % 251 + i / 977) as u8)
+                    .collect();
+                let stored = zstd::bulk::compress(&shuffle(&raw, width), 1).unwrap();
+                let mut rest = Vec::new();
+                put_varint(&mut rest, n as u64);
+                rest.extend(entry(2 | SHUFFLE, &stored));
+                let s = section(&record(&schema, &rest), &stored);
+                let meta = parse(&s).unwrap();
+                let bytes = AlignedBytes::from_slice(&s);
+                let streamed = decode_streaming_above(bytes.as_slice(), &meta, 0).unwrap();
+                let scratch = decode_streaming_above(bytes.as_slice(), &meta, usize::MAX).unwrap();
+                assert_eq!(&streamed.as_slice()[..raw.len()], &raw[..], "{dtype} x {n}");
+                assert_eq!(streamed.as_slice(), scratch.as_slice());
+                trials += 1;
+                // A cut frame (its crc made right): an error either way.
+                let cut = &stored[..stored.len() - 1 - stored.len() / 3];
+                let mut rest = Vec::new();
+                put_varint(&mut rest, n as u64);
+                rest.extend(entry(2 | SHUFFLE, cut));
+                let s = section(&record(&schema, &rest), cut);
+                let meta = parse(&s).unwrap();
+                let bytes = AlignedBytes::from_slice(&s);
+                let err = decode_streaming_above(bytes.as_slice(), &meta, 0).unwrap_err();
+                assert!(matches!(err, FormatError::Corrupt { .. }), "{err}");
+                assert!(decode_streaming_above(bytes.as_slice(), &meta, usize::MAX).is_err());
+                trials += 1;
+            }
+        }
+        assert_eq!(trials, 60);
+    }
+
+    #[test]
+    fn memory_refused_while_decoding_is_out_of_memory_not_damage() {
+        let raw: Vec<u8> = (0..100i64).flat_map(|v| (v * 300).to_le_bytes()).collect();
+        let stored = zstd::bulk::compress(&shuffle(&raw, 8), 3).unwrap();
+        let mut rest = vec![100];
+        rest.extend(entry(2 | SHUFFLE, &stored));
+        let s = section(&record(ONE, &rest), &stored);
+        let mut meta = parse(&s).unwrap();
+        // A declared size the allocator cannot give (as under a memory cap).
+        meta.decoded_len = Some(usize::MAX / 2);
+        let err = decode(AlignedBytes::from_slice(&s).as_slice(), &meta).unwrap_err();
+        assert!(
+            matches!(err, FormatError::Core(crate::Error::OutOfMemory { needed, .. }) if needed == (usize::MAX / 2) as u64),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(text.starts_with("out of memory: needed "), "{text}");
+        assert!(!text.contains("corrupt"), "{text}");
     }
 
     #[test]

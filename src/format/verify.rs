@@ -299,8 +299,50 @@ impl LodtFile {
 /// A 2.0 batch with compressed buffers decodes to its recorded lengths, and
 /// its decoded LoD and bodies follow the rules (a batch with none: nothing
 /// to do): [`section::decode_check`], the decoded bytes dropped.
+///
+/// The decoded bytes are dropped as soon as they are checked, and the checks
+/// of a process decode together at most [`DECODES_IN_FLIGHT`] bytes, or one
+/// batch larger than that alone: a verify holds one batch's decode (at most
+/// [`MAX_DECODED_BATCH`](super::MAX_DECODED_BATCH)) or less, however many
+/// threads check.
 fn decode_check(section: &[u8], meta: &BatchMeta) -> Result<()> {
+    let Some(n) = meta.decoded_len else {
+        return Ok(());
+    };
+    let _held = DecodeGate::enter(n);
     section::decode_check(section, meta).map(drop)
+}
+
+/// The most decoded bytes the checks of a process hold at once (beyond one
+/// batch larger than that): 256 MiB.
+pub(crate) const DECODES_IN_FLIGHT: usize = 256 << 20;
+
+/// The decoded bytes the checks hold now, and the threads waiting to decode.
+static IN_FLIGHT: Mutex<usize> = Mutex::new(0);
+static FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A claim of `n` decoded bytes against [`DECODES_IN_FLIGHT`], released
+/// when dropped.
+struct DecodeGate(usize);
+
+impl DecodeGate {
+    /// Waits until `n` bytes fit (or nothing else is held), and claims them.
+    fn enter(n: usize) -> DecodeGate {
+        let mut held = lock(&IN_FLIGHT);
+        while *held > 0 && held.saturating_add(n) > DECODES_IN_FLIGHT {
+            held = FREED.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+        *held = held.saturating_add(n);
+        DecodeGate(n)
+    }
+}
+
+impl Drop for DecodeGate {
+    fn drop(&mut self) {
+        let mut held = lock(&IN_FLIGHT);
+        *held = held.saturating_sub(self.0);
+        FREED.notify_all();
+    }
 }
 
 /// The error of a checking thread that panicked.

@@ -70,7 +70,7 @@ pub(crate) fn alloc_rows(
 pub(crate) fn try_vec<T>(n: usize, what: &'static str) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
-        .map_err(|_| Error::Overflow { what })?;
+        .map_err(|_| crate::error::out_of_memory::<T>(n, what))?;
     Ok(v)
 }
 
