@@ -73,19 +73,28 @@ def test_a_flipped_byte_in_a_ranged_get_body_is_an_error_from_file(s3, tmp_path)
 
 
 def test_a_flip_in_the_first_read_is_an_error_too(s3, tmp_path):
-    """A batch that came with the open's suffix read is checked as well."""
+    """A batch that came with the open's suffix read is checked as well: a
+    byte damaged once in transit is fetched again (the kept bytes are
+    dropped, as a damaged cache entry is) and read right; damage that
+    persists is an error."""
     port, options = s3
     path = tmp_path / "small.lodt"
     lodt.save(path, [_batch(0, 4000)])
     data = path.read_bytes()
     assert len(data) < 256 << 10
     _upload(port, "flip/small.lodt", data)
+    at = _body_offset(data, 0, 4000) + 5
     with FaultProxy(port) as proxy:
-        proxy.add(Fault("flip", method="GET", path="/data/flip/small.lodt", at=_body_offset(data, 0, 4000) + 5))
+        proxy.add(Fault("flip", method="GET", path="/data/flip/small.lodt", at=at))
+        f = lodt.open("s3://data/flip/small.lodt", storage_options=_through(proxy, options))
+        np.testing.assert_array_equal(np.array(f[0]["v"]), _values(0, 4000))
+        assert _flips(proxy) == 1
+    with FaultProxy(port) as proxy:
+        proxy.add(Fault("flip", method="GET", path="/data/flip/small.lodt", at=at, times=None))
         f = lodt.open("s3://data/flip/small.lodt", storage_options=_through(proxy, options))
         with pytest.raises(ValueError, match=r"s3://data/flip/small\.lodt: checksum mismatch in batch 0"):
             f[0]["v"]
-        assert _flips(proxy) == 1
+        assert _flips(proxy) >= 1
 
 
 def test_a_flipped_byte_in_a_shard_get_body_is_an_error_from_dataset(s3, tmp_path):
