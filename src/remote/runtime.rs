@@ -3,16 +3,8 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 use tokio::runtime::{Builder, Runtime};
-
-/// The process that made [`RUNTIME`] (0: none yet).
-static OWNER: AtomicU32 = AtomicU32::new(0);
-/// This process's runtime, leaked (it lives as long as the process).
-static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
-/// Held while a runtime is made.
-static MAKING: Mutex<()> = Mutex::new(());
 
 /// This process's runtime, made on first use: two worker threads (requests
 /// are I/O bound; concurrency comes from the requests in flight, not from
@@ -24,25 +16,25 @@ static MAKING: Mutex<()> = Mutex::new(());
 /// parent's is never used or dropped there (dropping it would wait for
 /// threads that do not exist), it is left as it is.
 fn runtime() -> io::Result<&'static Runtime> {
+    /// The process that made the runtime, and the runtime (leaked: it lives
+    /// as long as the process).
+    static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
     let pid = std::process::id();
-    if OWNER.load(Ordering::Acquire) == pid {
-        // SAFETY: RUNTIME is stored (from a leaked box, never freed) before
-        // OWNER is set to this process (Release), and read after it (Acquire).
-        return Ok(unsafe { &*RUNTIME.load(Ordering::Acquire) });
+    let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((owner, runtime)) = *slot
+        && owner == pid
+    {
+        return Ok(runtime);
     }
-    let _making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
-    if OWNER.load(Ordering::Acquire) != pid {
-        let runtime = Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("lodt-remote")
-            .enable_all()
-            .build()
-            .map_err(|e| io::Error::other(format!("starting lodt's I/O runtime: {e}")))?;
-        RUNTIME.store(Box::into_raw(Box::new(runtime)), Ordering::Release);
-        OWNER.store(pid, Ordering::Release);
-    }
-    // SAFETY: as above; this thread stored it, or saw OWNER set under MAKING.
-    Ok(unsafe { &*RUNTIME.load(Ordering::Acquire) })
+    let runtime = Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("lodt-remote")
+        .enable_all()
+        .build()
+        .map_err(|e| io::Error::other(format!("starting lodt's I/O runtime: {e}")))?;
+    let runtime: &'static Runtime = Box::leak(Box::new(runtime));
+    *slot = Some((pid, runtime));
+    Ok(runtime)
 }
 
 /// Runs `future` to completion on the runtime. An error, not a panic, when
