@@ -3,7 +3,8 @@ mixture loaders (0, 1 or 2 DataLoader workers, a random number of steps),
 each with one field changed at random, loaded and resumed. Prints counts
 per outcome.
 
-    PYTHONPATH=python/tests python python/bench/adversarial_states.py [--trials 120] [--seed 42]
+    PYTHONPATH=python/tests python python/bench/adversarial_states.py [--trials 120] [--seed 42] \
+        [--kinds plain,packed,mixture]
 
 Outcomes: ``refused at load`` (load_state_dict raised ValueError),
 ``resumed`` (accepted, and the resumed pass delivered no sequence twice and,
@@ -86,6 +87,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=120)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--kinds", default="plain,packed,mixture", help="comma-separated loader kinds")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     outcomes: collections.Counter = collections.Counter()
@@ -95,7 +97,7 @@ def main() -> None:
         lodt.write_dataset(dirs[0], _batches(0, 6), shard_bytes=1500, fsync=False)
         lodt.write_dataset(dirs[1], _batches(1000, 4), shard_bytes=1500, fsync=False)
         for trial in range(args.trials):
-            kind = rng.choice(["plain", "packed", "mixture"])
+            kind = rng.choice(args.kinds.split(","))
             workers = rng.choice([0, 1, 2])
             ds = _make(kind, dirs)
             it = iter(lt.DataLoader(ds, num_workers=workers))
