@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?);
         let t = Instant::now();
         let mut n = 0;
-        for batch in m.loader(options.clone())? {
+        for batch in Loader::new(m.clone(), options.clone())? {
             n += batch?.ids.len();
         }
         mixed.push(n as f64 / t.elapsed().as_secs_f64());

@@ -3,6 +3,11 @@
 //! disjoint and complete ranks, and the test vector `spec/vectors/mixture/mixture.json`
 //! (regenerated here, `LODT_BLESS=1` rewrites it) checked by the independent
 //! `spec/vectors/check_dataset.py --mixture`.
+// These tests pin the behaviour of the deprecated packing constructors
+// (`PackedLoader`, `Mixture::packed_loader`/`resume_packed`): thin calls of
+// the one `Loader` with `LoaderOptions::packing` (tests/loader_one_type.rs
+// checks the two give the same stream).
+#![allow(deprecated)]
 
 mod dataset_util;
 
@@ -82,12 +87,14 @@ fn proportions_are_within_binomial_bounds_over_120000_draws() {
     let draws = 120_000u64;
     let m = mixture(&sets, &weights, 3, Stop::Sequences(draws));
     assert_eq!(m.num_sequences(0), draws);
-    let loader = m
-        .loader(LoaderOptions {
+    let loader = Loader::new(
+        m.clone(),
+        LoaderOptions {
             batching: Batching::Sequences(4096),
             ..options(0, 1, 1)
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     let mut counts = [0u64; 3];
     for b in loader {
         for id in b.unwrap().ids {
@@ -111,7 +118,7 @@ fn proportions_are_within_binomial_bounds_over_120000_draws() {
 fn first_exhausted_delivers_no_sequence_twice_and_ends_at_the_first_exhausted_source() {
     let (_d, sets) = sources(&[400, 60]);
     let m = mixture(&sets, &[1.0, 1.0], 5, Stop::FirstExhausted);
-    let all = ids(&m, m.loader(options(0, 1, 16)).unwrap());
+    let all = ids(&m, Loader::new(m.clone(), options(0, 1, 16)).unwrap());
     assert_eq!(all.len() as u64, m.num_sequences(0));
     let mut sorted = all.clone();
     sorted.sort();
@@ -121,8 +128,11 @@ fn first_exhausted_delivers_no_sequence_twice_and_ends_at_the_first_exhausted_so
     assert_eq!(all.iter().filter(|&&i| i >= 400).count(), 60);
     assert!(all.iter().filter(|&&i| i < 400).count() < 400);
     // Deterministic per seed and epoch; another epoch, another stream.
-    assert_eq!(all, ids(&m, m.loader(options(0, 1, 16)).unwrap()));
-    let mut l = m.loader(options(0, 1, 16)).unwrap();
+    assert_eq!(
+        all,
+        ids(&m, Loader::new(m.clone(), options(0, 1, 16)).unwrap())
+    );
+    let mut l = Loader::new(m.clone(), options(0, 1, 16)).unwrap();
     l.set_epoch(1).unwrap();
     assert_ne!(all, ids(&m, l));
 }
@@ -131,7 +141,7 @@ fn first_exhausted_delivers_no_sequence_twice_and_ends_at_the_first_exhausted_so
 fn all_exhausted_repeats_the_small_source_and_delivers_all_of_the_large_one() {
     let (_d, sets) = sources(&[500, 40]);
     let m = mixture(&sets, &[0.5, 0.5], 1, Stop::AllExhausted);
-    let all = ids(&m, m.loader(options(0, 1, 32)).unwrap());
+    let all = ids(&m, Loader::new(m.clone(), options(0, 1, 32)).unwrap());
     let mut large: Vec<u64> = all.iter().copied().filter(|&i| i < 500).collect();
     large.sort();
     assert_eq!(
@@ -160,7 +170,7 @@ fn all_exhausted_repeats_the_small_source_and_delivers_all_of_the_large_one() {
 fn a_zero_weight_source_is_never_drawn_and_bad_weights_are_errors() {
     let (_d, sets) = sources(&[100, 100]);
     let m = mixture(&sets, &[1.0, 0.0], 2, Stop::AllExhausted);
-    let all = ids(&m, m.loader(options(0, 1, 16)).unwrap());
+    let all = ids(&m, Loader::new(m.clone(), options(0, 1, 16)).unwrap());
     assert_eq!(all.len(), 100);
     assert!(all.iter().all(|&i| i < 100));
     let err = |w: &[f64], stop| {
@@ -210,9 +220,9 @@ fn resuming_mid_epoch_equals_the_uninterrupted_stream() {
     ] {
         let m = mixture(&sets, &[2.0, 1.0, 1.0], 8, stop);
         let opts = options(0, 1, 7);
-        let whole = ids(&m, m.loader(opts.clone()).unwrap());
+        let whole = ids(&m, Loader::new(m.clone(), opts.clone()).unwrap());
         for steps in [0, 1, 5, 20] {
-            let mut l = m.loader(opts.clone()).unwrap();
+            let mut l = Loader::new(m.clone(), opts.clone()).unwrap();
             let mut got: Vec<u64> = l
                 .by_ref()
                 .take(steps)
@@ -220,7 +230,10 @@ fn resuming_mid_epoch_equals_the_uninterrupted_stream() {
                 .collect();
             let state = LoaderState::from_json(&l.state().to_json()).unwrap();
             drop(l);
-            got.extend(ids(&m, m.resume(opts.clone(), &state).unwrap()));
+            got.extend(ids(
+                &m,
+                Loader::resume(m.clone(), opts.clone(), &state).unwrap(),
+            ));
             assert_eq!(got, whole, "{stop:?}, {steps} steps");
         }
     }
@@ -230,9 +243,9 @@ fn resuming_mid_epoch_equals_the_uninterrupted_stream() {
 fn two_ranks_are_disjoint_and_complete_and_take_the_stream_round_robin() {
     let (_d, sets) = sources(&[300, 120]);
     let m = mixture(&sets, &[0.6, 0.4], 4, Stop::FirstExhausted);
-    let one = ids(&m, m.loader(options(0, 1, 1)).unwrap());
+    let one = ids(&m, Loader::new(m.clone(), options(0, 1, 1)).unwrap());
     let ranks: Vec<Vec<u64>> = (0..2)
-        .map(|r| ids(&m, m.loader(options(r, 2, 5)).unwrap()))
+        .map(|r| ids(&m, Loader::new(m.clone(), options(r, 2, 5)).unwrap()))
         .collect();
     // Rank r takes positions r, r + 2, ... of the single-consumer stream.
     for (r, got) in ranks.iter().enumerate() {
@@ -255,16 +268,19 @@ fn a_world_size_change_delivers_the_rest_of_the_epoch_once() {
     let mut seen = Vec::new();
     let mut states = Vec::new();
     for (rank, steps) in [(0, 4), (1, 2)] {
-        let mut l = m.loader(options(rank, 2, 6)).unwrap();
+        let mut l = Loader::new(m.clone(), options(rank, 2, 6)).unwrap();
         seen.extend(l.by_ref().take(steps).flat_map(|b| b.unwrap().ids));
         states.push(l.state());
     }
     let merged = LoaderState::merge(&states).unwrap();
     assert!(merged.mixture.is_some());
     for rank in 0..3 {
-        seen.extend(ids(&m, m.resume(options(rank, 3, 6), &merged).unwrap()));
+        seen.extend(ids(
+            &m,
+            Loader::resume(m.clone(), options(rank, 3, 6), &merged).unwrap(),
+        ));
     }
-    let mut whole = ids(&m, m.loader(options(0, 1, 6)).unwrap());
+    let mut whole = ids(&m, Loader::new(m.clone(), options(0, 1, 6)).unwrap());
     seen.sort();
     whole.sort();
     assert_eq!(seen, whole);
@@ -280,7 +296,7 @@ fn ranks_with_remainder_drop_get_equal_counts() {
                 remainder: Remainder::Drop,
                 ..options(r, 4, 8)
             };
-            ids(&m, m.loader(o).unwrap()).len()
+            ids(&m, Loader::new(m.clone(), o).unwrap()).len()
         })
         .collect();
     assert_eq!(counts, vec![250; 4]);
@@ -290,14 +306,14 @@ fn ranks_with_remainder_drop_get_equal_counts() {
 fn a_state_of_another_mixture_or_of_a_dataset_is_refused() {
     let (_d, sets) = sources(&[80, 40]);
     let m = mixture(&sets, &[1.0, 1.0], 2, Stop::FirstExhausted);
-    let mut l = m.loader(options(0, 1, 4)).unwrap();
+    let mut l = Loader::new(m.clone(), options(0, 1, 4)).unwrap();
     l.next().unwrap().unwrap();
     let state = l.state();
     let json = state.to_json();
     assert_eq!(json["mixture"]["version"], 1);
     assert_eq!(json["mixture"]["weights"], serde_json::json!([1.0, 1.0]));
     let other = mixture(&sets, &[1.0, 2.0], 2, Stop::FirstExhausted);
-    let e = other.resume(options(0, 1, 4), &state).unwrap_err();
+    let e = Loader::resume(other.clone(), options(0, 1, 4), &state).unwrap_err();
     assert!(matches!(e, DatasetError::BadState { .. }), "{e}");
     assert!(e.to_string().contains("another mixture"), "{e}");
     // A dataset's loader refuses the mixture's state, and the reverse.
@@ -306,7 +322,7 @@ fn a_state_of_another_mixture_or_of_a_dataset_is_refused() {
     let plain = Loader::new(sets[0].clone(), options(0, 1, 4))
         .unwrap()
         .state();
-    let e = m.resume(options(0, 1, 4), &plain).unwrap_err();
+    let e = Loader::resume(m.clone(), options(0, 1, 4), &plain).unwrap_err();
     assert!(e.to_string().contains("single dataset's loader"), "{e}");
 }
 
@@ -322,7 +338,7 @@ fn rows_batching_works_on_a_mixture() {
         ..options(0, 1, 1)
     };
     let mut total = 0;
-    for b in m.loader(o).unwrap() {
+    for b in Loader::new(m.clone(), o).unwrap() {
         let b = b.unwrap();
         check(&m, &b);
         let rows = b.batch.get("words").unwrap().rows();
@@ -367,13 +383,15 @@ fn vector() -> String {
         );
         let mut epochs = Vec::new();
         for epoch in 0..2 {
-            let mut l = m
-                .loader(LoaderOptions {
+            let mut l = Loader::new(
+                m.clone(),
+                LoaderOptions {
                     shuffle: Some(shuffle),
                     prefetch: 0,
                     ..Default::default()
-                })
-                .unwrap();
+                },
+            )
+            .unwrap();
             l.set_epoch(epoch).unwrap();
             let pairs: Vec<serde_json::Value> = l
                 .flat_map(|b| b.unwrap().ids)
@@ -485,7 +503,7 @@ fn an_empty_source_of_weight_0_is_accepted_and_draws_nothing() {
             for seed in 0..4 {
                 let m = mixture(&with, &weights, seed, stop);
                 assert_eq!(m.schema(), sets[0].schema());
-                let got = ids(&m, m.loader(options(0, 1, 16)).unwrap());
+                let got = ids(&m, Loader::new(m.clone(), options(0, 1, 16)).unwrap());
                 assert!(!got.is_empty());
                 assert!(
                     got.iter().all(|&id| m.source_of(id).unwrap().0 != at),
@@ -515,7 +533,7 @@ fn equal_subnormal_weights_draw_one_to_one() {
     let (_dirs, sets) = sources(&[100, 100]);
     for (w, seed) in [(5e-324, 1u64), (1e-320, 2), (1e-310, 3), (1.7e308, 4)] {
         let m = mixture(&sets, &[w, w], seed, Stop::Sequences(4000));
-        let got = ids(&m, m.loader(options(0, 1, 64)).unwrap());
+        let got = ids(&m, Loader::new(m.clone(), options(0, 1, 64)).unwrap());
         let first = got.iter().filter(|&&id| id < 100).count();
         // 2,000 expected: sigma about 32.
         assert!(

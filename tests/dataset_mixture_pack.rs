@@ -1,12 +1,17 @@
 //! Packing a mixture's stream (`spec/DATASET.md` 7.4 and 10.5): every
 //! position of the mixed stream packed exactly once, ranks disjoint and
 //! complete with equal counts, resume (same and another world size) exact.
+// These tests pin the behaviour of the deprecated packing constructors
+// (`PackedLoader`, `Mixture::packed_loader`/`resume_packed`): thin calls of
+// the one `Loader` with `LoaderOptions::packing` (tests/loader_one_type.rs
+// checks the two give the same stream).
+#![allow(deprecated)]
 
 mod dataset_util;
 
 use dataset_util::{TestRng, open, shape_of, words_of, write_dataset};
 use lodt::dataset::{
-    Batching, Dataset, LoaderOptions, LoaderState, Mixture, MixtureOptions, PackOptions,
+    Batching, Dataset, Loader, LoaderOptions, LoaderState, Mixture, MixtureOptions, PackOptions,
     PackedBatch, ShuffleOptions, Stop,
 };
 use std::sync::Arc;
@@ -89,7 +94,10 @@ fn stream(m: &Arc<Mixture>) -> Vec<u64> {
         batching: Batching::Sequences(7),
         ..options(0, 1)
     };
-    let mut ids: Vec<u64> = m.loader(o).unwrap().flat_map(|b| b.unwrap().ids).collect();
+    let mut ids: Vec<u64> = Loader::new(m.clone(), o)
+        .unwrap()
+        .flat_map(|b| b.unwrap().ids)
+        .collect();
     ids.sort_unstable();
     ids
 }

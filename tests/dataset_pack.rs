@@ -1,5 +1,10 @@
 //! Packing (`spec/DATASET.md` 7.4): every sequence exactly once, the budget
 //! kept, the efficiency on benchmark-like data, exact resume, varlen views.
+// These tests pin the behaviour of the deprecated packing constructors
+// (`PackedLoader`, `Mixture::packed_loader`/`resume_packed`): thin calls of
+// the one `Loader` with `LoaderOptions::packing` (tests/loader_one_type.rs
+// checks the two give the same stream).
+#![allow(deprecated)]
 
 mod dataset_util;
 

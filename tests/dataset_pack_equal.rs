@@ -1,6 +1,11 @@
 //! Equal packed counts (`spec/DATASET.md` 7.4, "Equal counts"): every
 //! consumer (rank × worker) delivers the same number of packed mini-batches
 //! per epoch, every sequence still exactly once, resume exact.
+// These tests pin the behaviour of the deprecated packing constructors
+// (`PackedLoader`, `Mixture::packed_loader`/`resume_packed`): thin calls of
+// the one `Loader` with `LoaderOptions::packing` (tests/loader_one_type.rs
+// checks the two give the same stream).
+#![allow(deprecated)]
 
 mod dataset_util;
 

@@ -2,6 +2,11 @@
 //! sequence longer than the capacity is cut to its first rows when asked
 //! (aligned tensors too, the cut reported), and delivered whole and alone
 //! otherwise, never dropped.
+// These tests pin the behaviour of the deprecated packing constructors
+// (`PackedLoader`, `Mixture::packed_loader`/`resume_packed`): thin calls of
+// the one `Loader` with `LoaderOptions::packing` (tests/loader_one_type.rs
+// checks the two give the same stream).
+#![allow(deprecated)]
 
 mod dataset_util;
 

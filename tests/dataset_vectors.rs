@@ -6,6 +6,11 @@
 //!
 //! After an intended change, rewrite them with
 //! `LODT_BLESS=1 cargo test --test dataset_vectors`.
+// These tests pin the behaviour of the deprecated packing constructors
+// (`PackedLoader`, `Mixture::packed_loader`/`resume_packed`): thin calls of
+// the one `Loader` with `LoaderOptions::packing` (tests/loader_one_type.rs
+// checks the two give the same stream).
+#![allow(deprecated)]
 
 use lodt::dataset::{
     Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LoaderState, LocalStore, PackOptions,

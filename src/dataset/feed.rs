@@ -1,17 +1,44 @@
 //! What a [`Loader`](super::Loader) reads: one dataset, or a weighted
 //! [`Mixture`] of several. The loader's partitions, batching, gather and
 //! resume work on positions of a stream; the feed says how long an epoch's
-//! stream is and which sequence (source, location) each position holds.
+//! stream is and which sequence (source, location) each position holds,
+//! and [`Tail`] is the one walk of an epoch's order from a state's base
+//! (its frontier and skip list) that the loader and packing share.
 
+use super::error::Result;
 use super::manifest::Schema;
-use super::mixture::{MixedOrder, Mixture, MixtureState};
+use super::mixture::{MixedOrder, Mixture};
+use super::options::ShuffleOptions;
 use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, Shuffle};
+use super::state::{Base, LoaderState, MixtureState, Subject};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A loader's input.
+/// What a [`Loader`](super::Loader) reads: one [`Dataset`] or a
+/// [`Mixture`]. Made from either with `From` (`Arc<Dataset>`, `Dataset`,
+/// `Arc<Mixture>`, `Mixture`), so the loader's constructors take both.
+///
+/// ```
+/// # use lodt::dataset::*;
+/// # let dir = tempfile::tempdir()?;
+/// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+/// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+/// # w.finish()?;
+/// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+/// let feed = Feed::from(dataset.clone());
+/// assert!(feed.dataset().is_some() && feed.mixture().is_none());
+/// let mixture = Mixture::try_new(vec![dataset], &[1.0], Default::default())?;
+/// assert!(Feed::from(mixture).mixture().is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
-pub(crate) enum Feed {
+pub struct Feed {
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
     /// One dataset (`spec/DATASET.md` section 6).
     Dataset {
         dataset: Arc<Dataset>,
@@ -21,86 +48,177 @@ pub(crate) enum Feed {
     Mixture(Arc<Mixture>),
 }
 
-impl Feed {
-    /// The feed of one dataset.
-    pub(crate) fn dataset(dataset: Arc<Dataset>) -> Self {
+impl From<Arc<Dataset>> for Feed {
+    fn from(dataset: Arc<Dataset>) -> Self {
         let counts = dataset.batch_counts();
-        Feed::Dataset { dataset, counts }
+        Feed {
+            kind: Kind::Dataset { dataset, counts },
+        }
+    }
+}
+
+impl From<Dataset> for Feed {
+    fn from(dataset: Dataset) -> Self {
+        Arc::new(dataset).into()
+    }
+}
+
+impl From<Arc<Mixture>> for Feed {
+    fn from(mixture: Arc<Mixture>) -> Self {
+        Feed {
+            kind: Kind::Mixture(mixture),
+        }
+    }
+}
+
+impl From<Mixture> for Feed {
+    fn from(mixture: Mixture) -> Self {
+        Arc::new(mixture).into()
+    }
+}
+
+impl Feed {
+    /// The dataset, for a feed of one dataset.
+    ///
+    /// See [`Feed`].
+    pub fn dataset(&self) -> Option<&Arc<Dataset>> {
+        match &self.kind {
+            Kind::Dataset { dataset, .. } => Some(dataset),
+            Kind::Mixture(_) => None,
+        }
+    }
+
+    /// The mixture, for a feed of a mixture.
+    ///
+    /// See [`Feed`].
+    pub fn mixture(&self) -> Option<&Arc<Mixture>> {
+        match &self.kind {
+            Kind::Dataset { .. } => None,
+            Kind::Mixture(m) => Some(m),
+        }
     }
 
     /// The schema every mini-batch has.
-    pub(crate) fn schema(&self) -> &Schema {
-        match self {
-            Feed::Dataset { dataset, .. } => dataset.schema(),
-            Feed::Mixture(m) => m.schema(),
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let feed = Feed::from(Dataset::open(dir.path())?);
+    /// assert!(feed.schema().tensors.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schema(&self) -> &Schema {
+        match &self.kind {
+            Kind::Dataset { dataset, .. } => dataset.schema(),
+            Kind::Mixture(m) => m.schema(),
         }
     }
 
     /// The pool the loader gathers mini-batches into: the dataset's, or the
     /// first source's for a mixture (one pool per loader either way).
     pub(crate) fn buffers(&self) -> &crate::buffer::BufferPool {
-        match self {
-            Feed::Dataset { dataset, .. } => dataset.buffers(),
-            Feed::Mixture(m) => m.sources()[0].buffers(),
+        match &self.kind {
+            Kind::Dataset { dataset, .. } => dataset.buffers(),
+            Kind::Mixture(m) => m.sources()[0].buffers(),
         }
     }
 
     /// Source `k` (0 for a single dataset).
     pub(crate) fn source(&self, k: usize) -> Option<&Arc<Dataset>> {
-        match self {
-            Feed::Dataset { dataset, .. } => (k == 0).then_some(dataset),
-            Feed::Mixture(m) => m.sources().get(k),
+        match &self.kind {
+            Kind::Dataset { dataset, .. } => (k == 0).then_some(dataset),
+            Kind::Mixture(m) => m.sources().get(k),
         }
     }
 
     /// The id a mini-batch reports for the sequence at `at` of source `k`.
     pub(crate) fn id_of(&self, k: usize, at: SequenceLocation) -> u64 {
-        match self {
-            Feed::Dataset { dataset, .. } => dataset.id_of(at),
-            Feed::Mixture(m) => m.id_of(k, at),
-        }
-    }
-
-    /// The number of positions of epoch `epoch`'s stream.
-    pub(crate) fn len(&self, epoch: u64) -> u64 {
-        match self {
-            Feed::Dataset { dataset, .. } => dataset.num_sequences(),
-            Feed::Mixture(m) => m.num_sequences(epoch),
+        match &self.kind {
+            Kind::Dataset { dataset, .. } => dataset.id_of(at),
+            Kind::Mixture(m) => m.id_of(k, at),
         }
     }
 
     /// The sequences `ids` (as a mini-batch reports them), in order, as one
     /// batch.
-    pub(crate) fn take(&self, ids: &[u64]) -> super::error::Result<crate::batch::Batch> {
-        match self {
-            Feed::Dataset { dataset, .. } => dataset.take(ids),
-            Feed::Mixture(m) => m.take(ids),
-        }
-    }
-
-    /// The fingerprint a state records.
-    pub(crate) fn fingerprint(&self) -> u32 {
-        match self {
-            Feed::Dataset { dataset, .. } => dataset.fingerprint(),
-            Feed::Mixture(m) => m.fingerprint(),
-        }
-    }
-
-    /// The mixture part of a state (`None` for a single dataset).
-    pub(crate) fn mixture_state(&self) -> Option<MixtureState> {
-        match self {
-            Feed::Dataset { .. } => None,
-            Feed::Mixture(m) => Some(m.state()),
+    pub(crate) fn take(&self, ids: &[u64]) -> Result<crate::batch::Batch> {
+        match &self.kind {
+            Kind::Dataset { dataset, .. } => dataset.take(ids),
+            Kind::Mixture(m) => m.take(ids),
         }
     }
 
     /// The stream of epoch `epoch`, from its first position.
     pub(crate) fn order(&self, epoch: u64, shuffle: Option<Shuffle>) -> Order {
-        match self {
-            Feed::Dataset { counts, .. } => {
+        match &self.kind {
+            Kind::Dataset { counts, .. } => {
                 Order::Single(EpochOrder::new(counts.clone(), shuffle, epoch))
             }
-            Feed::Mixture(m) => Order::Mixed(MixedOrder::new(m.clone(), shuffle, epoch)),
+            Kind::Mixture(m) => Order::Mixed(MixedOrder::new(m.clone(), shuffle, epoch)),
+        }
+    }
+
+    /// The tail of epoch `epoch`'s order after `base`: the positions from
+    /// the frontier on that are not in the skip list, numbered by tail
+    /// index (`spec/DATASET.md` 7.2).
+    pub(crate) fn tail(&self, epoch: u64, shuffle: Option<ShuffleOptions>, base: Base) -> Tail {
+        let shuffle = shuffle.map(|s| Shuffle {
+            seed: s.seed,
+            buffer: s.buffer,
+        });
+        Tail {
+            order: self.order(epoch, shuffle),
+            base,
+            pos: 0,
+            skip_at: 0,
+            index: 0,
+            stop: None,
+        }
+    }
+}
+
+impl Feed {
+    /// Walks the tail of `state`'s epoch order (its frontier and skip
+    /// list, as [`Feed::tail`]): `f(tail index, position, id)` until it
+    /// returns false.
+    pub(crate) fn walk(
+        &self,
+        state: &LoaderState,
+        mut f: impl FnMut(u64, u64, u64) -> Result<bool>,
+    ) -> Result<()> {
+        let base = Base {
+            frontier: state.frontier,
+            skip: state.skip.clone(),
+        };
+        for item in self.tail(state.epoch, state.shuffle, base) {
+            if !f(item.index, item.position, self.id_of(item.source, item.at))? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Subject for Feed {
+    fn len(&self, epoch: u64) -> u64 {
+        match &self.kind {
+            Kind::Dataset { dataset, .. } => dataset.num_sequences(),
+            Kind::Mixture(m) => m.num_sequences(epoch),
+        }
+    }
+
+    fn fingerprint(&self) -> u32 {
+        match &self.kind {
+            Kind::Dataset { dataset, .. } => dataset.fingerprint(),
+            Kind::Mixture(m) => m.fingerprint(),
+        }
+    }
+
+    fn mixture_state(&self) -> Option<MixtureState> {
+        match &self.kind {
+            Kind::Dataset { .. } => None,
+            Kind::Mixture(m) => Some(m.state()),
         }
     }
 }
@@ -120,6 +238,82 @@ impl Iterator for Order {
         match self {
             Order::Single(o) => o.next().map(|at| (0, at)),
             Order::Mixed(o) => o.next(),
+        }
+    }
+}
+
+/// One item of a [`Tail`]: its tail index, its position in the epoch's
+/// order, and the sequence there (source, location).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TailItem {
+    pub(crate) index: u64,
+    pub(crate) position: u64,
+    pub(crate) source: usize,
+    pub(crate) at: SequenceLocation,
+}
+
+/// The walk of an epoch's order from a base: every position before the
+/// frontier and every position in the skip list passed over, the rest
+/// numbered 0, 1, 2, … (their tail indices). The loader deals tail indices
+/// to consumers; packing's equal counts and elastic resume walk it too.
+#[derive(Debug)]
+pub(crate) struct Tail {
+    order: Order,
+    base: Base,
+    /// The position the order's next item has, and the next skip entry.
+    pos: u64,
+    skip_at: usize,
+    /// The tail index of the next position not passed over.
+    index: u64,
+    /// Checked every 65,536 positions: set, the walk ends.
+    stop: Option<Arc<AtomicBool>>,
+}
+
+impl Tail {
+    /// The walk, ending early (as if the order had ended) once `stop` is
+    /// set: walking to a far frontier takes a while.
+    pub(crate) fn with_stop(mut self, stop: Arc<AtomicBool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// The position the walk has reached.
+    pub(crate) fn position(&self) -> u64 {
+        self.pos
+    }
+}
+
+impl Iterator for Tail {
+    type Item = TailItem;
+
+    fn next(&mut self) -> Option<TailItem> {
+        loop {
+            let (source, at) = self.order.next()?;
+            let p = self.pos;
+            self.pos += 1;
+            if p % 65_536 == 65_535
+                && self
+                    .stop
+                    .as_ref()
+                    .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
+                return None;
+            }
+            if p < self.base.frontier {
+                continue;
+            }
+            if self.base.skip.get(self.skip_at) == Some(&p) {
+                self.skip_at += 1;
+                continue;
+            }
+            let index = self.index;
+            self.index += 1;
+            return Some(TailItem {
+                index,
+                position: p,
+                source,
+                at,
+            });
         }
     }
 }

@@ -1,20 +1,16 @@
 //! [`Mixture`]: several datasets read as one stream, each sequence drawn
 //! from a source chosen at random in given proportions (`spec/DATASET.md`,
-//! "Mixtures"). A [`Loader`] reads it like a dataset: the same batching,
-//! gather, partitions and resume state.
+//! "Mixtures"). A mixture is a source of sequences: a
+//! [`Loader`](super::Loader) reads it like a dataset, with the same
+//! batching, gather, partitions, packing and resume state.
 
 use super::error::{DatasetError, Result};
-use super::feed::Feed;
-use super::loader::{Loader, LoaderOptions, LoaderState};
 use super::manifest::Schema;
-use super::pack::{PackOptions, PackedLoader};
+use super::options::{MixtureOptions, Stop};
 use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, Rng, Shuffle, stream_seed};
-use serde::{Deserialize, Serialize};
+use super::state::{MIXTURE_STATE_VERSION, MixtureState, SourceState};
 use std::sync::{Arc, Mutex};
-
-/// The version of a mixture's part of a loader state ([`MixtureState`]).
-pub const MIXTURE_STATE_VERSION: u32 = 1;
 
 /// The stream of the per-source order seeds (`spec/DATASET.md`, "Mixtures").
 const PURPOSE_SOURCE: u64 = 4;
@@ -31,104 +27,23 @@ const PURPOSE_DRAWS: u64 = 5;
 /// ```
 pub const MAX_MIXTURE_EPOCH: u64 = 1 << 36;
 
-/// When a mixture's epoch ends.
-///
-/// ```
-/// use lodt::dataset::Stop;
-/// assert_eq!(serde_json::to_value(Stop::AllExhausted)?, "all_exhausted");
-/// assert_eq!(serde_json::to_value(Stop::Sequences(9))?, serde_json::json!({"sequences": 9}));
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stop {
-    /// At the first draw of a source that has delivered all its sequences:
-    /// no sequence twice, the other sources partly read.
-    #[default]
-    FirstExhausted,
-    /// Once every source of positive weight has delivered all its
-    /// sequences; a source that runs out first starts over (its next pass,
-    /// in a new order).
-    AllExhausted,
-    /// After this many sequences; sources that run out start over.
-    Sequences(u64),
-}
-
-/// A mixture's seed (of its draws) and stopping rule.
-///
-/// ```
-/// let o = lodt::dataset::MixtureOptions::default();
-/// assert_eq!((o.seed, o.stop), (0, lodt::dataset::Stop::FirstExhausted));
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MixtureOptions {
-    /// The seed of the draws (which source each position comes from).
-    pub seed: u64,
-    /// When an epoch ends.
-    pub stop: Stop,
-}
-
-/// One source as a state records it.
-///
-/// ```
-/// let s = lodt::dataset::SourceState { sequences: 10, fingerprint: 7 };
-/// assert_eq!(serde_json::to_value(s)?, serde_json::json!({"sequences": 10, "fingerprint": 7}));
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourceState {
-    /// Its number of sequences.
-    pub sequences: u64,
-    /// Its [`Dataset::fingerprint`].
-    pub fingerprint: u32,
-}
-
-/// The mixture a loader state belongs to: [`LoaderState::mixture`].
-/// A state resumes only on an equal mixture (same sources, weights, seed
-/// and stopping rule).
-///
-/// ```
-/// let json = serde_json::json!({"version": 1, "seed": 3, "weights": [0.75, 0.25],
-///     "stop": "first_exhausted", "sources": [{"sequences": 8, "fingerprint": 1},
-///     {"sequences": 4, "fingerprint": 2}]});
-/// let m: lodt::dataset::MixtureState = serde_json::from_value(json.clone())?;
-/// assert_eq!(serde_json::to_value(&m)?, json);
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MixtureState {
-    /// Its format version ([`MIXTURE_STATE_VERSION`]).
-    pub version: u32,
-    /// The seed of the draws.
-    pub seed: u64,
-    /// The weights, one per source.
-    pub weights: Vec<f64>,
-    /// The stopping rule.
-    pub stop: Stop,
-    /// The sources, in order.
-    pub sources: Vec<SourceState>,
-}
-
-// JSON has no NaN: every weight read or written is a finite number, so the
-// comparison is reflexive.
-impl Eq for MixtureState {}
-
 /// Several datasets with the same schema read as one stream: each position
 /// of an epoch is drawn from source `k` with probability
 /// `weights[k] / sum(weights)`, and takes that source's next sequence in
-/// its own shuffled order (the order a [`Loader`] of that source would
+/// its own shuffled order (the order a [`Loader`](super::Loader) of that source would
 /// use, from a seed derived per source and epoch). Deterministic per seed
 /// and epoch; [`Stop`] says when an epoch ends.
 ///
-/// [`Mixture::loader`] reads it like a dataset: mini-batches, ranks and
-/// workers, prefetch and resume ([`Loader::state`], also on another world
+/// A [`Loader`](super::Loader) reads it like a dataset
+/// (`Loader::new(mixture, options)`): mini-batches, ranks and workers,
+/// packing, prefetch and resume ([`Loader::state`](super::Loader::state), also on another world
 /// size) work as for one dataset, on the positions of the mixed stream. A
 /// mini-batch's `ids` number the sources one after the other (source `k`'s
 /// sequence `i` is `i` plus the sequences of sources `0..k`);
 /// [`Mixture::source_of`] splits one.
 ///
 /// ```
-/// use lodt::dataset::{Batching, Dataset, DatasetWriter, LoaderOptions, Mixture, MixtureOptions, Stop};
+/// use lodt::dataset::{Batching, Dataset, DatasetWriter, Loader, LoaderOptions, Mixture, MixtureOptions, Stop};
 /// use lodt::{Batch, Lod, LodTensor};
 /// use std::sync::Arc;
 /// let (dir_a, dir_b) = (tempfile::tempdir()?, tempfile::tempdir()?);
@@ -142,7 +57,7 @@ impl Eq for MixtureState {}
 /// let (a, b) = (write(dir_a.path(), 30)?, write(dir_b.path(), 10)?);
 /// let options = MixtureOptions { seed: 1, stop: Stop::AllExhausted };
 /// let mixture = Arc::new(Mixture::try_new(vec![a, b], &[0.5, 0.5], options)?);
-/// let loader = mixture.loader(LoaderOptions { batching: Batching::Sequences(8), ..Default::default() })?;
+/// let loader = Loader::new(mixture.clone(), LoaderOptions { batching: Batching::Sequences(8), ..Default::default() })?;
 /// let ids: Vec<u64> = loader.flat_map(|b| b.unwrap().ids).collect();
 /// // All of a (ids 0..30) once; b (ids 30..40) repeated as often as it ran out.
 /// assert!((0..30).all(|i| ids.iter().filter(|&&x| x == i).count() == 1));
@@ -597,97 +512,6 @@ impl Mixture {
                 })
                 .collect(),
         }
-    }
-
-    /// A loader of the mixture at the start of epoch 0 (see [`Loader`]):
-    /// `options.shuffle` shuffles each source's order (without it, each
-    /// source is read in dataset order).
-    ///
-    /// ```
-    /// # use lodt::dataset::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
-    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
-    /// # w.finish()?;
-    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
-    /// let m = std::sync::Arc::new(Mixture::try_new(vec![a], &[1.0], Default::default())?);
-    /// let ids: Vec<u64> = m.loader(Default::default())?.flat_map(|b| b.unwrap().ids).collect();
-    /// assert_eq!(ids, vec![0, 1, 2, 3]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn loader(self: &Arc<Self>, options: LoaderOptions) -> Result<Loader> {
-        Loader::build(Feed::Mixture(self.clone()), options, None)
-    }
-
-    /// A loader of the mixture that continues from `state` (of a loader of
-    /// an equal mixture), as [`Loader::resume`] does.
-    ///
-    /// ```
-    /// # use lodt::dataset::*;
-    /// # let dir = tempfile::tempdir()?;
-    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
-    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 9], vec![9], Default::default())?)])?)?;
-    /// # w.finish()?;
-    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
-    /// let m = std::sync::Arc::new(Mixture::try_new(vec![a.clone(), a], &[1.0, 2.0], Default::default())?);
-    /// let options = LoaderOptions { batching: Batching::Sequences(2), ..Default::default() };
-    /// let mut loader = m.loader(options.clone())?;
-    /// loader.next().unwrap()?;
-    /// let state = loader.state();
-    /// let rest: Vec<u64> = loader.flat_map(|b| b.unwrap().ids).collect();
-    /// let again: Vec<u64> = m.resume(options, &state)?.flat_map(|b| b.unwrap().ids).collect();
-    /// assert_eq!(again, rest);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn resume(self: &Arc<Self>, options: LoaderOptions, state: &LoaderState) -> Result<Loader> {
-        Loader::build(Feed::Mixture(self.clone()), options, Some(state))
-    }
-
-    /// A packing loader of the mixture (`spec/DATASET.md` 7.4 and 10.5):
-    /// the consumer's share of the mixed stream packed as
-    /// [`PackedLoader::new`] packs a dataset's, equal counts and truncation
-    /// included; a carry holds mixture ids.
-    ///
-    /// ```
-    /// # use lodt::dataset::*;
-    /// # use lodt::{Batch, Lod, LodTensor};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
-    /// # let lod = Lod::try_from_lengths(&[vec![5, 3, 4, 2]])?;
-    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec((0..14i32).collect(), vec![14], lod)?)])?)?;
-    /// # w.finish()?;
-    /// # let a = std::sync::Arc::new(Dataset::open(dir.path())?);
-    /// let options = MixtureOptions { seed: 2, stop: Stop::AllExhausted };
-    /// let m = std::sync::Arc::new(Mixture::try_new(vec![a.clone(), a], &[1.0, 1.0], options)?);
-    /// let mut loader = m.packed_loader(LoaderOptions::default(), PackOptions::tokens(8))?;
-    /// let first = loader.next().unwrap()?;
-    /// assert!(first.batch.batch.get("x").unwrap().rows() <= 8);
-    /// let state = loader.state();
-    /// let rest: Vec<Vec<u64>> = loader.map(|b| b.unwrap().batch.ids).collect();
-    /// let again = m.resume_packed(LoaderOptions::default(), PackOptions::tokens(8), &state)?;
-    /// assert_eq!(again.map(|b| b.unwrap().batch.ids).collect::<Vec<_>>(), rest);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn packed_loader(
-        self: &Arc<Self>,
-        options: LoaderOptions,
-        pack: PackOptions,
-    ) -> Result<PackedLoader> {
-        PackedLoader::build(Feed::Mixture(self.clone()), options, pack, None)
-    }
-
-    /// A packing loader of the mixture that continues from `state` (of a
-    /// packing loader of an equal mixture, the same packing options), as
-    /// [`PackedLoader::resume`] does, also on another number of consumers.
-    ///
-    /// See [`Mixture::packed_loader`].
-    pub fn resume_packed(
-        self: &Arc<Self>,
-        options: LoaderOptions,
-        pack: PackOptions,
-        state: &LoaderState,
-    ) -> Result<PackedLoader> {
-        PackedLoader::build(Feed::Mixture(self.clone()), options, pack, Some(state))
     }
 }
 

@@ -79,6 +79,7 @@
 
 mod batch_cache;
 mod commit;
+mod compat;
 mod error;
 mod feed;
 mod job;
@@ -86,42 +87,43 @@ mod loader;
 mod manifest;
 mod mixture;
 mod names;
+mod options;
 mod pack;
-mod pack_elastic;
-mod pack_equal;
-mod pack_truncate;
 mod parts;
 mod reader;
 mod shuffle;
+mod state;
 mod store;
+mod stream;
 mod take;
 mod writer;
 
 pub use commit::new_commit_id;
+#[allow(deprecated)]
+pub use compat::PackedLoader;
 pub use error::{DatasetError, Result};
+pub use feed::Feed;
 pub use job::{JobCleanup, PartJob};
-pub use loader::{
-    Batching, DEFAULT_CACHE_BYTES, Loader, LoaderOptions, LoaderState, MAX_PREFETCH, MiniBatch,
-    Remainder, ShuffleOptions,
-};
+pub use loader::Loader;
 pub use manifest::{
     COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MAX_MANIFEST_BYTES, Manifest,
     ManifestVersion, Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
 };
-pub use mixture::{
-    MAX_MIXTURE_EPOCH, MIXTURE_STATE_VERSION, Mixture, MixtureOptions, MixtureState, SourceState,
-    Stop,
-};
+pub use mixture::{MAX_MIXTURE_EPOCH, Mixture};
 pub use names::{
     MANIFEST_NAME, PART_PREFIX, SHARD_SUFFIX, part_manifest_name, part_shard_prefix,
     part_writer_id, shard_writer_id, valid_commit_id, valid_shard_name, valid_writer_id,
 };
-pub use pack::{
-    BINS_KEY, PackOptions, PackState, PackWindow, PackedBatch, PackedLoader, Varlen, best_fit,
-    row_cu_seqlens, varlen,
+pub use options::{
+    Batching, DEFAULT_CACHE_BYTES, LoaderOptions, MAX_PREFETCH, MixtureOptions, PackOptions,
+    Remainder, ShuffleOptions, Stop,
 };
-pub use pack_truncate::TRUNCATED_KEY;
+pub use pack::{BINS_KEY, PackedBatch, TRUNCATED_KEY, Varlen, best_fit, row_cu_seqlens, varlen};
 pub use parts::Part;
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
+pub use state::{
+    LoaderState, MIXTURE_STATE_VERSION, MixtureState, PackState, PackWindow, SourceState,
+};
 pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
+pub use stream::MiniBatch;
 pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, WriterOptions};

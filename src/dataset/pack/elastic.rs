@@ -2,11 +2,12 @@
 //! a complete packing state becomes the base (frontier and skip list) of a
 //! plain state that holds exactly the sequences not delivered.
 
-use super::error::{DatasetError, Result};
-use super::feed::Feed;
-use super::loader::{LoaderState, Remainder, STATE_VERSION};
-use super::pack::{PackOptions, PackState, plan_window, row_counts};
-use super::shuffle::Shuffle;
+use super::super::error::{DatasetError, Result};
+use super::super::feed::Feed;
+use super::super::options::{PackOptions, Remainder};
+use super::super::state::{LoaderState, PackState, STATE_VERSION, Subject};
+use super::batch::row_counts;
+use super::plan::plan_window;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One old consumer's current window: its carry (by id), its new
@@ -21,7 +22,7 @@ struct Window<'a> {
 /// A version-1 state of one consumer with nothing consumed, whose base
 /// leaves exactly the sequences the consumers of `state` (a complete
 /// packing state) did not deliver.
-pub(super) fn unpack_state(
+pub(crate) fn unpack_state(
     feed: &Feed,
     state: &LoaderState,
     packing: &PackState,
@@ -65,8 +66,8 @@ pub(super) fn unpack_state(
     let tail_len = n - state.frontier - state.skip.len() as u64;
     // With equal counts, the old consumers' splits per window.
     let splits = if packing.equal {
-        let lengths = super::pack_equal::lengths(feed, tensor)?;
-        super::pack_equal::equal_splits(feed, state, &lengths, pack)?
+        let lengths = super::equal::lengths(feed, tensor)?;
+        super::equal::equal_splits(feed, state, &lengths, pack)?
     } else {
         Vec::new()
     };
@@ -100,7 +101,7 @@ pub(super) fn unpack_state(
         .chain(starts.iter().copied())
         .max()
         .unwrap_or(0);
-    walk(feed, state, |i, _, id| {
+    feed.walk(state, |i, _, id| {
         if let Some(slot) = wanted.get_mut(&i) {
             *slot = id;
         }
@@ -155,7 +156,7 @@ pub(super) fn unpack_state(
             .and_then(|s| s.get(&window))
             .copied()
             .unwrap_or(0);
-        super::pack_equal::split(&mut batches, &lengths, n);
+        super::equal::split(&mut batches, &lengths, n);
         let delivered: BTreeSet<usize> = batches
             .iter()
             .take(usize::try_from(win.delivered).unwrap_or(usize::MAX))
@@ -192,7 +193,7 @@ pub(super) fn unpack_state(
     let mut frontier = n;
     let mut skip: Vec<u64> = state.skip.clone();
     if first < tail_len {
-        walk(feed, state, |i, p, _| {
+        feed.walk(state, |i, p, _| {
             if i == first {
                 frontier = p;
             } else if consumed_after(i) {
@@ -213,34 +214,4 @@ pub(super) fn unpack_state(
         packing: None,
         ..state.clone()
     })
-}
-
-/// Walks the tail of `state`'s epoch order of `feed`: `f(tail index,
-/// position, id)` until it returns false.
-pub(super) fn walk(
-    feed: &Feed,
-    state: &LoaderState,
-    mut f: impl FnMut(u64, u64, u64) -> Result<bool>,
-) -> Result<()> {
-    let shuffle = state.shuffle.map(|s| Shuffle {
-        seed: s.seed,
-        buffer: s.buffer,
-    });
-    let mut skip = state.skip.iter().peekable();
-    let mut i = 0u64;
-    for (p, (k, at)) in feed.order(state.epoch, shuffle).enumerate() {
-        let p = p as u64;
-        if p < state.frontier {
-            continue;
-        }
-        if skip.peek() == Some(&&p) {
-            skip.next();
-            continue;
-        }
-        if !f(i, p, feed.id_of(k, at))? {
-            break;
-        }
-        i += 1;
-    }
-    Ok(())
 }

@@ -4,16 +4,17 @@
 //! below the largest count splits mini-batches of its last windows until
 //! the counts are equal.
 
-use super::error::{DatasetError, Result};
-use super::feed::Feed;
-use super::loader::{LoaderState, Remainder};
-use super::pack::{PackOptions, plan_window};
+use super::super::error::{DatasetError, Result};
+use super::super::feed::Feed;
+use super::super::options::{PackOptions, Remainder};
+use super::super::state::{LoaderState, Subject};
+use super::plan::plan_window;
 use std::collections::BTreeMap;
 
 /// Per sequence id of `feed` (sources one after the other, as a mixture
 /// numbers them), its rows of tensor `tensor`: read from the top-level LoD
 /// offsets of each batch (1 per sequence for a tensor without LoD).
-pub(super) fn lengths(feed: &Feed, tensor: usize) -> Result<Vec<u32>> {
+pub(crate) fn lengths(feed: &Feed, tensor: usize) -> Result<Vec<u32>> {
     let mut out: Vec<u32> = Vec::new();
     let mut k = 0;
     while let Some(source) = feed.source(k) {
@@ -68,7 +69,7 @@ struct Windows {
 }
 
 /// Packs one consumer's sequences (their lengths, in its order) window by
-/// window, as [`PackedLoader`](super::PackedLoader) does, counting only.
+/// window, as the packing stage does, counting only.
 fn pack_counts(lengths: &[usize], pack: &PackOptions) -> Windows {
     let mut out = Windows {
         batches: Vec::new(),
@@ -95,7 +96,7 @@ fn pack_counts(lengths: &[usize], pack: &PackOptions) -> Windows {
 /// splits of each of its windows (window index -> splits; windows without
 /// splits absent), from the lengths of the sequences (by id) of the epoch,
 /// frontier, skip list, consumers and remainder of `state`.
-pub(super) fn equal_splits(
+pub(crate) fn equal_splits(
     feed: &Feed,
     state: &LoaderState,
     lengths: &[u32],
@@ -107,7 +108,7 @@ pub(super) fn equal_splits(
     let mut tail: Vec<usize> = Vec::new();
     tail.try_reserve(usize::try_from(n).unwrap_or(usize::MAX))
         .map_err(|e| DatasetError::Loader(format!("a tail of {n} sequences: {e}")))?;
-    super::pack_elastic::walk(feed, state, |_, _, id| {
+    feed.walk(state, |_, _, id| {
         let len = *lengths.get(id as usize).ok_or_else(|| {
             DatasetError::Loader(format!(
                 "sequence {id} has no length ({} known)",
@@ -173,7 +174,7 @@ pub(super) fn equal_splits(
 /// ```text
 /// [[0, 1, 2]], [[3]]  --1 split-->  [[0, 1]], [[2]], [[3]]
 /// ```
-pub(super) fn split(batches: &mut Vec<Vec<Vec<usize>>>, lengths: &[usize], n: usize) {
+pub(crate) fn split(batches: &mut Vec<Vec<Vec<usize>>>, lengths: &[usize], n: usize) {
     for _ in 0..n {
         let pick = batches
             .iter()

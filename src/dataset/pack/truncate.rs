@@ -3,7 +3,7 @@
 //! longer than the capacity `K` is cut to its first `K` rows, in the counted
 //! tensor and in every tensor whose rows align with it.
 
-use super::error::{DatasetError, Result};
+use super::super::error::{DatasetError, Result};
 use crate::batch::Batch;
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
@@ -23,7 +23,7 @@ pub const TRUNCATED_KEY: &str = "lodt.pack.truncated";
 /// sequence are as many; a tensor without LoD (one row per sequence) is
 /// kept whole; a tensor with LoD and another row count is an error. Returns
 /// the cuts, `(id, rows before)`, in batch order.
-pub(super) fn truncate(
+pub(crate) fn truncate(
     batch: Batch,
     ids: &[u64],
     rows: &[usize],
