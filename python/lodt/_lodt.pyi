@@ -375,33 +375,61 @@ class DatasetReader:
         """Sequences ``ids`` gathered into one batch (a copy)."""
     def verify(self) -> dict[str, int]:
         """Checks every shard completely: ``{"shards", "bytes", "batches", "sequences"}``."""
-    def loader(
-        self,
+
+@final
+class Packing:
+    """Packed mini-batches (``spec/DATASET.md`` 7.4): bins of at most ``tokens`` rows, ``rows`` bins per
+    mini-batch, best-fit from windows of ``buffer`` sequences; ``equal``: as many mini-batches on every
+    consumer (``None``: when ``world_size > 1``); ``truncate``: cut longer sequences to ``tokens`` rows
+    (metadata ``lodt.pack.truncated``)."""
+
+    def __new__(
+        cls,
+        tokens: int,
         *,
-        batch_size: int = 32,
-        max_rows: int | None = None,
-        rows_of: str | None = None,
-        drop_last: bool = False,
-        seed: int | None = None,
-        shuffle_buffer: int = 16384,
-        rank: int = 0,
-        world_size: int = 1,
-        worker: int = 0,
-        num_workers: int = 1,
-        remainder: str = "keep",
-        prefetch: int = 2,
-        epoch: int = 0,
-        state: str | None = None,
-        pack_tokens: int | None = None,
-        pack_rows: int | None = None,
-        pack_buffer: int = 1000,
-        pack_equal: bool | None = None,
-        pack_truncate: bool = False,
-    ) -> DatasetLoader:
-        """The Rust loader of consumer ``(rank, worker)``, at ``epoch`` or resumed from ``state`` (JSON);
-        packing (``spec/DATASET.md`` 7.4) with ``pack_tokens``; ``pack_equal``: as many mini-batches on
-        every consumer (``None``: when ``world_size > 1``); ``pack_truncate``: cut longer sequences to
-        ``pack_tokens`` rows (metadata ``lodt.pack.truncated``)."""
+        rows: int | None = None,
+        buffer: int = 1000,
+        equal: bool | None = None,
+        truncate: bool = False,
+    ) -> Packing: ...
+    @property
+    def tokens(self) -> int:
+        """The bin's capacity in rows."""
+    @property
+    def rows(self) -> int | None:
+        """Bins per mini-batch (``None``: one)."""
+    @property
+    def buffer(self) -> int:
+        """The window, in sequences."""
+    @property
+    def equal(self) -> bool | None:
+        """Equal mini-batch counts per consumer."""
+    @property
+    def truncate(self) -> bool:
+        """Cut sequences longer than ``tokens``."""
+    def __getnewargs_ex__(self) -> tuple[tuple[int], dict[str, Any]]: ...
+
+def loader(
+    source: DatasetReader | MixtureReader,
+    *,
+    batch_size: int = 32,
+    max_rows: int | None = None,
+    rows_of: str | None = None,
+    drop_last: bool = False,
+    seed: int | None = None,
+    shuffle_buffer: int = 16384,
+    rank: int = 0,
+    world_size: int = 1,
+    worker: int = 0,
+    num_workers: int = 1,
+    remainder: str = "keep",
+    prefetch: int = 2,
+    epoch: int = 0,
+    state: str | None = None,
+    packing: Packing | None = None,
+) -> DatasetLoader:
+    """The Rust loader of consumer ``(rank, worker)`` of a dataset or a mixture, at ``epoch`` or resumed
+    from ``state`` (JSON); packed when ``packing`` is given (counting ``rows_of``'s rows)."""
 
 @final
 class DatasetLoader:
@@ -447,31 +475,6 @@ class MixtureReader:
     @property
     def offsets(self) -> list[int]:
         """Source ``k``'s sequence ``i`` is id ``offsets[k] + i``."""
-    def loader(
-        self,
-        *,
-        batch_size: int = 32,
-        max_rows: int | None = None,
-        rows_of: str | None = None,
-        drop_last: bool = False,
-        seed: int | None = None,
-        shuffle_buffer: int = 16384,
-        rank: int = 0,
-        world_size: int = 1,
-        worker: int = 0,
-        num_workers: int = 1,
-        remainder: str = "keep",
-        prefetch: int = 2,
-        epoch: int = 0,
-        state: str | None = None,
-        pack_tokens: int | None = None,
-        pack_rows: int | None = None,
-        pack_buffer: int = 1000,
-        pack_equal: bool | None = None,
-        pack_truncate: bool = False,
-    ) -> DatasetLoader:
-        """The Rust loader of consumer ``(rank, worker)`` of the mixture (``seed`` shuffles each source;
-        ``pack_*`` pack the mixed stream, as ``DatasetReader.loader``)."""
 
 @final
 class DatasetWriter:

@@ -29,12 +29,14 @@ from __future__ import annotations
 import json
 import os
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from . import _lodt
-from ._lodt import Batch, DatasetReader
+from ._lodt import Batch, DatasetReader, Packing
+from ._lodt import loader as _native_loader
 
 if TYPE_CHECKING:  # pragma: no cover
     _Base = object
@@ -53,6 +55,45 @@ else:
 
 
 __all__ = ["Dataset"]
+
+def _packing(
+    packing: Packing | None,
+    tokens: int | None,
+    rows: int | None,
+    buffer: int | None,
+    equal: bool | None,
+    truncate: bool | None,
+) -> Packing | None:
+    """The packing options: ``packing``, or the deprecated ``pack_*``
+    keywords made into one (with a ``DeprecationWarning``)."""
+    given = {
+        k: v
+        for k, v in (("pack_tokens", tokens), ("pack_rows", rows), ("pack_buffer", buffer),
+                     ("pack_equal", equal), ("pack_truncate", truncate))
+        if v is not None
+    }
+    if packing is not None and not isinstance(packing, Packing):
+        raise TypeError(f"packing must be a lodt.Packing, found {type(packing).__name__}")
+    if not given:
+        return packing
+    if packing is not None:
+        raise ValueError(f"give packing=lodt.Packing(...) or the deprecated {', '.join(given)}, not both")
+    warnings.warn(
+        f"{', '.join(given)}: use packing=lodt.Packing(tokens=..., rows=..., buffer=..., equal=..., truncate=...)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if tokens is None:
+        what = "pack_truncate" if truncate else "pack_rows" if rows is not None else next(iter(given))
+        raise ValueError(f"{what} needs pack_tokens (the bin's rows)")
+    return Packing(
+        tokens,
+        rows=rows,
+        buffer=1000 if buffer is None else buffer,
+        equal=equal,
+        truncate=bool(truncate),
+    )
+
 
 #: The version of :meth:`Dataset.state_dict`'s wrapper (the loader state
 #: inside has its own, ``spec/DATASET.md`` 7.2).
@@ -105,23 +146,26 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
     * ``rank``/``world_size``: explicit, or ``torch.distributed``'s when it
       is initialised (when the Dataset is made), else 0 and 1. DataLoader
       workers (``torch.utils.data.get_worker_info``) split a rank's share.
-    * ``pack_tokens``: packed mini-batches (``spec/DATASET.md`` 7.4) instead:
-      whole sequences best-fit into bins of at most ``pack_tokens`` rows of
-      ``rows_of`` (a longer sequence alone, never split or dropped), chosen
-      from windows of ``pack_buffer`` sequences; with ``pack_rows=R``, ``R``
-      bins of ``pack_tokens`` rows per mini-batch (an ``[R, L]`` shape; the
-      bins are in the batch's metadata, see :func:`lodt.torch.varlen`).
-      Exactly resumable; on another world size via :meth:`merge_states`.
-      ``pack_equal``: every consumer (rank and worker) yields the same number
-      of packed mini-batches per epoch, as data-parallel training needs (the
-      smaller counts are raised by splitting mini-batches of their last
-      windows; a ValueError if a consumer has fewer sequences than the
-      largest count). Default (``None``): on when ``world_size > 1``.
-      ``pack_truncate=True``: a sequence longer than ``pack_tokens`` is cut to
-      its first ``pack_tokens`` rows (with every tensor whose rows align with
-      ``rows_of``; a tensor without LoD is kept) instead of coming alone; the
-      cuts are in the batch's metadata ``"lodt.pack.truncated"`` (``id:rows``,
-      comma-separated, ``rows`` before the cut).
+    * ``packing=lodt.Packing(tokens=K, rows=None, buffer=1000, equal=None,
+      truncate=False)``: packed mini-batches (``spec/DATASET.md`` 7.4)
+      instead: whole sequences best-fit into bins of at most ``tokens`` rows
+      of ``rows_of`` (a longer sequence alone, never split or dropped),
+      chosen from windows of ``buffer`` sequences; with ``rows=R``, ``R``
+      bins of ``tokens`` rows per mini-batch (an ``[R, L]`` shape; the bins
+      are in the batch's metadata, see :func:`lodt.torch.varlen`). Exactly
+      resumable; on another world size via :meth:`merge_states`. ``equal``:
+      every consumer (rank and worker) yields the same number of packed
+      mini-batches per epoch, as data-parallel training needs (the smaller
+      counts are raised by splitting mini-batches of their last windows; a
+      ValueError if a consumer has fewer sequences than the largest count).
+      Default (``None``): on when ``world_size > 1``. ``truncate=True``: a
+      sequence longer than ``tokens`` is cut to its first ``tokens`` rows
+      (with every tensor whose rows align with ``rows_of``; a tensor without
+      LoD is kept) instead of coming alone; the cuts are in the batch's
+      metadata ``"lodt.pack.truncated"`` (``id:rows``, comma-separated,
+      ``rows`` before the cut). The keywords ``pack_tokens``, ``pack_rows``,
+      ``pack_buffer``, ``pack_equal`` and ``pack_truncate`` of earlier
+      releases still work, with a ``DeprecationWarning``.
     * ``remainder``: ``"keep"`` (every sequence once; consumers differ by at
       most one sequence), ``"drop"`` or ``"repeat"`` (equal counts).
     * ``prefetch``: mini-batches read ahead by a background thread.
@@ -162,11 +206,12 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         return_ids: bool = False,
         storage_options: Mapping[str, str] | None = None,
         check_bodies: bool = False,
+        packing: Packing | None = None,
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
-        pack_buffer: int = 1000,
+        pack_buffer: int | None = None,
         pack_equal: bool | None = None,
-        pack_truncate: bool = False,
+        pack_truncate: bool | None = None,
     ) -> None:
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither (torch.distributed's, or 0 of 1)")
@@ -183,11 +228,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self.mmap = mmap
         self.check_bodies = check_bodies
         self.return_ids = return_ids
-        self.pack_tokens = pack_tokens
-        self.pack_rows = pack_rows
-        self.pack_buffer = pack_buffer
-        self.pack_equal = pack_equal
-        self.pack_truncate = pack_truncate
+        self.packing = _packing(packing, pack_tokens, pack_rows, pack_buffer, pack_equal, pack_truncate)
         self.storage_options = dict(storage_options) if storage_options else None
         self._explicit = None if rank is None else (int(rank), int(world_size))  # type: ignore[arg-type]
         self._rank_world: tuple[int, int] | None = None
@@ -242,7 +283,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
 
     def _loader(self, rank: int, world: int, local: int, workers: int, prefetch: int) -> Any:
         resume = self._resume
-        return self._native().loader(
+        return _native_loader(
+            self._native(),
             batch_size=self.batch_size,
             max_rows=self.max_rows,
             rows_of=self.rows_of,
@@ -257,11 +299,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
             prefetch=prefetch,
             epoch=self._epoch,
             state=None if resume is None else json.dumps(resume["loader"]),
-            pack_tokens=self.pack_tokens,
-            pack_rows=self.pack_rows,
-            pack_buffer=self.pack_buffer,
-            pack_equal=self.pack_equal,
-            pack_truncate=self.pack_truncate,
+            packing=self.packing,
         )
 
     def _probe(self, rank: int, world: int, local: int, workers: int) -> Any:

@@ -40,9 +40,8 @@ class Mixture(Dataset):
     * every other option is :class:`lodt.Dataset`'s: ``batch_size`` or
       ``max_rows``/``rows_of``, ``drop_last``, ``shuffle``,
       ``shuffle_buffer``, ``rank``/``world_size``, ``remainder``,
-      ``prefetch``, ``return_ids``, and packing (``pack_tokens``,
-      ``pack_rows``, ``pack_buffer``, ``pack_equal``, ``pack_truncate``: the
-      mixed stream packed, ``spec/DATASET.md`` 10.5).
+      ``prefetch``, ``return_ids``, and ``packing`` (a :class:`lodt.Packing`:
+      the mixed stream packed, ``spec/DATASET.md`` 10.5).
 
     Ranks and ``DataLoader`` workers split the mixed stream as they split a
     dataset: round robin, disjoint, together the whole stream.
@@ -79,7 +78,7 @@ class Mixture(Dataset):
         pid = os.getpid()
         if self._reader is None or self._pid != pid:
             # A MixtureReader in place of lodt.Dataset's DatasetReader: the
-            # same loader() and manifest_json().
+            # same _lodt.loader() reads it, and the same manifest_json().
             self._reader = MixtureReader(  # type: ignore[assignment]
                 [s._native() for s in self.sources], self.weights, seed=self.seed, stop=self.stop
             )

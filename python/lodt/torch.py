@@ -185,7 +185,7 @@ def varlen(batch: Any, level: int = -1, tensor: str | None = None) -> Varlen:
     :class:`lodt.LodTensor`): an outer level's sequences are measured in
     rows. The values share lodt's memory; the offsets are computed (int32,
     moved into torch without a further copy). For a batch packed with
-    ``pack_rows`` it also gives each row's ``cu_seqlens``."""
+    ``Packing(rows=R)`` it also gives each row's ``cu_seqlens``."""
     t = _pick(batch, tensor)
     lvl = _level(t, level)
     cu, max_seqlen, positions = _lodt.varlen(t, lvl)

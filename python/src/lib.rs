@@ -28,6 +28,7 @@ mod dtype;
 mod error;
 mod ffi;
 mod file;
+mod loader;
 mod mixture;
 mod ops;
 mod pack;
@@ -52,7 +53,9 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<panic::PanicProbe>()?;
     m.add_function(wrap_pyfunction!(panic::_panic_for_tests, m)?)?;
     m.add_class::<dataset::PyDatasetReader>()?;
-    m.add_class::<dataset::PyDatasetLoader>()?;
+    m.add_class::<loader::PyDatasetLoader>()?;
+    m.add_class::<loader::PyPacking>()?;
+    m.add_function(wrap_pyfunction!(loader::loader, m)?)?;
     m.add_class::<mixture::PyMixtureReader>()?;
     m.add_class::<dataset_writer::PyDatasetWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::merge_loader_states, m)?)?;

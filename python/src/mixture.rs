@@ -1,13 +1,11 @@
 //! `_lodt.MixtureReader`: a weighted mixture of open datasets
-//! (`spec/DATASET.md` section 10), read by the same `DatasetLoader` as one
+//! (`spec/DATASET.md` section 10), read by the same `_lodt.loader()` as one
 //! dataset. The pure-Python `lodt.Mixture` wraps it. Conversion, GIL
 //! release and error mapping only: the mixture is `lodt::dataset::Mixture`.
 
-use crate::dataset::{
-    AnyLoader, PyDatasetLoader, PyDatasetReader, loader_options, pack_options, start_loader,
-};
+use crate::dataset::PyDatasetReader;
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
-use lodt::dataset::{LoaderOptions, LoaderState, Mixture, MixtureOptions, Stop};
+use lodt::dataset::{Mixture, MixtureOptions, Stop};
 use pyo3::prelude::*;
 use std::sync::Arc;
 
@@ -17,16 +15,11 @@ pub struct PyMixtureReader {
     mixture: Arc<Mixture>,
 }
 
-/// `stop`: "first_exhausted", "all_exhausted" or a number of sequences.
+/// `stop`: "first_exhausted", "all_exhausted" or a number of sequences
+/// (the names parsed by the crate).
 fn stop_of(stop: &Bound<'_, PyAny>) -> PyResult<Stop> {
     if let Ok(name) = stop.extract::<String>() {
-        return match name.as_str() {
-            "first_exhausted" => Ok(Stop::FirstExhausted),
-            "all_exhausted" => Ok(Stop::AllExhausted),
-            other => Err(value(format!(
-                "stop must be \"first_exhausted\", \"all_exhausted\" or a number of sequences, found {other:?}"
-            ))),
-        };
+        return name.parse().map_err(dataset_err);
     }
     match stop.extract::<u64>() {
         Ok(n) => Ok(Stop::Sequences(n)),
@@ -34,6 +27,13 @@ fn stop_of(stop: &Bound<'_, PyAny>) -> PyResult<Stop> {
             "stop must be \"first_exhausted\", \"all_exhausted\" or a number of sequences (an int >= 0), found {}",
             stop.repr()?
         ))),
+    }
+}
+
+impl PyMixtureReader {
+    /// The mixture.
+    pub(crate) fn mixture(&self) -> &Arc<Mixture> {
+        &self.mixture
     }
 }
 
@@ -114,73 +114,6 @@ impl PyMixtureReader {
                     .sum()
             })
             .collect()
-    }
-
-    /// loader(*, batch_size=32, max_rows=None, rows_of=None, drop_last=False,
-    ///        seed=None, shuffle_buffer=16384, rank=0, world_size=1, worker=0,
-    ///        num_workers=1, remainder="keep", prefetch=2, epoch=0, state=None)
-    ///        -> DatasetLoader
-    ///
-    /// A loader of the mixture, with `DatasetReader.loader`'s options,
-    /// packing included (the mixed stream packed, `spec/DATASET.md` 10.5);
-    /// `seed` (when given) shuffles each source.
-    #[pyo3(signature = (*, batch_size = 32, max_rows = None, rows_of = None, drop_last = false,
-        seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1, worker = 0,
-        num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
-        pack_tokens = None, pack_rows = None, pack_buffer = 1000, pack_equal = None,
-        pack_truncate = false))]
-    #[allow(clippy::too_many_arguments)]
-    fn loader(
-        &self,
-        py: Python<'_>,
-        batch_size: usize,
-        max_rows: Option<usize>,
-        rows_of: Option<String>,
-        drop_last: bool,
-        seed: Option<u64>,
-        shuffle_buffer: usize,
-        rank: usize,
-        world_size: usize,
-        worker: usize,
-        num_workers: usize,
-        remainder: &str,
-        prefetch: usize,
-        epoch: u64,
-        state: Option<&str>,
-        pack_tokens: Option<usize>,
-        pack_rows: Option<usize>,
-        pack_buffer: usize,
-        pack_equal: Option<bool>,
-        pack_truncate: bool,
-    ) -> PyResult<PyDatasetLoader> {
-        let pack = pack_options(
-            max_rows,
-            rows_of.as_deref(),
-            (pack_tokens, pack_rows, pack_buffer),
-            pack_equal,
-            pack_truncate,
-        )?;
-        let options = loader_options(
-            batch_size,
-            max_rows,
-            if pack.is_some() { None } else { rows_of },
-            drop_last,
-            seed,
-            shuffle_buffer,
-            (rank, world_size, worker, num_workers),
-            remainder,
-            prefetch,
-        )?;
-        let mixture = self.mixture.clone();
-        let start = move |o: LoaderOptions, s: Option<&LoaderState>| match (&pack, s) {
-            (None, Some(s)) => mixture.resume(o, s).map(AnyLoader::plain),
-            (None, None) => mixture.loader(o).map(AnyLoader::plain),
-            (Some(p), Some(s)) => mixture
-                .resume_packed(o, p.clone(), s)
-                .map(AnyLoader::packed),
-            (Some(p), None) => mixture.packed_loader(o, p.clone()).map(AnyLoader::packed),
-        };
-        start_loader(py, start, options, epoch, state)
     }
 
     fn __repr__(&self) -> String {

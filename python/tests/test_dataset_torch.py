@@ -184,7 +184,7 @@ def test_spawned_workers_open_the_dataset_themselves(dataset_dir):
 
 @pytest.mark.parametrize("kind", ["plain", "packed"])
 def test_a_checkpoint_right_after_a_resume_is_the_loaded_state(dataset_dir, kind):
-    extra = {"pack_tokens": 8} if kind == "packed" else {}
+    extra = {"packing": lodt.Packing(8)} if kind == "packed" else {}
     full = make(dataset_dir, **extra)
     uninterrupted = stream(lt.DataLoader(full, num_workers=2))
     ds = make(dataset_dir, **extra)

@@ -156,7 +156,7 @@ def test_an_object_store_source(s3, tmp_path):
     union, counts = [], []
     for rank in range(2):
         part = lodt.Mixture([remote, local], [1, 1], seed=8, stop="all_exhausted", shuffle=True, return_ids=True,
-                            pack_tokens=12, rows_of="tokens", rank=rank, world_size=2)
+                            packing=lodt.Packing(12), rows_of="tokens", rank=rank, world_size=2)
         union += stream(part)
         counts.append(sum(1 for _ in part))
     assert counts[0] == counts[1]
@@ -243,13 +243,13 @@ def test_totals_are_the_sources_totals(two):
 
 
 def packed(two, **kw):
-    options = dict(seed=4, stop="all_exhausted", shuffle=True, return_ids=True, pack_tokens=16, pack_buffer=30, rows_of="tokens")
+    options = dict(seed=4, stop="all_exhausted", shuffle=True, return_ids=True, packing=lodt.Packing(16, buffer=30), rows_of="tokens")
     options.update(kw)
     return lodt.Mixture(list(two), [1, 1], **options)
 
 
 def test_a_packed_mixture_splits_between_two_ranks_disjoint_complete_and_equal(two):
-    whole = sorted(stream(packed(two, pack_tokens=None, rows_of=None, batch_size=64)))
+    whole = sorted(stream(packed(two, packing=None, rows_of=None, batch_size=64)))
     union, counts = [], []
     for rank in range(2):
         mix = packed(two, rank=rank, world_size=2)

@@ -61,7 +61,7 @@ def labels(b):
 
 
 def make(path, **kw):
-    options = dict(shuffle=True, seed=3, pack_tokens=64, pack_buffer=40, rows_of="x")
+    options = dict(shuffle=True, seed=3, packing=lodt.Packing(64, buffer=40), rows_of="x")
     options.update(kw)
     return lodt.Dataset(path, **options)
 
@@ -116,7 +116,7 @@ def test_attention_over_a_packed_batch_equals_attention_per_sequence(path):
 def test_fixed_rows_of_length_l(path):
     lens = lengths()
     seen = []
-    for b in make(path, pack_tokens=32, pack_rows=4):
+    for b in make(path, packing=lodt.Packing(32, rows=4)):
         vl = lt.varlen(b, level=0, tensor="x")
         starts = vl.row_starts.tolist()
         assert 2 <= len(starts) <= 5
@@ -135,18 +135,18 @@ def test_fixed_rows_of_length_l(path):
 
 @pytest.mark.parametrize("rows", [None, 3])
 def test_resume_mid_epoch_gives_the_identical_rest(path, rows):
-    ds = make(path, pack_tokens=48, pack_rows=rows)
+    ds = make(path, packing=lodt.Packing(48, rows=rows))
     ds.set_epoch(2)
     full = [labels(b) for b in ds]
     for k in [0, 1, 5, len(full) - 1]:
-        a = make(path, pack_tokens=48, pack_rows=rows)
+        a = make(path, packing=lodt.Packing(48, rows=rows))
         a.set_epoch(2)
         it = iter(a)
         for _ in range(k):
             next(it)
         state = json.loads(json.dumps(a.state_dict()))
         assert state["loader"]["version"] == 2
-        b = make(path, pack_tokens=48, pack_rows=rows)
+        b = make(path, packing=lodt.Packing(48, rows=rows))
         b.load_state_dict(state)
         assert [labels(x) for x in b] == full[k:], k
 
@@ -156,7 +156,7 @@ def test_every_rank_yields_as_many_packed_batches_and_every_token_once(path, wor
     lens = lengths()
     counts, seen = [], []
     for rank in range(world):
-        ds = make(path, pack_tokens=96, rank=rank, world_size=world)
+        ds = make(path, packing=lodt.Packing(96), rank=rank, world_size=world)
         ds.set_epoch(1)
         n = 0
         for b in lt.DataLoader(ds, num_workers=workers):
@@ -169,14 +169,14 @@ def test_every_rank_yields_as_many_packed_batches_and_every_token_once(path, wor
     assert sorted(seen) == list(range(N))
     # Without equal counts, some rank differs here (what the option fixes).
     if world == 4:
-        plain = [sum(1 for _ in make(path, pack_tokens=96, rank=r, world_size=world, pack_equal=False)) for r in range(world)]
+        plain = [sum(1 for _ in make(path, packing=lodt.Packing(96, equal=False), rank=r, world_size=world)) for r in range(world)]
         assert len(set(plain)) > 1 and max(plain) == counts[0], (plain, counts)
 
 
 @pytest.mark.parametrize("rows", [None, 3])
 def test_resume_of_an_equal_count_rank_gives_the_identical_rest(path, rows):
     def ds():
-        d = make(path, pack_tokens=48, pack_rows=rows, rank=1, world_size=3)
+        d = make(path, packing=lodt.Packing(48, rows=rows), rank=1, world_size=3)
         d.set_epoch(2)
         return d
 
@@ -197,7 +197,7 @@ def test_unreachable_equal_counts_are_a_value_error(path):
     # 200 ranks of 300 sequences: ranks 0-99 get 2, the others 1. A budget
     # of 1 row packs each sequence alone: 2 mini-batches on rank 0, which a
     # rank of 1 sequence cannot match.
-    ds = make(path, pack_tokens=1, rank=0, world_size=200)
+    ds = make(path, packing=lodt.Packing(1), rank=0, world_size=200)
     with pytest.raises(ValueError, match="fewer than the 2 mini-batches"):
         list(ds)
 
@@ -206,7 +206,7 @@ def test_unreachable_equal_counts_are_a_value_error(path):
 def test_truncation_cuts_long_sequences_and_reports_them(path, rows):
     lens = lengths()
     seen, cuts = [], {}
-    for b in make(path, pack_tokens=16, pack_rows=rows, pack_truncate=True):
+    for b in make(path, packing=lodt.Packing(16, rows=rows, truncate=True)):
         ids = labels(b)
         kept = [min(int(lens[i]), 16) for i in ids]
         assert b["x"].recursive_sequence_lengths() == [kept]
@@ -222,7 +222,7 @@ def test_truncation_cuts_long_sequences_and_reports_them(path, rows):
     assert sorted(seen) == list(range(N))
     assert cuts == {i: int(lens[i]) for i in range(N) if lens[i] > 16}
     # Without truncation, a long sequence comes whole, alone.
-    for b in make(path, pack_tokens=16, pack_rows=rows):
+    for b in make(path, packing=lodt.Packing(16, rows=rows)):
         for k in b["x"].recursive_sequence_lengths()[0]:
             assert k <= 16 or len(labels(b)) == 1 or rows
     with pytest.raises(ValueError, match="pack_truncate needs pack_tokens"):
@@ -267,7 +267,7 @@ def test_collate_functions_in_data_loader_workers(path):
 
 def _dataset(path, packed):
     if packed:
-        return lodt.Dataset(path, shuffle=True, seed=11, pack_tokens=64, pack_buffer=20, rows_of="x")
+        return lodt.Dataset(path, shuffle=True, seed=11, packing=lodt.Packing(64, buffer=20), rows_of="x")
     return lodt.Dataset(path, batch_size=4, shuffle=True, seed=11)
 
 

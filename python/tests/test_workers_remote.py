@@ -43,7 +43,7 @@ CASE = textwrap.dedent(
             sources = [lodt.Dataset(u, storage_options=opts) for u in cfg["uris"]]
             return lodt.Mixture(sources, [2, 1], seed=4, shuffle=True, batch_size=5,
                                 stop="all_exhausted", return_ids=True)
-        packing = {"pack_tokens": 12} if cfg["kind"] == "packed" else {}
+        packing = {"packing": lodt.Packing(12)} if cfg["kind"] == "packed" else {}
         return lodt.Dataset(cfg["uris"][0], storage_options=opts, batch_size=5, shuffle=True,
                             seed=1, return_ids=True, **packing)
 

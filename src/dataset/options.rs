@@ -86,6 +86,29 @@ pub enum Remainder {
     Repeat,
 }
 
+impl std::str::FromStr for Remainder {
+    type Err = DatasetError;
+
+    /// `"keep"`, `"drop"` or `"repeat"` (the names the state's JSON uses).
+    ///
+    /// ```
+    /// use lodt::dataset::Remainder;
+    /// assert_eq!("drop".parse::<Remainder>()?, Remainder::Drop);
+    /// assert!("all".parse::<Remainder>().is_err());
+    /// # Ok::<(), lodt::dataset::DatasetError>(())
+    /// ```
+    fn from_str(name: &str) -> Result<Self> {
+        match name {
+            "keep" => Ok(Remainder::Keep),
+            "drop" => Ok(Remainder::Drop),
+            "repeat" => Ok(Remainder::Repeat),
+            other => Err(DatasetError::InvalidArgument(format!(
+                "remainder must be \"keep\", \"drop\" or \"repeat\", found {other:?}"
+            ))),
+        }
+    }
+}
+
 /// How a [`Loader`](super::Loader) reads.
 ///
 /// ```
@@ -298,4 +321,29 @@ pub struct MixtureOptions {
     pub seed: u64,
     /// When an epoch ends.
     pub stop: Stop,
+}
+
+impl std::str::FromStr for Stop {
+    type Err = DatasetError;
+
+    /// `"first_exhausted"`, `"all_exhausted"`, or a number of sequences.
+    ///
+    /// ```
+    /// use lodt::dataset::Stop;
+    /// assert_eq!("all_exhausted".parse::<Stop>()?, Stop::AllExhausted);
+    /// assert_eq!("9".parse::<Stop>()?, Stop::Sequences(9));
+    /// assert!("never".parse::<Stop>().is_err());
+    /// # Ok::<(), lodt::dataset::DatasetError>(())
+    /// ```
+    fn from_str(name: &str) -> Result<Self> {
+        match name {
+            "first_exhausted" => Ok(Stop::FirstExhausted),
+            "all_exhausted" => Ok(Stop::AllExhausted),
+            other => other.parse::<u64>().map(Stop::Sequences).map_err(|_| {
+                DatasetError::InvalidArgument(format!(
+                    "stop must be \"first_exhausted\", \"all_exhausted\" or a number of sequences, found {other:?}"
+                ))
+            }),
+        }
+    }
 }
