@@ -47,7 +47,7 @@ impl ColumnFit {
 /// let words = LodTensor::from_vec(vec![1i64, 2, 3], vec![3], Lod::try_from_lengths(&[vec![1, 2]])?)?;
 /// let labels = LodTensor::from_vec(vec![0u8, 1], vec![2], Lod::empty())?;
 /// let extra = LodTensor::from_vec(vec![7u8; 3], vec![3], Lod::empty())?; // 3 rows, not 2
-/// let mut w = Writer::create(&path)?;
+/// let mut w = Writer::create(&path, Default::default())?;
 /// w.write(&Batch::try_from_tensors([("words", words), ("labels", labels), ("extra", extra)])?)?;
 /// w.finish()?;
 /// let fit = lodt::convert::column_fit(&path, None).unwrap();
@@ -116,7 +116,7 @@ mod tests {
     fn the_agreeing_tensors_are_those_that_agree_in_every_batch() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("two.lodt");
-        let mut w = crate::Writer::create(&path).unwrap();
+        let mut w = crate::Writer::create(&path, Default::default()).unwrap();
         // Batch 0: a, b, c agree (2 rows); batch 1: c has 3 rows.
         let mut b0 = Batch::try_from_tensors([("a", tensor(2)), ("b", tensor(2)), ("c", tensor(2))]).unwrap();
         b0.metadata_mut().insert("step".into(), "0".into());

@@ -104,7 +104,8 @@ pub use options::ConvertOptions;
 /// let stats = convert("tests/data/paddle/combined.pdparams", &out, &options, |_| {})?;
 /// assert_eq!(stats.tensors, 8);
 /// // A new path with no extension is a dataset directory.
-/// let stats = convert(&out, dir.path().join("train"), &ConvertOptions::default(), |_| {})?;
+/// let input = "tests/data/paddle/seed_2level_int64.pdtensor";
+/// let stats = convert(input, dir.path().join("train"), &ConvertOptions::default(), |_| {})?;
 /// assert_eq!(lodt::dataset::Dataset::open(dir.path().join("train"))?.manifest().num_batches(), stats.batches);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

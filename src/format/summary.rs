@@ -197,7 +197,7 @@ mod tests {
     fn layouts_are_summed_over_batches_and_a_changed_layout_is_its_own() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.lodt");
-        let mut w = Writer::create(&path).unwrap();
+        let mut w = Writer::create(&path, Default::default()).unwrap();
         for k in 1..=3usize {
             let lod = Lod::try_from_lengths(&[vec![k as u64]]).unwrap();
             let x = LodTensor::from_vec(vec![0f32; k * 2], vec![k, 2], lod).unwrap();
