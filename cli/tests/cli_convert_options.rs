@@ -286,7 +286,7 @@ fn batches_are_kept_by_default_and_batch_bytes_auto_merges_small_ones() {
     // The default keeps every batch, as lodt::convert and lodt.convert() do.
     let (stdout, _) = ok(&["convert", s(&input), s(&out)]);
     assert!(
-        stdout.contains(": 200 batches, 2 tensors, 600 top-level rows"),
+        stdout.contains(": 200 batches, 400 tensors, 600 top-level rows"),
         "{stdout}"
     );
     assert!(

@@ -128,7 +128,7 @@ fn a_new_path_with_no_extension_is_a_dataset() {
     // And back: a dataset input is a directory, placed by the crate.
     let stdout = lodt(d, &["convert", "train", "back.lodt"]);
     assert!(
-        stdout.starts_with("wrote back.lodt (lodt: 32 batches, 3 tensors, ")
+        stdout.starts_with("wrote back.lodt (lodt: 32 batches, 96 tensors, ")
             && stdout.contains("from the dataset train"),
         "{stdout}"
     );
