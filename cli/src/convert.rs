@@ -155,19 +155,23 @@ fn endpoint(
     path: &Path,
     explicit: Option<Format>,
     dash_format: Option<Format>,
-    place: fn(&Path) -> Result<Endpoint, lodt::convert::ConvertError>,
+    place: fn(&Path) -> Result<Endpoint, CliError>,
 ) -> Result<Endpoint, CliError> {
     let dash = common::is_dash(path);
     match explicit.or(if dash { dash_format } else { None }) {
         Some(format) => Ok(Endpoint::File(format)),
         None if dash => common::format_of(path, None).map(Endpoint::File),
-        None => place(path).map_err(common::convert_error),
+        None => place(path),
     }
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
-    let from = endpoint(&args.input, args.from, args.format, |p| Endpoint::input(p))?;
-    let to = endpoint(&args.output, args.to, args.format, |p| Endpoint::output(p))?;
+    let from = endpoint(&args.input, args.from, args.format, |p| {
+        Endpoint::input(p).map_err(common::convert_error)
+    })?;
+    let to = endpoint(&args.output, args.to, args.format, |p| {
+        Endpoint::output(p).map_err(common::convert_error)
+    })?;
     let mut options = options(&args);
     let written = match to {
         Endpoint::File(format) => format,
@@ -199,12 +203,13 @@ pub fn run(args: Args) -> Result<(), CliError> {
             )?;
         }
     }
-    let conversion = open(&args, from, to, &options).map_err(common::convert_error)?;
+    let conversion = open(&args, from, to, &options)?;
     let progress = bar(conversion.num_batches());
     let done = conversion.run(|s| progress.set_position(s.batches));
     progress.finish_and_clear();
     let input = (!stdin).then_some(args.input.as_path());
-    let done = done.map_err(|e| crate::suggest::convert_error(e, input, args.columns.as_deref()))?;
+    let done =
+        done.map_err(|e| crate::suggest::convert_error(e, input, args.columns.as_deref()))?;
     // The summary goes to stdout, unless stdout is the output.
     let mut out: Box<dyn Write> = if stdout {
         Box::new(notes)
@@ -223,24 +228,27 @@ fn open(
     from: Endpoint,
     to: Endpoint,
     options: &ConvertOptions,
-) -> Result<Conversion, lodt::convert::ConvertError> {
+) -> Result<Conversion, CliError> {
     let (stdin, stdout) = (common::is_dash(&args.input), common::is_dash(&args.output));
     if !stdin && !stdout {
-        return Conversion::open_as(&args.input, from, &args.output, to, options);
+        return Conversion::open_as(&args.input, from, &args.output, to, options)
+            .map_err(common::convert_error);
     }
     let reading = options.without_batching();
     let reader = match from {
         Endpoint::File(format) if stdin => format.open_stream(std::io::stdin(), "stdin", &reading),
         _ => from.open_reader(&args.input, &reading),
-    }?;
+    }
+    .map_err(common::convert_error)?;
     let metadata = reader.metadata();
     let writer = match to {
         Endpoint::File(format) if stdout => {
             format.create_stream_writer(std::io::stdout(), metadata, options)
         }
         _ => to.create_writer(&args.output, metadata, options),
-    }?;
-    Conversion::from_parts(reader, writer, options)
+    }
+    .map_err(common::convert_error)?;
+    Conversion::from_parts(reader, writer, options).map_err(common::convert_error)
 }
 
 /// The first line of the summary: what was written, from what.
@@ -259,8 +267,7 @@ fn wrote(
     let stats = &done.stats;
     let format = match to {
         Endpoint::Dataset => {
-            let dataset =
-                lodt::dataset::Dataset::open(&args.output).map_err(CliError::failure)?;
+            let dataset = lodt::dataset::Dataset::open(&args.output).map_err(CliError::failure)?;
             let m = dataset.manifest();
             return Ok(format!(
                 "wrote the dataset {} ({}, {}, {}, {}) from {source}",

@@ -249,7 +249,10 @@ fn text(
         None => String::new(),
     };
     if let Some(n) = args.head {
-        what = format!("first {} of {total} top-level, {what}", n.min(v.top_level_rows()));
+        what = format!(
+            "first {} of {total} top-level, {what}",
+            n.min(v.top_level_rows())
+        );
     }
     writeln!(
         out,

@@ -142,7 +142,11 @@ fn bad_conversions_are_usage_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot tell the format of in.csv"), "{err}");
     // An output it cannot place names the dataset option too.
-    let (code, _, err) = lodt(&["convert", "../tests/data/paddle/combined.pdparams", "out.csv"]);
+    let (code, _, err) = lodt(&[
+        "convert",
+        "../tests/data/paddle/combined.pdparams",
+        "out.csv",
+    ]);
     assert_eq!(code, 2);
     assert!(
         err.contains("cannot tell the format of out.csv") && err.contains("or a dataset directory"),

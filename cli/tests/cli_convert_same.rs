@@ -76,7 +76,12 @@ fn the_cli_and_the_crate_write_the_same_lodt_and_parquet_files() {
         assert!(a == b, "{out}: the CLI and lodt::convert differ");
     }
     // The default keeps the demo's 32 batches, from both.
-    assert_eq!(lodt::LodtFile::open(d.join("cli-a.lodt")).unwrap().num_batches(), 32);
+    assert_eq!(
+        lodt::LodtFile::open(d.join("cli-a.lodt"))
+            .unwrap()
+            .num_batches(),
+        32
+    );
     let rebatched = lodt::LodtFile::open(d.join("cli-c.lodt")).unwrap();
     assert_eq!(rebatched.num_batches(), 1);
 }
@@ -87,13 +92,25 @@ fn the_cli_and_the_crate_write_the_same_dataset_shards() {
     let d = dir.path();
     lodt(
         d,
-        &["convert", "lodt-demo/demo.lodt", "cli-ds/", "--shard-bytes", "1M"],
+        &[
+            "convert",
+            "lodt-demo/demo.lodt",
+            "cli-ds/",
+            "--shard-bytes",
+            "1M",
+        ],
     );
     let options = ConvertOptions {
         shard_bytes: Some(1 << 20),
         ..Default::default()
     };
-    convert(d.join("lodt-demo/demo.lodt"), d.join("crate-ds"), &options, |_| {}).unwrap();
+    convert(
+        d.join("lodt-demo/demo.lodt"),
+        d.join("crate-ds"),
+        &options,
+        |_| {},
+    )
+    .unwrap();
     let (a, b) = (shards(&d.join("cli-ds")), shards(&d.join("crate-ds")));
     assert!(a.len() >= 2, "{} shards", a.len());
     assert!(a == b, "the CLI's and lodt::convert's shards differ");
@@ -124,7 +141,10 @@ fn a_new_path_with_no_extension_is_a_dataset() {
     let dataset = Dataset::open(d.join("train")).unwrap();
     assert_eq!(dataset.manifest().num_batches(), 32);
     let file = lodt::LodtFile::open(d.join("lodt-demo/demo.lodt")).unwrap();
-    assert_eq!(dataset.read_batch(0, 7).unwrap(), file.read_batch(7).unwrap());
+    assert_eq!(
+        dataset.read_batch(0, 7).unwrap(),
+        file.read_batch(7).unwrap()
+    );
     // And back: a dataset input is a directory, placed by the crate.
     let stdout = lodt(d, &["convert", "train", "back.lodt"]);
     assert!(

@@ -112,10 +112,7 @@ fn convert_to_a_dataset_then_info_verify_and_back() {
         "1M",
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("applies to a dataset output"),
-        "{err}"
-    );
+    assert!(err.contains("applies to a dataset output"), "{err}");
     let (code, _, err) = lodt(&["convert", path(&input), &out, "--shard-bytes", "lots"]);
     assert_eq!(code, 2, "{err}");
 }

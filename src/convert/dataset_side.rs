@@ -114,7 +114,14 @@ mod tests {
         let reader = DatasetBatches::new(dataset);
         assert_eq!(reader.num_batches(), Some(3));
         let values: Vec<Vec<i32>> = reader
-            .map(|b| b.unwrap().get("x").unwrap().as_slice::<i32>().unwrap().to_vec())
+            .map(|b| {
+                b.unwrap()
+                    .get("x")
+                    .unwrap()
+                    .as_slice::<i32>()
+                    .unwrap()
+                    .to_vec()
+            })
             .collect();
         assert_eq!(values, [vec![0], vec![1, 1], vec![2, 2, 2]]);
     }

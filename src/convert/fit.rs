@@ -118,9 +118,13 @@ mod tests {
         let path = dir.path().join("two.lodt");
         let mut w = crate::Writer::create(&path, Default::default()).unwrap();
         // Batch 0: a, b, c agree (2 rows); batch 1: c has 3 rows.
-        let mut b0 = Batch::try_from_tensors([("a", tensor(2)), ("b", tensor(2)), ("c", tensor(2))]).unwrap();
+        let mut b0 =
+            Batch::try_from_tensors([("a", tensor(2)), ("b", tensor(2)), ("c", tensor(2))])
+                .unwrap();
         b0.metadata_mut().insert("step".into(), "0".into());
-        let mut b1 = Batch::try_from_tensors([("a", tensor(1)), ("b", tensor(1)), ("c", tensor(3))]).unwrap();
+        let mut b1 =
+            Batch::try_from_tensors([("a", tensor(1)), ("b", tensor(1)), ("c", tensor(3))])
+                .unwrap();
         b1.metadata_mut().insert("step".into(), "1".into());
         w.write(&b0).unwrap();
         w.write(&b1).unwrap();
@@ -132,7 +136,13 @@ mod tests {
         assert!(fit.metadata_varies);
         let asked = vec!["b".to_string(), "a".to_string()];
         let fit = column_fit(&path, Some(&asked)).unwrap();
-        assert_eq!((fit.agreeing.clone(), fit.all.clone()), (vec!["b".to_string(), "a".to_string()], vec!["b".to_string(), "a".to_string()]));
+        assert_eq!(
+            (fit.agreeing.clone(), fit.all.clone()),
+            (
+                vec!["b".to_string(), "a".to_string()],
+                vec!["b".to_string(), "a".to_string()]
+            )
+        );
         assert!(!fit.needs_columns());
         // Not a .lodt file: cannot tell.
         assert_eq!(column_fit("tests/data/arrow/batch0.parquet", None), None);

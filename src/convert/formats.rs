@@ -356,7 +356,11 @@ impl Format {
     }
 
     /// Refuses options that do not apply to reading this format.
-    pub(super) fn check_reader(self, name: &str, options: &ConvertOptions) -> Result<(), ConvertError> {
+    pub(super) fn check_reader(
+        self,
+        name: &str,
+        options: &ConvertOptions,
+    ) -> Result<(), ConvertError> {
         if !self.is_available() {
             return Err(missing(self));
         }

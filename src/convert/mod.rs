@@ -56,14 +56,14 @@ use std::io::{BufReader, BufWriter};
 use std::path::Path;
 
 mod adapters;
-mod conversion;
-mod dataset_side;
-mod endpoint;
 #[cfg(feature = "arrow")]
 mod arrow_side;
 #[cfg(not(feature = "arrow"))]
 #[path = "arrow_missing.rs"]
 mod arrow_side;
+mod conversion;
+mod dataset_side;
+mod endpoint;
 mod error;
 mod fit;
 mod formats;
@@ -75,8 +75,8 @@ pub use conversion::{Conversion, Converted};
 use dataset_side::{DatasetBatches, DatasetSink};
 pub use endpoint::Endpoint;
 pub use error::ConvertError;
-pub use fit::{ColumnFit, column_fit};
 use error::missing;
+pub use fit::{ColumnFit, column_fit};
 use formats::known_extensions;
 pub use formats::{Capabilities, Format, MetadataScope};
 pub use options::ConvertOptions;
@@ -115,7 +115,9 @@ pub fn convert(
     options: &ConvertOptions,
     progress: impl FnMut(&WriteStats),
 ) -> Result<WriteStats, ConvertError> {
-    Ok(Conversion::open(input, output, options)?.run(progress)?.stats)
+    Ok(Conversion::open(input, output, options)?
+        .run(progress)?
+        .stats)
 }
 
 /// What converting `input` (in format `from`) to `to` changes in the

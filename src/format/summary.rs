@@ -201,11 +201,13 @@ mod tests {
         for k in 1..=3usize {
             let lod = Lod::try_from_lengths(&[vec![k as u64]]).unwrap();
             let x = LodTensor::from_vec(vec![0f32; k * 2], vec![k, 2], lod).unwrap();
-            w.write(&Batch::try_from_tensors([("x", x)]).unwrap()).unwrap();
+            w.write(&Batch::try_from_tensors([("x", x)]).unwrap())
+                .unwrap();
         }
         // The same name with another dtype: a second layout.
         let y = LodTensor::from_vec(vec![0u8; 4], vec![4], Lod::empty()).unwrap();
-        w.write(&Batch::try_from_tensors([("x", y)]).unwrap()).unwrap();
+        w.write(&Batch::try_from_tensors([("x", y)]).unwrap())
+            .unwrap();
         w.finish().unwrap();
         let mut seen = Vec::new();
         let s = LodtFile::open(&path)
@@ -214,12 +216,23 @@ mod tests {
             .unwrap();
         assert_eq!(
             seen,
-            [(0, 1, vec![1, 2]), (1, 1, vec![2, 2]), (2, 1, vec![3, 2]), (3, 4, vec![4])]
+            [
+                (0, 1, vec![1, 2]),
+                (1, 1, vec![2, 2]),
+                (2, 1, vec![3, 2]),
+                (3, 4, vec![4])
+            ]
         );
         assert_eq!(s.tensors.len(), 2);
         let (f, u) = (&s.tensors[0], &s.tensors[1]);
-        assert_eq!((f.sequences.clone(), f.rows, f.body_bytes, f.lod_bytes), (vec![3], 6, 6 * 2 * 4, 3 * 2 * 8));
-        assert_eq!((u.lod_levels, u.rows, u.body_bytes, u.lod_bytes), (0, 4, 4, 0));
+        assert_eq!(
+            (f.sequences.clone(), f.rows, f.body_bytes, f.lod_bytes),
+            (vec![3], 6, 6 * 2 * 4, 3 * 2 * 8)
+        );
+        assert_eq!(
+            (u.lod_levels, u.rows, u.body_bytes, u.lod_bytes),
+            (0, 4, 4, 0)
+        );
         assert_eq!((s.body_bytes, s.lod_bytes), (48 + 4, 48));
     }
 }
