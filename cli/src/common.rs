@@ -501,6 +501,10 @@ pub fn convert_error(e: lodt::convert::ConvertError) -> CliError {
             ))
         }
         e @ ConvertError::Arrow(ArrowError::NoSuchColumn { .. }) => CliError::usage(e),
+        e @ ConvertError::Dataset(
+            lodt::dataset::DatasetError::InvalidArgument(_)
+            | lodt::dataset::DatasetError::AlreadyExists { .. },
+        ) => CliError::usage(e),
         e @ (ConvertError::UnknownExtension { .. }
         | ConvertError::Unsupported(_)
         | ConvertError::Atomic(AtomicError::SameFile { .. })) => CliError::usage(e),
@@ -516,23 +520,9 @@ pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
         return None; // read by ranges, as a `.lodt` file
     }
     let by_extension = Format::from_path(path).ok().filter(|f| *f != Format::Lodt);
-    let sniffed = || {
-        let mut head = [0u8; 8];
-        // Not a FIFO or a device (opening a FIFO waits for a writer): the
-        // reader says what it is.
-        let mut file = lodt::format::open_regular(path).ok()?;
-        let n = std::io::Read::read(&mut file, &mut head).ok()?;
-        let head = &head[..n];
-        if head.starts_with(b"PAR1") {
-            Some(Format::Parquet)
-        } else if head.starts_with(b"ARROW1") {
-            Some(Format::ArrowFile)
-        } else if head.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
-            Some(Format::ArrowStream)
-        } else {
-            None
-        }
-    };
+    // Not a FIFO or a device (opening a FIFO waits for a writer): the
+    // reader says what it is.
+    let sniffed = || Format::sniff(path).filter(|f| *f != Format::Lodt);
     let format = by_extension.or_else(sniffed)?;
     let what = match format {
         Format::Parquet => "a Parquet file",

@@ -1,26 +1,24 @@
-//! `lodt convert IN OUT [--columns a,b] [--batch-rows N | --batch-bytes N] [--compression C] [--format-version V]
+//! `lodt convert IN OUT [--columns a,b] [--batch-rows N | --batch-bytes N|auto] [--compression C] [--format-version V]
 //! [--null-lists error|empty] [--metadata error|first] [--small-lists]
 //! [--tensor-type nested_lists|fixed_shape|variable_shape] [--format F]
 //! [--names a,b,c] [--shard-bytes N]`.
 //!
-//! By default batches of 1 MiB to 64 MiB pass unchanged, larger ones are
-//! split and runs of smaller ones merged (to about 16 MiB; never across a
-//! metadata change), and the summary says which. Type changes (Arrow `list`
-//! to `large_list`, `fixed_size_list` to the tensor extension) are warned
-//! about on stderr.
-//! Rows with an element shape are written as nested fixed-size lists (what
-//! awkward, HF datasets, DuckDB and Polars read), or with `--tensor-type
-//! fixed_shape` as the `arrow.fixed_shape_tensor` extension (`variable_shape`:
-//! 1-level tensors as `arrow.variable_shape_tensor` columns).
+//! The flags become a [`ConvertOptions`] and the conversion is the crate's
+//! ([`Conversion`], what `lodt::convert::convert` and Python's
+//! `lodt.convert()` run): the same input and options give the same bytes
+//! from every front end. Every batch is kept as it is unless `--batch-rows`
+//! or `--batch-bytes` regroup them, and the summary says which. Type changes
+//! (Arrow `list` to `large_list`, `fixed_size_list` to the tensor extension)
+//! are warned about on stderr. A dataset directory is an input or output as
+//! a file is ([`Endpoint`]).
 
 use crate::common::{self, CliError, human, plural};
 use indicatif::{ProgressBar, ProgressStyle};
 use lodt::arrow::{MetadataPolicy, NullLists, TensorType};
-use lodt::batch::rebatch::{BatchBytes, RebatchReport, rebatch, rebatch_bytes};
-use lodt::batch::{BatchReader, copy};
-use lodt::convert::{ConvertOptions, Format};
+use lodt::batch::rebatch::{BatchBytes, RebatchReport};
+use lodt::convert::{Conversion, ConvertOptions, Converted, Endpoint, Format};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,7 +26,9 @@ pub struct Args {
     /// a dataset directory, or - (stdin: .lodt, .arrows or Paddle, with --format). A FIFO is
     /// read in order as stdin is (those formats only).
     input: PathBuf,
-    /// The output, in the format its extension names, or - (stdout, with --format or --to).
+    /// The output, in the format its extension names; a dataset directory (an existing
+    /// directory, a path ending in /, or a new path with no extension); or - (stdout, with
+    /// --format or --to).
     output: PathBuf,
     /// The format of whichever side is - (an extension: lodt, parquet, arrow, arrows, pdtensor, pdparams).
     #[arg(long, value_parser = common::parse_format)]
@@ -48,11 +48,12 @@ pub struct Args {
     /// Regroup top-level rows into batches of N rows.
     #[arg(long, value_name = "N", conflicts_with = "batch_bytes")]
     batch_rows: Option<usize>,
-    /// Regroup rows into batches of about this size (K, M, G suffixes). By default batches of
-    /// 1M to 64M pass unchanged and others are split or merged to about 16M.
-    #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
-    batch_bytes: Option<u64>,
-    /// Keep every batch as it is (no re-batching).
+    /// Regroup rows into batches of about this size (K, M, G suffixes), or `auto`: batches of
+    /// 1M to 64M pass unchanged and others are split or merged to about 16M. By default every
+    /// batch is kept as it is.
+    #[arg(long, value_name = "BYTES|auto", value_parser = parse_batch_bytes)]
+    batch_bytes: Option<BatchBytes>,
+    /// Keep every batch as it is (no re-batching): the default.
     #[arg(long, conflicts_with_all = ["batch_rows", "batch_bytes"])]
     keep_batches: bool,
     /// Compression of the output: for Parquet the page codec (none, snappy: the default, as
@@ -80,8 +81,7 @@ pub struct Args {
     /// arrow.variable_shape_tensor columns, one row per sequence (variable_shape).
     #[arg(long, value_name = "nested_lists|fixed_shape|variable_shape", value_parser = parse_tensor_type, default_value = "nested_lists")]
     tensor_type: TensorType,
-    /// Write a sharded dataset (the output is a directory: end it with /) with shards of about
-    /// this size (default 256M; K, M, G suffixes).
+    /// A dataset output: shards of about this size (default 256M; K, M, G suffixes).
     #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
     shard_bytes: Option<u64>,
     /// Parquet input: the most bytes one batch may decode to (K, M, G suffixes; default 256M).
@@ -105,6 +105,13 @@ fn parse_metadata(text: &str) -> Result<MetadataPolicy, String> {
         .map_err(|e: lodt::arrow::ArrowError| e.to_string())
 }
 
+fn parse_batch_bytes(text: &str) -> Result<BatchBytes, String> {
+    if text.trim().eq_ignore_ascii_case("auto") {
+        return Ok(BatchBytes::DEFAULT);
+    }
+    BatchBytes::about(crate::dataset::parse_bytes(text)?).map_err(|e| e.to_string())
+}
+
 fn bar(total: Option<usize>) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
@@ -124,83 +131,66 @@ fn bar(total: Option<usize>) -> ProgressBar {
     bar
 }
 
-/// How the batches are regrouped, as the CLI asked.
-enum Batching {
-    Keep,
-    Rows(usize),
-    Bytes(BatchBytes, bool),
-}
-
-pub fn run(args: Args) -> Result<(), CliError> {
-    let batching = match (args.batch_rows, args.batch_bytes, args.keep_batches) {
-        (_, _, true) => Batching::Keep,
-        (Some(rows), _, _) => Batching::Rows(rows),
-        (None, Some(bytes), _) => {
-            Batching::Bytes(BatchBytes::about(bytes).map_err(CliError::usage)?, true)
-        }
-        (None, None, false) => Batching::Bytes(BatchBytes::DEFAULT, false),
-    };
-    let mut options = ConvertOptions {
+/// The options the flags ask for: each flag is one field.
+fn options(args: &Args) -> ConvertOptions {
+    ConvertOptions {
         names: args.names.clone(),
         columns: args.columns.clone(),
+        // --keep-batches excludes both (clap refuses them together).
+        batch_rows: args.batch_rows.filter(|_| !args.keep_batches),
+        batch_bytes: args.batch_bytes.filter(|_| !args.keep_batches),
+        shard_bytes: args.shard_bytes,
         small_lists: args.small_lists,
         null_lists: args.null_lists,
         metadata_policy: args.metadata,
         tensor_type: args.tensor_type,
         decode_budget: args.decode_budget,
         ..Default::default()
-    };
-    let compress = |options: &mut ConvertOptions, to: Format| {
-        options
-            .set_output_codec(
-                to,
-                args.format_version.as_deref(),
-                args.compression.as_deref(),
-            )
-            .map_err(|e| CliError::usage(e.to_string()))
-    };
-    // A dataset directory on either side (see dataset.rs).
-    if crate::dataset::involved(&args.input, &args.output, args.shard_bytes) {
-        let to = if crate::dataset::wants_dataset(&args.output) {
-            Format::Lodt
-        } else {
-            common::format_of(&args.output, args.to)?
-        };
-        compress(&mut options, to)?;
-        let options = ConvertOptions {
-            batch_rows: args.batch_rows,
-            batch_bytes: args
-                .batch_bytes
-                .map(BatchBytes::about)
-                .transpose()
-                .map_err(CliError::usage)?,
-            ..options
-        };
-        return crate::dataset::convert(&args.input, &args.output, &options, args.shard_bytes);
     }
-    let side = |path: &std::path::Path, explicit: Option<Format>| {
-        let format = explicit.or(if common::is_dash(path) {
-            args.format
-        } else {
-            None
-        });
-        common::format_of(path, format)
+}
+
+/// Where one side of the conversion is: `--from`/`--to`, or `--format` for
+/// `-`, or what the crate makes of the path.
+fn endpoint(
+    path: &Path,
+    explicit: Option<Format>,
+    dash_format: Option<Format>,
+    place: fn(&Path) -> Result<Endpoint, CliError>,
+) -> Result<Endpoint, CliError> {
+    let dash = common::is_dash(path);
+    match explicit.or(if dash { dash_format } else { None }) {
+        Some(format) => Ok(Endpoint::File(format)),
+        None if dash => common::format_of(path, None).map(Endpoint::File),
+        None => place(path),
+    }
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    let from = endpoint(&args.input, args.from, args.format, |p| {
+        Endpoint::input(p).map_err(common::convert_error)
+    })?;
+    let to = endpoint(&args.output, args.to, args.format, |p| {
+        Endpoint::output(p).map_err(common::convert_error)
+    })?;
+    let mut options = options(&args);
+    let written = match to {
+        Endpoint::File(format) => format,
+        Endpoint::Dataset => Format::Lodt,
     };
-    let from = side(&args.input, args.from)?;
-    let to = side(&args.output, args.to)?;
-    compress(&mut options, to)?;
+    options
+        .set_output_codec(
+            written,
+            args.format_version.as_deref(),
+            args.compression.as_deref(),
+        )
+        .map_err(|e| CliError::usage(e.to_string()))?;
     let (stdin, stdout) = (common::is_dash(&args.input), common::is_dash(&args.output));
-    if !stdin && !stdout {
-        // Before anything is opened for writing: never write over the input.
-        lodt::atomic::ensure_distinct(&args.input, &args.output)
-            .map_err(|e| common::convert_error(e.into()))?;
-    }
     // Warn before converting: a type that changes is not silent.
     let mut notes = std::io::stderr();
-    if !stdin {
-        let changes = lodt::convert::type_changes(&args.input, from, to, &options)
-            .map_err(common::convert_error)?;
-        for change in &changes {
+    if let (Endpoint::File(f), Endpoint::File(t), false) = (from, to, stdin) {
+        for change in &lodt::convert::type_changes(&args.input, f, t, &options)
+            .map_err(common::convert_error)?
+        {
             let hint = if change.to.contains("large_list") {
                 " (--small-lists keeps 32-bit lists)"
             } else {
@@ -213,48 +203,85 @@ pub fn run(args: Args) -> Result<(), CliError> {
             )?;
         }
     }
-    let reader = if stdin {
-        from.open_stream(std::io::stdin(), "stdin", &options)
-    } else {
-        from.open_reader(&args.input, &options)
-    }
-    .map_err(common::convert_error)?;
-    let metadata = reader.metadata();
-    let input_batches = reader.num_batches();
-    let progress = bar(input_batches);
-    let writer = if stdout {
-        to.create_stream_writer(std::io::stdout(), metadata, &options)
-    } else {
-        to.create_writer(&args.output, metadata, &options)
-    }
-    .map_err(common::convert_error)?;
-    let tick = |s: &lodt::batch::WriteStats| progress.set_position(s.batches);
-    let mut report = None;
-    let stats = match &batching {
-        Batching::Keep => copy(reader, writer, tick),
-        Batching::Rows(rows) => copy(
-            rebatch(reader, *rows).map_err(CliError::usage)?,
-            writer,
-            tick,
-        ),
-        Batching::Bytes(bytes, _) => {
-            let mut regrouped = rebatch_bytes(reader, *bytes).map_err(CliError::usage)?;
-            let stats = copy(&mut regrouped, writer, tick);
-            report = Some(regrouped.report());
-            stats
-        }
-    };
+    let conversion = open(&args, from, to, &options)?;
+    let progress = bar(conversion.num_batches());
+    let done = conversion.run(|s| progress.set_position(s.batches));
     progress.finish_and_clear();
     let input = (!stdin).then_some(args.input.as_path());
-    let columns = args.columns.as_deref();
-    let ((), stats) = stats.map_err(|e| crate::suggest::convert_error(e, input, columns))?;
+    let done =
+        done.map_err(|e| crate::suggest::convert_error(e, input, args.columns.as_deref()))?;
     // The summary goes to stdout, unless stdout is the output.
     let mut out: Box<dyn Write> = if stdout {
         Box::new(notes)
     } else {
         Box::new(common::stdout())
     };
-    let codec = match to {
+    writeln!(out, "{}", wrote(&args, from, to, &options, &done)?)?;
+    writeln!(out, "{}", batching(&args, &done))?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The conversion: between two paths, or with stdin or stdout on one side.
+fn open(
+    args: &Args,
+    from: Endpoint,
+    to: Endpoint,
+    options: &ConvertOptions,
+) -> Result<Conversion, CliError> {
+    let (stdin, stdout) = (common::is_dash(&args.input), common::is_dash(&args.output));
+    if !stdin && !stdout {
+        return Conversion::open_as(&args.input, from, &args.output, to, options)
+            .map_err(common::convert_error);
+    }
+    let reading = options.without_batching();
+    let reader = match from {
+        Endpoint::File(format) if stdin => format.open_stream(std::io::stdin(), "stdin", &reading),
+        _ => from.open_reader(&args.input, &reading),
+    }
+    .map_err(common::convert_error)?;
+    let metadata = reader.metadata();
+    let writer = match to {
+        Endpoint::File(format) if stdout => {
+            format.create_stream_writer(std::io::stdout(), metadata, options)
+        }
+        _ => to.create_writer(&args.output, metadata, options),
+    }
+    .map_err(common::convert_error)?;
+    Conversion::from_parts(reader, writer, options).map_err(common::convert_error)
+}
+
+/// The first line of the summary: what was written, from what.
+fn wrote(
+    args: &Args,
+    from: Endpoint,
+    to: Endpoint,
+    options: &ConvertOptions,
+    done: &Converted,
+) -> Result<String, CliError> {
+    let source = match (common::is_dash(&args.input), from) {
+        (true, _) => "stdin".to_string(),
+        (false, Endpoint::Dataset) => format!("the dataset {}", common::path(&args.input)),
+        (false, Endpoint::File(_)) => common::path(&args.input),
+    };
+    let stats = &done.stats;
+    let format = match to {
+        Endpoint::Dataset => {
+            let dataset = lodt::dataset::Dataset::open(&args.output).map_err(CliError::failure)?;
+            let m = dataset.manifest();
+            return Ok(format!(
+                "wrote the dataset {} ({}, {}, {}, {}) from {source}",
+                common::path(&args.output),
+                plural(m.num_shards() as u64, "shard", "shards"),
+                plural(m.num_batches(), "batch", "batches"),
+                plural(m.num_sequences(), "sequence", "sequences"),
+                human(m.num_bytes()),
+            ));
+        }
+        Endpoint::File(format) => format,
+    };
+    let stdout = common::is_dash(&args.output);
+    let codec = match format {
         Format::Parquet => format!(", {}", options.compression.unwrap_or_default()),
         Format::Lodt if options.lodt.compression != lodt::format::Compression::None => {
             format!(", {}", options.lodt.compression)
@@ -266,49 +293,43 @@ pub fn run(args: Args) -> Result<(), CliError> {
         .filter(|m| m.is_file() && !stdout)
         .map(|m| format!(", {}", human(m.len())))
         .unwrap_or_default();
-    writeln!(
-        out,
-        "wrote {} ({}{codec}: {}, {}, {}{size}) from {}",
+    Ok(format!(
+        "wrote {} ({}{codec}: {}, {}, {}{size}) from {source}",
         if stdout {
             "stdout".into()
         } else {
             common::path(&args.output)
         },
-        to.name(),
+        format.name(),
         plural(stats.batches, "batch", "batches"),
         plural(stats.tensors, "tensor", "tensors"),
         plural(stats.rows, "top-level row", "top-level rows"),
-        if stdin {
-            "stdin".into()
-        } else {
-            common::path(&args.input)
-        }
-    )?;
-    let line = match (&batching, report) {
-        (Batching::Keep, _) => "kept every input batch as it is (--keep-batches)".to_string(),
-        (Batching::Rows(rows), _) => format!(
+    ))
+}
+
+/// The second line of the summary: how the batches were regrouped.
+fn batching(args: &Args, done: &Converted) -> String {
+    match (args.batch_rows, args.batch_bytes, done.rebatch) {
+        (Some(rows), _, _) => format!(
             "re-batched to {} per batch (--batch-rows; never across a metadata change)",
-            plural(*rows as u64, "top-level row", "top-level rows")
+            plural(rows as u64, "top-level row", "top-level rows")
         ),
-        (Batching::Bytes(bytes, asked), Some(r)) => describe(r, *bytes, *asked),
-        (Batching::Bytes(..), None) => String::new(),
-    };
-    writeln!(out, "{line}")?;
-    out.flush()?;
-    Ok(())
+        (None, Some(bytes), Some(report)) => describe(report, bytes),
+        _ => "kept every input batch as it is (the default; --batch-rows or --batch-bytes regroup them)".to_string(),
+    }
 }
 
 /// What size-based re-batching did, in a line.
-fn describe(r: RebatchReport, bytes: BatchBytes, asked: bool) -> String {
-    let range = if asked {
-        format!("batches of about {} (--batch-bytes)", human(bytes.target))
-    } else {
+fn describe(r: RebatchReport, bytes: BatchBytes) -> String {
+    let range = if bytes == BatchBytes::DEFAULT {
         format!(
-            "by default batches of {} to {} pass and others are split or merged to about {}; --batch-bytes, --batch-rows or --keep-batches choose",
+            "--batch-bytes auto: batches of {} to {} pass and others are split or merged to about {}",
             human(bytes.min),
             human(bytes.max),
             human(bytes.target)
         )
+    } else {
+        format!("batches of about {} (--batch-bytes)", human(bytes.target))
     };
     if r.split == 0 && r.merged == 0 {
         return format!(

@@ -1,13 +1,10 @@
-//! Sharded datasets in the CLI: `lodt info DIR`, `lodt verify DIR`, and
-//! `lodt convert IN DIR/` (a dataset output) or `lodt convert DIR OUT` (a
-//! dataset input). The other subcommands call in here when a path is a
-//! directory.
+//! Sharded datasets in the CLI: `lodt info DIR` and `lodt verify DIR` (the
+//! other subcommands call in here when a path is a dataset), and the byte
+//! counts of `--shard-bytes` and the like. `lodt convert` reads and writes
+//! datasets through the crate (`lodt::convert::Endpoint`).
 
 use crate::common::{self, CliError, escape_json, escape_text, human, list, pairs};
-use indicatif::ProgressBar;
-use lodt::convert::{self, ConvertError, ConvertOptions};
-use lodt::dataset::{Dataset, DatasetError, DatasetWriter, WriterOptions};
-use lodt::{Batch, BatchReader, BatchWriter};
+use lodt::dataset::{Dataset, DatasetError};
 use serde_json::json;
 use std::io::Write;
 use std::path::Path;
@@ -46,21 +43,6 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     n.checked_mul(1u64 << shift)
         .filter(|&b| b > 0)
         .ok_or_else(|| format!("{text:?}: expected a size from 1 byte to 16 EiB"))
-}
-
-/// Whether a conversion involves a dataset: an input directory, an output
-/// that is a directory (existing, or written with a trailing `/`), or
-/// `--shard-bytes`.
-pub fn involved(input: &Path, output: &Path, shard_bytes: Option<u64>) -> bool {
-    input.is_dir() || wants_dataset(output) || shard_bytes.is_some()
-}
-
-pub(crate) fn wants_dataset(output: &Path) -> bool {
-    output.is_dir()
-        || output
-            .as_os_str()
-            .to_string_lossy()
-            .ends_with(std::path::MAIN_SEPARATOR)
 }
 
 /// `lodt info DIR [--json]`: the manifest's summary (no shard is read).
@@ -224,150 +206,6 @@ pub fn verify(dir: &Path, mmap: bool, progress: bool) -> Result<(), CliError> {
         common::plural(m.num_batches(), "batch", "batches"),
         common::plural(m.num_sequences(), "sequence", "sequences"),
         human(m.num_bytes())
-    )?;
-    common::finish(out)
-}
-
-/// A convert failure reading a dataset, as the converter's error.
-fn as_convert(dir: &Path, e: DatasetError) -> ConvertError {
-    ConvertError::Io {
-        path: dir.display().to_string(),
-        source: std::io::Error::other(e.to_string()),
-    }
-}
-
-/// A dataset's batches, with errors as the converter's.
-struct DatasetBatches<'a> {
-    inner: Box<dyn Iterator<Item = lodt::dataset::Result<Batch>> + 'a>,
-    dir: &'a Path,
-}
-
-impl Iterator for DatasetBatches<'_> {
-    type Item = Result<Batch, ConvertError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.inner.next()? {
-            Ok(batch) => Some(Ok(batch)),
-            Err(e) => Some(Err(as_convert(self.dir, e))),
-        }
-    }
-}
-
-fn bar(total: Option<usize>) -> ProgressBar {
-    match total {
-        Some(n) => common::progress_count(n as u64, "converting"),
-        None => common::progress_count(0, "converting"),
-    }
-}
-
-/// `lodt convert IN DIR/ [--shard-bytes N]` and `lodt convert DIR OUT`.
-pub fn convert(
-    input: &Path,
-    output: &Path,
-    options: &ConvertOptions,
-    shard_bytes: Option<u64>,
-) -> Result<(), CliError> {
-    let to_dataset = wants_dataset(output);
-    if shard_bytes.is_some() && !to_dataset {
-        return Err(CliError::usage(format!(
-            "--shard-bytes applies to a dataset output: a directory (end {} with /)",
-            common::path(output)
-        )));
-    }
-    let convert_failure = common::convert_error;
-    // The source: a dataset's batches in order, or a file read by extension.
-    let from_dataset = input.is_dir();
-    let mut metadata = std::collections::BTreeMap::new();
-    let dataset;
-    let (total, batches): (
-        Option<usize>,
-        Box<dyn Iterator<Item = Result<Batch, ConvertError>> + '_>,
-    ) = if from_dataset {
-        if options.names.is_some() {
-            return Err(CliError::usage(
-                "--names applies to Paddle inputs; a dataset has names of its own",
-            ));
-        }
-        dataset = Dataset::open(input).map_err(failure)?;
-        metadata = dataset.metadata().clone();
-        let n = dataset.manifest().num_batches() as usize;
-        let batches = DatasetBatches {
-            inner: Box::new(dataset.batches()),
-            dir: input,
-        };
-        match options.batch_rows {
-            Some(rows) => (
-                None,
-                Box::new(lodt::rebatch::rebatch(batches, rows).map_err(CliError::usage)?),
-            ),
-            None => (Some(n), Box::new(batches)),
-        }
-    } else {
-        let format = convert::Format::from_path(input).map_err(convert_failure)?;
-        let reader = format
-            .open_reader(input, options)
-            .map_err(convert_failure)?;
-        (reader.num_batches(), Box::new(reader))
-    };
-    let progress = bar(total);
-    let mut out = common::stdout();
-    if !to_dataset {
-        let format = convert::Format::from_path(output).map_err(convert_failure)?;
-        let mut writer = format
-            .create_writer(output, metadata, options)
-            .map_err(convert_failure)?;
-        for batch in batches {
-            let batch = batch.map_err(convert_failure)?;
-            writer.write(&batch).map_err(convert_failure)?;
-            progress.set_position(writer.stats().batches);
-        }
-        let stats = writer.stats();
-        writer.finish().map_err(convert_failure)?;
-        progress.finish_and_clear();
-        writeln!(
-            out,
-            "wrote {} ({}, {}) from the dataset {}",
-            common::path(output),
-            common::plural(stats.batches, "batch", "batches"),
-            common::plural(stats.tensors, "tensor", "tensors"),
-            common::path(input)
-        )?;
-        return common::finish(out);
-    }
-    let writer_options = WriterOptions {
-        shard_bytes: shard_bytes.unwrap_or(lodt::dataset::DEFAULT_SHARD_BYTES),
-        format_version: options.lodt.format_version,
-        compression: options.lodt.compression,
-        ..Default::default()
-    };
-    let mut writer = DatasetWriter::create(output, writer_options).map_err(failure)?;
-    let mut count = 0u64;
-    for batch in batches {
-        let batch = batch.map_err(convert_failure)?;
-        writer.write(&batch).map_err(|e| {
-            // Tensors whose row counts differ: name the columns that fit.
-            let hint = matches!(&e, DatasetError::SchemaMismatch { what, .. } if what.starts_with("top-level sequences"))
-                .then(|| crate::suggest::dataset_columns(input, options.columns.as_deref()))
-                .flatten();
-            match hint {
-                Some(flag) => failure(e).with_hint(&format!("; to convert this input, add: {flag}")),
-                None => failure(e),
-            }
-        })?;
-        count += 1;
-        progress.set_position(count);
-    }
-    let manifest = writer.finish().map_err(failure)?;
-    progress.finish_and_clear();
-    writeln!(
-        out,
-        "wrote the dataset {} ({}, {}, {}, {}) from {}",
-        common::path(output),
-        common::plural(manifest.num_shards() as u64, "shard", "shards"),
-        common::plural(manifest.num_batches(), "batch", "batches"),
-        common::plural(manifest.num_sequences(), "sequence", "sequences"),
-        human(manifest.num_bytes()),
-        common::path(input)
     )?;
     common::finish(out)
 }

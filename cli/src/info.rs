@@ -2,7 +2,7 @@
 //! and totals (sequences per level, rows, bytes, overhead).
 
 use crate::common::{self, CliError, escape_json, escape_text, human, list, pairs};
-use lodt::format::LodtFile;
+use lodt::format::{FileSummary, LodtFile};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,129 +21,72 @@ pub struct Args {
     read: common::ReadArgs,
 }
 
-/// One tensor layout of the schema: name, dtype, element shape, levels.
-#[derive(Clone, PartialEq, Eq)]
-struct Layout {
-    name: String,
-    dtype: &'static str,
-    element_shape: Vec<usize>,
-    levels: usize,
-}
-
-/// A tensor's totals over every batch.
-#[derive(Default, Clone)]
-struct Totals {
-    sequences: Vec<u64>,
-    rows: u64,
-    body: u64,
-    lod: u64,
-}
-
-/// Everything `info` reports, gathered in one pass over the batches.
+/// Everything `info` reports, gathered in one pass over the batches
+/// ([`LodtFile::summarize`]): the batches as JSON values or as the lines
+/// of the text form (capped).
 struct Summary {
-    schema: Vec<Layout>,
-    totals: Vec<Totals>,
+    file: FileSummary,
     batches: Vec<Value>,
     lines: Vec<String>,
-    body: u64,
-    lod: u64,
 }
 
 fn summarize(file: &LodtFile, keep_json: bool) -> Result<Summary, CliError> {
-    let mut s = Summary {
-        schema: Vec::new(),
-        totals: Vec::new(),
-        batches: Vec::new(),
-        lines: Vec::new(),
-        body: 0,
-        lod: 0,
-    };
     let n = file.num_batches();
-    for k in 0..n {
-        let b = file.batch(k)?;
-        let mut tensors = Vec::new();
-        let mut top_rows: Option<usize> = None;
-        for t in b.tensors() {
-            let (name, v) = t?;
-            let layout = Layout {
-                name: name.to_owned(),
-                dtype: v.dtype().name(),
-                element_shape: v.element_shape().to_vec(),
-                levels: v.lod().num_levels(),
-            };
-            let index = match s.schema.iter().position(|l| *l == layout) {
-                Some(i) => i,
-                None => {
-                    s.schema.push(layout);
-                    s.totals.push(Totals::default());
-                    s.schema.len() - 1
-                }
-            };
-            let lod = v.lod();
-            let total = &mut s.totals[index];
-            total.sequences.resize(lod.num_levels(), 0);
-            let mut lod_bytes = 0u64;
-            for l in 0..lod.num_levels() {
-                let seqs = lod.num_sequences(l).unwrap_or(0) as u64;
-                total.sequences[l] += seqs;
-                lod_bytes += (seqs + 1) * 8;
-            }
-            let body = v.as_bytes().len() as u64;
-            total.rows += v.rows() as u64;
-            total.body += body;
-            total.lod += lod_bytes;
-            s.body += body;
-            s.lod += lod_bytes;
-            top_rows.get_or_insert(v.top_level_rows());
-            if keep_json {
-                tensors.push(json!({
-                    "name": name,
-                    "dtype": v.dtype().name(),
-                    "shape": v.shape(),
-                    "lod_levels": lod.num_levels(),
-                    "sequences": (0..lod.num_levels()).map(|l| lod.num_sequences(l).unwrap_or(0)).collect::<Vec<_>>(),
-                    "rows": v.rows(),
-                    "body_bytes": body,
-                    "lod_bytes": lod_bytes,
-                }));
-            }
-        }
-        let r = b.byte_range();
+    let (mut batches, mut lines) = (Vec::new(), Vec::new());
+    let summary = file.summarize(|b| {
+        let k = b.index;
+        let r = &b.byte_range;
         if keep_json {
-            s.batches.push(json!({
+            let tensors: Vec<Value> = b
+                .tensors
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "dtype": t.dtype.name(),
+                        "shape": t.shape,
+                        "lod_levels": t.sequences.len(),
+                        "sequences": t.sequences,
+                        "rows": t.rows,
+                        "body_bytes": t.body_bytes,
+                        "lod_bytes": t.lod_bytes,
+                    })
+                })
+                .collect();
+            batches.push(json!({
                 "index": k,
                 "offset": r.start,
                 "length": r.end - r.start,
-                "body_bytes": b.body_bytes(),
-                "top_level_rows": top_rows.unwrap_or(0),
-                "metadata": b.metadata(),
+                "body_bytes": b.body_bytes,
+                "top_level_rows": b.top_level_rows,
+                "metadata": b.metadata,
                 "tensors": tensors,
             }));
-            continue;
+            return;
         }
         if n > SHOWN && k == SHOWN - 2 {
-            s.lines.push(format!(
+            lines.push(format!(
                 "  ... {} more batches (lodt info --json lists every one)",
                 n - SHOWN + 1
             ));
         }
         if n > SHOWN && (SHOWN - 2..n - 1).contains(&k) {
-            continue;
+            return;
         }
-        s.lines.push(format!(
+        lines.push(format!(
             "  batch {k}: {}, {}, {} at offset {}, metadata {}",
-            common::plural(
-                top_rows.unwrap_or(0) as u64,
-                "top-level row",
-                "top-level rows"
-            ),
-            common::plural(b.len() as u64, "tensor", "tensors"),
+            common::plural(b.top_level_rows as u64, "top-level row", "top-level rows"),
+            common::plural(b.tensors.len() as u64, "tensor", "tensors"),
             human(r.end - r.start),
             r.start,
-            pairs(b.metadata())
+            pairs(&b.metadata)
         ));
-    }
-    Ok(s)
+    })?;
+    Ok(Summary {
+        file: summary,
+        batches,
+        lines,
+    })
 }
 
 pub fn run(args: Args) -> Result<(), CliError> {
@@ -157,7 +100,8 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let summary = summarize(&file, args.json)?;
     let mut out = common::stdout();
     let size = file.file_size();
-    let overhead = size.saturating_sub(summary.body + summary.lod);
+    let (body, lod) = (summary.file.body_bytes, summary.file.lod_bytes);
+    let overhead = size.saturating_sub(body + lod);
     let share = |bytes: u64| {
         if size == 0 {
             0.0
@@ -177,23 +121,24 @@ pub fn run(args: Args) -> Result<(), CliError> {
     writeln!(
         out,
         "schema    {}",
-        common::plural(summary.schema.len() as u64, "tensor", "tensors")
+        common::plural(summary.file.tensors.len() as u64, "tensor", "tensors")
     )?;
     let width = summary
-        .schema
+        .file
+        .tensors
         .iter()
         .map(|l| escape_text(&l.name).chars().count())
         .max()
         .unwrap_or(0)
         .clamp(6, 32);
-    for l in &summary.schema {
+    for l in &summary.file.tensors {
         writeln!(
             out,
             "  {:<width$}  {:<8} element shape {:<12} {}",
             escape_text(&l.name),
-            l.dtype,
+            l.dtype.name(),
             list(&l.element_shape),
-            match l.levels {
+            match l.lod_levels {
                 0 => "no LoD".to_string(),
                 1 => "1 LoD level".to_string(),
                 n => format!("{n} LoD levels"),
@@ -209,7 +154,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         "totals    over {}",
         common::plural(file.num_batches() as u64, "batch", "batches")
     )?;
-    for (l, t) in summary.schema.iter().zip(&summary.totals) {
+    for t in &summary.file.tensors {
         let seqs = if t.sequences.is_empty() {
             String::new()
         } else {
@@ -218,20 +163,20 @@ pub fn run(args: Args) -> Result<(), CliError> {
         writeln!(
             out,
             "  {:<width$}  {seqs}rows {}, body {}, LoD {}",
-            escape_text(&l.name),
+            escape_text(&t.name),
             t.rows,
-            human(t.body),
-            human(t.lod)
+            human(t.body_bytes),
+            human(t.lod_bytes)
         )?;
     }
-    let decoded = summary.body + summary.lod;
+    let decoded = body + lod;
     if decoded > size {
         // Compressed (format 2.0): the decoded bytes outweigh the file.
         writeln!(
             out,
             "  bytes     bodies {}, LoD {} decoded: {:.2}× the file's {} (compressed)",
-            human(summary.body),
-            human(summary.lod),
+            human(body),
+            human(lod),
             decoded as f64 / size.max(1) as f64,
             human(size)
         )?;
@@ -240,10 +185,10 @@ pub fn run(args: Args) -> Result<(), CliError> {
     writeln!(
         out,
         "  bytes     bodies {} ({:.1}%), LoD {} ({:.1}%), overhead {} ({:.1}%: headers, metadata, padding, index)",
-        human(summary.body),
-        share(summary.body),
-        human(summary.lod),
-        share(summary.lod),
+        human(body),
+        share(body),
+        human(lod),
+        share(lod),
         human(overhead),
         share(overhead)
     )?;
@@ -252,19 +197,19 @@ pub fn run(args: Args) -> Result<(), CliError> {
 
 fn to_json(args: &Args, file: &LodtFile, s: &Summary, overhead: u64) -> Value {
     let schema: Vec<Value> = s
-        .schema
+        .file
+        .tensors
         .iter()
-        .zip(&s.totals)
-        .map(|(l, t)| {
+        .map(|t| {
             json!({
-                "name": l.name,
-                "dtype": l.dtype,
-                "element_shape": l.element_shape,
-                "lod_levels": l.levels,
+                "name": t.name,
+                "dtype": t.dtype.name(),
+                "element_shape": t.element_shape,
+                "lod_levels": t.lod_levels,
                 "sequences": t.sequences,
                 "rows": t.rows,
-                "body_bytes": t.body,
-                "lod_bytes": t.lod,
+                "body_bytes": t.body_bytes,
+                "lod_bytes": t.lod_bytes,
             })
         })
         .collect();
@@ -272,8 +217,8 @@ fn to_json(args: &Args, file: &LodtFile, s: &Summary, overhead: u64) -> Value {
         "file": args.file.display().to_string(),
         "version": file.version().to_string(),
         "file_size": file.file_size(),
-        "body_bytes": s.body,
-        "lod_bytes": s.lod,
+        "body_bytes": s.file.body_bytes,
+        "lod_bytes": s.file.lod_bytes,
         "overhead_bytes": overhead,
         "num_batches": file.num_batches(),
         "metadata": file.metadata(),

@@ -182,49 +182,23 @@ fn select(args: &Args, name: &str, whole: LodTensor) -> Result<LodTensor, CliErr
             .branch(&branch.path)
             .map_err(|e| usage(e.to_string()))?;
         if let Some(range) = &branch.range {
-            view = top_range(&view, range.clone()).map_err(|e| usage(e.to_string()))?;
+            view = view
+                .slice_top(range.start, range.end)
+                .map_err(|e| usage(e.to_string()))?;
         }
     }
     if let Some(n) = args.head {
-        let top = top_len(&view);
-        view = top_range(&view, 0..n.min(top))
+        let top = view.top_level_rows();
+        view = view
+            .slice_top(0, n.min(top))
             .map_err(|e| CliError::usage(format!("--head {n}: {e}")))?;
     }
     Ok(view)
 }
 
-/// The sequences of the top level, or the rows of a tensor with no LoD.
-fn top_len(v: &LodTensor) -> usize {
-    match v.lod().num_sequences(0) {
-        Ok(n) if v.lod().num_levels() > 0 => n,
-        _ => v.rows(),
-    }
-}
-
-/// Sequences `range` of the top level, or rows `range` of a tensor with no LoD.
-fn top_range(v: &LodTensor, range: Range<usize>) -> Result<LodTensor, lodt::Error> {
-    let top = top_len(v);
-    if range.end > top {
-        return Err(lodt::Error::OutOfRange {
-            what: if v.lod().num_levels() > 0 {
-                "top-level sequence range"
-            } else {
-                "row range"
-            },
-            index: range.end as u64,
-            len: top as u64,
-        });
-    }
-    if v.lod().num_levels() > 0 {
-        v.slice_level(0, range.start, range.end)
-    } else {
-        v.slice_rows(range.start, range.end)
-    }
-}
-
 /// Prints `whole`, or its `--branch`/`--head` slice, as JSON or text.
 fn print(args: &Args, name: &str, whole: LodTensor) -> Result<(), CliError> {
-    let total = top_len(&whole);
+    let total = whole.top_level_rows();
     let view = select(args, name, whole)?;
     let mut out = common::stdout();
     if args.json {
@@ -275,7 +249,10 @@ fn text(
         None => String::new(),
     };
     if let Some(n) = args.head {
-        what = format!("first {} of {total} top-level, {what}", n.min(top_len(v)));
+        what = format!(
+            "first {} of {total} top-level, {what}",
+            n.min(v.top_level_rows())
+        );
     }
     writeln!(
         out,

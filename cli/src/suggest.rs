@@ -1,106 +1,70 @@
 //! The flags that make a failed conversion to Arrow, Parquet or a dataset
 //! work, all at once: `--columns` for the tensors whose top-level row counts
 //! agree with the first tensor's in every batch, and `--metadata first` when
-//! batch metadata varies.
+//! batch metadata varies (worked out by `lodt::convert::column_fit`).
 
-use lodt::format::LodtFile;
+use lodt::arrow::ArrowError;
+use lodt::convert::{ConvertError, column_fit};
+use lodt::dataset::DatasetError;
 use std::path::Path;
 
-/// `--columns a,b --metadata first` (either part only if needed) for the
-/// `.lodt` file at `input` read with `columns` (`None`: every tensor), or
-/// `None` when it cannot tell (another format, an unreadable file, no tensor
-/// that fits, or nothing to change).
-pub fn working_flags(input: &Path, columns: Option<&[String]>) -> Option<String> {
-    let (columns_flag, metadata_varies) = needs(input, columns)?;
-    let flags: Vec<String> = columns_flag
-        .into_iter()
-        .chain(metadata_varies.then(|| "--metadata first".to_string()))
-        .collect();
+/// What a failed conversion needs: a column selection, the first batch's
+/// metadata, or both.
+#[derive(Clone, Copy)]
+enum Need {
+    /// Arrow and Parquet: one row count per batch, one metadata map.
+    RowsAndMetadata,
+    /// A dataset keeps each batch's metadata: only the row counts matter.
+    Rows,
+}
+
+/// The flags for the `.lodt` file at `input` read with `columns` (`None`:
+/// every tensor), or `None` when it cannot tell (another format, an
+/// unreadable file, no tensor that fits, or nothing to change).
+fn working_flags(input: &Path, columns: Option<&[String]>, need: Need) -> Option<String> {
+    let fit = column_fit(input, columns)?;
+    let mut flags = Vec::new();
+    if fit.needs_columns() {
+        if fit.agreeing.is_empty() || fit.agreeing.iter().any(|n| n.contains(',')) {
+            return None;
+        }
+        flags.push(format!("--columns {}", fit.agreeing.join(",")));
+    }
+    if fit.metadata_varies && matches!(need, Need::RowsAndMetadata) {
+        flags.push("--metadata first".to_string());
+    }
     (!flags.is_empty()).then(|| flags.join(" "))
 }
 
-/// The `--columns` flag a dataset written from `input` needs (a dataset
-/// keeps each batch's metadata, so only the row counts matter), or `None`.
-pub fn dataset_columns(input: &Path, columns: Option<&[String]>) -> Option<String> {
-    needs(input, columns)?.0
-}
-
-/// The `--columns` flag that keeps the tensors whose top-level row counts
-/// agree (if some do not), and whether batch metadata varies.
-fn needs(input: &Path, columns: Option<&[String]>) -> Option<(Option<String>, bool)> {
-    let file = LodtFile::open(input).ok()?;
-    let mut kept: Option<Vec<String>> = None;
-    let mut all: Vec<String> = Vec::new();
-    let mut first_metadata = None;
-    let mut metadata_varies = false;
-    for k in 0..file.num_batches() {
-        let batch = file.batch(k).ok()?;
-        match &first_metadata {
-            None => first_metadata = Some(batch.metadata().clone()),
-            Some(m) => metadata_varies |= m != batch.metadata(),
+/// What `e` needs, if it is one that [`working_flags`] answers: tensors
+/// with different top-level row counts, or batch metadata that differs.
+fn answers(e: &ConvertError) -> Option<Need> {
+    match e {
+        ConvertError::Arrow(ArrowError::RowCount { .. } | ArrowError::MetadataMismatch { .. }) => {
+            Some(Need::RowsAndMetadata)
         }
-        let mut rows = Vec::new();
-        for t in batch.tensors() {
-            let (name, v) = t.ok()?;
-            if columns.is_some_and(|c| !c.iter().any(|n| n == name)) {
-                continue;
-            }
-            let count = if v.is_scalar() { 1 } else { v.top_level_rows() };
-            rows.push((name.to_owned(), count));
+        ConvertError::Dataset(DatasetError::SchemaMismatch { what, .. })
+            if what.starts_with("top-level sequences") =>
+        {
+            Some(Need::Rows)
         }
-        if let Some(columns) = columns {
-            // In the order asked: the first column sets the count.
-            rows.sort_by_key(|(name, _)| columns.iter().position(|n| n == name));
-        }
-        let first = rows.first()?.1;
-        let agree: Vec<String> = rows
-            .iter()
-            .filter(|(_, n)| *n == first)
-            .map(|(name, _)| name.clone())
-            .collect();
-        if all.is_empty() {
-            all = rows.into_iter().map(|(name, _)| name).collect();
-        }
-        kept = Some(match kept {
-            None => agree,
-            Some(k) => k.into_iter().filter(|n| agree.contains(n)).collect(),
-        });
+        _ => None,
     }
-    let kept = kept?;
-    let mut flag = None;
-    if kept.len() < all.len() {
-        if kept.iter().any(|n| n.contains(',')) || kept.is_empty() {
-            return None;
-        }
-        flag = Some(format!("--columns {}", kept.join(",")));
-    }
-    Some((flag, metadata_varies))
 }
 
 /// The CLI's error for a failed conversion of `input` (`None`: stdin), with
 /// the full set of flags that make it work when [`working_flags`] knows it.
 pub fn convert_error(
-    e: lodt::convert::ConvertError,
+    e: ConvertError,
     input: Option<&Path>,
     columns: Option<&[String]>,
 ) -> crate::common::CliError {
     let flags = input
-        .filter(|_| answers(&e))
-        .and_then(|input| working_flags(input, columns));
+        .zip(answers(&e))
+        .and_then(|(input, need)| working_flags(input, columns, need));
     let error = crate::common::convert_error(e);
     match flags {
         Some(flags) => error.with_hint(&format!("; to convert this input, add: {flags}")),
         None => error,
     }
-}
-
-/// Whether `e` is one that [`working_flags`] answers: tensors with different
-/// top-level row counts, or batch metadata that differs.
-pub fn answers(e: &lodt::convert::ConvertError) -> bool {
-    use lodt::arrow::ArrowError;
-    use lodt::convert::ConvertError;
-    matches!(
-        e,
-        ConvertError::Arrow(ArrowError::RowCount { .. } | ArrowError::MetadataMismatch { .. })
-    )
 }

@@ -101,11 +101,12 @@ fn parquet_to_lodt_to_arrow_stream_with_rebatching() {
         "{out}"
     );
     let again = dir.path().join("c.lodt");
-    // By default these small batches would be merged: keep them.
+    // By default every batch is kept as it is (--keep-batches says so too).
     let (code, out, err) = lodt(&["convert", path(&stream), path(&again), "--keep-batches"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("kept every input batch as it is (--keep-batches)"),
+        out.contains(": 3 batches, 9 tensors, 3 top-level rows")
+            && out.contains("kept every input batch as it is"),
         "{out}"
     );
     let (code, json, _) = lodt(&[
@@ -140,6 +141,17 @@ fn bad_conversions_are_usage_errors() {
     let (code, _, err) = lodt(&["convert", "in.csv", "out.lodt"]);
     assert_eq!(code, 2);
     assert!(err.contains("cannot tell the format of in.csv"), "{err}");
+    // An output it cannot place names the dataset option too.
+    let (code, _, err) = lodt(&[
+        "convert",
+        "../tests/data/paddle/combined.pdparams",
+        "out.csv",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("cannot tell the format of out.csv") && err.contains("or a dataset directory"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -278,30 +278,42 @@ fn type_changes_are_warned_about() {
 }
 
 #[test]
-fn rebatching_by_default_merges_small_batches_and_says_so() {
+fn batches_are_kept_by_default_and_batch_bytes_auto_merges_small_ones() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("small.lodt");
     batches_file(&input, 200, 3);
     let out = dir.path().join("merged.parquet");
+    // The default keeps every batch, as lodt::convert and lodt.convert() do.
     let (stdout, _) = ok(&["convert", s(&input), s(&out)]);
+    assert!(
+        stdout.contains(": 200 batches, 400 tensors, 600 top-level rows"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("kept every input batch as it is (the default; --batch-rows or --batch-bytes regroup them)"),
+        "{stdout}"
+    );
+    assert_eq!(parquet_meta(&out).num_row_groups(), 200);
+    let (stdout, _) = ok(&["convert", s(&input), s(&out), "--keep-batches"]);
+    assert!(
+        stdout.contains("kept every input batch as it is"),
+        "{stdout}"
+    );
+    assert_eq!(parquet_meta(&out).num_row_groups(), 200);
+    // --batch-bytes auto: 1 MiB to 64 MiB pass, smaller ones are merged.
+    let (stdout, _) = ok(&["convert", s(&input), s(&out), "--batch-bytes", "auto"]);
     assert!(
         stdout.contains(": 1 batch, 2 tensors, 600 top-level rows"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("re-batched 200 input batches into 1: merged 200 smaller batches (up to 16.0 MiB each, never across a metadata change) (by default batches of 1.0 MiB to 64.0 MiB pass"),
+        stdout.contains("re-batched 200 input batches into 1: merged 200 smaller batches (up to 16.0 MiB each, never across a metadata change) (--batch-bytes auto: batches of 1.0 MiB to 64.0 MiB pass"),
         "{stdout}"
     );
     assert_eq!(parquet_meta(&out).num_row_groups(), 1);
-    let (stdout, _) = ok(&["convert", s(&input), s(&out), "--keep-batches"]);
-    assert!(
-        stdout.contains("kept every input batch as it is (--keep-batches)"),
-        "{stdout}"
-    );
-    assert_eq!(parquet_meta(&out).num_row_groups(), 200);
     // The values survive the merge, in order.
     let lodt_out = dir.path().join("merged.lodt");
-    ok(&["convert", s(&input), s(&lodt_out)]);
+    ok(&["convert", s(&input), s(&lodt_out), "--batch-bytes", "auto"]);
     let (json, _) = ok(&[
         "show",
         s(&lodt_out),
@@ -355,7 +367,7 @@ fn batches_with_different_metadata_are_never_merged() {
         env!("CARGO_MANIFEST_DIR")
     );
     let out = dir.path().join("out.lodt");
-    let (stdout, _) = ok(&["convert", &multi, s(&out)]);
+    let (stdout, _) = ok(&["convert", &multi, s(&out), "--batch-bytes", "auto"]);
     assert!(
         stdout.contains("kept the input's 3 batches as they are"),
         "{stdout}"

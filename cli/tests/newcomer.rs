@@ -66,7 +66,7 @@ fn the_demo_converts_to_parquet_arrow_and_a_dataset_with_no_flags() {
         let (stdout, _) = run(d, &["convert", "lodt-demo/demo.lodt", out], 0);
         assert!(
             stdout.starts_with(&format!(
-                "wrote {out} ({what}{}: 1 batch, 3 tensors, {rows} top-level rows, ",
+                "wrote {out} ({what}{}: 32 batches, 96 tensors, {rows} top-level rows, ",
                 if what == "Parquet" { ", snappy" } else { "" }
             )),
             "{stdout}"

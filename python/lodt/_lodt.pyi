@@ -668,8 +668,15 @@ def convert(
     decode_budget: int | None = None,
     tensor_type: Literal["nested_lists", "fixed_shape", "variable_shape"] = "nested_lists",
     format_version: Literal["1.0", "2.0"] | None = None,
+    shard_bytes: int | None = None,
 ) -> dict[str, int]:
-    """Converts between .lodt, Parquet, Arrow IPC and Paddle files, by extension.
+    """Converts between .lodt, Parquet, Arrow IPC and Paddle files (by
+    extension) and dataset directories, as ``lodt convert`` does.
+
+    A dataset is an existing directory, a path ending in ``/``, or a new path
+    with no extension; ``shard_bytes`` (default 256 MiB) sizes its shards.
+    Every batch is kept as it is unless ``batch_rows`` or ``batch_bytes``
+    regroup them.
 
     ``decode_budget`` (bytes, default 256 MiB) bounds what one batch of a
     Parquet input decodes to: larger row groups are read in several batches.

@@ -111,6 +111,7 @@ pub fn convert(err: ConvertError) -> PyErr {
         ConvertError::Core(e) => core(e),
         ConvertError::Io { ref source, .. } => io(source, message),
         ConvertError::Atomic(e) => atomic(e),
+        ConvertError::Dataset(e) => dataset(e),
         _ => PyValueError::new_err(message),
     }
 }

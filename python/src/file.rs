@@ -584,7 +584,8 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// convert(src, dst, *, names=None, batch_rows=None, small_lists=False,
 ///         batch_bytes=None, columns=None, compression=None,
 ///         null_lists="error", metadata="error", decode_budget=None,
-///         tensor_type="nested_lists", format_version=None) -> dict
+///         tensor_type="nested_lists", format_version=None,
+///         shard_bytes=None) -> dict
 ///
 /// Converts between formats, chosen by extension: `.lodt`, `.parquet`,
 /// `.arrow`/`.feather`, `.arrows`, `.pdtensor`, `.pdparams`/`.pdiparams`
@@ -608,12 +609,18 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// `decode_budget` is the most bytes one batch of a Parquet input may decode
 /// to (default 256 MiB: larger row groups are read in several batches, and a
 /// row that needs more is a `ValueError` giving the budget and the need).
+/// A dataset directory is an input or an output too (an existing directory,
+/// a path ending in `/`, or a new path with no extension), written in
+/// shards of about `shard_bytes` (default 256 MiB). This is the crate's
+/// `lodt::convert::convert`, as `lodt convert` runs it: the same options
+/// give the same bytes.
 /// Returns `{"batches", "tensors"}` written.
 #[pyfunction]
 #[pyo3(signature = (
     src, dst, *, names = None, batch_rows = None, small_lists = false, batch_bytes = None,
     columns = None, compression = None, null_lists = "error", metadata = "error",
-    decode_budget = None, tensor_type = "nested_lists", format_version = None
+    decode_budget = None, tensor_type = "nested_lists", format_version = None,
+    shard_bytes = None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
@@ -631,6 +638,7 @@ pub fn convert<'py>(
     decode_budget: Option<u64>,
     tensor_type: &str,
     format_version: Option<&str>,
+    shard_bytes: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use lodt::arrow::{ArrowError, MetadataPolicy, NullLists};
     use lodt::convert::ConvertError;
@@ -657,9 +665,14 @@ pub fn convert<'py>(
         metadata_policy,
         decode_budget,
         tensor_type,
+        shard_bytes,
         lodt: WriteOptions::default(),
     };
-    let output = lodt::convert::Format::from_path(&dst).map_err(|e| value(e.to_string()))?;
+    // A dataset output is written as .lodt shards.
+    let output = match lodt::convert::Endpoint::output(&dst).map_err(|e| value(e.to_string()))? {
+        lodt::convert::Endpoint::File(format) => format,
+        lodt::convert::Endpoint::Dataset => lodt::convert::Format::Lodt,
+    };
     options
         .set_output_codec(output, format_version, compression.as_deref())
         .map_err(|e| value(e.to_string()))?;

@@ -198,13 +198,7 @@ struct Accumulator {
 pub fn batch_bytes(batch: &Batch) -> u64 {
     batch
         .iter()
-        .map(|(_, t)| {
-            let lod = t.lod();
-            let offsets: usize = (0..lod.num_levels())
-                .map(|l| lod.num_sequences(l).map_or(0, |n| n + 1))
-                .sum();
-            (t.as_bytes().len() as u64).saturating_add(offsets as u64 * 8)
-        })
+        .map(|(_, t)| (t.as_bytes().len() as u64).saturating_add(t.lod().offsets_bytes()))
         .fold(0u64, u64::saturating_add)
 }
 

@@ -7,13 +7,17 @@ use super::*;
 /// ```
 /// let err = lodt::convert::Format::from_path("x.txt").unwrap_err();
 /// assert!(err.to_string().contains("x.txt"));
-/// assert!(err.to_string().ends_with(".pdparams or .pdiparams"));
+/// assert!(err.to_string().contains(".pdparams or .pdiparams, or a dataset directory"), "{err}");
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConvertError {
-    /// The extension names no supported format.
-    #[error("cannot tell the format of {path}: expected {}", known_extensions())]
+    /// The extension names no supported format, and the path is no dataset
+    /// directory (see [`Endpoint::output`]).
+    #[error(
+        "cannot tell the format of {path}: expected {}, or a dataset directory (an existing directory, a path ending in /, or a new path with no extension)",
+        known_extensions()
+    )]
     UnknownExtension {
         /// The path.
         path: String,
@@ -39,6 +43,9 @@ pub enum ConvertError {
     #[cfg(feature = "arrow")]
     #[error(transparent)]
     Arrow(#[from] crate::arrow::ArrowError),
+    /// An error of a dataset input or output.
+    #[error(transparent)]
+    Dataset(#[from] crate::dataset::DatasetError),
     /// An error of the LoD model.
     #[error(transparent)]
     Core(#[from] crate::Error),

@@ -356,7 +356,11 @@ impl Format {
     }
 
     /// Refuses options that do not apply to reading this format.
-    fn check_reader(self, name: &str, options: &ConvertOptions) -> Result<(), ConvertError> {
+    pub(super) fn check_reader(
+        self,
+        name: &str,
+        options: &ConvertOptions,
+    ) -> Result<(), ConvertError> {
         if !self.is_available() {
             return Err(missing(self));
         }
@@ -375,7 +379,7 @@ impl Format {
 
     /// `reader` with the column selection (of formats whose reader has
     /// none) and the re-batching of `options`.
-    fn finish_reader(
+    pub(super) fn finish_reader(
         self,
         reader: BoxBatchReader<'static, ConvertError>,
         options: &ConvertOptions,
@@ -516,7 +520,7 @@ impl Format {
     }
 
     /// Refuses options that do not apply to writing this format.
-    fn check_writer(self, options: &ConvertOptions) -> Result<(), ConvertError> {
+    pub(super) fn check_writer(self, options: &ConvertOptions) -> Result<(), ConvertError> {
         if !self.is_available() {
             return Err(missing(self));
         }

@@ -16,8 +16,12 @@
 //! | `.pdtensor`                 | one PaddlePaddle tensor (`SerializeToStream`) | [`Format::PaddleTensor`] |
 //! | `.pdparams`, `.pdiparams`   | PaddlePaddle `save_combine` file         | [`Format::PaddleCombined`] |
 //!
+//! A sharded dataset directory is an endpoint too ([`Endpoint::Dataset`]): an
+//! input that is a directory, an output that is one, ends in `/`, or is a new
+//! path with no extension.
+//!
 //! ```text
-//!  IN ──open_reader──▶ Batch, Batch, … ──[rebatch to N rows]──▶ create_writer ──▶ OUT
+//!  IN ──open_reader──▶ Batch, Batch, … ──[rebatch, if asked]──▶ create_writer ──▶ OUT
 //! ```
 //!
 //! Only one batch is in memory at a time (two while re-batching). A `.lodt`
@@ -57,25 +61,39 @@ mod arrow_side;
 #[cfg(not(feature = "arrow"))]
 #[path = "arrow_missing.rs"]
 mod arrow_side;
+mod conversion;
+mod dataset_side;
+mod endpoint;
 mod error;
+mod fit;
 mod formats;
 mod options;
+mod sniff;
 
 use adapters::*;
+pub use conversion::{Conversion, Converted};
+use dataset_side::{DatasetBatches, DatasetSink};
+pub use endpoint::Endpoint;
 pub use error::ConvertError;
 use error::missing;
+pub use fit::{ColumnFit, column_fit};
 use formats::known_extensions;
 pub use formats::{Capabilities, Format, MetadataScope};
 pub use options::ConvertOptions;
 
-/// Converts `input` to `output`, each in the format its extension names
-/// ([`Format::from_path`]): opens a reader, creates a writer, and copies,
-/// calling `progress` after each batch. Returns what was written.
+/// Converts `input` to `output`, each a file in the format its extension
+/// names or a dataset directory ([`Endpoint::input`], [`Endpoint::output`]):
+/// opens a reader, creates a writer, and copies, calling `progress` after
+/// each batch. Returns what was written. By default every batch is kept as
+/// it is; [`ConvertOptions::batch_rows`] and [`ConvertOptions::batch_bytes`]
+/// regroup them. This is [`Conversion::open`] then [`Conversion::run`], what
+/// the CLI's `lodt convert` and Python's `lodt.convert()` run.
 ///
 /// `output` is replaced atomically (a failed conversion leaves what was
-/// there untouched), and is refused with [`AtomicError::SameFile`], before
-/// anything is written, when it is `input` itself (also through a symbolic
-/// or hard link). A `.lodt` output keeps the input's file metadata.
+/// there untouched; a dataset is committed at the end, or not at all), and
+/// is refused with [`AtomicError::SameFile`], before anything is written,
+/// when it is `input` itself (also through a symbolic or hard link). A
+/// `.lodt` or dataset output keeps the input's file (or dataset) metadata.
 ///
 /// ```
 /// use lodt::convert::{convert, ConvertOptions};
@@ -85,6 +103,10 @@ pub use options::ConvertOptions;
 /// let options = ConvertOptions { names: Some(names), ..Default::default() };
 /// let stats = convert("tests/data/paddle/combined.pdparams", &out, &options, |_| {})?;
 /// assert_eq!(stats.tensors, 8);
+/// // A new path with no extension is a dataset directory.
+/// let input = "tests/data/paddle/seed_2level_int64.pdtensor";
+/// let stats = convert(input, dir.path().join("train"), &ConvertOptions::default(), |_| {})?;
+/// assert_eq!(lodt::dataset::Dataset::open(dir.path().join("train"))?.manifest().num_batches(), stats.batches);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn convert(
@@ -93,13 +115,9 @@ pub fn convert(
     options: &ConvertOptions,
     progress: impl FnMut(&WriteStats),
 ) -> Result<WriteStats, ConvertError> {
-    let (input, output) = (input.as_ref(), output.as_ref());
-    let (from, to) = (Format::from_path(input)?, Format::from_path(output)?);
-    crate::atomic::ensure_distinct(input, output)?;
-    let reader = from.open_reader(input, options)?;
-    let writer = to.create_writer(output, reader.metadata(), options)?;
-    let ((), stats) = copy(reader, writer, progress)?;
-    Ok(stats)
+    Ok(Conversion::open(input, output, options)?
+        .run(progress)?
+        .stats)
 }
 
 /// What converting `input` (in format `from`) to `to` changes in the

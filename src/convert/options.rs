@@ -2,7 +2,8 @@
 
 use super::*;
 
-/// How to convert.
+/// How to convert. The defaults keep the input as it is: every batch as
+/// it comes (no re-batching), every tensor, the input's metadata.
 ///
 /// ```
 /// let options = lodt::convert::ConvertOptions { batch_rows: Some(32), ..Default::default() };
@@ -14,13 +15,20 @@ pub struct ConvertOptions {
     /// in file order (default `tensor0`, `tensor1`, …). An error for other
     /// inputs.
     pub names: Option<Vec<String>>,
-    /// Regroup the top-level rows into batches of this many rows.
+    /// Regroup the top-level rows into batches of this many rows (never
+    /// across a metadata change). `None`, with no
+    /// [`ConvertOptions::batch_bytes`] either: every batch is kept as it is.
     pub batch_rows: Option<usize>,
     /// Write Arrow `List` (32-bit offsets) instead of `LargeList`.
     pub small_lists: bool,
-    /// Regroup the rows by size (see [`BatchBytes`]); excludes
-    /// [`ConvertOptions::batch_rows`].
+    /// Regroup the rows by size (see [`BatchBytes`]; [`BatchBytes::DEFAULT`]
+    /// keeps batches of 1 MiB to 64 MiB and splits or merges the others to
+    /// about 16 MiB); excludes [`ConvertOptions::batch_rows`].
     pub batch_bytes: Option<BatchBytes>,
+    /// A dataset output: the target size of a shard in bytes (`None`:
+    /// [`DEFAULT_SHARD_BYTES`](crate::dataset::DEFAULT_SHARD_BYTES)). An
+    /// error for a file output.
+    pub shard_bytes: Option<u64>,
     /// Read only these tensors (Arrow and Parquet columns), in this order.
     /// For Arrow and Parquet inputs the other columns are not decoded, so a
     /// file with columns lodt cannot read (strings) converts with the others
@@ -54,6 +62,24 @@ pub struct ConvertOptions {
 }
 
 impl ConvertOptions {
+    /// These options without re-batching ([`ConvertOptions::batch_rows`]
+    /// and [`ConvertOptions::batch_bytes`] unset): how a reader is opened
+    /// for [`Conversion::from_parts`](super::Conversion::from_parts), which
+    /// re-batches itself.
+    ///
+    /// ```
+    /// let o = lodt::convert::ConvertOptions { batch_rows: Some(8), small_lists: true, ..Default::default() };
+    /// let reading = o.without_batching();
+    /// assert_eq!((reading.batch_rows, reading.small_lists), (None, true));
+    /// ```
+    pub fn without_batching(&self) -> ConvertOptions {
+        ConvertOptions {
+            batch_rows: None,
+            batch_bytes: None,
+            ..self.clone()
+        }
+    }
+
     /// Sets how an `output` file is encoded from the CLI's and Python's
     /// spelling (`--format-version`, `--compression`; `None`: not given).
     /// For `.lodt` files and datasets: the format version and the buffer

@@ -59,6 +59,7 @@ mod shuffle;
 mod source;
 mod storage;
 mod stream;
+mod summary;
 mod v2;
 mod verify;
 mod writer;
@@ -78,6 +79,7 @@ pub use source::{
 };
 pub use storage::MappedFile;
 pub use stream::StreamReader;
+pub use summary::{BatchSummary, BatchTensor, FileSummary, TensorTotals};
 pub use v2::{Compression, MAX_DECODED_BATCH};
 pub use verify::{VerifyReport, verify};
 pub use writer::{FileSink, WriteOptions, Writer};

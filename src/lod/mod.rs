@@ -20,6 +20,7 @@
 //! sequences of level `l + 1`; against a tensor, the last offset of the last
 //! level equals the number of rows.
 
+mod bytes;
 mod concat;
 mod offsets;
 mod segments;

@@ -1,0 +1,186 @@
+//! [`Endpoint`]: one side of a conversion, a file in a [`Format`] or a
+//! sharded dataset directory, and how a path is placed as one.
+
+use super::*;
+use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
+
+/// One side of a conversion: a file in one of the [`Format`]s, or a sharded
+/// dataset directory (`spec/DATASET.md`), read batch by batch in dataset
+/// order and written as `.lodt` shards.
+///
+/// [`Endpoint::input`] and [`Endpoint::output`] place a path; the CLI's
+/// `lodt convert` and Python's `lodt.convert()` place their paths with them,
+/// so the same paths mean the same thing from every front end.
+///
+/// ```
+/// use lodt::convert::{Endpoint, Format};
+/// let dir = tempfile::tempdir()?;
+/// assert_eq!(Endpoint::output(dir.path().join("out.parquet"))?, Endpoint::File(Format::Parquet));
+/// assert_eq!(Endpoint::output(dir.path().join("train"))?, Endpoint::Dataset); // new, no extension
+/// assert_eq!(Endpoint::input(dir.path())?, Endpoint::Dataset); // an existing directory
+/// assert!(Endpoint::output(dir.path().join("out.csv")).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// A file in this format.
+    File(Format),
+    /// A sharded dataset directory.
+    Dataset,
+}
+
+impl Endpoint {
+    /// Places an input path: a dataset when it names one
+    /// ([`crate::location::is_dataset`]: a local directory), else a file in
+    /// the format its extension names ([`Format::from_path`]).
+    ///
+    /// ```
+    /// use lodt::convert::{Endpoint, Format};
+    /// assert_eq!(Endpoint::input("tests/data/arrow/batch0.parquet")?, Endpoint::File(Format::Parquet));
+    /// let err = Endpoint::input("in.csv").unwrap_err().to_string();
+    /// assert!(err.contains("cannot tell the format of in.csv") && err.contains("a dataset directory"), "{err}");
+    /// # Ok::<(), lodt::convert::ConvertError>(())
+    /// ```
+    pub fn input(path: impl AsRef<Path>) -> Result<Endpoint, ConvertError> {
+        let path = path.as_ref();
+        if crate::location::is_dataset(&path.to_string_lossy()) {
+            return Ok(Endpoint::Dataset);
+        }
+        Format::from_path(path).map(Endpoint::File)
+    }
+
+    /// Places an output path. A dataset directory: a directory that exists,
+    /// a path ending in `/`, or a path with no extension that does not exist
+    /// (`lodt convert demo.lodt train`). A file: a path whose extension names
+    /// a [`Format`]. Anything else is [`ConvertError::UnknownExtension`],
+    /// whose message names both ways.
+    ///
+    /// ```
+    /// use lodt::convert::{Endpoint, Format};
+    /// let dir = tempfile::tempdir()?;
+    /// let slash = format!("{}/", dir.path().join("a.b").display());
+    /// assert_eq!(Endpoint::output(&slash)?, Endpoint::Dataset); // a trailing slash
+    /// assert_eq!(Endpoint::output(dir.path().join("x.Arrow"))?, Endpoint::File(Format::ArrowFile));
+    /// std::fs::write(dir.path().join("notes"), b"")?;
+    /// assert!(Endpoint::output(dir.path().join("notes")).is_err()); // a file without an extension
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn output(path: impl AsRef<Path>) -> Result<Endpoint, ConvertError> {
+        let path = path.as_ref();
+        let text = path.as_os_str().to_string_lossy();
+        if path.is_dir() || text.ends_with('/') || text.ends_with(std::path::MAIN_SEPARATOR) {
+            return Ok(Endpoint::Dataset);
+        }
+        if path.extension().is_none() && std::fs::symlink_metadata(path).is_err() {
+            return Ok(Endpoint::Dataset);
+        }
+        Format::from_path(path).map(Endpoint::File)
+    }
+
+    /// A short name of the endpoint: the format's ([`Format::name`]), or
+    /// `lodt dataset`.
+    ///
+    /// ```
+    /// use lodt::convert::{Endpoint, Format};
+    /// assert_eq!(Endpoint::Dataset.name(), "lodt dataset");
+    /// assert_eq!(Endpoint::File(Format::Parquet).name(), "Parquet");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::File(format) => format.name(),
+            Endpoint::Dataset => "lodt dataset",
+        }
+    }
+
+    /// Opens `path` as a reader of batches: a file as
+    /// [`Format::open_reader`] does, or a dataset's batches in dataset order
+    /// (its shards' body checksums checked), with the dataset's metadata as
+    /// the reader's [`BatchReader::metadata`]. Options as for
+    /// [`Format::open_reader`]; a dataset has tensor names of its own, so
+    /// [`ConvertOptions::names`] is refused.
+    ///
+    /// ```
+    /// use lodt::convert::{ConvertOptions, Endpoint};
+    /// use lodt::{Batch, BatchReader, LodTensor};
+    /// let dir = tempfile::tempdir()?;
+    /// let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
+    /// w.finish()?;
+    /// let mut reader = Endpoint::Dataset.open_reader(dir.path(), &ConvertOptions::default())?;
+    /// assert_eq!(reader.num_batches(), Some(1));
+    /// assert_eq!(reader.next().transpose()?.unwrap().get("x").unwrap().rows(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_reader(
+        self,
+        path: impl AsRef<Path>,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
+        let path = path.as_ref();
+        let format = match self {
+            Endpoint::File(format) => return format.open_reader(path, options),
+            Endpoint::Dataset => Format::Lodt,
+        };
+        if options.names.is_some() {
+            return Err(ConvertError::Unsupported(format!(
+                "--names applies to Paddle inputs, which have no tensor names; the dataset {} holds names of its own",
+                path.display()
+            )));
+        }
+        format.check_reader(&path.display().to_string(), options)?;
+        let reader = DatasetBatches::new(Dataset::open(path)?);
+        format.finish_reader(Box::new(reader), options)
+    }
+
+    /// Creates a writer to `path`: a file as [`Format::create_writer`] does,
+    /// or a new dataset directory of `.lodt` shards of about
+    /// [`ConvertOptions::shard_bytes`], in the format version and buffer
+    /// compression of [`ConvertOptions::lodt`], with `metadata` as the
+    /// dataset's metadata. The dataset is committed when the writer
+    /// finishes; one dropped unfinished commits nothing. A dataset that
+    /// exists already is refused ([`crate::dataset::DatasetError::AlreadyExists`]).
+    ///
+    /// ```
+    /// use lodt::convert::{ConvertOptions, Endpoint};
+    /// use lodt::{Batch, BatchWriter, LodTensor};
+    /// let dir = tempfile::tempdir()?;
+    /// let out = dir.path().join("train");
+    /// let mut writer = Endpoint::Dataset.create_writer(&out, Default::default(), &ConvertOptions::default())?;
+    /// writer.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// writer.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(&out)?.num_shards(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_writer(
+        self,
+        path: impl AsRef<Path>,
+        metadata: BTreeMap<String, String>,
+        options: &ConvertOptions,
+    ) -> Result<BoxBatchWriter<'static, ConvertError>, ConvertError> {
+        let path = path.as_ref();
+        if let Endpoint::File(format) = self {
+            if let Some(bytes) = options.shard_bytes {
+                return Err(ConvertError::Unsupported(format!(
+                    "a shard size ({bytes} bytes) applies to a dataset output (a directory: a new path with no extension, or one ending in /); {} is a {} file",
+                    path.display(),
+                    format.extension()
+                )));
+            }
+            return format.create_writer(path, metadata, options);
+        }
+        Format::Lodt.check_writer(options)?;
+        let writer_options = WriterOptions {
+            shard_bytes: options
+                .shard_bytes
+                .unwrap_or(crate::dataset::DEFAULT_SHARD_BYTES),
+            metadata,
+            format_version: options.lodt.format_version,
+            compression: options.lodt.compression,
+            ..Default::default()
+        };
+        Ok(Box::new(DatasetSink {
+            writer: Some(DatasetWriter::create(path, writer_options)?),
+            stats: WriteStats::default(),
+        }))
+    }
+}
