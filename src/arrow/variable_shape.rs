@@ -18,8 +18,8 @@
 //! a 32-bit `List`, so a batch holding more than `i32::MAX` values in one
 //! column is split by rows ([`split_for_list_offsets`]).
 
-use super::tensor::{metadata_error, overflow};
-use super::{ArrowError, ArrowOptions, DTYPE_KEY, Result, from_arrow, to_arrow};
+use super::tensor::{lists_from_arrow, lists_to_arrow, metadata_error, overflow};
+use super::{ArrowError, ArrowOptions, DTYPE_KEY, Result, VARIABLE_SHAPE_TENSOR};
 use crate::batch::Batch;
 use crate::dtype::DType;
 use crate::lod::Lod;
@@ -34,9 +34,6 @@ use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::extension::{EXTENSION_TYPE_METADATA_KEY, EXTENSION_TYPE_NAME_KEY};
 use arrow_schema::{DataType, Field, Fields, Metadata, Schema};
 use std::sync::Arc;
-
-/// The name of Arrow's canonical variable-shape tensor extension type.
-pub(crate) const VARIABLE_SHAPE_TENSOR: &str = "arrow.variable_shape_tensor";
 
 /// The name of Ray Data's variable-shaped tensor extension type (Ray 2.x,
 /// `ArrowVariableShapedTensorType`).
@@ -315,7 +312,7 @@ pub(crate) fn import(
     }
     let data_field =
         Field::new(column, data_field.data_type().clone(), true).with_metadata(data_metadata);
-    let values = from_arrow(&data_field, storage.column(data_index).as_ref(), options)?;
+    let values = lists_from_arrow(&data_field, storage.column(data_index).as_ref(), options)?;
     let offsets = match values.lod().raw_level(0) {
         Some(offsets)
             if values.lod().num_levels() == 1
@@ -594,7 +591,7 @@ fn assemble(
         Lod::empty(),
     )
     .map_err(tensor_error(name))?;
-    let (leaf_field, leaf) = to_arrow(name, &flat, &ArrowOptions::default())?;
+    let (leaf_field, leaf) = lists_to_arrow(name, &flat, &ArrowOptions::default())?;
     let item = Arc::new(Field::new("item", leaf.data_type().clone(), false));
     let data: ArrayRef = Arc::new(ListArray::try_new(item, offsets, leaf, None)?);
     let mut dims = Vec::new();
@@ -811,7 +808,7 @@ pub(crate) fn split_for_list_offsets(batch: &Batch, limit: u64) -> Result<Vec<Ba
 /// `batch` as one record batch whose 1-level tensors are
 /// `arrow.variable_shape_tensor` columns: a pair `x` + `x.shape`
 /// ([`variable_shape_pair_column`]) as one column `x`, every other 1-level
-/// tensor by [`variable_shape_column`], the rest by [`to_arrow`] with
+/// tensor by [`variable_shape_column`], the rest by [`to_arrow`](super::to_arrow) with
 /// `options`. The metadata key `lodt.variable_shape_tensor.<column>` gives
 /// a column's extension metadata and leaves the schema metadata. More than
 /// `i32::MAX` values in a column is an overflow: the file writers split the
@@ -844,7 +841,7 @@ pub(crate) fn variable_shape_record_batch(
         } else if tensor.lod().num_levels() == 1 {
             variable_shape_column(name, tensor, parsed.as_ref())?
         } else {
-            let converted = to_arrow(name, tensor, options)?;
+            let converted = lists_to_arrow(name, tensor, options)?;
             rows.get_or_insert(tensor.top_level_rows());
             fields.push(converted.0);
             columns.push(converted.1);

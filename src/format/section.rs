@@ -11,20 +11,23 @@
 //!  section_len
 //! ```
 
+use super::batch_meta::{
+    BatchMeta, BufferMeta, Codec, TensorMeta, buffer_location, check_tensor_bytes,
+};
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_crc32, check_meta_len,
     check_zero, crc32, pad64, parse_json, read_struct, same_crc, to_usize,
 };
+use super::schema::Schema;
 use crate::buffer::{Buffer, ByteStorage, check_range};
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::lod::Lod;
-use crate::lod::check_view_levels;
-use crate::tensor::{check_parts, checked_byte_len};
+use crate::tensor::checked_byte_len;
 use crate::{Error, LodTensor};
 use smallvec::SmallVec;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -92,102 +95,6 @@ impl<'a> Section<'a> {
     fn slice(&self, r: Range<usize>) -> Result<Buffer> {
         check_range(&r, self.range.len())?;
         Ok(self.buf.slice(self.in_buf(r))?)
-    }
-}
-
-/// A checked batch: everything about it except its body checksums.
-#[derive(Debug)]
-pub(crate) struct BatchMeta {
-    /// The batch number stored in the header.
-    pub index: u64,
-    pub header_crc: u32,
-    pub table_crc: u32,
-    pub section_len: u64,
-    pub metadata: BTreeMap<String, String>,
-    /// Inline for a few tensors and buffers: a parsed batch is one
-    /// allocation plus its metadata map.
-    pub tensors: SmallVec<[TensorMeta; 2]>,
-    /// The position of each tensor name in `tensors` (empty for a 2.0
-    /// batch of at most [`FIND_SCAN`] tensors, which `find` scans).
-    pub by_name: HashMap<String, usize>,
-    pub buffers: SmallVec<[BufferMeta; 6]>,
-    /// Where the buffers start and the checksum table starts (section-relative).
-    pub data_start: usize,
-    pub table_start: usize,
-    /// The schema in force (2.0; `None` for 1.0).
-    pub schema: Option<Arc<super::v2::Schema>>,
-    /// Whether this batch's head holds the schema (2.0).
-    pub holds_schema: bool,
-    /// The batch whose head holds the schema in force (2.0).
-    pub schema_at: u64,
-    /// The bytes a batch with a compressed buffer decodes to (2.0).
-    pub decoded_len: Option<usize>,
-}
-
-/// A buffer of a batch: its byte range within the section and its CRC32.
-#[derive(Debug, Clone)]
-pub(crate) struct BufferMeta {
-    /// The stored bytes, within the section (what the crc covers).
-    pub range: Range<usize>,
-    pub crc: u32,
-    /// How the stored bytes are compressed (2.0).
-    pub codec: super::v2::Codec,
-    /// The element width of a byte-shuffled buffer, 0 if not shuffled (2.0).
-    pub shuffle: usize,
-    /// The decoded bytes: within the decoded batch when the batch has a
-    /// compressed buffer, else `range`.
-    pub view: Range<usize>,
-}
-
-/// A tensor of a batch, checked against its buffers.
-#[derive(Debug)]
-pub(crate) struct TensorMeta {
-    /// Shared with the 2.0 schema (no copy per batch).
-    pub name: Arc<str>,
-    pub dtype: DType,
-    pub shape: SmallVec<[usize; 4]>,
-    /// The buffer index of each LoD level.
-    pub lod: SmallVec<[usize; 4]>,
-    /// The buffer index of the body.
-    pub body: usize,
-}
-
-/// Up to this many tensors, [`BatchMeta::find`] compares names one by one
-/// (a 2.0 batch of so few builds no `by_name` map).
-pub(crate) const FIND_SCAN: usize = 8;
-
-impl BatchMeta {
-    /// The tensor named `name`.
-    pub fn find(&self, name: &str) -> Option<usize> {
-        // A few names compare faster than they hash.
-        if self.tensors.len() <= FIND_SCAN {
-            return self.tensors.iter().position(|t| *t.name == *name);
-        }
-        self.by_name.get(name).copied()
-    }
-
-    /// The tensor names.
-    pub fn names(&self) -> Vec<String> {
-        self.tensors.iter().map(|t| t.name.to_string()).collect()
-    }
-
-    /// The byte range (section-relative) of buffer `i`.
-    pub fn range(&self, i: usize) -> Range<usize> {
-        self.buffers.get(i).map(|b| b.range.clone()).unwrap_or(0..0)
-    }
-
-    /// The byte range of buffer `i`'s decoded bytes (section-relative, or
-    /// within the decoded batch: see [`BufferMeta::view`]).
-    pub fn view(&self, i: usize) -> Range<usize> {
-        self.buffers.get(i).map(|b| b.view.clone()).unwrap_or(0..0)
-    }
-
-    /// The total number of body bytes (decoded).
-    pub fn body_bytes(&self) -> u64 {
-        self.tensors
-            .iter()
-            .map(|t| self.view(t.body).len() as u64)
-            .sum()
     }
 }
 
@@ -342,7 +249,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         buffers.push(BufferMeta {
             range: b.offset as usize..end as usize,
             crc: u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]),
-            codec: super::v2::Codec::None,
+            codec: Codec::None,
             shuffle: 0,
             view: b.offset as usize..end as usize,
         });
@@ -470,7 +377,7 @@ pub(crate) fn parse_any(
     section: &[u8],
     file_offset: u64,
     k: u64,
-    schema_of: &mut dyn FnMut(u64) -> Result<Arc<super::v2::Schema>>,
+    schema_of: &mut dyn FnMut(u64) -> Result<Arc<Schema>>,
 ) -> Result<BatchMeta> {
     if major >= 2 {
         super::v2::parse_batch(section, file_offset, k, schema_of)
@@ -486,47 +393,6 @@ pub(crate) fn decoded<'a>(section: Section<'a>, meta: &BatchMeta) -> Result<Sect
         return Ok(section);
     }
     Ok(Section::owned(super::v2::decode(section.bytes(), meta)?))
-}
-
-/// Checks one tensor's LoD against Paddle's rules and its shape, and (for
-/// bool) its body bytes; `bytes` is the section with `stored` (and then the
-/// LoD checksums are checked too), else the decoded batch.
-pub(crate) fn check_tensor_bytes(
-    section: &[u8],
-    meta: &BatchMeta,
-    t: usize,
-    stored: bool,
-) -> Result<()> {
-    let buffer = |i: usize| -> &[u8] {
-        let r = if stored { meta.range(i) } else { meta.view(i) };
-        section.get(r).unwrap_or(&[])
-    };
-    let Some(tm) = meta.tensors.get(t) else {
-        return Ok(());
-    };
-    let tat = |part| Location::tensor(meta.index, &tm.name, part);
-    let mut levels: SmallVec<[&[u64]; 4]> = SmallVec::with_capacity(tm.lod.len());
-    for (l, &b) in tm.lod.iter().enumerate() {
-        let bytes = buffer(b);
-        if stored {
-            let expected = meta.buffers.get(b).map_or(0, |b| b.crc);
-            check_crc32(bytes, expected, tat(Part::Lod(l)))?;
-        }
-        levels.push(
-            u64::slice_from_bytes(bytes).map_err(|source| FormatError::Tensor {
-                at: tat(Part::Lod(l)),
-                source,
-            })?,
-        );
-    }
-    let lod_rows = levels.last().and_then(|w| w.last().copied());
-    let body = buffer(tm.body);
-    check_view_levels(&levels, tm.shape.first().map(|&r| r as u64))
-        .and_then(|()| check_parts(tm.dtype, &tm.shape, levels.len(), lod_rows, body))
-        .map_err(|source| FormatError::Tensor {
-            at: tat(Part::Body),
-            source,
-        })
 }
 
 /// Tensor `t` of a checked batch whose bytes are `section`: an owned tensor
@@ -660,20 +526,6 @@ fn same_crc_at(at: impl Fn() -> Location, expected: u32, found: u32) -> Result<(
     } else {
         same_crc(at(), expected, found)
     }
-}
-
-/// Where buffer `i` of a checked batch is: the tensor part that uses it, or
-/// the buffer itself when no tensor does (O(tensors): for error messages).
-pub(crate) fn buffer_location(meta: &BatchMeta, i: usize) -> Location {
-    for tm in &meta.tensors {
-        if let Some(l) = tm.lod.iter().position(|&b| b == i) {
-            return Location::tensor(meta.index, &tm.name, Part::Lod(l));
-        }
-        if tm.body == i {
-            return Location::tensor(meta.index, &tm.name, Part::Body);
-        }
-    }
-    Location::batch(meta.index, Part::Buffer(i))
 }
 
 /// CRC32 of a large buffer, using two threads above a threshold.
