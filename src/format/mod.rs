@@ -49,8 +49,12 @@ mod batch_meta;
 mod buffers;
 mod error;
 mod gather;
+// Test hooks: public (doc-hidden) with the `test-hooks` feature only.
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod hooks;
+#[cfg(not(feature = "test-hooks"))]
+mod hooks;
 pub mod layout;
 mod pattern;
 mod reader;
