@@ -16,8 +16,9 @@ use super::batch_meta::{
 };
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_crc32, check_meta_len,
-    check_zero, crc32, pad64, parse_json, read_struct, same_crc, to_usize,
+    BATCH_TAG, BatchHeader, BatchMetaJson, BufferJson, STRUCT_LEN, Sealed64, TensorJson,
+    check_crc32, check_meta_len, check_zero, crc32, pad64, parse_json, read_struct, same_crc,
+    to_usize,
 };
 use super::schema::Schema;
 use crate::buffer::{Buffer, ByteStorage, check_range};
@@ -156,6 +157,51 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
             ),
         ));
     }
+    let (json, data_start) = read_metadata(section, file_offset, k, &header)?;
+    let table = read_table(
+        section,
+        file_offset,
+        k,
+        &header,
+        json.buffers.len(),
+        data_start,
+    )?;
+    let entries = &section[table.start..table.entries_end];
+    let buffers = place_buffers(k, &json.buffers, entries, data_start, table.start)?;
+    let (tensors, by_name) = read_tensors(k, json.tensors, &buffers)?;
+    let meta = BatchMeta {
+        index: k,
+        header_crc: header.crc.get(),
+        table_crc: table.crc,
+        section_len,
+        metadata: json.metadata,
+        tensors,
+        by_name,
+        buffers,
+        data_start,
+        table_start: table.start,
+        schema: None,
+        holds_schema: false,
+        schema_at: 0,
+        decoded_len: None,
+    };
+    // LoD checksums and rules, body lengths and bools.
+    for i in 0..meta.tensors.len() {
+        check_tensor_bytes(section, &meta, i, true)?;
+    }
+    Ok(meta)
+}
+
+/// Reads and checks the batch metadata after the header (its crc, the zero
+/// padding after it) of a section whose length is checked; returns it with
+/// where the data area starts.
+fn read_metadata(
+    section: &[u8],
+    file_offset: u64,
+    k: u64,
+    header: &BatchHeader,
+) -> Result<(BatchMetaJson, usize)> {
+    let section_len = section.len() as u64;
     let meta_at = || Location::batch(k, Part::BatchMetadata);
     let meta_len = header.meta_len.get();
     let meta_end = STRUCT_LEN + meta_len;
@@ -176,18 +222,37 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         file_offset + meta_end as u64,
         meta_at,
     )?;
-    let json: BatchMetaJson = parse_json(meta, meta_at())?;
+    Ok((parse_json(meta, meta_at())?, data_start))
+}
 
-    // The checksum table.
+/// Where a batch's checksum table is in its section.
+struct Table {
+    start: usize,
+    /// Where the buffers' checksums end (the table's own crc follows).
+    entries_end: usize,
+    /// The crc of the buffers' checksums.
+    crc: u32,
+}
+
+/// Finds and checks the checksum table at the end of the section: as many
+/// entries as the header counts and the metadata lists (`listed`), between
+/// the data area (from `data_start`) and the section's end, its crc, and
+/// the zero padding after it.
+fn read_table(
+    section: &[u8],
+    file_offset: u64,
+    k: u64,
+    header: &BatchHeader,
+    listed: usize,
+    data_start: usize,
+) -> Result<Table> {
+    let section_len = section.len() as u64;
     let table_at = || Location::batch(k, Part::ChecksumTable);
     let count = header.buffer_count.get() as usize;
-    if count != json.buffers.len() {
+    if count != listed {
         return Err(FormatError::corrupt(
             table_at(),
-            format!(
-                "the header counts {count} buffers, the metadata lists {}",
-                json.buffers.len()
-            ),
+            format!("the header counts {count} buffers, the metadata lists {listed}"),
         ));
     }
     // count < 2^32, so these cannot overflow u64.
@@ -217,11 +282,26 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         file_offset + table_end as u64,
         table_at,
     )?;
+    Ok(Table {
+        start: table_start,
+        entries_end,
+        crc: table_crc,
+    })
+}
 
-    // The buffers: 64-aligned, in order, not overlapping, inside the data area.
-    let mut buffers: SmallVec<[BufferMeta; 6]> = SmallVec::with_capacity(count);
+/// The buffers the metadata lists, with their checksums (`entries`):
+/// 64-aligned, in order, not overlapping, inside the data area (from
+/// `data_start` to the checksum table at `table_start`).
+fn place_buffers(
+    k: u64,
+    listed: &[BufferJson],
+    entries: &[u8],
+    data_start: usize,
+    table_start: usize,
+) -> Result<SmallVec<[BufferMeta; 6]>> {
+    let mut buffers: SmallVec<[BufferMeta; 6]> = SmallVec::with_capacity(listed.len());
     let mut prev_end = data_start as u64;
-    for (i, (b, crc)) in json.buffers.iter().zip(entries.chunks_exact(4)).enumerate() {
+    for (i, (b, crc)) in listed.iter().zip(entries.chunks_exact(4)).enumerate() {
         let end = b.offset.checked_add(b.length);
         let bad = if !b.offset.is_multiple_of(64) {
             Some(format!(
@@ -242,7 +322,10 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
             None
         };
         if let Some(reason) = bad {
-            return Err(FormatError::corrupt(meta_at(), reason));
+            return Err(FormatError::corrupt(
+                Location::batch(k, Part::BatchMetadata),
+                reason,
+            ));
         }
         let end = end.unwrap_or(0);
         prev_end = end;
@@ -254,13 +337,23 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
             view: b.offset as usize..end as usize,
         });
     }
+    Ok(buffers)
+}
 
-    // The tensors.
-    let mut by_name = HashMap::with_capacity(json.tensors.len());
-    let mut owner: Vec<bool> = vec![false; count];
-    let mut tensors = SmallVec::with_capacity(json.tensors.len());
-    for t in json.tensors {
-        let tat = |part| Location::tensor(k, &t.name, part);
+/// The tensors the metadata lists, checked against the `buffers`: names
+/// non-empty and unique, dtypes known, each buffer used once, body lengths
+/// as the shape says, LoD levels of whole offsets. Returns them with the
+/// position of each name.
+fn read_tensors(
+    k: u64,
+    listed: Vec<TensorJson>,
+    buffers: &[BufferMeta],
+) -> Result<(SmallVec<[TensorMeta; 2]>, HashMap<String, usize>)> {
+    let meta_at = || Location::batch(k, Part::BatchMetadata);
+    let mut by_name = HashMap::with_capacity(listed.len());
+    let mut owner: Vec<bool> = vec![false; buffers.len()];
+    let mut tensors = SmallVec::with_capacity(listed.len());
+    for t in listed {
         if t.name.is_empty() {
             return Err(FormatError::corrupt(
                 meta_at(),
@@ -273,99 +366,92 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
                 format!("two tensors are named {:?}", t.name),
             ));
         }
-        let dtype: DType = t.dtype.parse().map_err(|_| {
-            FormatError::corrupt(
-                tat(Part::BatchMetadata),
-                format!("unknown dtype {:?}", t.dtype),
-            )
-        })?;
-        let shape = t
-            .shape
-            .iter()
-            .map(|&d| to_usize(d, || tat(Part::BatchMetadata), "dimension"))
-            .collect::<Result<Vec<_>>>()?;
-        let mut claim = |index: u64, part: Part| -> Result<usize> {
-            let i = usize::try_from(index)
-                .ok()
-                .filter(|&i| i < count)
-                .ok_or_else(|| {
-                    FormatError::corrupt(
-                        tat(part),
-                        format!("buffer index {index} is not below the {count} buffers"),
-                    )
-                })?;
-            match owner.get_mut(i) {
-                Some(used) if !*used => {
-                    *used = true;
-                    Ok(i)
-                }
-                _ => Err(FormatError::corrupt(
+        tensors.push(read_tensor(k, t, buffers, &mut owner)?);
+    }
+    Ok((tensors, by_name))
+}
+
+/// One tensor the metadata lists (named, uniquely), checked against the
+/// `buffers`; `owner` says which buffers earlier tensors use.
+fn read_tensor(
+    k: u64,
+    t: TensorJson,
+    buffers: &[BufferMeta],
+    owner: &mut [bool],
+) -> Result<TensorMeta> {
+    let count = buffers.len();
+    let tat = |part| Location::tensor(k, &t.name, part);
+    let dtype: DType = t.dtype.parse().map_err(|_| {
+        FormatError::corrupt(
+            tat(Part::BatchMetadata),
+            format!("unknown dtype {:?}", t.dtype),
+        )
+    })?;
+    let shape = t
+        .shape
+        .iter()
+        .map(|&d| to_usize(d, || tat(Part::BatchMetadata), "dimension"))
+        .collect::<Result<Vec<_>>>()?;
+    let mut claim = |index: u64, part: Part| -> Result<usize> {
+        let i = usize::try_from(index)
+            .ok()
+            .filter(|&i| i < count)
+            .ok_or_else(|| {
+                FormatError::corrupt(
                     tat(part),
-                    format!("buffer {i} is used twice"),
-                )),
+                    format!("buffer index {index} is not below the {count} buffers"),
+                )
+            })?;
+        match owner.get_mut(i) {
+            Some(used) if !*used => {
+                *used = true;
+                Ok(i)
             }
-        };
-        let lod = t
-            .lod
-            .iter()
-            .enumerate()
-            .map(|(l, &b)| claim(b, Part::Lod(l)))
-            .collect::<Result<Vec<_>>>()?;
-        let body = claim(t.body, Part::Body)?;
-        let expected = checked_byte_len(dtype, &shape).map_err(|source| FormatError::Tensor {
+            _ => Err(FormatError::corrupt(
+                tat(part),
+                format!("buffer {i} is used twice"),
+            )),
+        }
+    };
+    let lod = t
+        .lod
+        .iter()
+        .enumerate()
+        .map(|(l, &b)| claim(b, Part::Lod(l)))
+        .collect::<Result<Vec<_>>>()?;
+    let body = claim(t.body, Part::Body)?;
+    let expected = checked_byte_len(dtype, &shape).map_err(|source| FormatError::Tensor {
+        at: tat(Part::Body),
+        source,
+    })?;
+    let found = buffers.get(body).map_or(0, |b| b.range.len());
+    if found != expected {
+        return Err(FormatError::Tensor {
             at: tat(Part::Body),
-            source,
-        })?;
-        let found = buffers.get(body).map_or(0, |b| b.range.len());
-        if found != expected {
-            return Err(FormatError::Tensor {
-                at: tat(Part::Body),
-                source: Error::DataLength {
-                    dtype,
-                    shape: t.shape.clone(),
-                    expected: expected as u64,
-                    found: found as u64,
-                },
-            });
-        }
-        for (l, &b) in lod.iter().enumerate() {
-            let len = buffers.get(b).map_or(0, |b| b.range.len());
-            if !len.is_multiple_of(8) {
-                return Err(FormatError::corrupt(
-                    tat(Part::Lod(l)),
-                    format!("{len} bytes is not a whole number of u64 offsets"),
-                ));
-            }
-        }
-        tensors.push(TensorMeta {
-            name: t.name.into(),
-            dtype,
-            shape: shape.into(),
-            lod: lod.into(),
-            body,
+            source: Error::DataLength {
+                dtype,
+                shape: t.shape.clone(),
+                expected: expected as u64,
+                found: found as u64,
+            },
         });
     }
-    let meta = BatchMeta {
-        index: k,
-        header_crc: header.crc.get(),
-        table_crc,
-        section_len,
-        metadata: json.metadata,
-        tensors,
-        by_name,
-        buffers,
-        data_start,
-        table_start,
-        schema: None,
-        holds_schema: false,
-        schema_at: 0,
-        decoded_len: None,
-    };
-    // LoD checksums and rules, body lengths and bools.
-    for i in 0..meta.tensors.len() {
-        check_tensor_bytes(section, &meta, i, true)?;
+    for (l, &b) in lod.iter().enumerate() {
+        let len = buffers.get(b).map_or(0, |b| b.range.len());
+        if !len.is_multiple_of(8) {
+            return Err(FormatError::corrupt(
+                tat(Part::Lod(l)),
+                format!("{len} bytes is not a whole number of u64 offsets"),
+            ));
+        }
     }
-    Ok(meta)
+    Ok(TensorMeta {
+        name: t.name.into(),
+        dtype,
+        shape: shape.into(),
+        lod: lod.into(),
+        body,
+    })
 }
 
 /// Parses batch `k` of a file of major version `major`: the one place the

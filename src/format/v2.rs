@@ -1071,6 +1071,49 @@ pub(crate) fn encode<'b>(
     checksums: &mut Checksums<'b, '_>,
 ) -> Result<Encoded<'b>> {
     let schema = Schema::of(batch);
+    check_writable(&schema)?;
+    let mut rec = Vec::with_capacity(64);
+    put_varint(&mut rec, index);
+    let new_state = put_schema(&mut rec, index, state, schema)?;
+    put_metadata(&mut rec, batch)?;
+    let raw = put_tensors(&mut rec, batch);
+    let packed = pack(raw, compression)?;
+    let crcs = checksums(&packed.buffers, &packed.shared)?;
+    if crcs.len() != packed.buffers.len() {
+        return Err(FormatError::Unwritable(format!(
+            "internal error: {} checksums for {} buffers",
+            crcs.len(),
+            packed.buffers.len()
+        )));
+    }
+    for ((b, &codec), crc) in packed.buffers.iter().zip(&packed.codecs).zip(&crcs) {
+        rec.push(codec);
+        if codec != 0 {
+            put_varint(&mut rec, b.len() as u64);
+        }
+        rec.extend_from_slice(&crc.to_le_bytes());
+    }
+    let head_len = HEAD_FIXED + rec.len() + 4;
+    let head_len32 = u32::try_from(head_len)
+        .map_err(|_| FormatError::Unwritable(format!("a batch head of {head_len} bytes")))?;
+    let (offsets, section_len) = place(&packed, head_len, start)?;
+    let (head, header_crc) = seal_head(&rec, head_len32, section_len);
+    let table: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
+    Ok(Encoded {
+        head,
+        buffers: packed.buffers,
+        shared: packed.shared,
+        offsets,
+        section_len,
+        header_crc,
+        table_crc: crc32(&table),
+        state: new_state,
+    })
+}
+
+/// Refuses a batch whose tensors have more dimensions or LoD levels than
+/// the format allows.
+fn check_writable(schema: &Schema) -> Result<()> {
     for (t, st) in schema.tensors.iter().enumerate() {
         if st.shape.len() >= MAX_DIMS || st.lod > MAX_LOD_LEVELS {
             return Err(FormatError::Unwritable(format!(
@@ -1081,54 +1124,71 @@ pub(crate) fn encode<'b>(
             )));
         }
     }
-    let mut rec = Vec::with_capacity(64);
-    put_varint(&mut rec, index);
-    let new_state = match state {
-        Some(s) if *s.schema == schema => {
-            put_varint(&mut rec, index - s.batch);
-            s.clone()
-        }
-        _ => {
-            let json = schema.to_json()?;
-            if json.len() as u64 > MAX_METADATA_LEN {
-                return Err(FormatError::Unwritable(format!(
-                    "the schema takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
-                    json.len()
-                )));
-            }
-            put_varint(&mut rec, 0);
-            put_varint(&mut rec, json.len() as u64);
-            rec.extend_from_slice(&json);
-            SchemaState {
-                batch: index,
-                schema: Arc::new(schema),
-            }
-        }
-    };
-    if batch.metadata().is_empty() {
-        put_varint(&mut rec, 0);
-    } else {
-        let json = serde_json::to_vec(batch.metadata())
-            .map_err(|e| FormatError::Unwritable(format!("batch metadata: {e}")))?;
-        if json.len() as u64 > MAX_METADATA_LEN {
-            return Err(FormatError::Unwritable(format!(
-                "the batch metadata takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
-                json.len()
-            )));
-        }
-        put_varint(&mut rec, json.len() as u64);
-        rec.extend_from_slice(&json);
+    Ok(())
+}
+
+/// Writes the record's `schema_back`: back to `state`'s batch when its
+/// schema is `schema`, else 0 and the schema's JSON. Returns the schema in
+/// force after batch `index`.
+fn put_schema(
+    rec: &mut Vec<u8>,
+    index: u64,
+    state: &Option<SchemaState>,
+    schema: Schema,
+) -> Result<SchemaState> {
+    if let Some(s) = state.as_ref().filter(|s| *s.schema == schema) {
+        put_varint(rec, index - s.batch);
+        return Ok(s.clone());
     }
-    // Tensors, and the raw buffers in order.
-    // Each buffer: its bytes, its storage when the batch owns it, its
-    // element width.
-    let mut raw: Vec<(Cow<'b, [u8]>, Option<Buffer>, usize)> = Vec::new();
+    let json = schema.to_json()?;
+    if json.len() as u64 > MAX_METADATA_LEN {
+        return Err(FormatError::Unwritable(format!(
+            "the schema takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
+            json.len()
+        )));
+    }
+    put_varint(rec, 0);
+    put_varint(rec, json.len() as u64);
+    rec.extend_from_slice(&json);
+    Ok(SchemaState {
+        batch: index,
+        schema: Arc::new(schema),
+    })
+}
+
+/// Writes the record's batch metadata (its length, 0 for none, and JSON).
+fn put_metadata(rec: &mut Vec<u8>, batch: &Batch) -> Result<()> {
+    if batch.metadata().is_empty() {
+        put_varint(rec, 0);
+        return Ok(());
+    }
+    let json = serde_json::to_vec(batch.metadata())
+        .map_err(|e| FormatError::Unwritable(format!("batch metadata: {e}")))?;
+    if json.len() as u64 > MAX_METADATA_LEN {
+        return Err(FormatError::Unwritable(format!(
+            "the batch metadata takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
+            json.len()
+        )));
+    }
+    put_varint(rec, json.len() as u64);
+    rec.extend_from_slice(&json);
+    Ok(())
+}
+
+/// A buffer to store: its bytes, its storage when the batch owns it, its
+/// element width.
+type Raw<'b> = (Cow<'b, [u8]>, Option<Buffer>, usize);
+
+/// Writes each tensor's rows, LoD reference and level counts, and returns
+/// the buffers in order: a tensor's own LoD levels, then its body.
+fn put_tensors<'b>(rec: &mut Vec<u8>, batch: &'b Batch) -> Vec<Raw<'b>> {
+    let mut raw: Vec<Raw<'b>> = Vec::new();
     // The first tensor of each LoD (by value): a later tensor of the same
     // LoD points back at it.
     let mut first: HashMap<&crate::Lod, usize> = HashMap::new();
     for (t, (_, tensor)) in batch.iter().enumerate() {
         if let Some(&rows) = tensor.shape().first() {
-            put_varint(&mut rec, rows as u64);
+            put_varint(rec, rows as u64);
         }
         let lod = tensor.lod();
         if lod.num_levels() > 0 {
@@ -1140,11 +1200,11 @@ pub(crate) fn encode<'b>(
                 }
             };
             match shared {
-                Some(r) => put_varint(&mut rec, r as u64),
+                Some(r) => put_varint(rec, r as u64),
                 None => {
-                    put_varint(&mut rec, 0);
+                    put_varint(rec, 0);
                     for (l, level) in lod.levels().enumerate() {
-                        put_varint(&mut rec, level.len() as u64);
+                        put_varint(rec, level.len() as u64);
                         let bytes = level.rebased_bytes();
                         let own = match bytes {
                             Cow::Borrowed(_) => lod.level_buffer(l),
@@ -1161,6 +1221,22 @@ pub(crate) fn encode<'b>(
             tensor.dtype().size(),
         ));
     }
+    raw
+}
+
+/// A batch's buffers as stored.
+struct Packed<'b> {
+    buffers: Vec<Cow<'b, [u8]>>,
+    /// The batch's own buffer of each one stored raw.
+    shared: Vec<Option<Buffer>>,
+    /// Each one's codec byte.
+    codecs: Vec<u8>,
+}
+
+/// The buffers `raw` compressed as `compression` says, each kept only if
+/// smaller; all stored raw when the batch decodes to more than
+/// [`MAX_DECODED_BATCH`].
+fn pack(raw: Vec<Raw<'_>>, compression: Compression) -> Result<Packed<'_>> {
     let decoded: u64 = raw
         .iter()
         .map(|(b, _, _)| pad64(b.len() as u64).unwrap_or(u64::MAX))
@@ -1170,9 +1246,11 @@ pub(crate) fn encode<'b>(
     } else {
         compression
     };
-    let mut buffers = Vec::with_capacity(raw.len());
-    let mut shared = Vec::with_capacity(raw.len());
-    let mut codecs = Vec::with_capacity(raw.len());
+    let mut out = Packed {
+        buffers: Vec::with_capacity(raw.len()),
+        shared: Vec::with_capacity(raw.len()),
+        codecs: Vec::with_capacity(raw.len()),
+    };
     for (bytes, own, width) in raw {
         // Elements wider than a byte are byte-shuffled before compressing:
         // token ids' high bytes, mostly zero, then compress to almost nothing.
@@ -1183,64 +1261,48 @@ pub(crate) fn encode<'b>(
         };
         match packed {
             Some((codec, c)) if c.len() < bytes.len() => {
-                buffers.push(Cow::Owned(c));
-                shared.push(None);
-                codecs.push(codec);
+                out.buffers.push(Cow::Owned(c));
+                out.shared.push(None);
+                out.codecs.push(codec);
             }
             _ => {
-                buffers.push(bytes);
-                shared.push(own);
-                codecs.push(Codec::None.byte());
+                out.buffers.push(bytes);
+                out.shared.push(own);
+                out.codecs.push(Codec::None.byte());
             }
         }
     }
-    let crcs = checksums(&buffers, &shared)?;
-    if crcs.len() != buffers.len() {
-        return Err(FormatError::Unwritable(format!(
-            "internal error: {} checksums for {} buffers",
-            crcs.len(),
-            buffers.len()
-        )));
-    }
-    for ((b, &codec), crc) in buffers.iter().zip(&codecs).zip(&crcs) {
-        rec.push(codec);
-        if codec != 0 {
-            put_varint(&mut rec, b.len() as u64);
-        }
-        rec.extend_from_slice(&crc.to_le_bytes());
-    }
-    let head_len = HEAD_FIXED + rec.len() + 4;
-    let head_len32 = u32::try_from(head_len)
-        .map_err(|_| FormatError::Unwritable(format!("a batch head of {head_len} bytes")))?;
+    Ok(out)
+}
+
+/// The file offset of each buffer of a batch starting at `start` with a
+/// head of `head_len` bytes (raw buffers 64-aligned, compressed ones
+/// packed), and the section's length.
+fn place(packed: &Packed<'_>, head_len: usize, start: u64) -> Result<(Vec<u64>, u64)> {
     let overflow = || FormatError::Unwritable("batch size overflows u64".into());
     let mut cursor = pad64(head_len as u64).ok_or_else(overflow)?;
-    let mut offsets = Vec::with_capacity(buffers.len());
-    for (b, &codec) in buffers.iter().zip(&codecs) {
+    let mut offsets = Vec::with_capacity(packed.buffers.len());
+    for (b, &codec) in packed.buffers.iter().zip(&packed.codecs) {
         if codec == 0 {
             cursor = pad64(cursor).ok_or_else(overflow)?;
         }
         offsets.push(start + cursor);
         cursor = cursor.checked_add(b.len() as u64).ok_or_else(overflow)?;
     }
-    let section_len = pad64(cursor).ok_or_else(overflow)?.max(64);
-    let mut head = Vec::with_capacity(head_len);
+    Ok((offsets, pad64(cursor).ok_or_else(overflow)?.max(64)))
+}
+
+/// The head of `head_len` bytes: tag, `section_len`, `head_len`, the
+/// record `rec`, and the crc of all of them; and that crc.
+fn seal_head(rec: &[u8], head_len: u32, section_len: u64) -> (Vec<u8>, u32) {
+    let mut head = Vec::with_capacity(head_len as usize);
     head.extend_from_slice(&BATCH_TAG);
     head.extend_from_slice(&section_len.to_le_bytes());
-    head.extend_from_slice(&head_len32.to_le_bytes());
-    head.extend_from_slice(&rec);
+    head.extend_from_slice(&head_len.to_le_bytes());
+    head.extend_from_slice(rec);
     let header_crc = crc32(&head);
     head.extend_from_slice(&header_crc.to_le_bytes());
-    let table: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
-    Ok(Encoded {
-        head,
-        buffers,
-        shared,
-        offsets,
-        section_len,
-        header_crc,
-        table_crc: crc32(&table),
-        state: new_state,
-    })
+    (head, header_crc)
 }
 
 /// `bytes` compressed as `compression` says (`None`: stored raw).
