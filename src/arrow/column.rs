@@ -13,13 +13,13 @@ use arrow_schema::Field;
 /// Converts a tensor into an Arrow array and the field describing it (named
 /// `name`). See `spec/ARROW.md` for the mapping.
 ///
-/// With [`ListType::LargeList`] (the default) nothing is copied but bools: the
+/// With [`ListType::LargeList`](super::ListType::LargeList) (the default) nothing is copied but bools: the
 /// values buffer is the tensor's own buffer, and each level's offsets buffer is
 /// the tensor's own offsets (read as `i64`) when the level starts at 0, which
 /// it does unless the tensor is a slice (a slice's levels are rebased: a copy
 /// of the offsets, values still shared). The array keeps the buffers alive, so
 /// a tensor read from a memory-mapped `.lodt` file becomes an array over the
-/// map in O(levels). With [`ListType::List`] the offsets are converted to
+/// map in O(levels). With [`ListType::List`](super::ListType::List) the offsets are converted to
 /// `i32` (a copy).
 ///
 /// ```
@@ -54,7 +54,7 @@ pub fn to_arrow(
 
 /// Checks `parts` ([`TensorBuffers::to_tensor`](crate::format::TensorBuffers::to_tensor):
 /// byte ranges, alignment, LoD rules, data length) and converts the tensor
-/// over them with [`to_arrow`]: with [`ListType::LargeList`], no offset or
+/// over them with [`to_arrow`]: with [`ListType::LargeList`](super::ListType::LargeList), no offset or
 /// value is copied (a body misaligned for its type, and bools, are). The array
 /// keeps the storage alive.
 ///
@@ -91,12 +91,12 @@ pub fn tensor_buffers_to_arrow(
 /// An `arrow.variable_shape_tensor` (or Ray variable-shaped tensor) column
 /// whose rows vary only in their first dimension reads as its one tensor
 /// (without the extension metadata a batch would keep); one that reads as
-/// a pair is an [`ArrowError::InvalidArgument`] pointing to
+/// a pair is an [`ArrowError::InvalidArgument`](super::ArrowError::InvalidArgument) pointing to
 /// [`record_batch_to_batch`](super::record_batch_to_batch).
 ///
 /// Slices are rebased. When the selected values are one contiguous run of
 /// non-boolean values (no null lists read as empty in between), the tensor
-/// shares Arrow's values buffer ([`ArrowBytes`]) instead of copying it; the
+/// shares Arrow's values buffer ([`ArrowBytes`](super::ArrowBytes)) instead of copying it; the
 /// LoD offsets are copied (rebased).
 ///
 /// ```

@@ -2,7 +2,7 @@
 //! source ([`RangeSource::will_read`](super::RangeSource::will_read)) and a
 //! memory map ([`MappedFile`](super::MappedFile)) act on.
 
-/// How a range is about to be read ([`RangeSource::will_read`]).
+/// How a range is about to be read ([`RangeSource::will_read`](super::RangeSource::will_read)).
 ///
 /// ```
 /// assert_ne!(lodt::format::Pattern::Random, lodt::format::Pattern::Sequential);

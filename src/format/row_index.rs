@@ -19,7 +19,7 @@ pub struct RowLocation {
 }
 
 /// The top-level rows of every batch of a file, counted once
-/// ([`LodtFile::row_index`]): the number of rows, and where global row `i` is.
+/// ([`LodtFile::row_index`](super::LodtFile::row_index)): the number of rows, and where global row `i` is.
 /// A batch's rows are those of its first tensor (every tensor of a batch
 /// must have as many to be read by row).
 ///

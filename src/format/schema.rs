@@ -30,7 +30,7 @@ impl Schema {
 /// One tensor of a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SchemaTensor {
-    /// Shared by the parsed batches' [`TensorMeta`]s.
+    /// Shared by the parsed batches' [`TensorMeta`](super::batch_meta::TensorMeta)s.
     pub name: Arc<str>,
     pub dtype: DType,
     /// The element shape (the dimensions after the first).

@@ -340,6 +340,9 @@ fn place_buffers(
     Ok(buffers)
 }
 
+/// A batch's tensors, inline for a few.
+type Tensors = SmallVec<[TensorMeta; 2]>;
+
 /// The tensors the metadata lists, checked against the `buffers`: names
 /// non-empty and unique, dtypes known, each buffer used once, body lengths
 /// as the shape says, LoD levels of whole offsets. Returns them with the
@@ -348,7 +351,7 @@ fn read_tensors(
     k: u64,
     listed: Vec<TensorJson>,
     buffers: &[BufferMeta],
-) -> Result<(SmallVec<[TensorMeta; 2]>, HashMap<String, usize>)> {
+) -> Result<(Tensors, HashMap<String, usize>)> {
     let meta_at = || Location::batch(k, Part::BatchMetadata);
     let mut by_name = HashMap::with_capacity(listed.len());
     let mut owner: Vec<bool> = vec![false; buffers.len()];
