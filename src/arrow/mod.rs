@@ -48,6 +48,7 @@
 mod batch;
 mod batch_io;
 mod changes;
+mod column;
 mod error;
 mod file;
 #[cfg(feature = "parquet")]
@@ -65,12 +66,12 @@ mod variable_shape;
 
 pub use batch::{batch_to_record_batch, batch_to_requested_record_batch, record_batch_to_batch};
 pub use changes::{TypeChange, type_changes};
+pub use column::{from_arrow, from_arrow_array, tensor_buffers_to_arrow, to_arrow};
 /// The module's error under its short name, for the IPC and Parquet files.
 pub(crate) use error::ArrowError as Error;
 pub use error::{ArrowError, Result};
 pub use file::lodt_tensor_to_arrow;
 pub use requested::{cast_to_requested, check_requested_columns, requested_options, to_requested};
-pub use tensor::{from_arrow, from_arrow_array, tensor_buffers_to_arrow, to_arrow};
 pub use tensor_type::TensorType;
 
 use crate::buffer::ByteStorage;
@@ -98,6 +99,10 @@ pub const SCALAR_KEY: &str = "lodt.scalar";
 /// assert_eq!(lodt::arrow::FIXED_SHAPE_TENSOR, "arrow.fixed_shape_tensor");
 /// ```
 pub const FIXED_SHAPE_TENSOR: &str = "arrow.fixed_shape_tensor";
+
+/// The canonical variable-shape tensor extension's name (`spec/ARROW.md`
+/// section 9).
+pub(crate) const VARIABLE_SHAPE_TENSOR: &str = "arrow.variable_shape_tensor";
 
 /// The most LoD levels a tensor may have to be written to an Arrow IPC file
 /// or stream or a Parquet file: 32.

@@ -1,9 +1,11 @@
-//! One tensor <-> one Arrow array (plus its field, which carries the metadata
-//! that makes the mapping lossless).
+//! One tensor <-> one Arrow array of nested lists (plus its field, which
+//! carries the metadata that makes the mapping lossless): the mapping of
+//! every column but the variable-shape extension's (`variable_shape.rs`,
+//! which stores its values this way too).
 
 use super::{
     ArrowBytes, ArrowError, ArrowOptions, DTYPE_KEY, FIXED_SHAPE_TENSOR, ListType, NullLists,
-    Result, SCALAR_KEY, TensorType,
+    Result, SCALAR_KEY,
 };
 use crate::buffer::{AlignedBytes, ByteStorage};
 use crate::dtype::DType;
@@ -18,7 +20,9 @@ use arrow_array::{
     Array, ArrayRef, BooleanArray, FixedSizeListArray, GenericListArray, OffsetSizeTrait,
     PrimitiveArray,
 };
-use arrow_buffer::{ArrowNativeType, BooleanBuffer, Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{
+    ArrowNativeType, BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
 use arrow_schema::extension::{EXTENSION_TYPE_METADATA_KEY, EXTENSION_TYPE_NAME_KEY};
 use arrow_schema::{DataType, Field, Metadata};
 use std::ops::Range;
@@ -90,7 +94,7 @@ pub(super) fn overflow(column: &str, what: &'static str, value: u128, limit: u12
     }
 }
 
-fn tensor_error(column: &str) -> impl Fn(crate::Error) -> ArrowError + '_ {
+pub(super) fn tensor_error(column: &str) -> impl Fn(crate::Error) -> ArrowError + '_ {
     move |source| ArrowError::Tensor {
         column: column.to_owned(),
         source,
@@ -101,7 +105,7 @@ fn tensor_error(column: &str) -> impl Fn(crate::Error) -> ArrowError + '_ {
 /// booleans are bit-packed, not a primitive type), else `$m!(T)` with `T`
 /// the Arrow primitive type that holds the elements (bfloat16: `UInt16`,
 /// marked in the field metadata). [`arrow_data_type`], [`leaf_array`],
-/// [`leaf_buffer`] and the reverse lookup in [`from_arrow`] all use it.
+/// [`leaf_buffer`] and the reverse lookup in [`lists_from_arrow`] all use it.
 macro_rules! by_arrow_type {
     ($dtype:expr, $bool:expr, $m:ident) => {
         match $dtype {
@@ -268,45 +272,14 @@ fn build(name: &str, src: Source<'_>, options: &ArrowOptions) -> Result<(Field, 
     Ok((field, array))
 }
 
-/// Converts a tensor into an Arrow array and the field describing it (named
-/// `name`). See `spec/ARROW.md` for the mapping.
-///
-/// With [`ListType::LargeList`] (the default) nothing is copied but bools: the
-/// values buffer is the tensor's own buffer, and each level's offsets buffer is
-/// the tensor's own offsets (read as `i64`) when the level starts at 0, which
-/// it does unless the tensor is a slice (a slice's levels are rebased: a copy
-/// of the offsets, values still shared). The array keeps the buffers alive, so
-/// a tensor read from a memory-mapped `.lodt` file becomes an array over the
-/// map in O(levels). With [`ListType::List`] the offsets are converted to
-/// `i32` (a copy).
-///
-/// ```
-/// use lodt::{arrow::{to_arrow, ArrowOptions}, Lod, LodTensor};
-/// use arrow_array::{cast::AsArray, types::Float32Type};
-/// let lod = Lod::try_from_lengths(&[vec![2, 1]])?;
-/// let frames = LodTensor::from_vec(vec![0f32; 3 * 4], vec![3, 4], lod)?;
-/// let (field, array) = to_arrow("frames", &frames, &ArrowOptions::default())?;
-/// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2, 3]);
-/// // Values are shared, not copied:
-/// let values = array.as_list::<i64>().values().as_fixed_size_list().values().as_primitive::<Float32Type>();
-/// assert_eq!(values.values().as_ptr(), frames.as_slice::<f32>()?.as_ptr());
-///
-/// // A slice: offsets rebased.
-/// let lod = Lod::try_from_lengths(&[vec![3, 1, 2], vec![3, 2, 4, 1, 2, 3]])?;
-/// let words = LodTensor::from_vec((0..15i64).collect(), vec![15], lod)?;
-/// let article2 = words.branch(&[2])?;                 // offsets [10, 12, 15]
-/// let (_, array) = to_arrow("a2", &article2, &ArrowOptions::default())?;
-/// assert_eq!(array.as_list::<i64>().value_offsets(), &[0, 2, 5]);
-/// # Ok::<(), lodt::arrow::ArrowError>(())
-/// ```
-pub fn to_arrow(
+/// [`to_arrow`](super::to_arrow) for a column of nested lists (or a fixed-shape
+/// tensor's `FixedSizeList`s, as `options.tensor_type` says), never the
+/// variable-shape extension.
+pub(super) fn lists_to_arrow(
     name: &str,
     tensor: &LodTensor,
     options: &ArrowOptions,
 ) -> Result<(Field, ArrayRef)> {
-    if options.tensor_type == TensorType::VariableShape && tensor.lod().num_levels() == 1 {
-        return super::variable_shape::variable_shape_column(name, tensor, None);
-    }
     let levels = tensor
         .lod()
         .levels()
@@ -329,37 +302,6 @@ pub fn to_arrow(
         },
         options,
     )
-}
-
-/// Checks `parts` ([`TensorBuffers::to_tensor`](crate::format::TensorBuffers::to_tensor):
-/// byte ranges, alignment, LoD rules, data length) and converts the tensor
-/// over them with [`to_arrow`]: with [`ListType::LargeList`], no offset or
-/// value is copied (a body misaligned for its type, and bools, are). The array
-/// keeps the storage alive.
-///
-/// ```
-/// use std::sync::Arc;
-/// use lodt::{buffer::{AlignedBytes, ByteStorage}, format::TensorBuffers, DType};
-/// use lodt::arrow::{tensor_buffers_to_arrow, ArrowOptions};
-/// use arrow_array::cast::AsArray;
-/// let mut bytes = Vec::new();
-/// for o in [0u64, 1, 3] { bytes.extend_from_slice(&o.to_le_bytes()); }
-/// bytes.extend_from_slice(&[7, 8, 9]);
-/// let storage: Arc<dyn ByteStorage> = Arc::new(AlignedBytes::from_slice(&bytes));
-/// let parts = TensorBuffers { storage: storage.clone(), dtype: DType::UInt8, shape: vec![3], lod: vec![0..24], body: 24..27 };
-/// let (_, array) = tensor_buffers_to_arrow("x", &parts, &ArrowOptions::default())?;
-/// let list = array.as_list::<i64>();
-/// assert_eq!(list.value_offsets(), &[0, 1, 3]);
-/// assert_eq!(list.value_offsets().as_ptr() as usize, storage.bytes().as_ptr() as usize);
-/// # Ok::<(), lodt::arrow::ArrowError>(())
-/// ```
-pub fn tensor_buffers_to_arrow(
-    name: &str,
-    parts: &crate::format::TensorBuffers,
-    options: &ArrowOptions,
-) -> Result<(Field, ArrayRef)> {
-    let tensor = parts.to_tensor().map_err(tensor_error(name))?;
-    to_arrow(name, &tensor, options)
 }
 
 /// An Arrow buffer over the bytes of `buf`, keeping its storage alive.
@@ -515,44 +457,15 @@ fn checked_product(dims: &[u64]) -> Option<u64> {
     dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
 }
 
-/// Converts an Arrow array (with the field describing it) into an owned LoD
-/// tensor. See `spec/ARROW.md` for the mapping; in short, `List` and
-/// `LargeList` levels become LoD levels, `FixedSizeList`s (or the
-/// `arrow.fixed_shape_tensor` extension, whose shape wins) the element shape.
-///
-/// An `arrow.variable_shape_tensor` (or Ray variable-shaped tensor) column
-/// whose rows vary only in their first dimension reads as its one tensor
-/// (without the extension metadata a batch would keep); one that reads as
-/// a pair is an [`ArrowError::InvalidArgument`] pointing to
-/// [`record_batch_to_batch`](super::record_batch_to_batch).
-///
-/// Slices are rebased. When the selected values are one contiguous run of
-/// non-boolean values (no null lists read as empty in between), the tensor
-/// shares Arrow's values buffer ([`ArrowBytes`]) instead of copying it; the
-/// LoD offsets are copied (rebased).
-///
-/// ```
-/// use std::sync::Arc;
-/// use arrow_array::{ArrayRef, LargeListArray, types::Int32Type};
-/// use arrow_schema::Field;
-/// use lodt::arrow::{from_arrow, ArrowOptions};
-/// let array: ArrayRef = Arc::new(LargeListArray::from_iter_primitive::<Int32Type, _, _>(
-///     vec![Some(vec![Some(1), Some(2)]), Some(vec![]), Some(vec![Some(3)])]));
-/// let field = Field::new("x", array.data_type().clone(), true);
-/// let t = from_arrow(&field, &array, &ArrowOptions::default())?;
-/// assert_eq!(t.lod().to_offsets(), [vec![0, 2, 2, 3]]);
-/// assert_eq!(t.as_slice::<i32>()?, &[1, 2, 3]);
-/// // A slice is rebased:
-/// let t = from_arrow(&field, &array.slice(1, 2), &ArrowOptions::default())?;
-/// assert_eq!((t.lod().to_offsets(), t.as_slice::<i32>()?), (vec![vec![0, 0, 1]], &[3][..]));
-/// # Ok::<(), lodt::arrow::ArrowError>(())
-/// ```
-pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
-    // A variable-shape tensor column (spec/ARROW.md, section 9), when it
-    // reads as one tensor.
-    if let Some(imported) = super::variable_shape::import(field, array, options)? {
-        return imported.into_tensor(field.name());
-    }
+/// [`from_arrow`](super::from_arrow) for a column that is not a variable-shape
+/// tensor: its `List`/`LargeList` levels become LoD levels, its
+/// `FixedSizeList`s (or the `arrow.fixed_shape_tensor` extension) the
+/// element shape, its leaf the values.
+pub(super) fn lists_from_arrow(
+    field: &Field,
+    array: &dyn Array,
+    options: &ArrowOptions,
+) -> Result<LodTensor> {
     let column = field.name().as_str();
     if !field.data_type().equals_datatype(array.data_type()) {
         return Err(ArrowError::InvalidArgument(format!(
@@ -561,106 +474,250 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
             array.data_type()
         )));
     }
-    let mismatch = |found: &DataType| {
+    let mut walk = Walk {
+        column,
+        field,
+        metadata: field.metadata(),
+        ftype: field.data_type(),
+        array,
+        runs: Vec::new(),
+    };
+    push_run(&mut walk.runs, 0..array.len());
+    let levels = walk.lod_levels(options)?;
+    let rows = runs_len(&walk.runs);
+    let (element_shape, elements_per_row) = walk.element_shape()?;
+    let dtype = leaf_dtype(column, field, walk.ftype)?;
+    walk.check_leaf(elements_per_row)?;
+    let storage = walk.leaf_storage(dtype)?;
+    let shape = tensor_shape(column, field, levels.is_empty(), &element_shape, rows)?;
+    let lod = Lod::try_from_stored(levels).map_err(tensor_error(column))?;
+    LodTensor::try_from_parts(
+        dtype,
+        shape,
+        crate::buffer::Buffer::from_storage(storage),
+        lod,
+    )
+    .map_err(tensor_error(column))
+}
+
+/// Where the walk down one column is: the field metadata and type at the
+/// current depth (metadata comes from the field's type tree, structure from
+/// the array), the array there, and the runs of its values that the selected
+/// rows hold.
+struct Walk<'a> {
+    column: &'a str,
+    field: &'a Field,
+    metadata: &'a Metadata,
+    ftype: &'a DataType,
+    array: &'a dyn Array,
+    runs: Vec<Range<usize>>,
+}
+
+impl<'a> Walk<'a> {
+    /// The error for an array at the current depth whose type is not the field's.
+    fn mismatch(&self) -> ArrowError {
         ArrowError::InvalidArgument(format!(
-            "column {column:?}: the array's type {found} does not match the field's type {}",
-            field.data_type()
+            "column {:?}: the array's type {} does not match the field's type {}",
+            self.column,
+            self.array.data_type(),
+            self.field.data_type()
         ))
-    };
-    // Metadata comes from the field's type tree, structure from the array.
-    let mut metadata = field.metadata();
-    let mut ftype = field.data_type();
-    let mut array: &dyn Array = array;
-    let mut runs = Vec::new();
-    push_run(&mut runs, 0..array.len());
-    let mut levels: Vec<Vec<u64>> = Vec::new();
-    // LoD levels.
-    while let DataType::List(child) | DataType::LargeList(child) = ftype {
-        let mut offsets = Vec::new();
-        let level = levels.len();
-        let (child_runs, values) = if let Some(list) = array.as_list_opt::<i32>() {
-            let runs = read_list_level(column, list, &runs, level, options, &mut offsets)?;
-            (runs, list.values())
-        } else if let Some(list) = array.as_list_opt::<i64>() {
-            let runs = read_list_level(column, list, &runs, level, options, &mut offsets)?;
-            (runs, list.values())
-        } else {
-            return Err(mismatch(array.data_type()));
+    }
+
+    /// Descends through the `List`/`LargeList` levels: each level's offsets
+    /// (rebased), and the runs of the values below the last one.
+    fn lod_levels(&mut self, options: &ArrowOptions) -> Result<Vec<Vec<u64>>> {
+        let column = self.column;
+        let mut levels: Vec<Vec<u64>> = Vec::new();
+        while let DataType::List(child) | DataType::LargeList(child) = self.ftype {
+            let mut offsets = Vec::new();
+            let level = levels.len();
+            let array: &'a dyn Array = self.array;
+            let (child_runs, values) = if let Some(list) = array.as_list_opt::<i32>() {
+                let runs = read_list_level(column, list, &self.runs, level, options, &mut offsets)?;
+                (runs, list.values())
+            } else if let Some(list) = array.as_list_opt::<i64>() {
+                let runs = read_list_level(column, list, &self.runs, level, options, &mut offsets)?;
+                (runs, list.values())
+            } else {
+                return Err(self.mismatch());
+            };
+            levels.push(offsets);
+            self.runs = child_runs;
+            self.metadata = child.metadata();
+            self.ftype = child.data_type();
+            self.array = values.as_ref();
+        }
+        Ok(levels)
+    }
+
+    /// Descends through the `FixedSizeList` levels: the element shape (the
+    /// `arrow.fixed_shape_tensor` extension's, checked against the lists,
+    /// when the column has one) and the number of values per row.
+    fn element_shape(&mut self) -> Result<(Vec<u64>, usize)> {
+        let extension = extension_shape(self.column, self.metadata)?;
+        let (dims, elements_per_row) = self.fixed_size_levels()?;
+        let shape = match extension {
+            Some(shape) => extension_element_shape(self.column, shape, &dims, elements_per_row)?,
+            None => dims,
         };
-        levels.push(offsets);
-        runs = child_runs;
-        metadata = child.metadata();
-        ftype = child.data_type();
-        array = values.as_ref();
+        Ok((shape, elements_per_row))
     }
-    let rows = runs_len(&runs);
-    // Element shape.
-    let extension = extension_shape(column, metadata)?;
-    let mut dims: Vec<u64> = Vec::new();
-    let mut elements_per_row = 1usize;
-    while let DataType::FixedSizeList(child, size) = ftype {
-        let fsl: &FixedSizeListArray = array
-            .as_fixed_size_list_opt()
-            .ok_or_else(|| mismatch(array.data_type()))?;
-        let size = usize::try_from(*size).map_err(|_| {
-            ArrowError::InvalidArgument(format!("column {column:?}: negative FixedSizeList size"))
+
+    /// The sizes of the `FixedSizeList` levels at the current depth, and the
+    /// values per row they make; the walk ends at their values.
+    fn fixed_size_levels(&mut self) -> Result<(Vec<u64>, usize)> {
+        let column = self.column;
+        let mut dims: Vec<u64> = Vec::new();
+        let mut elements_per_row = 1usize;
+        while let DataType::FixedSizeList(child, size) = self.ftype {
+            let array: &'a dyn Array = self.array;
+            let fsl: &FixedSizeListArray = array
+                .as_fixed_size_list_opt()
+                .ok_or_else(|| self.mismatch())?;
+            let size = usize::try_from(*size).map_err(|_| {
+                ArrowError::InvalidArgument(format!(
+                    "column {column:?}: negative FixedSizeList size"
+                ))
+            })?;
+            if dims.len() + 1 >= crate::format::MAX_DIMS {
+                return Err(too_many_dims(column, "nested FixedSizeLists"));
+            }
+            if let Some(nulls) = fsl.nulls().filter(|n| n.null_count() > 0) {
+                check_no_null(column, nulls, &self.runs, elements_per_row)?;
+            }
+            let too_big = || overflow(column, "element size", u128::MAX, usize::MAX as u128);
+            let mut child_runs = Vec::with_capacity(self.runs.len());
+            for run in &self.runs {
+                let start = run.start.checked_mul(size).ok_or_else(too_big)?;
+                let end = run.end.checked_mul(size).ok_or_else(too_big)?;
+                push_run(&mut child_runs, start..end);
+            }
+            self.runs = child_runs;
+            elements_per_row = elements_per_row.checked_mul(size).ok_or_else(too_big)?;
+            dims.push(size as u64);
+            self.ftype = child.data_type();
+            self.array = fsl.values().as_ref();
+        }
+        Ok((dims, elements_per_row))
+    }
+
+    /// Checks the leaf's selected values: inside the array, and not null.
+    fn check_leaf(&self, elements_per_row: usize) -> Result<()> {
+        if self.runs.iter().any(|r| r.end > self.array.len()) {
+            return Err(ArrowError::InvalidArgument(format!(
+                "column {:?}: offsets point past the {} values",
+                self.column,
+                self.array.len()
+            )));
+        }
+        if let Some(nulls) = self.array.logical_nulls().filter(|n| n.null_count() > 0) {
+            check_no_null(self.column, &nulls, &self.runs, elements_per_row)?;
+        }
+        Ok(())
+    }
+
+    /// The bytes of the leaf's selected values: Arrow's own buffer when they
+    /// are one run of non-boolean values, else a copy.
+    fn leaf_storage(&self, dtype: DType) -> Result<Arc<dyn ByteStorage>> {
+        let (array, runs) = (self.array, &self.runs);
+        if dtype == DType::Bool {
+            let values = array
+                .as_boolean_opt()
+                .ok_or_else(|| self.mismatch())?
+                .values();
+            let bools: Vec<bool> = runs
+                .iter()
+                .flat_map(|r| r.clone().map(|i| values.value(i)))
+                .collect();
+            return Ok(Arc::new(bools));
+        }
+        let buffer = leaf_buffer(array, dtype).ok_or_else(|| ArrowError::Unsupported {
+            column: self.column.to_owned(),
+            data_type: array.data_type().to_string(),
         })?;
-        if dims.len() + 1 >= crate::format::MAX_DIMS {
-            return Err(too_many_dims(column, "nested FixedSizeLists"));
-        }
-        if let Some(nulls) = fsl.nulls().filter(|n| n.null_count() > 0) {
-            let mut position = 0usize;
-            for run in &runs {
-                if let Some(i) = run.clone().find(|&i| nulls.is_null(i)) {
-                    return Err(ArrowError::NullValue {
-                        column: column.to_owned(),
-                        row: (position + i - run.start) / elements_per_row.max(1),
-                    });
+        let size = dtype.size();
+        let range = |r: &Range<usize>| r.start * size..r.end * size;
+        Ok(match runs.as_slice() {
+            [] => Arc::new(AlignedBytes::zeroed(0)),
+            [run] => Arc::new(ArrowBytes::new(
+                buffer.slice_with_length(run.start * size, run.len() * size),
+            )),
+            _ => {
+                let bytes = buffer.as_slice();
+                let total = runs_len(runs) * size;
+                let mut out = AlignedBytes::zeroed(total);
+                let mut at = 0;
+                for run in runs {
+                    let src = bytes.get(range(run)).unwrap_or(&[]);
+                    if let Some(dst) = out.as_mut_slice().get_mut(at..at + src.len()) {
+                        dst.copy_from_slice(src);
+                    }
+                    at += src.len();
                 }
-                position += run.len();
+                Arc::new(out)
             }
-        }
-        let too_big = || overflow(column, "element size", u128::MAX, usize::MAX as u128);
-        let mut child_runs = Vec::with_capacity(runs.len());
-        for run in &runs {
-            let start = run.start.checked_mul(size).ok_or_else(too_big)?;
-            let end = run.end.checked_mul(size).ok_or_else(too_big)?;
-            push_run(&mut child_runs, start..end);
-        }
-        runs = child_runs;
-        elements_per_row = elements_per_row.checked_mul(size).ok_or_else(too_big)?;
-        dims.push(size as u64);
-        ftype = child.data_type();
-        array = fsl.values().as_ref();
+        })
     }
-    let element_shape = match extension {
-        Some(shape) => {
-            if dims.is_empty() {
-                return Err(metadata_error(
-                    column,
-                    format!("{FIXED_SHAPE_TENSOR} on a non-FixedSizeList field"),
-                ));
-            }
-            if checked_product(&shape) != checked_product(&dims) {
-                return Err(metadata_error(
-                    column,
-                    format!(
-                        "shape {shape:?} does not hold the {elements_per_row} values of its FixedSizeList storage"
-                    ),
-                ));
-            }
-            // The rows' dimension and the shape's: at most MAX_DIMS.
-            if shape.len() >= crate::format::MAX_DIMS {
-                return Err(too_many_dims(
-                    column,
-                    &format!("a {FIXED_SHAPE_TENSOR} shape of {} dimensions", shape.len()),
-                ));
-            }
-            shape
+}
+
+/// An [`ArrowError::NullValue`] naming the row of the first null of `nulls`
+/// among the selected values `runs` (rows of `elements_per_row` values).
+fn check_no_null(
+    column: &str,
+    nulls: &NullBuffer,
+    runs: &[Range<usize>],
+    elements_per_row: usize,
+) -> Result<()> {
+    let mut position = 0usize;
+    for run in runs {
+        if let Some(i) = run.clone().find(|&i| nulls.is_null(i)) {
+            return Err(ArrowError::NullValue {
+                column: column.to_owned(),
+                row: (position + i - run.start) / elements_per_row.max(1),
+            });
         }
-        None => dims,
-    };
-    // Leaf.
+        position += run.len();
+    }
+    Ok(())
+}
+
+/// The element shape an `arrow.fixed_shape_tensor` extension gives
+/// (`shape`), checked against its `FixedSizeList` storage (`dims`, holding
+/// `elements_per_row` values).
+fn extension_element_shape(
+    column: &str,
+    shape: Vec<u64>,
+    dims: &[u64],
+    elements_per_row: usize,
+) -> Result<Vec<u64>> {
+    if dims.is_empty() {
+        return Err(metadata_error(
+            column,
+            format!("{FIXED_SHAPE_TENSOR} on a non-FixedSizeList field"),
+        ));
+    }
+    if checked_product(&shape) != checked_product(dims) {
+        return Err(metadata_error(
+            column,
+            format!(
+                "shape {shape:?} does not hold the {elements_per_row} values of its FixedSizeList storage"
+            ),
+        ));
+    }
+    // The rows' dimension and the shape's: at most MAX_DIMS.
+    if shape.len() >= crate::format::MAX_DIMS {
+        return Err(too_many_dims(
+            column,
+            &format!("a {FIXED_SHAPE_TENSOR} shape of {} dimensions", shape.len()),
+        ));
+    }
+    Ok(shape)
+}
+
+/// The dtype of a leaf of Arrow type `ftype`: bfloat16 when the column's
+/// field says so (on `UInt16` values only).
+fn leaf_dtype(column: &str, field: &Field, ftype: &DataType) -> Result<DType> {
     let is_bf16 = match field.metadata().get(DTYPE_KEY).map(String::as_str) {
         None => false,
         Some("bfloat16") if ftype == &DataType::UInt16 => true,
@@ -673,72 +730,26 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
             ));
         }
     };
-    let Some(dtype) = dtype_of(ftype, is_bf16) else {
-        return Err(ArrowError::Unsupported {
-            column: column.to_owned(),
-            data_type: ftype.to_string(),
-        });
-    };
-    if runs.iter().any(|r| r.end > array.len()) {
-        return Err(ArrowError::InvalidArgument(format!(
-            "column {column:?}: offsets point past the {} values",
-            array.len()
-        )));
-    }
-    if let Some(nulls) = array.logical_nulls().filter(|n| n.null_count() > 0) {
-        let mut position = 0usize;
-        for run in &runs {
-            if let Some(i) = run.clone().find(|&i| nulls.is_null(i)) {
-                return Err(ArrowError::NullValue {
-                    column: column.to_owned(),
-                    row: (position + i - run.start) / elements_per_row.max(1),
-                });
-            }
-            position += run.len();
-        }
-    }
-    let storage: Arc<dyn ByteStorage> = if dtype == DType::Bool {
-        let values = array
-            .as_boolean_opt()
-            .ok_or_else(|| mismatch(array.data_type()))?
-            .values();
-        let bools: Vec<bool> = runs
-            .iter()
-            .flat_map(|r| r.clone().map(|i| values.value(i)))
-            .collect();
-        Arc::new(bools)
-    } else {
-        let buffer = leaf_buffer(array, dtype).ok_or_else(|| ArrowError::Unsupported {
-            column: column.to_owned(),
-            data_type: array.data_type().to_string(),
-        })?;
-        let size = dtype.size();
-        let range = |r: &Range<usize>| r.start * size..r.end * size;
-        match runs.as_slice() {
-            [] => Arc::new(AlignedBytes::zeroed(0)),
-            [run] => Arc::new(ArrowBytes::new(
-                buffer.slice_with_length(run.start * size, run.len() * size),
-            )),
-            _ => {
-                let bytes = buffer.as_slice();
-                let total = runs_len(&runs) * size;
-                let mut out = AlignedBytes::zeroed(total);
-                let mut at = 0;
-                for run in &runs {
-                    let src = bytes.get(range(run)).unwrap_or(&[]);
-                    if let Some(dst) = out.as_mut_slice().get_mut(at..at + src.len()) {
-                        dst.copy_from_slice(src);
-                    }
-                    at += src.len();
-                }
-                Arc::new(out)
-            }
-        }
-    };
+    dtype_of(ftype, is_bf16).ok_or_else(|| ArrowError::Unsupported {
+        column: column.to_owned(),
+        data_type: ftype.to_string(),
+    })
+}
+
+/// The tensor's shape: `rows` then the element shape, or `[]` for a column
+/// the field marks 0-D (which must then be one primitive value: `no_lod`,
+/// no element shape, one row).
+fn tensor_shape(
+    column: &str,
+    field: &Field,
+    no_lod: bool,
+    element_shape: &[u64],
+    rows: usize,
+) -> Result<Vec<usize>> {
     let scalar = field.metadata().get(SCALAR_KEY).map(String::as_str) == Some("true");
     let mut shape = Vec::with_capacity(1 + element_shape.len());
     if scalar {
-        if !(levels.is_empty() && element_shape.is_empty() && rows == 1) {
+        if !(no_lod && element_shape.is_empty() && rows == 1) {
             return Err(metadata_error(
                 column,
                 format!("{SCALAR_KEY} on a column that is not one primitive value"),
@@ -747,20 +758,13 @@ pub fn from_arrow(field: &Field, array: &dyn Array, options: &ArrowOptions) -> R
     } else {
         shape.push(rows);
     }
-    for &d in &element_shape {
+    for &d in element_shape {
         shape.push(
             usize::try_from(d)
                 .map_err(|_| overflow(column, "dimension", d.into(), usize::MAX as u128))?,
         );
     }
-    let lod = Lod::try_from_stored(levels).map_err(tensor_error(column))?;
-    LodTensor::try_from_parts(
-        dtype,
-        shape,
-        crate::buffer::Buffer::from_storage(storage),
-        lod,
-    )
-    .map_err(tensor_error(column))
+    Ok(shape)
 }
 
 /// The values buffer of a primitive leaf (already sliced to the array).
@@ -773,22 +777,6 @@ fn leaf_buffer(array: &dyn Array, dtype: DType) -> Option<Buffer> {
         };
     }
     by_arrow_type!(dtype, None, values)
-}
-
-/// [`from_arrow`] for an array without a field: the column is named `"array"`
-/// and there is no field metadata (so no bfloat16, 0-D or extension marker).
-///
-/// ```
-/// use std::sync::Arc;
-/// use arrow_array::{ArrayRef, Float32Array};
-/// let array: ArrayRef = Arc::new(Float32Array::from(vec![1.0, 2.0]));
-/// let t = lodt::arrow::from_arrow_array(&array, &Default::default())?;
-/// assert_eq!((t.shape(), t.lod().num_levels()), (&[2][..], 0));
-/// # Ok::<(), lodt::arrow::ArrowError>(())
-/// ```
-pub fn from_arrow_array(array: &dyn Array, options: &ArrowOptions) -> Result<LodTensor> {
-    let field = Field::new("array", array.data_type().clone(), true);
-    from_arrow(&field, array, options)
 }
 
 #[cfg(test)]

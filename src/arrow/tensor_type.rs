@@ -8,8 +8,7 @@
 //! place in [`TensorType::ALL`], its arm in [`TensorType::element_array`]
 //! (and in [`TensorType::requested_by`] if a requested Arrow type names it).
 
-use super::variable_shape::VARIABLE_SHAPE_TENSOR;
-use super::{ArrowError, FIXED_SHAPE_TENSOR, Result};
+use super::{ArrowError, FIXED_SHAPE_TENSOR, Result, VARIABLE_SHAPE_TENSOR};
 use arrow_array::{ArrayRef, FixedSizeListArray};
 use arrow_schema::extension::{EXTENSION_TYPE_METADATA_KEY, EXTENSION_TYPE_NAME_KEY};
 use arrow_schema::{DataType, Field, Metadata};

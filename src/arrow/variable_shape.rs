@@ -18,8 +18,8 @@
 //! a 32-bit `List`, so a batch holding more than `i32::MAX` values in one
 //! column is split by rows ([`split_for_list_offsets`]).
 
-use super::tensor::{metadata_error, overflow};
-use super::{ArrowError, ArrowOptions, DTYPE_KEY, Result, from_arrow, to_arrow};
+use super::tensor::{lists_from_arrow, lists_to_arrow, metadata_error, overflow};
+use super::{ArrowError, ArrowOptions, DTYPE_KEY, Result, VARIABLE_SHAPE_TENSOR};
 use crate::batch::Batch;
 use crate::dtype::DType;
 use crate::lod::Lod;
@@ -34,9 +34,6 @@ use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::extension::{EXTENSION_TYPE_METADATA_KEY, EXTENSION_TYPE_NAME_KEY};
 use arrow_schema::{DataType, Field, Fields, Metadata, Schema};
 use std::sync::Arc;
-
-/// The name of Arrow's canonical variable-shape tensor extension type.
-pub(crate) const VARIABLE_SHAPE_TENSOR: &str = "arrow.variable_shape_tensor";
 
 /// The name of Ray Data's variable-shaped tensor extension type (Ray 2.x,
 /// `ArrowVariableShapedTensorType`).
@@ -235,158 +232,233 @@ pub(crate) fn import(
         return Ok(None);
     };
     let column = field.name().as_str();
-    let DataType::Struct(children) = field.data_type() else {
-        return Err(storage_error(column, kind, field.data_type()));
-    };
-    let (Some((data_index, data_field)), Some((shape_index, shape_field))) =
-        (children.find("data"), children.find("shape"))
-    else {
-        return Err(storage_error(column, kind, field.data_type()));
-    };
-    if !field.data_type().equals_datatype(array.data_type()) {
-        return Err(ArrowError::InvalidArgument(format!(
-            "column {column:?}: the field's type {} is not the array's type {}",
-            field.data_type(),
-            array.data_type()
-        )));
-    }
-    let storage = array
-        .as_struct_opt()
-        .ok_or_else(|| storage_error(column, kind, array.data_type()))?;
-    if let Some(nulls) = storage.nulls().filter(|n| n.null_count() > 0)
-        && let Some(row) = (0..storage.len()).find(|&i| nulls.is_null(i))
-    {
-        return Err(ArrowError::NullList {
-            column: column.to_owned(),
-            level: 0,
-            index: row,
-        });
-    }
-    let rows = storage.len();
-    let extension = field
-        .metadata()
-        .get(EXTENSION_TYPE_METADATA_KEY)
-        .map(String::as_str);
-    let shape_array = storage.column(shape_index);
-    let (ndim, metadata, shapes) = match kind {
-        Kind::Canonical => {
-            let DataType::FixedSizeList(item, ndim) = shape_field.data_type() else {
-                return Err(storage_error(column, kind, field.data_type()));
-            };
-            let ndim = usize::try_from(*ndim)
-                .map_err(|_| storage_error(column, kind, field.data_type()))?;
-            if item.data_type() != &DataType::Int32 {
-                return Err(storage_error(column, kind, field.data_type()));
-            }
-            check_ndim(column, ndim)?;
-            let metadata = VariableShapeMetadata::parse(column, extension)?;
-            let shapes = canonical_shapes(column, shape_array, rows, ndim)?;
-            (ndim, metadata, shapes)
-        }
-        Kind::Ray => {
-            let ndim: usize = extension
-                .and_then(|s| serde_json::from_str(s).ok())
-                .ok_or_else(|| {
-                    metadata_error(
-                        column,
-                        format!(
-                            "{RAY_VARIABLE_SHAPED_TENSOR} metadata {extension:?} is not a number of dimensions"
-                        ),
-                    )
-                })?;
-            check_ndim(column, ndim)?;
-            let shapes = match shape_field.data_type() {
-                DataType::List(item) if item.data_type() == &DataType::Int64 => {
-                    ray_shapes::<i32>(column, shape_array, ndim)?
-                }
-                DataType::LargeList(item) if item.data_type() == &DataType::Int64 => {
-                    ray_shapes::<i64>(column, shape_array, ndim)?
-                }
-                _ => return Err(storage_error(column, kind, field.data_type())),
-            };
-            (ndim, VariableShapeMetadata::default(), shapes)
-        }
-    };
+    let storage = Storage::of(field, array, kind)?;
+    let rows = storage.array.len();
+    let (ndim, metadata, shapes) = storage.shapes(rows)?;
     metadata.check(column, ndim, &shapes)?;
-    // The values: the data list as a 1-level tensor (bfloat16 marked on the column).
-    let mut data_metadata = Metadata::new();
-    if let Some(dtype) = field.metadata().get(DTYPE_KEY) {
-        data_metadata.insert(DTYPE_KEY, dtype.as_str());
-    }
-    let data_field =
-        Field::new(column, data_field.data_type().clone(), true).with_metadata(data_metadata);
-    let values = from_arrow(&data_field, storage.column(data_index).as_ref(), options)?;
-    let offsets = match values.lod().raw_level(0) {
-        Some(offsets)
-            if values.lod().num_levels() == 1
-                && values.element_shape().is_empty()
-                && offsets.len() == rows + 1 =>
-        {
-            offsets
-        }
-        _ => return Err(storage_error(column, kind, field.data_type())),
-    };
-    for row in 0..rows {
-        let dims = &shapes[row * ndim..(row + 1) * ndim];
-        let held = offsets[row + 1] - offsets[row];
-        let product = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
-        if product != Some(held) {
-            return Err(metadata_error(
-                column,
-                format!("row {row} has shape {dims:?}, its data holds {held} values"),
-            ));
-        }
-    }
+    let values = storage.values(options, rows, ndim, &shapes)?;
     let element = element_shape(&metadata, ndim, rows, &shapes);
     // Kept unless the export would write it anyway (lodt -> Arrow -> lodt adds no key).
     let entry = (kind == Kind::Canonical && metadata != default_metadata(element.as_deref()))
         .then(|| (format!("{METADATA_KEY_PREFIX}{column}"), metadata.to_json()));
     let tensors = match element {
-        Some(element) => {
-            let mut lod = Vec::new();
-            lod.try_reserve_exact(rows + 1)
-                .map_err(|_| overflow(column, "rows", rows as u128, usize::MAX as u128))?;
-            lod.push(0u64);
-            let mut total = 0u64;
-            for row in 0..rows {
-                total = total
-                    .checked_add(shapes[row * ndim])
-                    .ok_or_else(|| overflow(column, "rows", u128::MAX, u64::MAX as u128))?;
-                lod.push(total);
-            }
-            let mut shape = vec![usize_of(column, total)?];
-            for &d in &element {
-                shape.push(usize_of(column, d)?);
-            }
-            // `[0]` for no rows: an empty level, as `from_arrow` reads one.
-            let lod = Lod::try_from_stored(vec![lod]).map_err(tensor_error(column))?;
-            let tensor =
-                LodTensor::try_from_parts(values.dtype(), shape, values.buffer().clone(), lod)
-                    .map_err(tensor_error(column))?;
-            vec![(column.to_owned(), tensor)]
-        }
-        None => {
-            let mut dims = Vec::new();
-            dims.try_reserve_exact(shapes.len())
-                .map_err(|_| overflow(column, "rows", rows as u128, usize::MAX as u128))?;
-            for &d in &shapes {
-                dims.push(
-                    i32::try_from(d)
-                        .map_err(|_| overflow(column, "dimension", d.into(), i32::MAX as u128))?,
-                );
-            }
-            let shape = LodTensor::from_vec(dims, vec![rows, ndim], Lod::empty())
-                .map_err(tensor_error(column))?;
-            vec![
-                (column.to_owned(), values),
-                (format!("{column}{SHAPE_SUFFIX}"), shape),
-            ]
-        }
+        Some(element) => vec![(
+            column.to_owned(),
+            one_tensor(column, &values, rows, ndim, &shapes, &element)?,
+        )],
+        None => vec![
+            (column.to_owned(), values),
+            (
+                format!("{column}{SHAPE_SUFFIX}"),
+                shape_tensor(column, rows, ndim, &shapes)?,
+            ),
+        ],
     };
     Ok(Some(Imported {
         tensors,
         metadata: entry,
     }))
+}
+
+/// The storage of a variable-shape column: its struct array, checked to be
+/// `struct<data, shape>` of the field's type with no null row.
+struct Storage<'a> {
+    column: &'a str,
+    kind: Kind,
+    field: &'a Field,
+    array: &'a StructArray,
+    data: (usize, &'a Field),
+    shape: (usize, &'a Field),
+}
+
+impl<'a> Storage<'a> {
+    /// Checks `array`, described by `field` (a column of extension `kind`).
+    fn of(field: &'a Field, array: &'a dyn Array, kind: Kind) -> Result<Self> {
+        let column = field.name().as_str();
+        let DataType::Struct(children) = field.data_type() else {
+            return Err(storage_error(column, kind, field.data_type()));
+        };
+        let (Some((data_index, data_field)), Some((shape_index, shape_field))) =
+            (children.find("data"), children.find("shape"))
+        else {
+            return Err(storage_error(column, kind, field.data_type()));
+        };
+        if !field.data_type().equals_datatype(array.data_type()) {
+            return Err(ArrowError::InvalidArgument(format!(
+                "column {column:?}: the field's type {} is not the array's type {}",
+                field.data_type(),
+                array.data_type()
+            )));
+        }
+        let storage = array
+            .as_struct_opt()
+            .ok_or_else(|| storage_error(column, kind, array.data_type()))?;
+        if let Some(nulls) = storage.nulls().filter(|n| n.null_count() > 0)
+            && let Some(row) = (0..storage.len()).find(|&i| nulls.is_null(i))
+        {
+            return Err(ArrowError::NullList {
+                column: column.to_owned(),
+                level: 0,
+                index: row,
+            });
+        }
+        Ok(Storage {
+            column,
+            kind,
+            field,
+            array: storage,
+            data: (data_index, data_field.as_ref()),
+            shape: (shape_index, shape_field.as_ref()),
+        })
+    }
+
+    /// The error for a storage that is not the extension's.
+    fn bad(&self) -> ArrowError {
+        storage_error(self.column, self.kind, self.field.data_type())
+    }
+
+    /// The number of dimensions, the extension metadata (canonical: parsed;
+    /// Ray: none) and the `rows` rows' shapes (flat, `ndim` per row).
+    fn shapes(&self, rows: usize) -> Result<(usize, VariableShapeMetadata, Vec<u64>)> {
+        let column = self.column;
+        let extension = self
+            .field
+            .metadata()
+            .get(EXTENSION_TYPE_METADATA_KEY)
+            .map(String::as_str);
+        let shape_array = self.array.column(self.shape.0);
+        let shape_type = self.shape.1.data_type();
+        match self.kind {
+            Kind::Canonical => {
+                let DataType::FixedSizeList(item, ndim) = shape_type else {
+                    return Err(self.bad());
+                };
+                let ndim = usize::try_from(*ndim).map_err(|_| self.bad())?;
+                if item.data_type() != &DataType::Int32 {
+                    return Err(self.bad());
+                }
+                check_ndim(column, ndim)?;
+                let metadata = VariableShapeMetadata::parse(column, extension)?;
+                let shapes = canonical_shapes(column, shape_array, rows, ndim)?;
+                Ok((ndim, metadata, shapes))
+            }
+            Kind::Ray => {
+                let ndim: usize = extension
+                    .and_then(|s| serde_json::from_str(s).ok())
+                    .ok_or_else(|| {
+                        metadata_error(
+                            column,
+                            format!(
+                                "{RAY_VARIABLE_SHAPED_TENSOR} metadata {extension:?} is not a number of dimensions"
+                            ),
+                        )
+                    })?;
+                check_ndim(column, ndim)?;
+                let shapes = match shape_type {
+                    DataType::List(item) if item.data_type() == &DataType::Int64 => {
+                        ray_shapes::<i32>(column, shape_array, ndim)?
+                    }
+                    DataType::LargeList(item) if item.data_type() == &DataType::Int64 => {
+                        ray_shapes::<i64>(column, shape_array, ndim)?
+                    }
+                    _ => return Err(self.bad()),
+                };
+                Ok((ndim, VariableShapeMetadata::default(), shapes))
+            }
+        }
+    }
+
+    /// The values: the data list as a 1-level tensor (bfloat16 marked on
+    /// the column), one sequence per row, each holding as many values as
+    /// its shape (`shapes`, `ndim` per row) says.
+    fn values(
+        &self,
+        options: &ArrowOptions,
+        rows: usize,
+        ndim: usize,
+        shapes: &[u64],
+    ) -> Result<LodTensor> {
+        let column = self.column;
+        let mut data_metadata = Metadata::new();
+        if let Some(dtype) = self.field.metadata().get(DTYPE_KEY) {
+            data_metadata.insert(DTYPE_KEY, dtype.as_str());
+        }
+        let data_field =
+            Field::new(column, self.data.1.data_type().clone(), true).with_metadata(data_metadata);
+        let values = lists_from_arrow(
+            &data_field,
+            self.array.column(self.data.0).as_ref(),
+            options,
+        )?;
+        let offsets = match values.lod().raw_level(0) {
+            Some(offsets)
+                if values.lod().num_levels() == 1
+                    && values.element_shape().is_empty()
+                    && offsets.len() == rows + 1 =>
+            {
+                offsets
+            }
+            _ => return Err(self.bad()),
+        };
+        for row in 0..rows {
+            let dims = &shapes[row * ndim..(row + 1) * ndim];
+            let held = offsets[row + 1] - offsets[row];
+            let product = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
+            if product != Some(held) {
+                return Err(metadata_error(
+                    column,
+                    format!("row {row} has shape {dims:?}, its data holds {held} values"),
+                ));
+            }
+        }
+        Ok(values)
+    }
+}
+
+/// The one tensor of a column whose rows vary only in their first
+/// dimension: the `values` with element shape `element`, a LoD of one
+/// sequence per row (`rows` of them, of `shapes[row * ndim]` rows each).
+fn one_tensor(
+    column: &str,
+    values: &LodTensor,
+    rows: usize,
+    ndim: usize,
+    shapes: &[u64],
+    element: &[u64],
+) -> Result<LodTensor> {
+    let mut lod = Vec::new();
+    lod.try_reserve_exact(rows + 1)
+        .map_err(|_| overflow(column, "rows", rows as u128, usize::MAX as u128))?;
+    lod.push(0u64);
+    let mut total = 0u64;
+    for row in 0..rows {
+        total = total
+            .checked_add(shapes[row * ndim])
+            .ok_or_else(|| overflow(column, "rows", u128::MAX, u64::MAX as u128))?;
+        lod.push(total);
+    }
+    let mut shape = vec![usize_of(column, total)?];
+    for &d in element {
+        shape.push(usize_of(column, d)?);
+    }
+    // `[0]` for no rows: an empty level, as `from_arrow` reads one.
+    let lod = Lod::try_from_stored(vec![lod]).map_err(tensor_error(column))?;
+    LodTensor::try_from_parts(values.dtype(), shape, values.buffer().clone(), lod)
+        .map_err(tensor_error(column))
+}
+
+/// The shape tensor of a pair: int32 `[rows, ndim]`, no LoD.
+fn shape_tensor(column: &str, rows: usize, ndim: usize, shapes: &[u64]) -> Result<LodTensor> {
+    let mut dims = Vec::new();
+    dims.try_reserve_exact(shapes.len())
+        .map_err(|_| overflow(column, "rows", rows as u128, usize::MAX as u128))?;
+    for &d in shapes {
+        dims.push(
+            i32::try_from(d)
+                .map_err(|_| overflow(column, "dimension", d.into(), i32::MAX as u128))?,
+        );
+    }
+    LodTensor::from_vec(dims, vec![rows, ndim], Lod::empty()).map_err(tensor_error(column))
 }
 
 /// Refuses a variable-shape tensor of more dimensions than a tensor may
@@ -594,7 +666,7 @@ fn assemble(
         Lod::empty(),
     )
     .map_err(tensor_error(name))?;
-    let (leaf_field, leaf) = to_arrow(name, &flat, &ArrowOptions::default())?;
+    let (leaf_field, leaf) = lists_to_arrow(name, &flat, &ArrowOptions::default())?;
     let item = Arc::new(Field::new("item", leaf.data_type().clone(), false));
     let data: ArrayRef = Arc::new(ListArray::try_new(item, offsets, leaf, None)?);
     let mut dims = Vec::new();
@@ -811,7 +883,7 @@ pub(crate) fn split_for_list_offsets(batch: &Batch, limit: u64) -> Result<Vec<Ba
 /// `batch` as one record batch whose 1-level tensors are
 /// `arrow.variable_shape_tensor` columns: a pair `x` + `x.shape`
 /// ([`variable_shape_pair_column`]) as one column `x`, every other 1-level
-/// tensor by [`variable_shape_column`], the rest by [`to_arrow`] with
+/// tensor by [`variable_shape_column`], the rest by [`to_arrow`](super::to_arrow) with
 /// `options`. The metadata key `lodt.variable_shape_tensor.<column>` gives
 /// a column's extension metadata and leaves the schema metadata. More than
 /// `i32::MAX` values in a column is an overflow: the file writers split the
@@ -844,7 +916,7 @@ pub(crate) fn variable_shape_record_batch(
         } else if tensor.lod().num_levels() == 1 {
             variable_shape_column(name, tensor, parsed.as_ref())?
         } else {
-            let converted = to_arrow(name, tensor, options)?;
+            let converted = lists_to_arrow(name, tensor, options)?;
             rows.get_or_insert(tensor.top_level_rows());
             fields.push(converted.0);
             columns.push(converted.1);

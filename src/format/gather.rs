@@ -12,7 +12,7 @@
 
 use super::error::Result;
 use super::reader::{BatchView, LodtFile};
-use super::rows::RowLocation;
+use super::row_index::RowLocation;
 use crate::error::out_of_memory;
 use crate::{Error, LodTensor};
 use std::ops::Range;

@@ -2,11 +2,16 @@
 //! append and an open call at their torn points, to pause them there and
 //! check, deterministically, what a concurrent reader sees (`FORMAT.md` §9,
 //! "Readers during an append"). Not part of the API: no semver promise.
+//!
+//! Compiled only with the `test-hooks` feature, which the crate's own tests
+//! enable (through its dev-dependency on itself): a build without it has no
+//! hook, no lock, and calls at the points that compile to nothing.
 
+#[cfg(feature = "test-hooks")]
 use std::sync::RwLock;
 
 /// A point where an append or an open calls the hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "test-hooks", derive(Debug, Clone, Copy, PartialEq, Eq))]
 pub enum Point {
     /// An append wrote its new batches (over the old footer) and is about to
     /// write its footer; the writer lock is held.
@@ -20,8 +25,10 @@ pub enum Point {
     OpenFooterFailed,
 }
 
+#[cfg(feature = "test-hooks")]
 type Hook = Box<dyn Fn(Point) + Send + Sync>;
 
+#[cfg(feature = "test-hooks")]
 static HOOK: RwLock<Option<Hook>> = RwLock::new(None);
 
 /// Registers `hook` (or none), called at every [`Point`] in this process.
@@ -30,13 +37,20 @@ static HOOK: RwLock<Option<Hook>> = RwLock::new(None);
 /// lodt::format::hooks::set(Some(Box::new(|_point| {})));
 /// lodt::format::hooks::set(None);
 /// ```
+#[cfg(feature = "test-hooks")]
 pub fn set(hook: Option<Hook>) {
     *HOOK.write().unwrap_or_else(|e| e.into_inner()) = hook;
 }
 
 /// Calls the hook, if one is registered, at `point`.
+#[cfg(feature = "test-hooks")]
 pub(crate) fn at(point: Point) {
     if let Some(hook) = HOOK.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
         hook(point);
     }
 }
+
+/// Without the `test-hooks` feature: nothing to call.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub(crate) fn at(_point: Point) {}

@@ -45,15 +45,24 @@
 
 mod aligned;
 mod batch_io;
+mod batch_meta;
 mod buffers;
 mod error;
 mod gather;
+// Test hooks: public (doc-hidden) with the `test-hooks` feature only.
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub mod hooks;
+#[cfg(not(feature = "test-hooks"))]
+mod hooks;
 pub mod layout;
+mod pattern;
 mod reader;
 mod recover;
+mod regular;
+mod row_index;
 mod rows;
+mod schema;
 mod section;
 mod shuffle;
 mod source;
@@ -71,12 +80,12 @@ pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_MAJOR_VERSION, MAX_METADATA_LEN,
     MINOR_VERSION,
 };
+pub use pattern::Pattern;
 pub use reader::{Advice, BatchView, LodtFile, ReadOptions};
 pub use recover::{RecoverOptions, RecoverReport, recover, recover_with, recover_with_options};
-pub use rows::{RowIndex, RowLocation};
-pub use source::{
-    MemorySource, MmapSource, OpenHint, Pattern, PreadSource, RangeSource, open_regular,
-};
+pub use regular::open_regular;
+pub use row_index::{RowIndex, RowLocation};
+pub use source::{MemorySource, MmapSource, OpenHint, PreadSource, RangeSource};
 pub use storage::MappedFile;
 pub use stream::StreamReader;
 pub use summary::{BatchSummary, BatchTensor, FileSummary, TensorTotals};

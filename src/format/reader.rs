@@ -2,16 +2,17 @@
 //! in-memory copy), with zero-copy views and owned tensors.
 
 use super::Version;
+use super::batch_meta::BatchMeta;
 use super::buffers::TensorBuffers;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
     INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG, Trailer, check_footer_region,
     file_start_len, pad64, parse_file_start, read_struct, same_crc,
 };
-use super::section::{self, BatchMeta, Section};
-use super::source::{
-    MemorySource, MmapSource, OpenReads, Pattern, PreadSource, RangeSource, read_one,
-};
+use super::pattern::Pattern;
+use super::schema::Schema;
+use super::section::{self, Section};
+use super::source::{MemorySource, MmapSource, OpenReads, PreadSource, RangeSource, read_one};
 use crate::buffer::{AlignedBytes, Buffer, ByteStorage};
 use crate::{Batch, LodTensor};
 use std::collections::BTreeMap;
@@ -183,7 +184,7 @@ pub struct LodtFile {
     /// How far a scan has asked the source to fetch ahead (a file offset).
     ahead: AtomicU64,
     /// The 2.0 schema looked up last (the batch whose head holds it).
-    last_schema: std::sync::Mutex<Option<(u64, Arc<super::v2::Schema>)>>,
+    last_schema: std::sync::Mutex<Option<(u64, Arc<Schema>)>>,
 }
 
 impl std::fmt::Debug for LodtFile {
@@ -338,7 +339,7 @@ impl LodtFile {
         let ctx = || format!("reading {}", path.display());
         let file = open_settled(path, || {
             let mut file =
-                super::source::open_regular(path).map_err(|e| FormatError::io(ctx(), e))?;
+                super::regular::open_regular(path).map_err(|e| FormatError::io(ctx(), e))?;
             let len = file
                 .metadata()
                 .map_err(|e| FormatError::io(ctx(), e))?
@@ -723,7 +724,7 @@ impl LodtFile {
 
     /// The 2.0 schema held by batch `j`'s head: from its parsed metadata,
     /// the last schema looked up, or its head, read and checked alone.
-    fn schema_of(&self, j: u64) -> Result<Arc<super::v2::Schema>> {
+    fn schema_of(&self, j: u64) -> Result<Arc<Schema>> {
         let jj = usize::try_from(j).unwrap_or(usize::MAX);
         if let Some(m) = self.batches.get(jj).and_then(|c| c.get())
             && m.holds_schema

@@ -11,20 +11,24 @@
 //!  section_len
 //! ```
 
+use super::batch_meta::{
+    BatchMeta, BufferMeta, Codec, TensorMeta, buffer_location, check_tensor_bytes,
+};
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    BATCH_TAG, BatchHeader, BatchMetaJson, STRUCT_LEN, Sealed64, check_crc32, check_meta_len,
-    check_zero, crc32, pad64, parse_json, read_struct, same_crc, to_usize,
+    BATCH_TAG, BatchHeader, BatchMetaJson, BufferJson, STRUCT_LEN, Sealed64, TensorJson,
+    check_crc32, check_meta_len, check_zero, crc32, pad64, parse_json, read_struct, same_crc,
+    to_usize,
 };
+use super::schema::Schema;
 use crate::buffer::{Buffer, ByteStorage, check_range};
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 use crate::lod::Lod;
-use crate::lod::check_view_levels;
-use crate::tensor::{check_parts, checked_byte_len};
+use crate::tensor::checked_byte_len;
 use crate::{Error, LodTensor};
 use smallvec::SmallVec;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -95,102 +99,6 @@ impl<'a> Section<'a> {
     }
 }
 
-/// A checked batch: everything about it except its body checksums.
-#[derive(Debug)]
-pub(crate) struct BatchMeta {
-    /// The batch number stored in the header.
-    pub index: u64,
-    pub header_crc: u32,
-    pub table_crc: u32,
-    pub section_len: u64,
-    pub metadata: BTreeMap<String, String>,
-    /// Inline for a few tensors and buffers: a parsed batch is one
-    /// allocation plus its metadata map.
-    pub tensors: SmallVec<[TensorMeta; 2]>,
-    /// The position of each tensor name in `tensors` (empty for a 2.0
-    /// batch of at most [`FIND_SCAN`] tensors, which `find` scans).
-    pub by_name: HashMap<String, usize>,
-    pub buffers: SmallVec<[BufferMeta; 6]>,
-    /// Where the buffers start and the checksum table starts (section-relative).
-    pub data_start: usize,
-    pub table_start: usize,
-    /// The schema in force (2.0; `None` for 1.0).
-    pub schema: Option<Arc<super::v2::Schema>>,
-    /// Whether this batch's head holds the schema (2.0).
-    pub holds_schema: bool,
-    /// The batch whose head holds the schema in force (2.0).
-    pub schema_at: u64,
-    /// The bytes a batch with a compressed buffer decodes to (2.0).
-    pub decoded_len: Option<usize>,
-}
-
-/// A buffer of a batch: its byte range within the section and its CRC32.
-#[derive(Debug, Clone)]
-pub(crate) struct BufferMeta {
-    /// The stored bytes, within the section (what the crc covers).
-    pub range: Range<usize>,
-    pub crc: u32,
-    /// How the stored bytes are compressed (2.0).
-    pub codec: super::v2::Codec,
-    /// The element width of a byte-shuffled buffer, 0 if not shuffled (2.0).
-    pub shuffle: usize,
-    /// The decoded bytes: within the decoded batch when the batch has a
-    /// compressed buffer, else `range`.
-    pub view: Range<usize>,
-}
-
-/// A tensor of a batch, checked against its buffers.
-#[derive(Debug)]
-pub(crate) struct TensorMeta {
-    /// Shared with the 2.0 schema (no copy per batch).
-    pub name: Arc<str>,
-    pub dtype: DType,
-    pub shape: SmallVec<[usize; 4]>,
-    /// The buffer index of each LoD level.
-    pub lod: SmallVec<[usize; 4]>,
-    /// The buffer index of the body.
-    pub body: usize,
-}
-
-/// Up to this many tensors, [`BatchMeta::find`] compares names one by one
-/// (a 2.0 batch of so few builds no `by_name` map).
-pub(crate) const FIND_SCAN: usize = 8;
-
-impl BatchMeta {
-    /// The tensor named `name`.
-    pub fn find(&self, name: &str) -> Option<usize> {
-        // A few names compare faster than they hash.
-        if self.tensors.len() <= FIND_SCAN {
-            return self.tensors.iter().position(|t| *t.name == *name);
-        }
-        self.by_name.get(name).copied()
-    }
-
-    /// The tensor names.
-    pub fn names(&self) -> Vec<String> {
-        self.tensors.iter().map(|t| t.name.to_string()).collect()
-    }
-
-    /// The byte range (section-relative) of buffer `i`.
-    pub fn range(&self, i: usize) -> Range<usize> {
-        self.buffers.get(i).map(|b| b.range.clone()).unwrap_or(0..0)
-    }
-
-    /// The byte range of buffer `i`'s decoded bytes (section-relative, or
-    /// within the decoded batch: see [`BufferMeta::view`]).
-    pub fn view(&self, i: usize) -> Range<usize> {
-        self.buffers.get(i).map(|b| b.view.clone()).unwrap_or(0..0)
-    }
-
-    /// The total number of body bytes (decoded).
-    pub fn body_bytes(&self) -> u64 {
-        self.tensors
-            .iter()
-            .map(|t| self.view(t.body).len() as u64)
-            .sum()
-    }
-}
-
 /// Reads and checks a batch header that starts at `file_offset` (tag, CRC,
 /// batch number, lengths).
 pub(crate) fn parse_header(
@@ -249,6 +157,51 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
             ),
         ));
     }
+    let (json, data_start) = read_metadata(section, file_offset, k, &header)?;
+    let table = read_table(
+        section,
+        file_offset,
+        k,
+        &header,
+        json.buffers.len(),
+        data_start,
+    )?;
+    let entries = &section[table.start..table.entries_end];
+    let buffers = place_buffers(k, &json.buffers, entries, data_start, table.start)?;
+    let (tensors, by_name) = read_tensors(k, json.tensors, &buffers)?;
+    let meta = BatchMeta {
+        index: k,
+        header_crc: header.crc.get(),
+        table_crc: table.crc,
+        section_len,
+        metadata: json.metadata,
+        tensors,
+        by_name,
+        buffers,
+        data_start,
+        table_start: table.start,
+        schema: None,
+        holds_schema: false,
+        schema_at: 0,
+        decoded_len: None,
+    };
+    // LoD checksums and rules, body lengths and bools.
+    for i in 0..meta.tensors.len() {
+        check_tensor_bytes(section, &meta, i, true)?;
+    }
+    Ok(meta)
+}
+
+/// Reads and checks the batch metadata after the header (its crc, the zero
+/// padding after it) of a section whose length is checked; returns it with
+/// where the data area starts.
+fn read_metadata(
+    section: &[u8],
+    file_offset: u64,
+    k: u64,
+    header: &BatchHeader,
+) -> Result<(BatchMetaJson, usize)> {
+    let section_len = section.len() as u64;
     let meta_at = || Location::batch(k, Part::BatchMetadata);
     let meta_len = header.meta_len.get();
     let meta_end = STRUCT_LEN + meta_len;
@@ -269,18 +222,37 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         file_offset + meta_end as u64,
         meta_at,
     )?;
-    let json: BatchMetaJson = parse_json(meta, meta_at())?;
+    Ok((parse_json(meta, meta_at())?, data_start))
+}
 
-    // The checksum table.
+/// Where a batch's checksum table is in its section.
+struct Table {
+    start: usize,
+    /// Where the buffers' checksums end (the table's own crc follows).
+    entries_end: usize,
+    /// The crc of the buffers' checksums.
+    crc: u32,
+}
+
+/// Finds and checks the checksum table at the end of the section: as many
+/// entries as the header counts and the metadata lists (`listed`), between
+/// the data area (from `data_start`) and the section's end, its crc, and
+/// the zero padding after it.
+fn read_table(
+    section: &[u8],
+    file_offset: u64,
+    k: u64,
+    header: &BatchHeader,
+    listed: usize,
+    data_start: usize,
+) -> Result<Table> {
+    let section_len = section.len() as u64;
     let table_at = || Location::batch(k, Part::ChecksumTable);
     let count = header.buffer_count.get() as usize;
-    if count != json.buffers.len() {
+    if count != listed {
         return Err(FormatError::corrupt(
             table_at(),
-            format!(
-                "the header counts {count} buffers, the metadata lists {}",
-                json.buffers.len()
-            ),
+            format!("the header counts {count} buffers, the metadata lists {listed}"),
         ));
     }
     // count < 2^32, so these cannot overflow u64.
@@ -310,11 +282,26 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
         file_offset + table_end as u64,
         table_at,
     )?;
+    Ok(Table {
+        start: table_start,
+        entries_end,
+        crc: table_crc,
+    })
+}
 
-    // The buffers: 64-aligned, in order, not overlapping, inside the data area.
-    let mut buffers: SmallVec<[BufferMeta; 6]> = SmallVec::with_capacity(count);
+/// The buffers the metadata lists, with their checksums (`entries`):
+/// 64-aligned, in order, not overlapping, inside the data area (from
+/// `data_start` to the checksum table at `table_start`).
+fn place_buffers(
+    k: u64,
+    listed: &[BufferJson],
+    entries: &[u8],
+    data_start: usize,
+    table_start: usize,
+) -> Result<SmallVec<[BufferMeta; 6]>> {
+    let mut buffers: SmallVec<[BufferMeta; 6]> = SmallVec::with_capacity(listed.len());
     let mut prev_end = data_start as u64;
-    for (i, (b, crc)) in json.buffers.iter().zip(entries.chunks_exact(4)).enumerate() {
+    for (i, (b, crc)) in listed.iter().zip(entries.chunks_exact(4)).enumerate() {
         let end = b.offset.checked_add(b.length);
         let bad = if !b.offset.is_multiple_of(64) {
             Some(format!(
@@ -335,25 +322,41 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
             None
         };
         if let Some(reason) = bad {
-            return Err(FormatError::corrupt(meta_at(), reason));
+            return Err(FormatError::corrupt(
+                Location::batch(k, Part::BatchMetadata),
+                reason,
+            ));
         }
         let end = end.unwrap_or(0);
         prev_end = end;
         buffers.push(BufferMeta {
             range: b.offset as usize..end as usize,
             crc: u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]),
-            codec: super::v2::Codec::None,
+            codec: Codec::None,
             shuffle: 0,
             view: b.offset as usize..end as usize,
         });
     }
+    Ok(buffers)
+}
 
-    // The tensors.
-    let mut by_name = HashMap::with_capacity(json.tensors.len());
-    let mut owner: Vec<bool> = vec![false; count];
-    let mut tensors = SmallVec::with_capacity(json.tensors.len());
-    for t in json.tensors {
-        let tat = |part| Location::tensor(k, &t.name, part);
+/// A batch's tensors, inline for a few.
+type Tensors = SmallVec<[TensorMeta; 2]>;
+
+/// The tensors the metadata lists, checked against the `buffers`: names
+/// non-empty and unique, dtypes known, each buffer used once, body lengths
+/// as the shape says, LoD levels of whole offsets. Returns them with the
+/// position of each name.
+fn read_tensors(
+    k: u64,
+    listed: Vec<TensorJson>,
+    buffers: &[BufferMeta],
+) -> Result<(Tensors, HashMap<String, usize>)> {
+    let meta_at = || Location::batch(k, Part::BatchMetadata);
+    let mut by_name = HashMap::with_capacity(listed.len());
+    let mut owner: Vec<bool> = vec![false; buffers.len()];
+    let mut tensors = SmallVec::with_capacity(listed.len());
+    for t in listed {
         if t.name.is_empty() {
             return Err(FormatError::corrupt(
                 meta_at(),
@@ -366,99 +369,92 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
                 format!("two tensors are named {:?}", t.name),
             ));
         }
-        let dtype: DType = t.dtype.parse().map_err(|_| {
-            FormatError::corrupt(
-                tat(Part::BatchMetadata),
-                format!("unknown dtype {:?}", t.dtype),
-            )
-        })?;
-        let shape = t
-            .shape
-            .iter()
-            .map(|&d| to_usize(d, || tat(Part::BatchMetadata), "dimension"))
-            .collect::<Result<Vec<_>>>()?;
-        let mut claim = |index: u64, part: Part| -> Result<usize> {
-            let i = usize::try_from(index)
-                .ok()
-                .filter(|&i| i < count)
-                .ok_or_else(|| {
-                    FormatError::corrupt(
-                        tat(part),
-                        format!("buffer index {index} is not below the {count} buffers"),
-                    )
-                })?;
-            match owner.get_mut(i) {
-                Some(used) if !*used => {
-                    *used = true;
-                    Ok(i)
-                }
-                _ => Err(FormatError::corrupt(
+        tensors.push(read_tensor(k, t, buffers, &mut owner)?);
+    }
+    Ok((tensors, by_name))
+}
+
+/// One tensor the metadata lists (named, uniquely), checked against the
+/// `buffers`; `owner` says which buffers earlier tensors use.
+fn read_tensor(
+    k: u64,
+    t: TensorJson,
+    buffers: &[BufferMeta],
+    owner: &mut [bool],
+) -> Result<TensorMeta> {
+    let count = buffers.len();
+    let tat = |part| Location::tensor(k, &t.name, part);
+    let dtype: DType = t.dtype.parse().map_err(|_| {
+        FormatError::corrupt(
+            tat(Part::BatchMetadata),
+            format!("unknown dtype {:?}", t.dtype),
+        )
+    })?;
+    let shape = t
+        .shape
+        .iter()
+        .map(|&d| to_usize(d, || tat(Part::BatchMetadata), "dimension"))
+        .collect::<Result<Vec<_>>>()?;
+    let mut claim = |index: u64, part: Part| -> Result<usize> {
+        let i = usize::try_from(index)
+            .ok()
+            .filter(|&i| i < count)
+            .ok_or_else(|| {
+                FormatError::corrupt(
                     tat(part),
-                    format!("buffer {i} is used twice"),
-                )),
+                    format!("buffer index {index} is not below the {count} buffers"),
+                )
+            })?;
+        match owner.get_mut(i) {
+            Some(used) if !*used => {
+                *used = true;
+                Ok(i)
             }
-        };
-        let lod = t
-            .lod
-            .iter()
-            .enumerate()
-            .map(|(l, &b)| claim(b, Part::Lod(l)))
-            .collect::<Result<Vec<_>>>()?;
-        let body = claim(t.body, Part::Body)?;
-        let expected = checked_byte_len(dtype, &shape).map_err(|source| FormatError::Tensor {
+            _ => Err(FormatError::corrupt(
+                tat(part),
+                format!("buffer {i} is used twice"),
+            )),
+        }
+    };
+    let lod = t
+        .lod
+        .iter()
+        .enumerate()
+        .map(|(l, &b)| claim(b, Part::Lod(l)))
+        .collect::<Result<Vec<_>>>()?;
+    let body = claim(t.body, Part::Body)?;
+    let expected = checked_byte_len(dtype, &shape).map_err(|source| FormatError::Tensor {
+        at: tat(Part::Body),
+        source,
+    })?;
+    let found = buffers.get(body).map_or(0, |b| b.range.len());
+    if found != expected {
+        return Err(FormatError::Tensor {
             at: tat(Part::Body),
-            source,
-        })?;
-        let found = buffers.get(body).map_or(0, |b| b.range.len());
-        if found != expected {
-            return Err(FormatError::Tensor {
-                at: tat(Part::Body),
-                source: Error::DataLength {
-                    dtype,
-                    shape: t.shape.clone(),
-                    expected: expected as u64,
-                    found: found as u64,
-                },
-            });
-        }
-        for (l, &b) in lod.iter().enumerate() {
-            let len = buffers.get(b).map_or(0, |b| b.range.len());
-            if !len.is_multiple_of(8) {
-                return Err(FormatError::corrupt(
-                    tat(Part::Lod(l)),
-                    format!("{len} bytes is not a whole number of u64 offsets"),
-                ));
-            }
-        }
-        tensors.push(TensorMeta {
-            name: t.name.into(),
-            dtype,
-            shape: shape.into(),
-            lod: lod.into(),
-            body,
+            source: Error::DataLength {
+                dtype,
+                shape: t.shape.clone(),
+                expected: expected as u64,
+                found: found as u64,
+            },
         });
     }
-    let meta = BatchMeta {
-        index: k,
-        header_crc: header.crc.get(),
-        table_crc,
-        section_len,
-        metadata: json.metadata,
-        tensors,
-        by_name,
-        buffers,
-        data_start,
-        table_start,
-        schema: None,
-        holds_schema: false,
-        schema_at: 0,
-        decoded_len: None,
-    };
-    // LoD checksums and rules, body lengths and bools.
-    for i in 0..meta.tensors.len() {
-        check_tensor_bytes(section, &meta, i, true)?;
+    for (l, &b) in lod.iter().enumerate() {
+        let len = buffers.get(b).map_or(0, |b| b.range.len());
+        if !len.is_multiple_of(8) {
+            return Err(FormatError::corrupt(
+                tat(Part::Lod(l)),
+                format!("{len} bytes is not a whole number of u64 offsets"),
+            ));
+        }
     }
-    Ok(meta)
+    Ok(TensorMeta {
+        name: t.name.into(),
+        dtype,
+        shape: shape.into(),
+        lod: lod.into(),
+        body,
+    })
 }
 
 /// Parses batch `k` of a file of major version `major`: the one place the
@@ -470,7 +466,7 @@ pub(crate) fn parse_any(
     section: &[u8],
     file_offset: u64,
     k: u64,
-    schema_of: &mut dyn FnMut(u64) -> Result<Arc<super::v2::Schema>>,
+    schema_of: &mut dyn FnMut(u64) -> Result<Arc<Schema>>,
 ) -> Result<BatchMeta> {
     if major >= 2 {
         super::v2::parse_batch(section, file_offset, k, schema_of)
@@ -486,47 +482,6 @@ pub(crate) fn decoded<'a>(section: Section<'a>, meta: &BatchMeta) -> Result<Sect
         return Ok(section);
     }
     Ok(Section::owned(super::v2::decode(section.bytes(), meta)?))
-}
-
-/// Checks one tensor's LoD against Paddle's rules and its shape, and (for
-/// bool) its body bytes; `bytes` is the section with `stored` (and then the
-/// LoD checksums are checked too), else the decoded batch.
-pub(crate) fn check_tensor_bytes(
-    section: &[u8],
-    meta: &BatchMeta,
-    t: usize,
-    stored: bool,
-) -> Result<()> {
-    let buffer = |i: usize| -> &[u8] {
-        let r = if stored { meta.range(i) } else { meta.view(i) };
-        section.get(r).unwrap_or(&[])
-    };
-    let Some(tm) = meta.tensors.get(t) else {
-        return Ok(());
-    };
-    let tat = |part| Location::tensor(meta.index, &tm.name, part);
-    let mut levels: SmallVec<[&[u64]; 4]> = SmallVec::with_capacity(tm.lod.len());
-    for (l, &b) in tm.lod.iter().enumerate() {
-        let bytes = buffer(b);
-        if stored {
-            let expected = meta.buffers.get(b).map_or(0, |b| b.crc);
-            check_crc32(bytes, expected, tat(Part::Lod(l)))?;
-        }
-        levels.push(
-            u64::slice_from_bytes(bytes).map_err(|source| FormatError::Tensor {
-                at: tat(Part::Lod(l)),
-                source,
-            })?,
-        );
-    }
-    let lod_rows = levels.last().and_then(|w| w.last().copied());
-    let body = buffer(tm.body);
-    check_view_levels(&levels, tm.shape.first().map(|&r| r as u64))
-        .and_then(|()| check_parts(tm.dtype, &tm.shape, levels.len(), lod_rows, body))
-        .map_err(|source| FormatError::Tensor {
-            at: tat(Part::Body),
-            source,
-        })
 }
 
 /// Tensor `t` of a checked batch whose bytes are `section`: an owned tensor
@@ -660,20 +615,6 @@ fn same_crc_at(at: impl Fn() -> Location, expected: u32, found: u32) -> Result<(
     } else {
         same_crc(at(), expected, found)
     }
-}
-
-/// Where buffer `i` of a checked batch is: the tensor part that uses it, or
-/// the buffer itself when no tensor does (O(tensors): for error messages).
-pub(crate) fn buffer_location(meta: &BatchMeta, i: usize) -> Location {
-    for tm in &meta.tensors {
-        if let Some(l) = tm.lod.iter().position(|&b| b == i) {
-            return Location::tensor(meta.index, &tm.name, Part::Lod(l));
-        }
-        if tm.body == i {
-            return Location::tensor(meta.index, &tm.name, Part::Body);
-        }
-    }
-    Location::batch(meta.index, Part::Buffer(i))
 }
 
 /// CRC32 of a large buffer, using two threads above a threshold.

@@ -2,7 +2,7 @@
 //! a growable 64-aligned buffer for the sequential reader.
 
 use super::error::{FormatError, Result};
-use super::source::Pattern;
+use super::pattern::Pattern;
 use crate::buffer::ByteStorage;
 use std::fs::File;
 use std::io::Read;
@@ -42,7 +42,7 @@ impl MappedFile {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let file = super::source::open_regular(path)
+        let file = super::regular::open_regular(path)
             .map_err(|e| FormatError::io(format!("opening {}", path.display()), e))?;
         Self::from_file(&file, path)
     }

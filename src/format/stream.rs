@@ -2,12 +2,14 @@
 //! a socket), without the footer, checking every checksum.
 
 use super::Version;
+use super::batch_meta::BatchMeta;
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
     BATCH_TAG, FOOTER_TAG, FileHeader, INDEX_ENTRY_LEN, IndexEntry, MAGIC, STRUCT_LEN, Sealed64,
     check_footer_region, check_meta_len, pad64, parse_file_start, read_struct,
 };
-use super::section::{self, BatchMeta};
+use super::schema::Schema;
+use super::section;
 use super::storage::GrowBuf;
 use crate::Batch;
 use crate::buffer::Buffer;
@@ -64,7 +66,7 @@ pub(crate) struct StreamSection {
     pub decoded: Option<Buffer>,
 }
 
-/// The most bytes of 2.0 schemas (by [`Schema::cost`](super::v2::Schema))
+/// The most bytes of 2.0 schemas (by [`Schema::cost`])
 /// the stream reader keeps: a head may point back at any earlier head that
 /// holds a schema (FORMAT.md §12.2), so every one is kept, the oldest
 /// dropped past this bound (the last is always kept). lodt's writers point
@@ -75,14 +77,14 @@ pub(crate) const STREAM_SCHEMA_BYTES: usize = 64 << 20;
 /// [`STREAM_SCHEMA_BYTES`].
 #[derive(Default)]
 struct Schemas {
-    held: std::collections::VecDeque<(u64, Arc<super::v2::Schema>, usize)>,
+    held: std::collections::VecDeque<(u64, Arc<Schema>, usize)>,
     bytes: usize,
     /// The last batch whose schema was dropped, if one was.
     dropped: Option<u64>,
 }
 
 impl Schemas {
-    fn insert(&mut self, k: u64, schema: Arc<super::v2::Schema>) {
+    fn insert(&mut self, k: u64, schema: Arc<Schema>) {
         let cost = schema.cost();
         // A schema like the last one held shares its allocation.
         let schema = match self.held.back() {
@@ -99,7 +101,7 @@ impl Schemas {
         }
     }
 
-    fn get(&self, j: u64) -> Option<Arc<super::v2::Schema>> {
+    fn get(&self, j: u64) -> Option<Arc<Schema>> {
         let i = self.held.binary_search_by_key(&j, |h| h.0).ok()?;
         self.held.get(i).map(|h| h.1.clone())
     }
@@ -435,7 +437,7 @@ impl<R: Read> Iterator for StreamReader<R> {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::format::v2::{Schema, SchemaTensor};
+    use crate::format::schema::SchemaTensor;
 
     /// A schema of one tensor whose name takes `bytes` bytes.
     fn schema(bytes: usize, tag: u8) -> Arc<Schema> {

@@ -12,19 +12,17 @@
 //!  pad64(head_len) buffers: raw ones 64-aligned, compressed ones packed
 //! ```
 
+use super::batch_meta::{
+    BatchMeta, BufferMeta, Codec, FIND_SCAN, TensorMeta, buffer_location, check_tensor_bytes,
+};
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{
-    BATCH_TAG, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, bounded_dims, crc32, pad64, parse_json,
-    same_crc,
+    BATCH_TAG, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, crc32, pad64, parse_json, same_crc,
 };
-use super::section::{
-    BatchMeta, BufferMeta, FIND_SCAN, TensorMeta, buffer_location, check_tensor_bytes,
-};
+use super::schema::{Schema, SchemaTensor};
 use super::shuffle::{shuffle, unshuffle_into};
 use crate::Batch;
 use crate::buffer::{AlignedBytes, Buffer};
-use crate::dtype::DType;
-use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -108,184 +106,6 @@ impl std::str::FromStr for Compression {
                 }
             }
         }
-    }
-}
-
-/// The codec of one stored buffer (the record's `codec` byte).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum Codec {
-    /// Stored raw (0).
-    #[default]
-    None,
-    /// LZ4 block (1).
-    Lz4,
-    /// One zstd frame (2).
-    Zstd,
-}
-
-impl Codec {
-    fn from_byte(b: u8) -> Option<Codec> {
-        match b {
-            0 => Some(Codec::None),
-            1 => Some(Codec::Lz4),
-            2 => Some(Codec::Zstd),
-            _ => None,
-        }
-    }
-
-    fn byte(self) -> u8 {
-        match self {
-            Codec::None => 0,
-            Codec::Lz4 => 1,
-            Codec::Zstd => 2,
-        }
-    }
-}
-
-/// The tensors every batch of a 2.0 file holds until the next schema.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Schema {
-    pub tensors: Vec<SchemaTensor>,
-}
-
-impl Schema {
-    /// About the bytes this schema holds in memory (its names and shapes,
-    /// and a fixed cost per tensor): what bounds the schemas a stream
-    /// reader keeps.
-    pub(crate) fn cost(&self) -> usize {
-        self.tensors.iter().fold(64, |acc, t| {
-            acc.saturating_add(64 + t.name.len() + 8 * t.shape.len())
-        })
-    }
-}
-
-/// One tensor of a schema.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SchemaTensor {
-    /// Shared by the parsed batches' [`TensorMeta`]s.
-    pub name: Arc<str>,
-    pub dtype: DType,
-    /// The element shape (the dimensions after the first).
-    pub shape: Vec<usize>,
-    /// The number of LoD levels.
-    pub lod: usize,
-    /// A 0-D tensor.
-    pub scalar: bool,
-}
-
-#[derive(Serialize, Deserialize)]
-struct SchemaJson {
-    tensors: Vec<SchemaTensorJson>,
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
-}
-
-fn is_false(v: &bool) -> bool {
-    !*v
-}
-
-#[derive(Serialize, Deserialize)]
-struct SchemaTensorJson {
-    name: String,
-    dtype: String,
-    #[serde(deserialize_with = "bounded_dims")]
-    shape: Vec<u64>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    lod: u64,
-    #[serde(default, skip_serializing_if = "is_false")]
-    scalar: bool,
-}
-
-impl Schema {
-    /// The schema of `batch`.
-    pub(crate) fn of(batch: &Batch) -> Schema {
-        Schema {
-            tensors: batch
-                .iter()
-                .map(|(name, t)| SchemaTensor {
-                    name: name.into(),
-                    dtype: t.dtype(),
-                    shape: t.shape().get(1..).unwrap_or(&[]).to_vec(),
-                    lod: t.lod().num_levels(),
-                    scalar: t.shape().is_empty(),
-                })
-                .collect(),
-        }
-    }
-
-    fn to_json(&self) -> Result<Vec<u8>> {
-        let json = SchemaJson {
-            tensors: self
-                .tensors
-                .iter()
-                .map(|t| SchemaTensorJson {
-                    name: t.name.to_string(),
-                    dtype: t.dtype.name().to_owned(),
-                    shape: t.shape.iter().map(|&d| d as u64).collect(),
-                    lod: t.lod as u64,
-                    scalar: t.scalar,
-                })
-                .collect(),
-        };
-        serde_json::to_vec(&json).map_err(|e| FormatError::Unwritable(format!("schema: {e}")))
-    }
-
-    fn parse(bytes: &[u8], k: u64) -> Result<Schema> {
-        let at = || Location::batch(k, Part::BatchMetadata);
-        let json: SchemaJson = parse_json(bytes, at())?;
-        let mut names = HashMap::with_capacity(json.tensors.len());
-        let mut tensors = Vec::with_capacity(json.tensors.len());
-        for t in json.tensors {
-            let bad = |reason: String| Err(FormatError::corrupt(at(), reason));
-            if t.name.is_empty() {
-                return bad("a tensor of the schema has an empty name".into());
-            }
-            if names.insert(t.name.clone(), ()).is_some() {
-                return bad(format!("two tensors of the schema are named {:?}", t.name));
-            }
-            let Ok(dtype) = t.dtype.parse::<DType>() else {
-                return bad(format!("tensor {:?}: unknown dtype {:?}", t.name, t.dtype));
-            };
-            if t.shape.len() >= MAX_DIMS {
-                return bad(format!(
-                    "tensor {:?}: expected at most {} element dimensions, found {}",
-                    t.name,
-                    MAX_DIMS - 1,
-                    t.shape.len()
-                ));
-            }
-            if t.lod > MAX_LOD_LEVELS as u64 {
-                return bad(format!(
-                    "tensor {:?}: expected at most {MAX_LOD_LEVELS} LoD levels, found {}",
-                    t.name, t.lod
-                ));
-            }
-            if t.scalar && (!t.shape.is_empty() || t.lod != 0) {
-                return bad(format!(
-                    "tensor {:?}: a scalar has shape [] and no LoD, found shape {:?} and {} levels",
-                    t.name, t.shape, t.lod
-                ));
-            }
-            let shape = t
-                .shape
-                .iter()
-                .map(|&d| {
-                    usize::try_from(d).map_err(|_| {
-                        FormatError::corrupt(at(), format!("dimension {d} does not fit in memory"))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            tensors.push(SchemaTensor {
-                name: t.name.into(),
-                dtype,
-                shape,
-                lod: t.lod as usize,
-                scalar: t.scalar,
-            });
-        }
-        Ok(Schema { tensors })
     }
 }
 
@@ -438,245 +258,37 @@ pub(crate) fn parse_batch(
     k: u64,
     schema_of: &mut dyn FnMut(u64) -> Result<Arc<Schema>>,
 ) -> Result<BatchMeta> {
-    let at = || Location::batch(k, Part::BatchHeader);
-    let (section_len, head_len) = parse_fixed(section, file_offset, k)?;
-    if section_len != section.len() as u64 {
-        return Err(FormatError::corrupt(
-            at(),
-            format!(
-                "section length {section_len} does not match the {} bytes the index gives the batch",
-                section.len()
-            ),
-        ));
-    }
-    let header_crc = check_head_crc(section, file_offset, k, head_len)?;
-    let head_len = head_len as usize;
-    let crc_at = head_len - 4;
-    let data_start = pad64(head_len as u64).unwrap_or(u64::MAX) as usize;
-    super::layout::check_zero(
-        section.get(head_len..data_start).unwrap_or(&[]),
-        file_offset + head_len as u64,
-        || Location::batch(k, Part::Padding),
-    )?;
+    let head = check_head(section, file_offset, k)?;
     let mut c = Cursor {
-        bytes: section.get(HEAD_FIXED..crc_at).unwrap_or(&[]),
+        bytes: section.get(HEAD_FIXED..head.crc_at).unwrap_or(&[]),
         pos: 0,
         k,
     };
-    let index = c.varint("the batch number")?;
-    if index != k {
-        return Err(FormatError::corrupt(
-            at(),
-            format!("expected batch number {k}, found {index}"),
-        ));
-    }
-    let back = c.varint("schema_back")?;
-    let (schema, holds_schema) = if back == 0 {
-        let len = c.varint("the schema length")?;
-        check_json_len(len, k)?;
-        let json = c.take(len, "the schema JSON")?;
-        (Arc::new(Schema::parse(json, k)?), true)
-    } else {
-        let Some(j) = k.checked_sub(back) else {
-            return Err(FormatError::corrupt(
-                at(),
-                format!("schema_back {back} points before batch 0 (expected at most {k})"),
-            ));
-        };
-        (schema_of(j)?, false)
-    };
-    let meta_len = c.varint("the metadata length")?;
-    check_json_len(meta_len, k)?;
-    let meta_json = c.take(meta_len, "the metadata JSON")?;
-    let metadata: BTreeMap<String, String> = if meta_json.is_empty() {
-        BTreeMap::new()
-    } else {
-        parse_json(meta_json, Location::batch(k, Part::BatchMetadata))?
-    };
-
-    // Tensors: rows, LoD references and level counts; the decoded length of
-    // every buffer.
-    let overflow =
-        |what: &str| FormatError::corrupt(at(), format!("{what} overflows a 64-bit length"));
-    let mut tensors: SmallVec<[TensorMeta; 2]> = SmallVec::with_capacity(schema.tensors.len());
-    // Whether each tensor has LoD levels of its own (others share them).
-    let mut own_lod: SmallVec<[bool; 8]> = SmallVec::with_capacity(schema.tensors.len());
-    // Each buffer's decoded length and element width (8 for a LoD level).
-    let mut lens: SmallVec<[(u64, usize); 16]> = SmallVec::new();
-    // `BatchMeta::find` looks a few names up without it.
-    let mut by_name = HashMap::new();
-    if schema.tensors.len() > FIND_SCAN {
-        by_name.reserve(schema.tensors.len());
-    }
-    for (t, st) in schema.tensors.iter().enumerate() {
-        let rows = if st.scalar {
-            None
-        } else {
-            Some(c.varint("a tensor's rows")?)
-        };
-        let mut shape = SmallVec::with_capacity(st.shape.len() + 1);
-        if let Some(r) = rows {
-            shape.push(usize::try_from(r).map_err(|_| overflow("the rows"))?);
-        }
-        shape.extend_from_slice(&st.shape);
-        let mut lod = SmallVec::with_capacity(st.lod);
-        let mut own = false;
-        if st.lod > 0 {
-            let r = c.varint("lod_ref")?;
-            if r == 0 {
-                own = true;
-                for _ in 0..st.lod {
-                    let n = c.varint("a level's offset count")?;
-                    if n == 0 {
-                        return Err(FormatError::corrupt(
-                            Location::tensor(k, &st.name, Part::Lod(lod.len())),
-                            "expected at least 1 offset in a LoD level, found 0",
-                        ));
-                    }
-                    lod.push(lens.len());
-                    lens.push((n.checked_mul(8).ok_or_else(|| overflow("a level"))?, 8));
-                }
-            } else {
-                let source = usize::try_from(r)
-                    .ok()
-                    .and_then(|r| t.checked_sub(r))
-                    .and_then(|s| schema.tensors.get(s).map(|st| (s, st)));
-                let shared = source.and_then(|(s, sst)| {
-                    let tm = tensors.get(s)?;
-                    let own = own_lod.get(s).copied().unwrap_or(false);
-                    (own && sst.lod == st.lod).then(|| tm.lod.clone())
-                });
-                let Some(shared) = shared else {
-                    return Err(FormatError::corrupt(
-                        Location::tensor(k, &st.name, Part::Lod(0)),
-                        format!(
-                            "lod_ref {r}: expected an earlier tensor with {} levels of its own",
-                            st.lod
-                        ),
-                    ));
-                };
-                lod = shared;
-            }
-        }
-        let body = lens.len();
-        let elems = shape
-            .iter()
-            .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
-            .and_then(|e| e.checked_mul(st.dtype.size() as u64))
-            .ok_or_else(|| overflow("a body"))?;
-        lens.push((elems, st.dtype.size()));
-        if schema.tensors.len() > FIND_SCAN {
-            by_name.insert(st.name.to_string(), t);
-        }
-        own_lod.push(own);
-        tensors.push(TensorMeta {
-            name: st.name.clone(),
-            dtype: st.dtype,
-            shape,
-            lod,
-            body,
-        });
-    }
-
-    // Buffers: codec, stored length, crc; placement.
-    let mut buffers: SmallVec<[BufferMeta; 6]> = SmallVec::with_capacity(lens.len());
-    let mut cursor = data_start as u64;
-    let mut decoded = 0u64;
-    let mut compressed = false;
-    for (i, &(dlen, width)) in lens.iter().enumerate() {
-        let b = c.take(1, "a buffer's codec")?[0];
-        let codec = Codec::from_byte(b & !SHUFFLE);
-        let shuffle = b & SHUFFLE != 0;
-        let Some(codec) = codec.filter(|&c| !shuffle || (c != Codec::None && width > 1)) else {
-            return Err(FormatError::corrupt(
-                at(),
-                format!(
-                    "buffer {i}: expected codec 0 (none), 1 (lz4) or 2 (zstd), plus 16 (byte \
-                     shuffle) with 1 or 2 for elements of {width} bytes, found {b}"
-                ),
-            ));
-        };
-        let (start, len) = if codec == Codec::None {
-            (pad64(cursor).ok_or_else(|| overflow("a buffer"))?, dlen)
-        } else {
-            compressed = true;
-            (cursor, c.varint("a buffer's stored length")?)
-        };
-        let crc = c.take(4, "a buffer's crc")?;
-        let crc = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
-        let end = start
-            .checked_add(len)
-            .filter(|&e| e <= section_len)
-            .ok_or_else(|| {
-                FormatError::corrupt(
-                    at(),
-                    format!(
-                        "buffer {i} ({len} bytes at {start}) runs past the section's {section_len} bytes"
-                    ),
-                )
-            })?;
-        let dstart = pad64(decoded).ok_or_else(|| overflow("the decoded batch"))?;
-        decoded = dstart
-            .checked_add(dlen)
-            .ok_or_else(|| overflow("the decoded batch"))?;
-        buffers.push(BufferMeta {
-            range: start as usize..end as usize,
-            crc,
-            codec,
-            shuffle: if shuffle { width } else { 0 },
-            view: dstart as usize..decoded.min(usize::MAX as u64) as usize,
-        });
-        cursor = end;
-    }
-    if c.pos != c.bytes.len() {
-        return Err(FormatError::corrupt(
-            at(),
-            format!(
-                "expected the record to end at head byte {crc_at}, it ends at {}",
-                HEAD_FIXED + c.pos
-            ),
-        ));
-    }
-    let expected_len = pad64(cursor).unwrap_or(u64::MAX).max(64);
-    if expected_len != section_len {
-        return Err(FormatError::corrupt(
-            at(),
-            format!(
-                "expected a section of {expected_len} bytes for its buffers, found {section_len}"
-            ),
-        ));
-    }
-    let decoded_len = if compressed {
-        let total = pad64(decoded).unwrap_or(u64::MAX);
-        if total > MAX_DECODED_BATCH {
-            return Err(FormatError::TooLarge {
-                at: at(),
-                what: "decoded batch (the decode budget)",
-                limit: MAX_DECODED_BATCH,
-                found: total,
-            });
-        }
-        Some(total as usize)
-    } else {
-        for b in &mut buffers {
-            b.view = b.range.clone();
-        }
-        None
-    };
-    let table: SmallVec<[u8; 64]> = buffers.iter().flat_map(|b| b.crc.to_le_bytes()).collect();
+    let (schema, back) = read_schema(&mut c, schema_of)?;
+    let metadata = read_metadata(&mut c)?;
+    let record = read_tensors(&mut c, &schema)?;
+    let mut placed = read_buffers(&mut c, &record.lens, head.data_start, head.section_len)?;
+    check_record_end(&c, head.crc_at)?;
+    check_section_end(k, placed.end, head.section_len)?;
+    let decoded_len = decoded_len(k, &mut placed)?;
+    let table: SmallVec<[u8; 64]> = placed
+        .buffers
+        .iter()
+        .flat_map(|b| b.crc.to_le_bytes())
+        .collect();
     let meta = BatchMeta {
         index: k,
-        header_crc,
+        header_crc: head.header_crc,
         table_crc: crc32(&table),
-        section_len,
+        section_len: head.section_len,
         metadata,
-        tensors,
-        by_name,
-        buffers,
-        data_start: head_len,
-        table_start: section_len as usize,
+        tensors: record.tensors,
+        by_name: record.by_name,
+        buffers: placed.buffers,
+        data_start: head.head_len,
+        table_start: head.section_len as usize,
         schema: Some(schema),
-        holds_schema,
+        holds_schema: back == 0,
         schema_at: k - back,
         decoded_len,
     };
@@ -686,6 +298,340 @@ pub(crate) fn parse_batch(
         }
     }
     Ok(meta)
+}
+
+/// Where the errors of a batch's head are reported.
+fn head_at(k: u64) -> Location {
+    Location::batch(k, Part::BatchHeader)
+}
+
+/// The error for a length of batch `k`'s head that overflows 64 bits.
+fn overflows(k: u64, what: &str) -> FormatError {
+    FormatError::corrupt(head_at(k), format!("{what} overflows a 64-bit length"))
+}
+
+/// The fixed part of a checked 2.0 head.
+struct Head {
+    section_len: u64,
+    header_crc: u32,
+    /// The head's length, crc included.
+    head_len: usize,
+    /// Where the head's crc is (the record ends there).
+    crc_at: usize,
+    /// Where the buffers start: the head's length, padded to 64.
+    data_start: usize,
+}
+
+/// Checks a 2.0 batch's fixed head fields against the section the index
+/// gives it, the head's crc, and the zero padding after the head.
+fn check_head(section: &[u8], file_offset: u64, k: u64) -> Result<Head> {
+    let (section_len, head_len) = parse_fixed(section, file_offset, k)?;
+    if section_len != section.len() as u64 {
+        return Err(FormatError::corrupt(
+            head_at(k),
+            format!(
+                "section length {section_len} does not match the {} bytes the index gives the batch",
+                section.len()
+            ),
+        ));
+    }
+    let header_crc = check_head_crc(section, file_offset, k, head_len)?;
+    let head_len = head_len as usize;
+    let data_start = pad64(head_len as u64).unwrap_or(u64::MAX) as usize;
+    super::layout::check_zero(
+        section.get(head_len..data_start).unwrap_or(&[]),
+        file_offset + head_len as u64,
+        || Location::batch(k, Part::Padding),
+    )?;
+    Ok(Head {
+        section_len,
+        header_crc,
+        head_len,
+        crc_at: head_len - 4,
+        data_start,
+    })
+}
+
+/// Reads the record's batch number (checked) and the schema in force: the
+/// one the head holds (`schema_back` 0) or an earlier batch's
+/// (`schema_of`). Returns it with `schema_back`.
+fn read_schema(
+    c: &mut Cursor<'_>,
+    schema_of: &mut dyn FnMut(u64) -> Result<Arc<Schema>>,
+) -> Result<(Arc<Schema>, u64)> {
+    let k = c.k;
+    let index = c.varint("the batch number")?;
+    if index != k {
+        return Err(FormatError::corrupt(
+            head_at(k),
+            format!("expected batch number {k}, found {index}"),
+        ));
+    }
+    let back = c.varint("schema_back")?;
+    if back == 0 {
+        let len = c.varint("the schema length")?;
+        check_json_len(len, k)?;
+        let json = c.take(len, "the schema JSON")?;
+        return Ok((Arc::new(Schema::parse(json, k)?), 0));
+    }
+    let Some(j) = k.checked_sub(back) else {
+        return Err(FormatError::corrupt(
+            head_at(k),
+            format!("schema_back {back} points before batch 0 (expected at most {k})"),
+        ));
+    };
+    Ok((schema_of(j)?, back))
+}
+
+/// Reads the record's batch metadata (JSON, empty for none).
+fn read_metadata(c: &mut Cursor<'_>) -> Result<BTreeMap<String, String>> {
+    let meta_len = c.varint("the metadata length")?;
+    check_json_len(meta_len, c.k)?;
+    let meta_json = c.take(meta_len, "the metadata JSON")?;
+    if meta_json.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    parse_json(meta_json, Location::batch(c.k, Part::BatchMetadata))
+}
+
+/// The tensors of a record, and what they say of the buffers.
+struct Tensors {
+    tensors: SmallVec<[TensorMeta; 2]>,
+    /// `BatchMeta::find` looks a few names up without it.
+    by_name: HashMap<String, usize>,
+    /// Each buffer's decoded length and element width (8 for a LoD level).
+    lens: SmallVec<[(u64, usize); 16]>,
+}
+
+/// Reads each tensor of the schema's rows, LoD references and level counts,
+/// and the decoded length of every buffer.
+fn read_tensors(c: &mut Cursor<'_>, schema: &Schema) -> Result<Tensors> {
+    let k = c.k;
+    let mut out = Tensors {
+        tensors: SmallVec::with_capacity(schema.tensors.len()),
+        by_name: HashMap::new(),
+        lens: SmallVec::new(),
+    };
+    // Whether each tensor has LoD levels of its own (others share them).
+    let mut own_lod: SmallVec<[bool; 8]> = SmallVec::with_capacity(schema.tensors.len());
+    if schema.tensors.len() > FIND_SCAN {
+        out.by_name.reserve(schema.tensors.len());
+    }
+    for (t, st) in schema.tensors.iter().enumerate() {
+        let rows = if st.scalar {
+            None
+        } else {
+            Some(c.varint("a tensor's rows")?)
+        };
+        let mut shape = SmallVec::with_capacity(st.shape.len() + 1);
+        if let Some(r) = rows {
+            shape.push(usize::try_from(r).map_err(|_| overflows(k, "the rows"))?);
+        }
+        shape.extend_from_slice(&st.shape);
+        let (lod, own) = read_lod(c, t, st, schema, &out.tensors, &own_lod, &mut out.lens)?;
+        let body = out.lens.len();
+        let elems = shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+            .and_then(|e| e.checked_mul(st.dtype.size() as u64))
+            .ok_or_else(|| overflows(k, "a body"))?;
+        out.lens.push((elems, st.dtype.size()));
+        if schema.tensors.len() > FIND_SCAN {
+            out.by_name.insert(st.name.to_string(), t);
+        }
+        own_lod.push(own);
+        out.tensors.push(TensorMeta {
+            name: st.name.clone(),
+            dtype: st.dtype,
+            shape,
+            lod,
+            body,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads the LoD reference of tensor `t` (`st` in the schema): levels of
+/// its own (their offset counts; their buffers are added to `lens`), or an
+/// earlier tensor's (one of `earlier`, which must have levels of its own:
+/// `own_lod`). Returns the buffer index of each level, and whether they are
+/// the tensor's own.
+fn read_lod(
+    c: &mut Cursor<'_>,
+    t: usize,
+    st: &SchemaTensor,
+    schema: &Schema,
+    earlier: &[TensorMeta],
+    own_lod: &[bool],
+    lens: &mut SmallVec<[(u64, usize); 16]>,
+) -> Result<(SmallVec<[usize; 4]>, bool)> {
+    let k = c.k;
+    let mut lod = SmallVec::with_capacity(st.lod);
+    if st.lod == 0 {
+        return Ok((lod, false));
+    }
+    let r = c.varint("lod_ref")?;
+    if r == 0 {
+        for _ in 0..st.lod {
+            let n = c.varint("a level's offset count")?;
+            if n == 0 {
+                return Err(FormatError::corrupt(
+                    Location::tensor(k, &st.name, Part::Lod(lod.len())),
+                    "expected at least 1 offset in a LoD level, found 0",
+                ));
+            }
+            lod.push(lens.len());
+            lens.push((n.checked_mul(8).ok_or_else(|| overflows(k, "a level"))?, 8));
+        }
+        return Ok((lod, true));
+    }
+    let source = usize::try_from(r)
+        .ok()
+        .and_then(|r| t.checked_sub(r))
+        .and_then(|s| schema.tensors.get(s).map(|st| (s, st)));
+    let shared = source.and_then(|(s, sst)| {
+        let tm = earlier.get(s)?;
+        let own = own_lod.get(s).copied().unwrap_or(false);
+        (own && sst.lod == st.lod).then(|| tm.lod.clone())
+    });
+    let Some(shared) = shared else {
+        return Err(FormatError::corrupt(
+            Location::tensor(k, &st.name, Part::Lod(0)),
+            format!(
+                "lod_ref {r}: expected an earlier tensor with {} levels of its own",
+                st.lod
+            ),
+        ));
+    };
+    Ok((shared, false))
+}
+
+/// The buffers of a record, placed in the section.
+struct Placed {
+    buffers: SmallVec<[BufferMeta; 6]>,
+    /// Where the last buffer ends in the section.
+    end: u64,
+    /// The length of the decoded batch (where the last buffer's view ends).
+    decoded: u64,
+    /// Whether a buffer is compressed.
+    compressed: bool,
+}
+
+/// Reads each buffer's codec, stored length and crc (`lens`: its decoded
+/// length and element width), and places it in the section: raw ones
+/// 64-aligned from `data_start`, compressed ones packed, each within the
+/// section's `section_len` bytes; and in the decoded batch, 64-aligned.
+fn read_buffers(
+    c: &mut Cursor<'_>,
+    lens: &[(u64, usize)],
+    data_start: usize,
+    section_len: u64,
+) -> Result<Placed> {
+    let k = c.k;
+    let mut out = Placed {
+        buffers: SmallVec::with_capacity(lens.len()),
+        end: data_start as u64,
+        decoded: 0,
+        compressed: false,
+    };
+    for (i, &(dlen, width)) in lens.iter().enumerate() {
+        let b = c.take(1, "a buffer's codec")?[0];
+        let codec = Codec::from_byte(b & !SHUFFLE);
+        let shuffle = b & SHUFFLE != 0;
+        let Some(codec) = codec.filter(|&c| !shuffle || (c != Codec::None && width > 1)) else {
+            return Err(FormatError::corrupt(
+                head_at(k),
+                format!(
+                    "buffer {i}: expected codec 0 (none), 1 (lz4) or 2 (zstd), plus 16 (byte \
+                     shuffle) with 1 or 2 for elements of {width} bytes, found {b}"
+                ),
+            ));
+        };
+        let (start, len) = if codec == Codec::None {
+            (
+                pad64(out.end).ok_or_else(|| overflows(k, "a buffer"))?,
+                dlen,
+            )
+        } else {
+            out.compressed = true;
+            (out.end, c.varint("a buffer's stored length")?)
+        };
+        let crc = c.take(4, "a buffer's crc")?;
+        let crc = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= section_len)
+            .ok_or_else(|| {
+                FormatError::corrupt(
+                    head_at(k),
+                    format!(
+                        "buffer {i} ({len} bytes at {start}) runs past the section's {section_len} bytes"
+                    ),
+                )
+            })?;
+        let dstart = pad64(out.decoded).ok_or_else(|| overflows(k, "the decoded batch"))?;
+        out.decoded = dstart
+            .checked_add(dlen)
+            .ok_or_else(|| overflows(k, "the decoded batch"))?;
+        out.buffers.push(BufferMeta {
+            range: start as usize..end as usize,
+            crc,
+            codec,
+            shuffle: if shuffle { width } else { 0 },
+            view: dstart as usize..out.decoded.min(usize::MAX as u64) as usize,
+        });
+        out.end = end;
+    }
+    Ok(out)
+}
+
+/// Checks that the record ends where the head's crc starts (`crc_at`).
+fn check_record_end(c: &Cursor<'_>, crc_at: usize) -> Result<()> {
+    if c.pos == c.bytes.len() {
+        return Ok(());
+    }
+    Err(FormatError::corrupt(
+        head_at(c.k),
+        format!(
+            "expected the record to end at head byte {crc_at}, it ends at {}",
+            HEAD_FIXED + c.pos
+        ),
+    ))
+}
+
+/// Checks that the section ends where its last buffer (ending at `end`)
+/// does, padded to 64.
+fn check_section_end(k: u64, end: u64, section_len: u64) -> Result<()> {
+    let expected_len = pad64(end).unwrap_or(u64::MAX).max(64);
+    if expected_len == section_len {
+        return Ok(());
+    }
+    Err(FormatError::corrupt(
+        head_at(k),
+        format!("expected a section of {expected_len} bytes for its buffers, found {section_len}"),
+    ))
+}
+
+/// The bytes a batch with a compressed buffer decodes to (within the decode
+/// budget, [`MAX_DECODED_BATCH`]); `None` for a batch with none, whose
+/// buffers are then read where they are stored.
+fn decoded_len(k: u64, placed: &mut Placed) -> Result<Option<usize>> {
+    if !placed.compressed {
+        for b in &mut placed.buffers {
+            b.view = b.range.clone();
+        }
+        return Ok(None);
+    }
+    let total = pad64(placed.decoded).unwrap_or(u64::MAX);
+    if total > MAX_DECODED_BATCH {
+        return Err(FormatError::TooLarge {
+            at: head_at(k),
+            what: "decoded batch (the decode budget)",
+            limit: MAX_DECODED_BATCH,
+            found: total,
+        });
+    }
+    Ok(Some(total as usize))
 }
 
 /// The schema held by the head of batch `j` (`section` is its section, or
@@ -1125,6 +1071,49 @@ pub(crate) fn encode<'b>(
     checksums: &mut Checksums<'b, '_>,
 ) -> Result<Encoded<'b>> {
     let schema = Schema::of(batch);
+    check_writable(&schema)?;
+    let mut rec = Vec::with_capacity(64);
+    put_varint(&mut rec, index);
+    let new_state = put_schema(&mut rec, index, state, schema)?;
+    put_metadata(&mut rec, batch)?;
+    let raw = put_tensors(&mut rec, batch);
+    let packed = pack(raw, compression)?;
+    let crcs = checksums(&packed.buffers, &packed.shared)?;
+    if crcs.len() != packed.buffers.len() {
+        return Err(FormatError::Unwritable(format!(
+            "internal error: {} checksums for {} buffers",
+            crcs.len(),
+            packed.buffers.len()
+        )));
+    }
+    for ((b, &codec), crc) in packed.buffers.iter().zip(&packed.codecs).zip(&crcs) {
+        rec.push(codec);
+        if codec != 0 {
+            put_varint(&mut rec, b.len() as u64);
+        }
+        rec.extend_from_slice(&crc.to_le_bytes());
+    }
+    let head_len = HEAD_FIXED + rec.len() + 4;
+    let head_len32 = u32::try_from(head_len)
+        .map_err(|_| FormatError::Unwritable(format!("a batch head of {head_len} bytes")))?;
+    let (offsets, section_len) = place(&packed, head_len, start)?;
+    let (head, header_crc) = seal_head(&rec, head_len32, section_len);
+    let table: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
+    Ok(Encoded {
+        head,
+        buffers: packed.buffers,
+        shared: packed.shared,
+        offsets,
+        section_len,
+        header_crc,
+        table_crc: crc32(&table),
+        state: new_state,
+    })
+}
+
+/// Refuses a batch whose tensors have more dimensions or LoD levels than
+/// the format allows.
+fn check_writable(schema: &Schema) -> Result<()> {
     for (t, st) in schema.tensors.iter().enumerate() {
         if st.shape.len() >= MAX_DIMS || st.lod > MAX_LOD_LEVELS {
             return Err(FormatError::Unwritable(format!(
@@ -1135,54 +1124,71 @@ pub(crate) fn encode<'b>(
             )));
         }
     }
-    let mut rec = Vec::with_capacity(64);
-    put_varint(&mut rec, index);
-    let new_state = match state {
-        Some(s) if *s.schema == schema => {
-            put_varint(&mut rec, index - s.batch);
-            s.clone()
-        }
-        _ => {
-            let json = schema.to_json()?;
-            if json.len() as u64 > MAX_METADATA_LEN {
-                return Err(FormatError::Unwritable(format!(
-                    "the schema takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
-                    json.len()
-                )));
-            }
-            put_varint(&mut rec, 0);
-            put_varint(&mut rec, json.len() as u64);
-            rec.extend_from_slice(&json);
-            SchemaState {
-                batch: index,
-                schema: Arc::new(schema),
-            }
-        }
-    };
-    if batch.metadata().is_empty() {
-        put_varint(&mut rec, 0);
-    } else {
-        let json = serde_json::to_vec(batch.metadata())
-            .map_err(|e| FormatError::Unwritable(format!("batch metadata: {e}")))?;
-        if json.len() as u64 > MAX_METADATA_LEN {
-            return Err(FormatError::Unwritable(format!(
-                "the batch metadata takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
-                json.len()
-            )));
-        }
-        put_varint(&mut rec, json.len() as u64);
-        rec.extend_from_slice(&json);
+    Ok(())
+}
+
+/// Writes the record's `schema_back`: back to `state`'s batch when its
+/// schema is `schema`, else 0 and the schema's JSON. Returns the schema in
+/// force after batch `index`.
+fn put_schema(
+    rec: &mut Vec<u8>,
+    index: u64,
+    state: &Option<SchemaState>,
+    schema: Schema,
+) -> Result<SchemaState> {
+    if let Some(s) = state.as_ref().filter(|s| *s.schema == schema) {
+        put_varint(rec, index - s.batch);
+        return Ok(s.clone());
     }
-    // Tensors, and the raw buffers in order.
-    // Each buffer: its bytes, its storage when the batch owns it, its
-    // element width.
-    let mut raw: Vec<(Cow<'b, [u8]>, Option<Buffer>, usize)> = Vec::new();
+    let json = schema.to_json()?;
+    if json.len() as u64 > MAX_METADATA_LEN {
+        return Err(FormatError::Unwritable(format!(
+            "the schema takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
+            json.len()
+        )));
+    }
+    put_varint(rec, 0);
+    put_varint(rec, json.len() as u64);
+    rec.extend_from_slice(&json);
+    Ok(SchemaState {
+        batch: index,
+        schema: Arc::new(schema),
+    })
+}
+
+/// Writes the record's batch metadata (its length, 0 for none, and JSON).
+fn put_metadata(rec: &mut Vec<u8>, batch: &Batch) -> Result<()> {
+    if batch.metadata().is_empty() {
+        put_varint(rec, 0);
+        return Ok(());
+    }
+    let json = serde_json::to_vec(batch.metadata())
+        .map_err(|e| FormatError::Unwritable(format!("batch metadata: {e}")))?;
+    if json.len() as u64 > MAX_METADATA_LEN {
+        return Err(FormatError::Unwritable(format!(
+            "the batch metadata takes {} bytes of JSON, above the limit of {MAX_METADATA_LEN}",
+            json.len()
+        )));
+    }
+    put_varint(rec, json.len() as u64);
+    rec.extend_from_slice(&json);
+    Ok(())
+}
+
+/// A buffer to store: its bytes, its storage when the batch owns it, its
+/// element width.
+type Raw<'b> = (Cow<'b, [u8]>, Option<Buffer>, usize);
+
+/// Writes each tensor's rows, LoD reference and level counts, and returns
+/// the buffers in order: a tensor's own LoD levels, then its body.
+fn put_tensors<'b>(rec: &mut Vec<u8>, batch: &'b Batch) -> Vec<Raw<'b>> {
+    let mut raw: Vec<Raw<'b>> = Vec::new();
     // The first tensor of each LoD (by value): a later tensor of the same
     // LoD points back at it.
     let mut first: HashMap<&crate::Lod, usize> = HashMap::new();
     for (t, (_, tensor)) in batch.iter().enumerate() {
         if let Some(&rows) = tensor.shape().first() {
-            put_varint(&mut rec, rows as u64);
+            put_varint(rec, rows as u64);
         }
         let lod = tensor.lod();
         if lod.num_levels() > 0 {
@@ -1194,11 +1200,11 @@ pub(crate) fn encode<'b>(
                 }
             };
             match shared {
-                Some(r) => put_varint(&mut rec, r as u64),
+                Some(r) => put_varint(rec, r as u64),
                 None => {
-                    put_varint(&mut rec, 0);
+                    put_varint(rec, 0);
                     for (l, level) in lod.levels().enumerate() {
-                        put_varint(&mut rec, level.len() as u64);
+                        put_varint(rec, level.len() as u64);
                         let bytes = level.rebased_bytes();
                         let own = match bytes {
                             Cow::Borrowed(_) => lod.level_buffer(l),
@@ -1215,6 +1221,22 @@ pub(crate) fn encode<'b>(
             tensor.dtype().size(),
         ));
     }
+    raw
+}
+
+/// A batch's buffers as stored.
+struct Packed<'b> {
+    buffers: Vec<Cow<'b, [u8]>>,
+    /// The batch's own buffer of each one stored raw.
+    shared: Vec<Option<Buffer>>,
+    /// Each one's codec byte.
+    codecs: Vec<u8>,
+}
+
+/// The buffers `raw` compressed as `compression` says, each kept only if
+/// smaller; all stored raw when the batch decodes to more than
+/// [`MAX_DECODED_BATCH`].
+fn pack(raw: Vec<Raw<'_>>, compression: Compression) -> Result<Packed<'_>> {
     let decoded: u64 = raw
         .iter()
         .map(|(b, _, _)| pad64(b.len() as u64).unwrap_or(u64::MAX))
@@ -1224,9 +1246,11 @@ pub(crate) fn encode<'b>(
     } else {
         compression
     };
-    let mut buffers = Vec::with_capacity(raw.len());
-    let mut shared = Vec::with_capacity(raw.len());
-    let mut codecs = Vec::with_capacity(raw.len());
+    let mut out = Packed {
+        buffers: Vec::with_capacity(raw.len()),
+        shared: Vec::with_capacity(raw.len()),
+        codecs: Vec::with_capacity(raw.len()),
+    };
     for (bytes, own, width) in raw {
         // Elements wider than a byte are byte-shuffled before compressing:
         // token ids' high bytes, mostly zero, then compress to almost nothing.
@@ -1237,64 +1261,48 @@ pub(crate) fn encode<'b>(
         };
         match packed {
             Some((codec, c)) if c.len() < bytes.len() => {
-                buffers.push(Cow::Owned(c));
-                shared.push(None);
-                codecs.push(codec);
+                out.buffers.push(Cow::Owned(c));
+                out.shared.push(None);
+                out.codecs.push(codec);
             }
             _ => {
-                buffers.push(bytes);
-                shared.push(own);
-                codecs.push(Codec::None.byte());
+                out.buffers.push(bytes);
+                out.shared.push(own);
+                out.codecs.push(Codec::None.byte());
             }
         }
     }
-    let crcs = checksums(&buffers, &shared)?;
-    if crcs.len() != buffers.len() {
-        return Err(FormatError::Unwritable(format!(
-            "internal error: {} checksums for {} buffers",
-            crcs.len(),
-            buffers.len()
-        )));
-    }
-    for ((b, &codec), crc) in buffers.iter().zip(&codecs).zip(&crcs) {
-        rec.push(codec);
-        if codec != 0 {
-            put_varint(&mut rec, b.len() as u64);
-        }
-        rec.extend_from_slice(&crc.to_le_bytes());
-    }
-    let head_len = HEAD_FIXED + rec.len() + 4;
-    let head_len32 = u32::try_from(head_len)
-        .map_err(|_| FormatError::Unwritable(format!("a batch head of {head_len} bytes")))?;
+    Ok(out)
+}
+
+/// The file offset of each buffer of a batch starting at `start` with a
+/// head of `head_len` bytes (raw buffers 64-aligned, compressed ones
+/// packed), and the section's length.
+fn place(packed: &Packed<'_>, head_len: usize, start: u64) -> Result<(Vec<u64>, u64)> {
     let overflow = || FormatError::Unwritable("batch size overflows u64".into());
     let mut cursor = pad64(head_len as u64).ok_or_else(overflow)?;
-    let mut offsets = Vec::with_capacity(buffers.len());
-    for (b, &codec) in buffers.iter().zip(&codecs) {
+    let mut offsets = Vec::with_capacity(packed.buffers.len());
+    for (b, &codec) in packed.buffers.iter().zip(&packed.codecs) {
         if codec == 0 {
             cursor = pad64(cursor).ok_or_else(overflow)?;
         }
         offsets.push(start + cursor);
         cursor = cursor.checked_add(b.len() as u64).ok_or_else(overflow)?;
     }
-    let section_len = pad64(cursor).ok_or_else(overflow)?.max(64);
-    let mut head = Vec::with_capacity(head_len);
+    Ok((offsets, pad64(cursor).ok_or_else(overflow)?.max(64)))
+}
+
+/// The head of `head_len` bytes: tag, `section_len`, `head_len`, the
+/// record `rec`, and the crc of all of them; and that crc.
+fn seal_head(rec: &[u8], head_len: u32, section_len: u64) -> (Vec<u8>, u32) {
+    let mut head = Vec::with_capacity(head_len as usize);
     head.extend_from_slice(&BATCH_TAG);
     head.extend_from_slice(&section_len.to_le_bytes());
-    head.extend_from_slice(&head_len32.to_le_bytes());
-    head.extend_from_slice(&rec);
+    head.extend_from_slice(&head_len.to_le_bytes());
+    head.extend_from_slice(rec);
     let header_crc = crc32(&head);
     head.extend_from_slice(&header_crc.to_le_bytes());
-    let table: Vec<u8> = crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
-    Ok(Encoded {
-        head,
-        buffers,
-        shared,
-        offsets,
-        section_len,
-        header_crc,
-        table_crc: crc32(&table),
-        state: new_state,
-    })
+    (head, header_crc)
 }
 
 /// `bytes` compressed as `compression` says (`None`: stored raw).

@@ -21,10 +21,11 @@
 //! No piece after a failure a helper found is claimed.
 
 use super::LodtFile;
+use super::batch_meta::{BatchMeta, buffer_location};
 use super::error::{FormatError, Location, Part, Result};
 use super::layout::{check_zero, crc32};
 use super::reader::MetaRef;
-use super::section::{self, BatchMeta, Section};
+use super::section::{self, Section};
 use smallvec::SmallVec;
 use std::ops::Range;
 use std::path::Path;
@@ -757,7 +758,7 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
             let found = crc32(bytes);
             if found != b.crc {
                 events.push(Event::Failed(Box::new(FormatError::Checksum {
-                    at: section::buffer_location(meta, i),
+                    at: buffer_location(meta, i),
                     expected: b.crc,
                     found,
                 })));
@@ -766,8 +767,8 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
         } else if part.start < part.end {
             let mut crc = crc32fast::Hasher::new();
             crc.update(bytes);
-            let last = (part.end == b.range.end)
-                .then(|| Box::new((b.crc, section::buffer_location(meta, i))));
+            let last =
+                (part.end == b.range.end).then(|| Box::new((b.crc, buffer_location(meta, i))));
             events.push(Event::Part { i, crc, last });
         }
         prev_end = b.range.end;
@@ -779,8 +780,9 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::batch_meta::Codec;
     use crate::format::layout::crc32;
-    use crate::format::v2::{Codec, Compression};
+    use crate::format::v2::Compression;
     use crate::format::writer::footer_bytes;
     use crate::format::{Version, WriteOptions, Writer};
     use crate::{Batch, Lod, LodTensor};

@@ -161,13 +161,49 @@ pub(crate) fn check_parquet_page_headers(
     metadata: &::parquet::file::metadata::ParquetMetaData,
     index: usize,
 ) -> Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
+    use std::io::{Seek, SeekFrom};
     let Some(row_group) = metadata.row_groups().get(index) else {
         return Ok(());
     };
     let mut reader = reader;
     let file_len = reader.seek(SeekFrom::End(0))?;
     for column in row_group.columns() {
+        let chunk = Chunk {
+            file,
+            index,
+            column,
+        };
+        chunk.walk_pages(reader, file_len)?;
+    }
+    Ok(())
+}
+
+/// One column chunk of a row group whose page headers are walked.
+struct Chunk<'a> {
+    file: &'a str,
+    /// The row group.
+    index: usize,
+    column: &'a ::parquet::file::metadata::ColumnChunkMetaData,
+}
+
+impl Chunk<'_> {
+    /// The error for the page header at byte `pos`.
+    fn refuse(&self, pos: u64, message: String) -> Error {
+        decode_error(
+            self.file,
+            &format!(
+                "row group {} column {:?}",
+                self.index,
+                self.column.column_path().string()
+            ),
+            format!("the page header at byte {pos}: {message}"),
+        )
+    }
+
+    /// Walks the chunk's pages as parquet does (see
+    /// [`check_parquet_page_headers`]), checking each header.
+    fn walk_pages(&self, reader: &std::fs::File, file_len: u64) -> Result<()> {
+        let column = self.column;
         let start = column
             .dictionary_page_offset()
             .unwrap_or_else(|| column.data_page_offset());
@@ -175,23 +211,13 @@ pub(crate) fn check_parquet_page_headers(
             u64::try_from(start),
             u64::try_from(column.compressed_size()),
         ) else {
-            continue; // refused by check_parquet_metadata
+            return Ok(()); // refused by check_parquet_metadata
         };
         let end = start.saturating_add(size);
-        let refuse = |pos: u64, message: String| {
-            decode_error(
-                file,
-                &format!(
-                    "row group {index} column {:?}",
-                    column.column_path().string()
-                ),
-                format!("the page header at byte {pos}: {message}"),
-            )
-        };
         // Where a header starts, and whether a dictionary page came before it.
         let mut todo = vec![(start, false)];
         let mut walked = std::collections::HashSet::new();
-        while let Some((pos, mut dictionary)) = todo.pop() {
+        while let Some((pos, dictionary)) = todo.pop() {
             // A position walked without a dictionary was checked the hardest.
             if pos >= end.min(file_len)
                 || walked.contains(&(pos, false))
@@ -200,22 +226,7 @@ pub(crate) fn check_parquet_page_headers(
                 continue;
             }
             let remaining = end - pos;
-            let rest = file_len - pos;
-            let mut window = rest.min(4096);
-            let header = loop {
-                reader.seek(SeekFrom::Start(pos))?;
-                let mut bytes = vec![0u8; window as usize];
-                reader.read_exact(&mut bytes)?;
-                match thrift::skim_page_header(&bytes) {
-                    Ok(found) => break Some(found),
-                    Err(thrift::Skim::Refused(message)) => return Err(refuse(pos, message)),
-                    Err(thrift::Skim::Unparsed) if window < rest => {
-                        window = rest.min(window.saturating_mul(16));
-                    }
-                    Err(thrift::Skim::Unparsed) => break None,
-                }
-            };
-            let Some((header_len, header)) = header else {
+            let Some((header_len, header)) = self.read_header(reader, pos, file_len - pos)? else {
                 continue;
             };
             let header_len = header_len as u64;
@@ -224,91 +235,14 @@ pub(crate) fn check_parquet_page_headers(
             if header.page_type == Some(1) && header_len < remaining {
                 todo.push((pos + header_len, dictionary));
             }
-            // parquet reads a data page's header by its type, and unwraps it
-            // (`PageMetadata::try_from`: it panics when the header is absent).
-            let data_page = match header.page_type {
-                Some(0) => Some(("data_page_header", header.data_page)),
-                Some(3) => Some(("data_page_header_v2", header.data_page_v2)),
-                _ => None,
-            };
-            if let Some((name, None)) = data_page {
-                return Err(refuse(pos, format!("a data page without its {name}")));
-            }
-            // parquet sets up a column's dictionary decoder when it reads a
-            // dictionary page, and panics at a dictionary-encoded data page
-            // that comes before any (`Decoder for dict should have been set`).
-            // The encoding is the one in the header the page's type names.
-            let encoding = data_page.and_then(|(_, found)| found.flatten());
-            match (header.page_type, encoding) {
-                (Some(2), _) => dictionary = true,
-                (Some(_), Some(encoding @ (2 | 8))) if !dictionary => {
-                    let name = if encoding == 2 {
-                        "PLAIN_DICTIONARY"
-                    } else {
-                        "RLE_DICTIONARY"
-                    };
-                    return Err(refuse(
-                        pos,
-                        format!(
-                            "a data page encoded {name}, and no dictionary page before it in the column chunk"
-                        ),
-                    ));
-                }
-                _ => {}
-            }
+            let dictionary = self.check_data_page(pos, &header, dictionary)?;
             let Some(page_len) = header
                 .compressed_page_size
                 .and_then(|n| u64::try_from(n).ok())
             else {
                 continue;
             };
-            // parquet allocates `uncompressed_page_size` bytes (and zeroes
-            // them, for Snappy and LZ4) before it decompresses a page.
-            if let (Some(ratio), Some(claimed)) = (
-                max_expansion(column.compression()),
-                header.uncompressed_page_size,
-            ) {
-                let most = page_len
-                    .saturating_mul(ratio)
-                    .saturating_add(EXPANSION_SLACK);
-                if u64::try_from(claimed).is_ok_and(|claimed| claimed > most) {
-                    return Err(refuse(
-                        pos,
-                        format!(
-                            "uncompressed_page_size {claimed} is more than {:?} can expand \
-                             {page_len} compressed bytes to (at most {most})",
-                            column.compression()
-                        ),
-                    ));
-                }
-            }
-            // parquet sizes a column's dictionary by the dictionary page's
-            // `num_values` before it decodes the values (8 bytes each for
-            // INT64: 400 million of them in a 2 KiB file asked for 3.2 GB;
-            // found by the `parquet_reader` fuzz target). Plain-encoded, they
-            // fit in the page's bytes.
-            if let (Some(2), Some(values)) = (header.page_type, header.dictionary_values) {
-                let bytes = if column.compression() == ::parquet::basic::Compression::UNCOMPRESSED {
-                    page_len
-                } else {
-                    header
-                        .uncompressed_page_size
-                        .and_then(|n| u64::try_from(n).ok())
-                        .unwrap_or(page_len)
-                };
-                let bits = plain_bits(column.column_descr());
-                let most = bytes.saturating_mul(8) / bits;
-                if u64::try_from(values).is_ok_and(|values| values > most) {
-                    return Err(refuse(
-                        pos,
-                        format!(
-                            "a dictionary page of {values} values, and its {bytes} bytes hold at \
-                             most {most} plain-encoded {:?} values",
-                            column.column_type()
-                        ),
-                    ));
-                }
-            }
+            self.check_sizes(pos, &header, page_len)?;
             if let Some(used) = header_len
                 .checked_add(page_len)
                 .filter(|&used| used <= remaining)
@@ -316,8 +250,134 @@ pub(crate) fn check_parquet_page_headers(
                 todo.push((pos + used, dictionary));
             }
         }
+        Ok(())
     }
-    Ok(())
+
+    /// The page header at byte `pos` (`rest` bytes before the file's end)
+    /// and its length, read in windows growing from 4 KiB; `None` where it
+    /// does not parse (parquet then stops with an error of its own).
+    fn read_header(
+        &self,
+        reader: &std::fs::File,
+        pos: u64,
+        rest: u64,
+    ) -> Result<Option<(usize, thrift::PageHeader)>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut reader = reader;
+        let mut window = rest.min(4096);
+        loop {
+            reader.seek(SeekFrom::Start(pos))?;
+            let mut bytes = vec![0u8; window as usize];
+            reader.read_exact(&mut bytes)?;
+            match thrift::skim_page_header(&bytes) {
+                Ok(found) => return Ok(Some(found)),
+                Err(thrift::Skim::Refused(message)) => return Err(self.refuse(pos, message)),
+                Err(thrift::Skim::Unparsed) if window < rest => {
+                    window = rest.min(window.saturating_mul(16));
+                }
+                Err(thrift::Skim::Unparsed) => return Ok(None),
+            }
+        }
+    }
+
+    /// Checks that a data page's header has the header its type names, and
+    /// that a dictionary-encoded data page comes after a dictionary page
+    /// (`dictionary`: one came before). Returns whether one has come after
+    /// this page.
+    fn check_data_page(
+        &self,
+        pos: u64,
+        header: &thrift::PageHeader,
+        dictionary: bool,
+    ) -> Result<bool> {
+        // parquet reads a data page's header by its type, and unwraps it
+        // (`PageMetadata::try_from`: it panics when the header is absent).
+        let data_page = match header.page_type {
+            Some(0) => Some(("data_page_header", header.data_page)),
+            Some(3) => Some(("data_page_header_v2", header.data_page_v2)),
+            _ => None,
+        };
+        if let Some((name, None)) = data_page {
+            return Err(self.refuse(pos, format!("a data page without its {name}")));
+        }
+        // parquet sets up a column's dictionary decoder when it reads a
+        // dictionary page, and panics at a dictionary-encoded data page
+        // that comes before any (`Decoder for dict should have been set`).
+        // The encoding is the one in the header the page's type names.
+        let encoding = data_page.and_then(|(_, found)| found.flatten());
+        match (header.page_type, encoding) {
+            (Some(2), _) => Ok(true),
+            (Some(_), Some(encoding @ (2 | 8))) if !dictionary => {
+                let name = if encoding == 2 {
+                    "PLAIN_DICTIONARY"
+                } else {
+                    "RLE_DICTIONARY"
+                };
+                Err(self.refuse(
+                    pos,
+                    format!(
+                        "a data page encoded {name}, and no dictionary page before it in the column chunk"
+                    ),
+                ))
+            }
+            _ => Ok(dictionary),
+        }
+    }
+
+    /// Checks the sizes a page header of a page of `page_len` compressed
+    /// bytes claims, which parquet allocates by: its uncompressed size, and a
+    /// dictionary page's number of values.
+    fn check_sizes(&self, pos: u64, header: &thrift::PageHeader, page_len: u64) -> Result<()> {
+        let column = self.column;
+        // parquet allocates `uncompressed_page_size` bytes (and zeroes
+        // them, for Snappy and LZ4) before it decompresses a page.
+        if let (Some(ratio), Some(claimed)) = (
+            max_expansion(column.compression()),
+            header.uncompressed_page_size,
+        ) {
+            let most = page_len
+                .saturating_mul(ratio)
+                .saturating_add(EXPANSION_SLACK);
+            if u64::try_from(claimed).is_ok_and(|claimed| claimed > most) {
+                return Err(self.refuse(
+                    pos,
+                    format!(
+                        "uncompressed_page_size {claimed} is more than {:?} can expand \
+                         {page_len} compressed bytes to (at most {most})",
+                        column.compression()
+                    ),
+                ));
+            }
+        }
+        // parquet sizes a column's dictionary by the dictionary page's
+        // `num_values` before it decodes the values (8 bytes each for
+        // INT64: 400 million of them in a 2 KiB file asked for 3.2 GB;
+        // found by the `parquet_reader` fuzz target). Plain-encoded, they
+        // fit in the page's bytes.
+        if let (Some(2), Some(values)) = (header.page_type, header.dictionary_values) {
+            let bytes = if column.compression() == ::parquet::basic::Compression::UNCOMPRESSED {
+                page_len
+            } else {
+                header
+                    .uncompressed_page_size
+                    .and_then(|n| u64::try_from(n).ok())
+                    .unwrap_or(page_len)
+            };
+            let bits = plain_bits(column.column_descr());
+            let most = bytes.saturating_mul(8) / bits;
+            if u64::try_from(values).is_ok_and(|values| values > most) {
+                return Err(self.refuse(
+                    pos,
+                    format!(
+                        "a dictionary page of {values} values, and its {bytes} bytes hold at \
+                         most {most} plain-encoded {:?} values",
+                        column.column_type()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Room for the framing of a compressed page (a codec's headers, one

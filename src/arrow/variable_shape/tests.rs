@@ -2,7 +2,7 @@
 //! the readers, `.lodt` round trips and pyarrow reading lodt's output.
 
 use super::*;
-use crate::arrow::record_batch_to_batch;
+use crate::arrow::{from_arrow, record_batch_to_batch, to_arrow};
 use arrow_array::types::Float32Type;
 use arrow_array::{Float32Array, Int64Array, LargeListArray};
 use arrow_schema::extension::VariableShapeTensor;
