@@ -1,8 +1,7 @@
 //! `lodt convert IN DIR/`, `lodt info DIR` and `lodt verify DIR`, run as a
 //! user would (issue 14, part 3).
 
-#[path = "../../tests/dataset_util/mod.rs"]
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::make_batch;
 use lodt::LodtFile;

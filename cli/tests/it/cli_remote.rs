@@ -1,10 +1,8 @@
 //! `lodt info`, `verify` and `show` on URIs: a `.lodt` file and a dataset
 //! served over HTTP by a server on 127.0.0.1 started by the test.
 
-#[path = "../../tests/dataset_util/mod.rs"]
-mod dataset_util;
-#[path = "../../tests/remote_util/mod.rs"]
-mod remote_util;
+use crate::dataset_util;
+use crate::remote_util;
 
 use dataset_util::{make_batch, write_dataset};
 use remote_util::Server;

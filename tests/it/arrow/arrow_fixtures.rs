@@ -3,7 +3,7 @@
 
 #![cfg(feature = "parquet")]
 
-mod common;
+use crate::common;
 
 use lodt::arrow::ArrowOptions;
 use lodt::arrow::ipc::IpcFileReader;

@@ -4,7 +4,7 @@
 
 #![cfg(feature = "arrow")]
 
-mod common;
+use crate::common;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int64Type};

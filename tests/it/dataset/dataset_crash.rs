@@ -8,7 +8,7 @@
 
 #![cfg(unix)]
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::{TestRng, make_batch, open, store, write_dataset};
 use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
@@ -60,9 +60,16 @@ fn child() {
     std::process::exit(0);
 }
 
+/// The name of the [`child`] test in this test binary: its module path
+/// less the crate's name.
+fn child_test() -> String {
+    let module = module_path!().split_once("::").map_or(module_path!(), |(_, m)| m);
+    format!("{module}::child")
+}
+
 fn child_command(role: &str, dir: &Path, first: u64, count: u64, flush: u64) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
+    cmd.args(["--exact", child_test().as_str(), "--nocapture", "--test-threads=1", "-q"])
         .env("LODT_DATASET_CHILD", role)
         .env("LODT_DIR", dir)
         .env("LODT_FIRST", first.to_string())

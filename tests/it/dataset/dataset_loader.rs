@@ -3,7 +3,7 @@
 //! the uninterrupted stream, and a world-size change delivers every
 //! remaining sequence exactly once.
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::{TestRng, check, collect, open, run, write_dataset};
 use lodt::dataset::{

@@ -4,7 +4,7 @@
 //! (regenerated here, `LODT_BLESS=1` rewrites it) checked by the independent
 //! `spec/vectors/check_dataset.py --mixture`.
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::{open, python_output, shape_of, words_of, write_dataset};
 use lodt::dataset::{

@@ -2,7 +2,7 @@
 //! position of the mixed stream packed exactly once, ranks disjoint and
 //! complete with equal counts, resume (same and another world size) exact.
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::{TestRng, open, shape_of, words_of, write_dataset};
 use lodt::dataset::{

@@ -1,7 +1,7 @@
 //! Packing (`spec/DATASET.md` 7.4): every sequence exactly once, the budget
 //! kept, the efficiency on benchmark-like data, exact resume, varlen views.
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::{TestRng, check, open, store, write_dataset};
 use lodt::dataset::{

@@ -2,7 +2,7 @@
 //! consumer (rank × worker) delivers the same number of packed mini-batches
 //! per epoch, every sequence still exactly once, resume exact.
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::{TestRng, check, open, write_dataset};
 use lodt::dataset::{LoaderOptions, LoaderState, PackOptions, PackedLoader, ShuffleOptions};

@@ -3,7 +3,7 @@
 //! (aligned tensors too, the cut reported), and delivered whole and alone
 //! otherwise, never dropped.
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::{TestRng, open, shape_of, words_of, write_dataset};
 use lodt::dataset::{

@@ -5,7 +5,7 @@
 //! (`spec/vectors/check_dataset.py`) check them from the spec alone.
 //!
 //! After an intended change, rewrite them with
-//! `LODT_BLESS=1 cargo test --test dataset_vectors`.
+//! `LODT_BLESS=1 cargo test -p lodt --test it dataset_vectors`.
 
 use lodt::dataset::{
     Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LoaderState, LocalStore, PackOptions,

@@ -2,7 +2,7 @@
 //! schema refusal on write and errors on read, manifest/shard mismatches
 //! naming the shard, appends, parallel writers with a merge.
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::{check, make_batch, open, store, write_dataset};
 use lodt::dataset::{

@@ -8,7 +8,7 @@
 
 #![cfg(unix)]
 
-mod dataset_util;
+use crate::dataset_util;
 
 use lodt::format::{LodtFile, MappedFile, ReadOptions};
 use std::path::{Path, PathBuf};

@@ -4,43 +4,13 @@
 
 use lodt::format::{FormatError, LodtFile, Part, StreamReader};
 use serde_json::{Value, json};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-// ---------------------------------------------------------------------------
-// The largest single allocation made by this thread since the last reset.
-
-struct Tracking;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = LARGEST.try_with(|m| m.set(m.get().max(layout.size())));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = LARGEST.try_with(|m| m.set(m.get().max(new_size)));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
+use crate::tracking;
 
 /// Opens `bytes` and touches every batch and tensor, then runs `verify` and
 /// the sequential reader; returns the first error. Asserts that no single
 /// allocation exceeded the file's size (plus the reader's own copy of it).
 fn read_all(bytes: &[u8]) -> Result<(), FormatError> {
-    LARGEST.with(|m| m.set(0));
+    tracking::reset_largest();
     let result = (|| {
         let file = LodtFile::from_bytes(bytes)?;
         for k in 0..file.num_batches() {
@@ -53,7 +23,7 @@ fn read_all(bytes: &[u8]) -> Result<(), FormatError> {
         StreamReader::try_new(bytes)?.collect::<Result<Vec<_>, _>>()?;
         Ok(())
     })();
-    let largest = LARGEST.with(|m| m.get());
+    let largest = tracking::largest();
     // The sequential reader's first buffer step is 1 MiB; everything else is
     // bounded by the file.
     assert!(

@@ -1,7 +1,7 @@
 //! Writing and reading `.lodt` files: every dtype, every reader, zero copy,
 //! threads, appending, atomic replacement.
 
-mod common;
+use crate::common;
 
 use half::{bf16, f16};
 use lodt::format::{self, FormatError, LodtFile, MAGIC, Part, StreamReader, WriteOptions, Writer};

@@ -9,46 +9,8 @@ use lodt::format::{
     self, Compression, FormatError, LodtFile, RecoverOptions, StreamReader, WriteOptions,
 };
 use lodt::{Batch, LodTensor};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use crate::tracking::{largest, reset_largest};
 use std::io::Read;
-
-// ---------------------------------------------------------------------------
-// The largest single allocation made by this thread since the last reset.
-
-struct Tracking;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = LARGEST.try_with(|m| m.set(m.get().max(layout.size())));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = LARGEST.try_with(|m| m.set(m.get().max(new_size)));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fn reset_largest() {
-    LARGEST.with(|m| m.set(0));
-}
-
-fn largest() -> usize {
-    LARGEST.with(|m| m.get())
-}
 
 // ---------------------------------------------------------------------------
 // A raw 2.0 writer that follows §12 and lets a test put anything anywhere.

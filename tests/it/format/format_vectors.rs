@@ -3,7 +3,7 @@
 //! writer or from `lodt show --json`.
 //!
 //! After an intended format change, rewrite them with
-//! `LODT_BLESS=1 cargo test --test format_vectors`.
+//! `LODT_BLESS=1 cargo test -p lodt --test it format_vectors`.
 
 use half::{bf16, f16};
 use lodt::format::{Compression, LodtFile, Version, WriteOptions, Writer};

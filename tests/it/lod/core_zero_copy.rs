@@ -2,52 +2,18 @@
 //! offsets. A slice of a tensor read from a memory-mapped file outlives the
 //! file handle and points into the map; slicing allocates O(levels).
 
-mod common;
+use crate::common;
 
 use lodt::format::save_batch;
 use lodt::{Batch, Lod, LodTensor, LodtFile};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use crate::tracking;
 
-/// Counts the bytes allocated by each thread (other tests run on other
-/// threads at the same time, and must not count).
-struct Counting;
-
-thread_local! {
-    static ALLOCATED: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count(bytes: usize) {
-    // `try_with`: not during the thread's TLS teardown.
-    let _ = ALLOCATED.try_with(|a| a.set(a.get() + bytes));
-}
-
-// SAFETY: forwards to the system allocator, only counting sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: same layout, forwarded.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same pointer and layout, forwarded.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size);
-        // SAFETY: same arguments, forwarded.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 /// The bytes `f` allocates on this thread, and its result.
 fn allocated_by<R>(f: impl FnOnce() -> R) -> (usize, R) {
-    let before = ALLOCATED.with(Cell::get);
+    let before = tracking::allocated();
     let r = f();
-    (ALLOCATED.with(Cell::get) - before, r)
+    (tracking::allocated().wrapping_sub(before), r)
 }
 
 use common::seed_tensor;

@@ -1,7 +1,7 @@
 //! Acceptance tests of the LoD model: the design docs' and the user guide's
 //! examples with their exact values, and one test per bad-input error.
 
-mod common;
+use crate::common;
 
 use lodt::ops::pad::{pad, unpad};
 use lodt::ops::{SortedSequences, merge, sequence_expand, split};

@@ -1,7 +1,7 @@
 //! Files written by PaddlePaddle 2.6.2 (tests/data/paddle, with expected.json)
 //! read exactly and write back byte-identical; the golden vector of the spec.
 
-mod common;
+use crate::common;
 
 use half::f16;
 use lodt::paddle::{self, PaddleReader};

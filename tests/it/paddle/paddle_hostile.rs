@@ -4,54 +4,14 @@
 //! allocation made while a read runs.
 
 use lodt::paddle::{self, PaddleError, PaddleReader};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use crate::tracking;
 use std::io::Read;
-
-struct Tracking;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note(size: usize) {
-    // `try_with`: the slot may be gone while the thread shuts down.
-    let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the
-// bookkeeping touches only a const-initialised thread-local `Cell<usize>`,
-// which neither allocates nor has a destructor.
-unsafe impl GlobalAlloc for Tracking {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note(layout.size());
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note(new_size);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Tracking = Tracking;
 
 /// Runs `f` and returns its result with the largest allocation it made.
 fn largest_allocation<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    LARGEST.with(|l| l.set(0));
+    tracking::reset_largest();
     let result = f();
-    (result, LARGEST.with(Cell::get))
+    (result, tracking::largest())
 }
 
 /// Far below any hostile length, above the reader's 64 KiB chunk and buffers.

@@ -4,7 +4,7 @@
 
 #![cfg(feature = "remote")]
 
-mod remote_util;
+use crate::remote_util;
 
 use lodt::format::LodtFile;
 use lodt::remote::{RemoteOptions, open_file};

@@ -9,7 +9,7 @@
 
 #![cfg(feature = "remote")]
 
-mod dataset_util;
+use crate::dataset_util;
 
 use dataset_util::make_batch;
 use lodt::dataset::{Dataset, DatasetError, DatasetWriter, WriterOptions};
