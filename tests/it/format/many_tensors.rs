@@ -49,6 +49,7 @@ fn check(batch: &Batch) {
 }
 
 #[test]
+#[ignore = "full tier (scripts/test): 100,000 tensors, minutes in a debug build"]
 fn a_batch_of_100k_tensors_round_trips() {
     let batch = many();
     check(&batch);
