@@ -496,7 +496,7 @@ fn bfloat16_keeps_its_marker_on_the_column() {
 
 /// pyarrow (Arrow C++) reads lodt's columns as its own
 /// `arrow.variable_shape_tensor`, with the metadata and values written.
-/// Needs `LODT_PYTHON` (a python with pyarrow), as `tests/arrow_pyarrow.rs`.
+/// Needs `LODT_PYTHON` (a python with pyarrow), as `tests/it/arrow/arrow_pyarrow.rs`.
 #[test]
 fn pyarrow_reads_the_columns_written_as_the_extension() {
     let Ok(python) = std::env::var("LODT_PYTHON") else {

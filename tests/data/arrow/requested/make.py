@@ -1,6 +1,6 @@
 """Writes requested_schemas.arrow: an empty Arrow IPC file whose schema is
 what pyarrow passes as a `requested_schema` for `pa.fixed_shape_tensor`
-columns (`tests/arrow_requested.rs` reads it). Run with a python that has
+columns (`tests/it/arrow/arrow_requested.rs` reads it). Run with a python that has
 pyarrow: `python tests/data/arrow/requested/make.py`."""
 import os
 import pyarrow as pa

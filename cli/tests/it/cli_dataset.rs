@@ -1,0 +1,165 @@
+//! `lodt convert IN DIR/`, `lodt info DIR` and `lodt verify DIR`, run as a
+//! user would (issue 14, part 3).
+
+use crate::dataset_util;
+
+use dataset_util::make_batch;
+use lodt::LodtFile;
+use std::path::Path;
+use std::process::Command;
+
+fn lodt(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lodt"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A `.lodt` file of 40 batches; returns its sequence count.
+fn source(file: &Path) -> u64 {
+    let mut w = lodt::format::Writer::create(file, Default::default()).unwrap();
+    let mut next = 0;
+    for k in 0..40 {
+        w.write(&make_batch(next, 4 + k % 5)).unwrap();
+        next += 4 + k % 5;
+    }
+    w.finish().unwrap();
+    next
+}
+
+#[test]
+fn convert_to_a_dataset_then_info_verify_and_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.lodt");
+    let n = source(&input);
+    let out = format!("{}/", dir.path().join("train").display());
+    let (code, stdout, err) = lodt(&["convert", path(&input), &out, "--shard-bytes", "8K"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains(&format!("40 batches, {n} sequences")),
+        "{stdout}"
+    );
+    let train = dir.path().join("train");
+    let dataset = lodt::dataset::Dataset::open(&train).unwrap();
+    let shards = dataset.num_shards();
+    assert!(shards >= 3, "{shards} shards");
+    assert!(dataset.manifest().shards.iter().all(|s| s.bytes <= 8192));
+
+    let (code, stdout, err) = lodt(&["info", path(&train)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains(&format!("in {shards} shards; 40 batches; {n} sequences")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("words        int64    element [1]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("shard 0: shard-000000.lodt"), "{stdout}");
+    let (code, json, err) = lodt(&["info", path(&train), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["num_sequences"], n);
+    assert_eq!(v["shards"].as_array().unwrap().len(), shards);
+    assert_eq!(v["totals"][1]["rows"], n);
+
+    let (code, stdout, err) = lodt(&["verify", path(&train)]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.starts_with("ok      shard-"))
+            .count(),
+        shards
+    );
+    assert!(
+        stdout.contains(&format!("ok: {shards} shards, 40 batches, {n} sequences")),
+        "{stdout}"
+    );
+
+    // Back to one file: the same batches.
+    let back = dir.path().join("back.lodt");
+    let (code, _, err) = lodt(&["convert", path(&train), path(&back)]);
+    assert_eq!(code, 0, "{err}");
+    let (a, b) = (
+        LodtFile::open(&input).unwrap(),
+        LodtFile::open(&back).unwrap(),
+    );
+    assert_eq!(a.num_batches(), b.num_batches());
+    for k in 0..a.num_batches() {
+        assert_eq!(a.read_batch(k).unwrap(), b.read_batch(k).unwrap());
+    }
+    // Converting into an existing dataset is refused.
+    let (code, _, err) = lodt(&["convert", path(&input), &out]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("already holds a lodt dataset"), "{err}");
+    // --shard-bytes needs a dataset output.
+    let (code, _, err) = lodt(&[
+        "convert",
+        path(&input),
+        path(&dir.path().join("x.lodt")),
+        "--shard-bytes",
+        "1M",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("applies to a dataset output"), "{err}");
+    let (code, _, err) = lodt(&["convert", path(&input), &out, "--shard-bytes", "lots"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn verify_names_every_damaged_shard_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.lodt");
+    source(&input);
+    let out = format!("{}/", dir.path().join("d").display());
+    let (code, _, err) = lodt(&["convert", path(&input), &out, "--shard-bytes", "8K"]);
+    assert_eq!(code, 0, "{err}");
+    let d = dir.path().join("d");
+    // Shard 1: a flipped body byte; shard 2: missing; an unlisted stray file.
+    let s1 = d.join("shard-000001.lodt");
+    let mut bytes = std::fs::read(&s1).unwrap();
+    let file = LodtFile::open(&s1).unwrap();
+    let words = file.tensor_buffers(0, "words").unwrap().body;
+    bytes[words.start + 3] ^= 0x40;
+    std::fs::write(&s1, &bytes).unwrap();
+    std::fs::remove_file(d.join("shard-000002.lodt")).unwrap();
+    std::fs::write(d.join("shard-999999.lodt"), b"stray").unwrap();
+    let (code, stdout, err) = lodt(&["verify", path(&d)]);
+    assert_eq!(code, 1, "{stdout}{err}");
+    assert!(stdout.contains("ok      shard-000000.lodt"), "{stdout}");
+    let failed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAILED")).collect();
+    assert_eq!(failed.len(), 2, "{stdout}");
+    assert!(
+        failed[0].contains("shard-000001.lodt") && failed[0].contains("checksum"),
+        "{stdout}"
+    );
+    assert!(
+        failed[1].contains("shard-000002.lodt") && failed[1].contains("no such file"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("note: 1 unlisted (not part of the dataset): shard-999999.lodt"),
+        "{stdout}"
+    );
+    assert!(
+        err.contains("2 of") && err.contains("shards failed"),
+        "{err}"
+    );
+    // The same with positional reads instead of memory maps.
+    let (code, again, _) = lodt(&["verify", path(&d), "--no-mmap"]);
+    assert_eq!((code, again), (1, stdout));
+    // info reads the manifest only: it still works, and lists the stray file.
+    let (code, stdout, err) = lodt(&["info", path(&d)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("unlisted  shard-999999.lodt"), "{stdout}");
+}

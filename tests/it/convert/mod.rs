@@ -1,0 +1,4 @@
+//! `lodt::convert` between every pair of formats.
+
+mod convert;
+mod convert_matrix;

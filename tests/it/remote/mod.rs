@@ -1,0 +1,4 @@
+//! Object stores (feature `remote`): checked reads over HTTP, and S3 (moto).
+
+mod remote_checked;
+mod remote_s3;
