@@ -124,3 +124,28 @@ def _run_page(page: pathlib.Path, text: str, blocks: list[tuple[int, str]]) -> l
                 f"{type(e).__name__}: {e}\n    {text_line}"
             ) from e
     return skipped
+
+
+def test_the_architecture_page_names_every_module_of_the_crate():
+    """docs/architecture.md's table names every file of src/: a top-level
+    file by its path, a file in a folder by its name on the folder's row."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    missing = []
+    for path in sorted((REPO / "src").rglob("*.rs")):
+        rel = path.relative_to(REPO).as_posix()
+        folder = rel.rsplit("/", 1)[0] + "/"
+        if f"`{rel}`" in page:
+            continue
+        # src/a/b/c.rs: on the row of `src/a/` (a sub-folder's files, `b/`, there too).
+        top = "/".join(rel.split("/")[:2]) + "/"
+        if any(f"`{top}`" in row and f"`{path.name}`" in row for row in rows):
+            continue
+        if folder != top and any(f"`{top}`" in row and f"`{folder[len(top):]}`" in row for row in rows):
+            continue
+        if path.name == "mod.rs" and any(f"`{folder}`" in row or f"`{folder[len(top):]}`" in row for row in rows if f"`{top}`" in row):
+            continue  # a folder's module root, named by its folder
+        if path.name.endswith("_tests.rs") or path.name == "tests.rs":
+            continue  # a module's unit tests, beside it
+        missing.append(rel)
+    assert not missing, f"docs/architecture.md does not name: {missing}"
