@@ -78,6 +78,7 @@
 //! ```
 
 mod batch_cache;
+mod checkpoint;
 mod commit;
 mod error;
 mod feed;
@@ -85,18 +86,21 @@ mod job;
 mod loader;
 mod manifest;
 mod mixture;
+mod mixture_totals;
 mod names;
 mod pack;
 mod pack_elastic;
 mod pack_equal;
 mod pack_truncate;
 mod parts;
+mod plan;
 mod reader;
 mod shuffle;
 mod store;
 mod take;
 mod writer;
 
+pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, consumer, next_worker, served_worker};
 pub use commit::new_commit_id;
 pub use error::{DatasetError, Result};
 pub use job::{JobCleanup, PartJob};
@@ -122,6 +126,7 @@ pub use pack::{
 };
 pub use pack_truncate::TRUNCATED_KEY;
 pub use parts::Part;
+pub use plan::{ReadTask, plan_reads};
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
 pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, WriterOptions};

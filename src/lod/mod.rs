@@ -22,6 +22,7 @@
 
 mod concat;
 mod offsets;
+mod row_offsets;
 mod segments;
 
 pub use offsets::{Offsets, OffsetsIter};
