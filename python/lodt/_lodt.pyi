@@ -34,6 +34,8 @@ __all__ = [
     "next_worker",
     "consumer",
     "plan_reads",
+    "from_nested",
+    "lod_from_row_offsets",
     "_panic_for_test",
     "_panic_for_tests",
     "_PanicProbe",
@@ -617,6 +619,16 @@ def next_worker(last: int | None, first: int, workers: int) -> int:
 
 def consumer(rank: int, world_size: int, worker: int, num_workers: int) -> tuple[int, int]:
     """``(world_size * num_workers, rank * num_workers + worker)``."""
+
+def from_nested(data: Any, levels: int = 1) -> LodTensor:
+    """A LoD tensor of ``levels`` LoD levels from nested sequences (lists,
+    tuples, numpy arrays, object arrays of arrays): the items of each
+    last-level sequence are its rows, converted together by numpy.
+    ``levels=0``: ``data`` is the rows of a tensor without LoD."""
+
+def lod_from_row_offsets(levels: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The LoD offsets of levels given as offsets in rows (top level first;
+    each outer level's entries boundaries of the level below)."""
 
 def plan_reads(manifest_json: str, parallelism: int) -> list[tuple[list[tuple[str, list[int]]], int, int]]:
     """A dataset's batches (its manifest's JSON) cut into at most ``parallelism``

@@ -443,33 +443,6 @@ def _levels(schema: Any) -> dict[str, int]:
     return out
 
 
-def _dense(x: np.ndarray) -> np.ndarray:
-    """Rows given as (object arrays of) arrays, stacked into one array."""
-    if x.dtype != object:
-        return x
-    return np.stack([_dense(np.asarray(e)) for e in x]) if len(x) else np.empty(0)
-
-
-def _lod_from_numpy(column: np.ndarray, levels: int) -> LodTensor:
-    """A column of Ray's numpy batch as a LoD tensor of ``levels`` levels.
-    Ray gives a list column as object arrays of arrays, nested once per
-    list level, LoD levels and element-shape levels alike: ``levels`` says
-    how many are LoD."""
-    lengths: list[list[int]] = []
-    level = column
-    for _ in range(levels):
-        items = [np.asarray(x) for x in level]
-        lengths.append([len(x) for x in items])
-        nonempty = [x for x in items if len(x)]
-        level = np.concatenate(nonempty) if nonempty else np.empty(0, dtype=object)
-    data = np.ascontiguousarray(_dense(level))
-    tensor = LodTensor()
-    tensor.set(data)
-    tensor.set_recursive_sequence_lengths(lengths)
-    tensor.validate()
-    return tensor
-
-
 def to_lod_batch(batch: Any, schema: Any = None) -> Batch:
     """A Ray batch as a :class:`lodt.Batch`: a ``pyarrow.Table`` (exact,
     ``spec/ARROW.md``) or a dict of numpy arrays (Ray's default format,
@@ -490,7 +463,10 @@ def to_lod_batch(batch: Any, schema: Any = None) -> Batch:
         missing = [k for k in batch if k not in levels]
         if missing:
             raise ValueError(f"columns {missing} are not in the schema, which has {sorted(levels)}")
-        return Batch([(str(k), _lod_from_numpy(np.asarray(v), levels[k])) for k, v in batch.items()])
+        # Ray gives a list column as object arrays of arrays, nested once per
+        # list level, LoD levels and element-shape levels alike: the schema's
+        # levels say how many are LoD.
+        return Batch([(str(k), _lodt.from_nested(np.asarray(v), levels[k])) for k, v in batch.items()])
     raise TypeError(
         f"expected a pyarrow Table or a dict of numpy arrays, found {type(batch).__name__}"
     )

@@ -199,7 +199,7 @@ impl Checkpoint {
             ));
         }
         let consumers = self.loader.consumers;
-        let workers = if consumers % world_size == 0 {
+        let workers = if consumers.is_multiple_of(world_size) {
             (consumers / world_size).max(1)
         } else {
             1

@@ -66,11 +66,9 @@ pub fn plan_reads(shards: &[ShardEntry], parallelism: usize) -> Vec<ReadTask> {
     let mut current = usize::MAX;
     let mut before: u128 = 0;
     for (i, &(s, b, sequences)) in units.iter().enumerate() {
-        let group = if total > 0 {
-            before * n as u128 / total
-        } else {
-            (i as u128) * n as u128 / units.len() as u128
-        };
+        let group = (before * n as u128)
+            .checked_div(total)
+            .unwrap_or((i as u128) * n as u128 / units.len() as u128);
         // Below n: before < total (or i < len), so the quotient is below n.
         let group = (group as usize).min(n - 1);
         if group != current || tasks.is_empty() {
