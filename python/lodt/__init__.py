@@ -45,6 +45,7 @@ from ._lodt import (
     Writer,
     __version__,
     convert,
+    from_nested,
     merge,
     open,
     pad,
@@ -101,6 +102,7 @@ __all__ = [
     "commit_parts",
     "list_parts",
     "convert",
+    "from_nested",
     "create_lod_tensor",
     "create_random_int_lodtensor",
     "merge",
@@ -128,17 +130,6 @@ class CPUPlace:
         return "CPUPlace"
 
 
-def _flatten(data: Any, levels: int) -> tuple[list[Any], list[list[int]]]:
-    """Flattens ``levels`` levels of nested sequences; returns the leaves and
-    the lengths of each level."""
-    lengths: list[list[int]] = []
-    items = list(data)
-    for _ in range(levels):
-        lengths.append([len(seq) for seq in items])
-        items = [x for seq in items for x in seq]
-    return items, lengths
-
-
 def create_lod_tensor(
     data: Any, recursive_seq_lens: Sequence[Sequence[int]] | None, place: Any = None
 ) -> LodTensor:
@@ -159,16 +150,18 @@ def create_lod_tensor(
         data = _np.asarray(data)
     elif isinstance(data, list):
         levels = 1 if recursive_seq_lens is None else len(recursive_seq_lens)
-        leaves, lengths = _flatten(data, levels)
+        nested = from_nested(data, levels)
+        lengths = nested.recursive_sequence_lengths()
         if recursive_seq_lens is not None and [list(l) for l in recursive_seq_lens] != lengths:
             raise ValueError(
                 f"data and recursive_seq_lens do not match: the lists have lengths "
                 f"{lengths}, recursive_seq_lens is {[list(l) for l in recursive_seq_lens]}"
             )
+        if nested.ndim != 1:
+            return nested
+        # Paddle's rows of one element: shape [N, 1].
         recursive_seq_lens = lengths
-        data = _np.asarray(leaves)
-        if data.ndim == 1:
-            data = data.reshape([len(data), 1])
+        data = _np.asarray(nested).reshape([nested.shape()[0], 1])
     elif not isinstance(data, _np.ndarray):
         raise TypeError("data should be either a LodTensor, a numpy array or a list")
     tensor = LodTensor()

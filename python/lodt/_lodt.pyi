@@ -24,6 +24,18 @@ __all__ = [
     "MixtureReader",
     "DatasetWriter",
     "merge_loader_states",
+    "CHECKPOINT_VERSION",
+    "checkpoint_from_json",
+    "checkpoint_to_json",
+    "merge_checkpoints",
+    "checkpoint_workers",
+    "checkpoint_first_worker",
+    "served_worker",
+    "next_worker",
+    "consumer",
+    "plan_reads",
+    "from_nested",
+    "lod_from_row_offsets",
     "_panic_for_test",
     "_panic_for_tests",
     "_PanicProbe",
@@ -472,6 +484,12 @@ class MixtureReader:
         """The positions of epoch ``epoch``'s stream."""
     def source_of(self, id: int) -> tuple[int, int] | None:
         """The source of mixture id ``id`` and its id there (None past the end)."""
+    def totals(self) -> dict[str, int]:
+        """The sources' ``{"shards", "bytes", "batches", "sequences"}``, summed."""
+    def take(self, ids: Sequence[int]) -> Batch:
+        """The sequences of mixture ids ``ids``, in that order, as one batch (a copy)."""
+    def verify(self) -> dict[str, int]:
+        """Verifies every source; the summed ``{"shards", "bytes", "batches", "sequences"}``."""
     @property
     def offsets(self) -> list[int]:
         """Source ``k``'s sequence ``i`` is id ``offsets[k] + i``."""
@@ -573,6 +591,52 @@ class PartJob:
 
 def merge_loader_states(states: Sequence[str]) -> str:
     """Merges every consumer's loader state (JSON texts) into one complete state."""
+
+#: The version of a rank's checkpoint object (``spec/DATASET.md`` 7.5).
+CHECKPOINT_VERSION: int
+
+def checkpoint_from_json(text: str) -> str:
+    """A checkpoint (JSON of ``Dataset.state_dict()`` or of a bare loader
+    state) checked and given back as a checkpoint object (JSON)."""
+
+def checkpoint_to_json(loader: str, next_worker: int) -> str:
+    """The checkpoint (JSON) of a loader state (JSON) whose next mini-batch
+    comes from local worker ``next_worker``."""
+
+def merge_checkpoints(texts: Sequence[str]) -> str:
+    """Every rank's checkpoint (JSON texts) merged into one complete checkpoint
+    (JSON) that resumes with worker 0."""
+
+def checkpoint_workers(text: str, world_size: int) -> int:
+    """The workers per rank a checkpoint was taken with; ValueError when its
+    ``next_worker`` is not one of them."""
+
+def checkpoint_first_worker(text: str, world_size: int, workers: int) -> int:
+    """The local consumer worker 0 serves when resuming from the checkpoint."""
+
+def served_worker(worker: int, first: int, workers: int) -> int:
+    """The local consumer worker process ``worker`` serves when worker 0 serves ``first``."""
+
+def next_worker(last: int | None, first: int, workers: int) -> int:
+    """A checkpoint's ``next_worker``: the local consumer after ``last``, or ``first``."""
+
+def consumer(rank: int, world_size: int, worker: int, num_workers: int) -> tuple[int, int]:
+    """``(world_size * num_workers, rank * num_workers + worker)``."""
+
+def from_nested(data: Any, levels: int = 1) -> LodTensor:
+    """A LoD tensor of ``levels`` LoD levels from nested sequences (lists,
+    tuples, numpy arrays, object arrays of arrays): the items of each
+    last-level sequence are its rows, converted together by numpy.
+    ``levels=0``: ``data`` is the rows of a tensor without LoD."""
+
+def lod_from_row_offsets(levels: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The LoD offsets of levels given as offsets in rows (top level first;
+    each outer level's entries boundaries of the level below)."""
+
+def plan_reads(manifest_json: str, parallelism: int) -> list[tuple[list[tuple[str, list[int]]], int, int]]:
+    """A dataset's batches (its manifest's JSON) cut into at most ``parallelism``
+    contiguous read tasks of about equal sequence counts: per task
+    ``([(shard name, batches), ...], sequences, bytes)``."""
 
 def _panic_for_test() -> None:
     """Panics inside the panic guard (raises RuntimeError)."""

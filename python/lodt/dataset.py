@@ -95,9 +95,9 @@ def _packing(
     )
 
 
-#: The version of :meth:`Dataset.state_dict`'s wrapper (the loader state
-#: inside has its own, ``spec/DATASET.md`` 7.2).
-STATE_VERSION = 1
+#: The version of :meth:`Dataset.state_dict`'s checkpoint object
+#: (``spec/DATASET.md`` 7.5; the loader state inside has its own, 7.2).
+STATE_VERSION = _lodt.CHECKPOINT_VERSION
 
 
 def _distributed() -> tuple[int, int] | None:
@@ -313,10 +313,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         resume = self._resume
         if resume is None:
             return 0
-        rank, world = self._ranks()
-        if int(resume["loader"]["consumers"]) != world * workers:
-            return 0
-        return int(resume.get("next_worker", 0)) % workers
+        _, world = self._ranks()
+        return _lodt.checkpoint_first_worker(json.dumps(resume), world, workers)
 
     def _reset_progress(self) -> None:
         with self._progress_lock:
@@ -353,8 +351,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         else:
             worker, workers = info.id, info.num_workers
         rank, world = self._ranks()
-        local = (worker + self._rotation(workers)) % workers
-        consumer = rank * workers + local
+        local = _lodt.served_worker(worker, self._rotation(workers), workers)
+        _, consumer = _lodt.consumer(rank, world, local, workers)
         report = self._report and info is not None
         loader = self._loader(rank, world, local, workers, self.prefetch)
         with self._progress_lock:
@@ -437,20 +435,17 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
             return json.loads(json.dumps(self._resume))
         if info is not None:
             workers = info.num_workers
-            local = (info.id + self._rotation(workers)) % workers
-            pairs = [(rank * workers + local, local)]
+            locals_ = [_lodt.served_worker(info.id, self._rotation(workers), workers)]
         else:
             workers = self._workers
-            pairs = [(rank * workers + w, w) for w in range(workers)]
+            locals_ = list(range(workers))
+        pairs = [(_lodt.consumer(rank, world, w, workers)[1], w) for w in locals_]
         with self._progress_lock:
             states = [self._consumer_state(c, rank, world, local, workers) for c, local in pairs]
             last = self._last
-        merged = json.loads(_lodt.merge_loader_states(states))
-        if last is None:
-            next_worker = self._rotation(workers)
-        else:
-            next_worker = (last + 1) % workers
-        return {"version": STATE_VERSION, "loader": merged, "next_worker": next_worker}
+        merged = _lodt.merge_loader_states(states)
+        next_worker = _lodt.next_worker(last, self._rotation(workers), workers)
+        return dict(json.loads(_lodt.checkpoint_to_json(merged, next_worker)))
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Makes the next pass continue from ``state`` (of
@@ -460,26 +455,21 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         come next; with others (a merged, complete state), with the rest of
         the epoch, no sequence twice or skipped. Raises ValueError for a
         state of another dataset or other shuffle/remainder options."""
-        wrapped = _wrap(state)
+        # The checkpoint object (spec/DATASET.md 7.5), checked by the crate.
+        text = _checkpoint_text(state)
+        rank, world = self._ranks()
+        workers = _lodt.checkpoint_workers(text, world)
+        wrapped: dict[str, Any] = json.loads(text)
         self._resume = wrapped
         self._epoch = int(wrapped["loader"]["epoch"])
         self._reset_progress()
         # Check it now: a state of another dataset, shuffle or remainder, or
         # one that cannot place this rank, raises here.
-        rank, world = self._ranks()
-        consumers = int(wrapped["loader"]["consumers"])
-        workers = consumers // world if consumers % world == 0 else 1
-        if int(wrapped.get("next_worker", 0)) >= max(workers, 1):
-            self._resume = None
-            raise ValueError(
-                f"dataset state: next_worker {wrapped['next_worker']} is not one of this rank's "
-                f"{max(workers, 1)} workers"
-            )
         try:
             # Every consumer of this rank: a state that cannot resume one of
             # its workers fails here, not when that worker starts.
-            for local in range(max(workers, 1)):
-                self._probe(rank, world, local, max(workers, 1)).close()
+            for local in range(workers):
+                self._probe(rank, world, local, workers).close()
         except Exception:
             self._resume = None
             raise
@@ -489,9 +479,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         """Merges the :meth:`state_dict` of every rank of one checkpoint into
         one complete state, to resume on another world size (or number of
         workers)."""
-        loaders = [json.dumps(_wrap(s)["loader"]) for s in states]
-        merged = json.loads(_lodt.merge_loader_states(loaders))
-        return {"version": STATE_VERSION, "loader": merged, "next_worker": 0}
+        merged = _lodt.merge_checkpoints([_checkpoint_text(s) for s in states])
+        return dict(json.loads(merged))
 
     # -- metadata and random access ---------------------------------------
 
@@ -587,26 +576,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         )
 
 
-def _wrap(state: dict[str, Any]) -> dict[str, Any]:
-    """A :meth:`Dataset.state_dict`, from one or from a bare loader state."""
+def _checkpoint_text(state: dict[str, Any]) -> str:
+    """A :meth:`Dataset.state_dict` (or a bare loader state) as the
+    crate's checkpoint object, JSON text; ValueError says what is wrong."""
     if not isinstance(state, dict):
         raise TypeError(f"a dataset state is a dict, found {type(state).__name__}")
-    if "loader" in state:
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(
-                f"dataset state version {state.get('version')!r}; this lodt reads version {STATE_VERSION}"
-            )
-        next_worker = state.get("next_worker", 0)
-        if isinstance(next_worker, bool) or not isinstance(next_worker, int) or next_worker < 0:
-            raise ValueError(f"dataset state: next_worker must be an integer >= 0, found {next_worker!r}")
-        if not isinstance(state["loader"], dict):
-            raise ValueError(
-                f"dataset state: loader must be a loader state (a dict), found {type(state['loader']).__name__}"
-            )
-        return state
-    if "frontier" in state and "consumers" in state:
-        return {"version": STATE_VERSION, "loader": state, "next_worker": 0}
-    raise ValueError(
-        f"not a dataset state: expected the dict of Dataset.state_dict() (keys version, loader, "
-        f"next_worker) or a loader state, found keys {sorted(state)}"
-    )
+    return _lodt.checkpoint_from_json(json.dumps(state))

@@ -86,11 +86,10 @@ class Mixture(Dataset):
         return self._reader
 
     def _native_totals(self, native: Any) -> dict[str, int]:
-        """The sources' shards, batches and bytes (each source's native
-        counts); the sequences are the epoch's stream (:func:`len`)."""
-        totals = {key: sum(s._totals[key] for s in self.sources) for key in ("shards", "batches", "bytes")}
-        totals["sequences"] = sum(s._totals["sequences"] for s in self.sources)
-        return totals
+        """The sources' shards, batches, bytes and sequences, summed by the
+        crate (``sequences`` is the id space; :func:`len` is the epoch's
+        stream)."""
+        return dict(native.totals())
 
     def __len__(self) -> int:
         """The number of sequences of the current epoch's stream (all ranks
@@ -108,7 +107,7 @@ class Mixture(Dataset):
         sequence's id in that source."""
         found = self._native().source_of(int(id))
         if found is None:
-            raise IndexError(f"id {id} is past the sources' {sum(len(s) for s in self.sources)} sequences")
+            raise IndexError(f"id {id} is past the sources' {self._totals['sequences']} sequences")
         return found
 
     def sequence(self, index: int) -> Batch:
@@ -117,16 +116,18 @@ class Mixture(Dataset):
         return self.sources[k].sequence(local)
 
     def take(self, indices: Sequence[int]) -> Batch:
-        """Not available on a mixture: take from its ``sources``."""
-        raise TypeError("Mixture.take: take from mixture.sources[k] (Mixture.source_of splits an id)")
+        """The sequences of mixture ids ``indices`` (of ``return_ids``, see
+        :meth:`source_of`; negative from the end of the sources' ids), in
+        that order, gathered into one batch (a copy; each source's batches
+        read once). IndexError for an id past the sources' sequences."""
+        n = self._totals["sequences"]
+        return self._native().take([int(i) + n if int(i) < 0 else int(i) for i in indices])
 
     def verify(self) -> dict[str, int]:
-        """Verifies every source; the totals over the sources."""
-        total = {"shards": 0, "bytes": 0, "batches": 0, "sequences": 0}
-        for s in self.sources:
-            for key, value in s.verify().items():
-                total[key] = total.get(key, 0) + int(value)
-        return total
+        """Verifies every source completely; ValueError names the first
+        damaged shard. Returns ``{"shards", "bytes", "batches",
+        "sequences"}`` summed over the sources."""
+        return dict(self._native().verify())
 
     def __repr__(self) -> str:
         return (

@@ -121,7 +121,9 @@ class LodtDatasource(Datasource):
         self.uri = os.fspath(uri)
         self.storage_options = _options(storage_options)
         reader = DatasetReader(self.uri, storage_options=self.storage_options)
-        manifest = json.loads(reader.manifest_json())
+        # The manifest's text: the crate plans the read tasks from it.
+        self._manifest_json = reader.manifest_json()
+        manifest = json.loads(self._manifest_json)
         schema = manifest["schema"]["tensors"]
         names = [t["name"] for t in schema]
         if tensors is None:
@@ -136,12 +138,7 @@ class LodtDatasource(Datasource):
         self._all = len(tensors) == len(names) and tensors == names
         chosen = [next(t for t in schema if t["name"] == n) for n in tensors]
         self._schema = _schema(chosen)
-        # Fraction of each shard's bytes the chosen tensors take (by rows).
-        self._shards = manifest["shards"]
-        self._units: list[tuple[int, int, int]] = []  # (shard, batch, sequences)
-        for s, shard in enumerate(self._shards):
-            for b, n in enumerate(shard["batch_sequences"]):
-                self._units.append((s, b, int(n)))
+        self._bytes = int(reader.num_bytes)
 
     def get_name(self) -> str:
         """The name of the read tasks (``ReadLodt``)."""
@@ -149,53 +146,23 @@ class LodtDatasource(Datasource):
 
     def estimate_inmemory_data_size(self) -> int | None:
         """The shards' bytes (tensors are stored uncompressed)."""
-        return sum(int(s["bytes"]) for s in self._shards)
-
-    def _groups(self, parallelism: int) -> list[list[tuple[int, int, int]]]:
-        """The batches cut into at most ``parallelism`` contiguous groups of
-        about equal sequence counts (none empty)."""
-        units = self._units
-        n = max(1, min(int(parallelism), len(units)))
-        total = sum(u[2] for u in units)
-        groups: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
-        before = 0
-        for i, u in enumerate(units):
-            # By sequences before this batch; by batch index when all are empty.
-            g = (before * n) // total if total else (i * n) // len(units)
-            groups[min(g, n - 1)].append(u)
-            before += u[2]
-        return [g for g in groups if g]
+        return self._bytes
 
     def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
         """At most ``parallelism`` read tasks over contiguous batch ranges
         of about equal sequence counts, with rows, bytes and schema from the
         manifest."""
         tasks = []
-        for group in self._groups(parallelism):
-            plan: dict[int, list[int]] = {}
-            for s, b, _ in group:
-                plan.setdefault(s, []).append(b)
-            rows = sum(u[2] for u in group)
-            size = 0
-            for s, batches in plan.items():
-                shard = self._shards[s]
-                seqs = int(shard["sequences"]) or 1
-                part = sum(int(shard["batch_sequences"][b]) for b in batches)
-                size += int(shard["bytes"]) * part // seqs
-            files = [_lodt.join_location(self.uri, self._shards[s]["name"]) for s in plan]
+        for plan, rows, size in _lodt.plan_reads(self._manifest_json, max(1, int(parallelism))):
+            files = [_lodt.join_location(self.uri, name) for name, _ in plan]
             meta = BlockMetadata(
                 num_rows=rows,
-                size_bytes=int(size),
+                size_bytes=size,
                 schema=self._schema,
                 input_files=files,
                 exec_stats=None,
             )
-            read = _reader(
-                self.uri,
-                [(self._shards[s]["name"], batches) for s, batches in plan.items()],
-                None if self._all else self.tensors,
-                self.storage_options,
-            )
+            read = _reader(self.uri, plan, None if self._all else self.tensors, self.storage_options)
             tasks.append(ReadTask(read, meta))
         return tasks
 
@@ -476,33 +443,6 @@ def _levels(schema: Any) -> dict[str, int]:
     return out
 
 
-def _dense(x: np.ndarray) -> np.ndarray:
-    """Rows given as (object arrays of) arrays, stacked into one array."""
-    if x.dtype != object:
-        return x
-    return np.stack([_dense(np.asarray(e)) for e in x]) if len(x) else np.empty(0)
-
-
-def _lod_from_numpy(column: np.ndarray, levels: int) -> LodTensor:
-    """A column of Ray's numpy batch as a LoD tensor of ``levels`` levels.
-    Ray gives a list column as object arrays of arrays, nested once per
-    list level, LoD levels and element-shape levels alike: ``levels`` says
-    how many are LoD."""
-    lengths: list[list[int]] = []
-    level = column
-    for _ in range(levels):
-        items = [np.asarray(x) for x in level]
-        lengths.append([len(x) for x in items])
-        nonempty = [x for x in items if len(x)]
-        level = np.concatenate(nonempty) if nonempty else np.empty(0, dtype=object)
-    data = np.ascontiguousarray(_dense(level))
-    tensor = LodTensor()
-    tensor.set(data)
-    tensor.set_recursive_sequence_lengths(lengths)
-    tensor.validate()
-    return tensor
-
-
 def to_lod_batch(batch: Any, schema: Any = None) -> Batch:
     """A Ray batch as a :class:`lodt.Batch`: a ``pyarrow.Table`` (exact,
     ``spec/ARROW.md``) or a dict of numpy arrays (Ray's default format,
@@ -523,7 +463,10 @@ def to_lod_batch(batch: Any, schema: Any = None) -> Batch:
         missing = [k for k in batch if k not in levels]
         if missing:
             raise ValueError(f"columns {missing} are not in the schema, which has {sorted(levels)}")
-        return Batch([(str(k), _lod_from_numpy(np.asarray(v), levels[k])) for k, v in batch.items()])
+        # Ray gives a list column as object arrays of arrays, nested once per
+        # list level, LoD levels and element-shape levels alike: the schema's
+        # levels say how many are LoD.
+        return Batch([(str(k), _lodt.from_nested(np.asarray(v), levels[k])) for k, v in batch.items()])
     raise TypeError(
         f"expected a pyarrow Table or a dict of numpy arrays, found {type(batch).__name__}"
     )

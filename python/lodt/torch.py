@@ -223,18 +223,10 @@ def from_jagged(jagged: "_torch.Tensor", outer: Sequence["_torch.Tensor"] = ()) 
         raise TypeError("from_jagged() takes a jagged nested tensor (torch.nested, layout=torch.jagged)")
     offsets = jagged.offsets().detach().cpu().to(_torch.int64)
     values = jagged.values()[int(offsets[0]) : int(offsets[-1])]
-    rows = (offsets - offsets[0]).numpy()
-    lod: list[list[int]] = []
-    below = rows
-    for k in reversed(range(len(outer))):
-        off = np.asarray(outer[k].detach().cpu(), dtype=np.int64)
-        at = np.searchsorted(below, off)
-        if (at >= len(below)).any() or not np.array_equal(below[np.minimum(at, len(below) - 1)], off):
-            raise ValueError(f"outer level {k}: its row offsets must be boundaries of the level below it")
-        lod.insert(0, at.tolist())
-        below = off
-    lod.append(rows.tolist())
-    return _tensor(values, lod)
+    rows = (offsets - offsets[0]).tolist()
+    levels = [np.asarray(o.detach().cpu(), dtype=np.int64).tolist() for o in outer]
+    # Each outer level's row offsets become indices into the level below (the crate's).
+    return _tensor(values, _lodt.lod_from_row_offsets([*levels, rows]))
 
 
 class JaggedCollate:

@@ -6,11 +6,14 @@
 //! | `core`    | every call into lodt's slicing/gathering core (one place to adapt) |
 //! | `ffi`     | all `unsafe`: zero-copy numpy arrays, Arrow C data import |
 //! | `tensor`  | `LodTensor` (Paddle's `LoDTensor` API, slicing, numpy, Arrow, torch) |
+//! | `nested`  | `from_nested`, `lod_from_row_offsets`: nested sequences and row offsets to LoD |
 //! | `batch`   | `Batch` (a mapping of names to tensors) |
 //! | `dataset` | `DatasetReader`, `DatasetLoader`: sharded datasets and their loader |
+//! | `checkpoint` | `checkpoint_from_json`, ...: a rank's checkpoint, its worker rotation, consumer numbers |
 //! | `mixture` | `MixtureReader`: weighted mixtures of datasets, read by `DatasetLoader` |
 //! | `dataset_writer` | `DatasetWriter`, `commit_parts` |
 //! | `parts`   | `list_parts`, `remove_parts`, `PartJob`, the object names, `is_uri` |
+//! | `plan`    | `plan_reads`: Ray Data's read tasks |
 //! | `file`    | `File`, `Writer`, `save`, `verify`, `recover`, `convert`, Paddle files |
 //! | `ops`     | `sequence_expand`, `split`, `merge`, `pad`, `unpad`, `SortedSequences` |
 //! | `arrow`   | the Arrow PyCapsule interface |
@@ -21,6 +24,7 @@
 
 mod arrow;
 mod batch;
+mod checkpoint;
 mod core;
 mod dataset;
 mod dataset_writer;
@@ -30,10 +34,12 @@ mod ffi;
 mod file;
 mod loader;
 mod mixture;
+mod nested;
 mod ops;
 mod pack;
 mod panic;
 mod parts;
+mod plan;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -83,5 +89,9 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::unpad, m)?)?;
     m.add_function(wrap_pyfunction!(pack::varlen, m)?)?;
     m.add_function(wrap_pyfunction!(pack::row_cu_seqlens, m)?)?;
+    checkpoint::add(m)?;
+    m.add_function(wrap_pyfunction!(nested::from_nested, m)?)?;
+    m.add_function(wrap_pyfunction!(nested::lod_from_row_offsets, m)?)?;
+    m.add_function(wrap_pyfunction!(plan::plan_reads, m)?)?;
     Ok(())
 }

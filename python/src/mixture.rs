@@ -3,10 +3,12 @@
 //! dataset. The pure-Python `lodt.Mixture` wraps it. Conversion, GIL
 //! release and error mapping only: the mixture is `lodt::dataset::Mixture`.
 
+use crate::batch::PyBatch;
 use crate::dataset::PyDatasetReader;
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
-use lodt::dataset::{Mixture, MixtureOptions, Stop};
+use lodt::dataset::{DatasetReport, Mixture, MixtureOptions, Stop};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::sync::Arc;
 
 /// Several open datasets read as one stream in given proportions.
@@ -35,6 +37,16 @@ impl PyMixtureReader {
     pub(crate) fn mixture(&self) -> &Arc<Mixture> {
         &self.mixture
     }
+}
+
+/// A report (totals) as `{"shards", "bytes", "batches", "sequences"}`.
+fn report<'py>(py: Python<'py>, r: &DatasetReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("shards", r.shards)?;
+    d.set_item("bytes", r.bytes)?;
+    d.set_item("batches", r.batches)?;
+    d.set_item("sequences", r.sequences)?;
+    Ok(d)
 }
 
 #[pymethods]
@@ -100,6 +112,43 @@ impl PyMixtureReader {
     /// The source of mixture id `id` and its id there (None past the end).
     fn source_of(&self, id: u64) -> Option<(usize, u64)> {
         self.mixture.source_of(id)
+    }
+
+    /// totals() -> dict
+    ///
+    /// The sources' `{"shards", "bytes", "batches", "sequences"}`, summed
+    /// (from their manifests; `sequences` is the id space of `take`).
+    fn totals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        report(py, &self.mixture.totals())
+    }
+
+    /// take(ids) -> Batch
+    ///
+    /// The sequences of mixture ids `ids` (as `source_of` splits them), in
+    /// that order, gathered into one batch (a copy).
+    fn take(&self, py: Python<'_>, ids: Vec<u64>) -> PyResult<PyBatch> {
+        let mixture = self.mixture.clone();
+        let batch = py.detach(move || {
+            guard("gathering sequences", || {
+                mixture.take(&ids).map_err(dataset_err)
+            })
+        })?;
+        Ok(PyBatch::new(batch))
+    }
+
+    /// verify() -> dict
+    ///
+    /// Verifies every source completely (as `DatasetReader.verify`); raises
+    /// ValueError naming the first damaged shard. Returns the summed
+    /// `{"shards", "bytes", "batches", "sequences"}`.
+    fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mixture = self.mixture.clone();
+        let total = py.detach(move || {
+            guard("verifying a mixture", || {
+                mixture.verify().map_err(dataset_err)
+            })
+        })?;
+        report(py, &total)
     }
 
     /// The offsets of the sources' ids: source `k`'s sequence `i` is id

@@ -281,3 +281,19 @@ def test_a_packed_mixture_resumes_into_the_uninterrupted_rest(two):
         b = mix()
         b.load_state_dict(state)
         assert [[int(i) for i in ids] for ids, _ in b] == full[k:], k
+
+
+def test_take_verify_and_totals_come_from_the_crate(two):
+    a, b = two
+    mix = lodt.Mixture([a, b], [1, 1], seed=3)
+    # Mixture ids: a's 0..599, then b's 600..649; one batch, in the order given.
+    batch = mix.take([601, 5, 649, -1])
+    assert np.asarray(batch["label"]).ravel().tolist() == [1, 5, 49, 49]
+    assert batch["tokens"].lod()[0][-1] == (1 % 4 + 1) + (5 % 4 + 1) + 2 * (49 % 4 + 1)
+    with pytest.raises(IndexError, match="650"):
+        mix.take([650])
+    totals = {key: getattr(a, "num_" + key) + getattr(b, "num_" + key) for key in ("shards", "bytes", "batches")}
+    assert mix.verify() == {**totals, "sequences": 650}
+    assert (mix.num_shards, mix.num_bytes, mix.num_batches) == (totals["shards"], totals["bytes"], totals["batches"])
+    with pytest.raises(IndexError, match="past the sources' 650 sequences"):
+        mix.source_of(650)

@@ -78,6 +78,7 @@
 //! ```
 
 mod batch_cache;
+mod checkpoint;
 mod commit;
 mod compat;
 mod error;
@@ -86,10 +87,12 @@ mod job;
 mod loader;
 mod manifest;
 mod mixture;
+mod mixture_totals;
 mod names;
 mod options;
 mod pack;
 mod parts;
+mod plan;
 mod reader;
 mod shuffle;
 mod state;
@@ -98,6 +101,7 @@ mod stream;
 mod take;
 mod writer;
 
+pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, consumer, next_worker, served_worker};
 pub use commit::new_commit_id;
 #[allow(deprecated)]
 pub use compat::PackedLoader;
@@ -120,6 +124,7 @@ pub use options::{
 };
 pub use pack::{BINS_KEY, PackedBatch, TRUNCATED_KEY, Varlen, best_fit, row_cu_seqlens, varlen};
 pub use parts::Part;
+pub use plan::{ReadTask, plan_reads};
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use state::{
     LoaderState, MIXTURE_STATE_VERSION, MixtureState, PackState, PackWindow, SourceState,

@@ -23,6 +23,7 @@
 mod bytes;
 mod concat;
 mod offsets;
+mod row_offsets;
 mod segments;
 
 pub use offsets::{Offsets, OffsetsIter};

@@ -20,7 +20,7 @@
 
 use crate::buffer::ByteStorage;
 use crate::dtype::Element;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, out_of_memory};
 use crate::lod::Lod;
 use crate::tensor::LodTensor;
 
@@ -65,6 +65,81 @@ impl<T> Nested<T> {
         }
     }
 
+    /// The tree's LoD and its leaves in order, each leaf's values whole rows
+    /// of `element_shape` (the structure [`LodTensor::from_nested`] builds a
+    /// tensor from, for leaves of any type: a binding's leaves may hold one
+    /// row object each, with `element_shape` `[]`). A root leaf has no LoD.
+    ///
+    /// It walks the tree level by level (no recursion, however deep), and
+    /// allocates only in proportion to the nodes that exist. Errors as
+    /// [`LodTensor::from_nested`].
+    ///
+    /// ```
+    /// use lodt::Nested::{Rows, Seqs};
+    /// let n = Seqs(vec![Seqs(vec![Rows(vec!["a", "b"]), Rows(vec![])]), Seqs(vec![Rows(vec!["c"])])]);
+    /// let (lod, leaves) = n.flatten(&[])?;
+    /// assert_eq!(lod.to_lengths(), vec![vec![2, 1], vec![2, 0, 1]]);
+    /// assert_eq!(leaves, [&["a", "b"][..], &[], &["c"]]);
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    pub fn flatten(&self, element_shape: &[usize]) -> Result<(Lod, Vec<&[T]>)> {
+        let numel = element_numel(element_shape)?;
+        let top = match self {
+            Nested::Rows(values) => {
+                rows_of(values.len(), numel, element_shape)?;
+                return Ok((Lod::empty(), vec![values.as_slice()]));
+            }
+            Nested::Seqs(top) => top,
+        };
+        let mut lengths: Vec<Vec<u64>> = Vec::new();
+        // The sequences of level `lengths.len()`, in order.
+        let mut frontier: Vec<&Nested<T>> = top.iter().collect();
+        let mut leaves = Vec::new();
+        loop {
+            if frontier.iter().all(|n| matches!(n, Nested::Rows(_))) {
+                let mut rows = Vec::with_capacity(frontier.len());
+                for leaf in &frontier {
+                    if let Nested::Rows(values) = leaf {
+                        rows.push(rows_of(values.len(), numel, element_shape)? as u64);
+                        leaves.push(values.as_slice());
+                    }
+                }
+                lengths.push(rows);
+                break;
+            }
+            // Leaves of this level are at depth `lengths.len() + 1`.
+            let depth = lengths.len() + 1;
+            if !frontier.iter().all(|n| matches!(n, Nested::Seqs(_))) {
+                // Leaves here beside a `Seqs` that claims more levels.
+                let deeper = frontier
+                    .iter()
+                    .find(|n| matches!(n, Nested::Seqs(_)))
+                    .map_or(depth + 1, |n| depth + n.depth().unwrap_or(1));
+                let first = self.depth().unwrap_or(depth);
+                return Err(Error::Mismatch {
+                    what: "depth of a leaf (all leaves at one depth, no Seqs beside a leaf)",
+                    expected: first as u64,
+                    found: if first == depth { deeper } else { depth } as u64,
+                });
+            }
+            let mut level = Vec::with_capacity(frontier.len());
+            let mut next = Vec::new();
+            for node in &frontier {
+                if let Nested::Seqs(children) = node {
+                    level.push(children.len() as u64);
+                    next.extend(children.iter());
+                }
+            }
+            lengths.push(level);
+            if next.is_empty() {
+                // No node below: the LoD ends at this level, with 0 rows.
+                break;
+            }
+            frontier = next;
+        }
+        Ok((Lod::try_from_lengths(&lengths)?, leaves))
+    }
+
     fn has_leaf(&self) -> bool {
         let mut stack = vec![self];
         while let Some(node) = stack.pop() {
@@ -75,6 +150,16 @@ impl<T> Nested<T> {
         }
         false
     }
+}
+
+/// The number of values of one row of `element_shape`.
+fn element_numel(element_shape: &[usize]) -> Result<usize> {
+    element_shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or(Error::Overflow {
+            what: "element numel",
+        })
 }
 
 fn leaf_error(element_shape: &[usize], len: usize) -> Error {
@@ -110,82 +195,21 @@ impl LodTensor {
     where
         Vec<T>: ByteStorage,
     {
-        let numel = element_shape
-            .iter()
-            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-            .ok_or(Error::Overflow {
-                what: "element numel",
-            })?;
-        let top = match nested {
-            Nested::Rows(values) => {
-                let mut shape = Vec::with_capacity(1 + element_shape.len());
-                shape.push(rows_of(values.len(), numel, element_shape)?);
-                shape.extend_from_slice(element_shape);
-                return LodTensor::from_vec(values.clone(), shape, Lod::empty());
-            }
-            Nested::Seqs(top) => top,
-        };
-        let mut lengths: Vec<Vec<u64>> = Vec::new();
-        // The sequences of level `lengths.len()`, in order.
-        let mut frontier: Vec<&Nested<T>> = top.iter().collect();
-        let mut leaves = Vec::new();
-        loop {
-            if frontier.iter().all(|n| matches!(n, Nested::Rows(_))) {
-                let mut rows = Vec::with_capacity(frontier.len());
-                for leaf in &frontier {
-                    if let Nested::Rows(values) = leaf {
-                        rows.push(rows_of(values.len(), numel, element_shape)? as u64);
-                    }
-                }
-                lengths.push(rows);
-                leaves = frontier;
-                break;
-            }
-            // Leaves of this level are at depth `lengths.len() + 1`.
-            let depth = lengths.len() + 1;
-            if !frontier.iter().all(|n| matches!(n, Nested::Seqs(_))) {
-                // Leaves here beside a `Seqs` that claims more levels.
-                let deeper = frontier
-                    .iter()
-                    .find(|n| matches!(n, Nested::Seqs(_)))
-                    .map_or(depth + 1, |n| depth + n.depth().unwrap_or(1));
-                let first = nested.depth().unwrap_or(depth);
-                return Err(Error::Mismatch {
-                    what: "depth of a leaf (all leaves at one depth, no Seqs beside a leaf)",
-                    expected: first as u64,
-                    found: if first == depth { deeper } else { depth } as u64,
-                });
-            }
-            let mut level = Vec::with_capacity(frontier.len());
-            let mut next = Vec::new();
-            for node in &frontier {
-                if let Nested::Seqs(children) = node {
-                    level.push(children.len() as u64);
-                    next.extend(children.iter());
-                }
-            }
-            lengths.push(level);
-            if next.is_empty() {
-                // No node below: the LoD ends at this level, with 0 rows.
-                break;
-            }
-            frontier = next;
-        }
-        let total: usize = leaves
-            .iter()
-            .map(|n| match n {
-                Nested::Rows(v) => v.len(),
-                Nested::Seqs(_) => 0,
-            })
-            .sum();
-        let mut values = Vec::with_capacity(total);
+        let (lod, leaves) = nested.flatten(element_shape)?;
+        let mut total = 0usize;
         for leaf in &leaves {
-            if let Nested::Rows(v) = leaf {
-                values.extend_from_slice(v);
-            }
+            total = total.checked_add(leaf.len()).ok_or(Error::Overflow {
+                what: "values of the leaves",
+            })?;
         }
-        let rows = rows_of(values.len(), numel, element_shape)?;
-        let lod = Lod::try_from_lengths(&lengths)?;
+        let mut values = Vec::new();
+        values
+            .try_reserve_exact(total)
+            .map_err(|_| out_of_memory::<T>(total, "the values of nested sequences"))?;
+        for leaf in &leaves {
+            values.extend_from_slice(leaf);
+        }
+        let rows = rows_of(values.len(), element_numel(element_shape)?, element_shape)?;
         let mut shape = Vec::with_capacity(1 + element_shape.len());
         shape.push(rows);
         shape.extend_from_slice(element_shape);

@@ -1,0 +1,106 @@
+"""A rank's checkpoint (spec/DATASET.md 7.5) from Python: the object
+lodt.Dataset.state_dict() returns, what load_state_dict() refuses, the worker
+rotation and consumer numbering (the crate's), without torch."""
+
+import json
+
+import numpy as np
+import pytest
+
+import lodt
+from lodt import _lodt
+
+from test_dataset import TOTAL, dataset_dir, epoch_ids, labels  # noqa: F401
+
+
+def test_state_dict_is_the_checkpoint_object(dataset_dir):
+    ds = lodt.Dataset(dataset_dir, batch_size=4, shuffle=True, seed=3)
+    it = iter(ds)
+    first = [labels(next(it)) for _ in range(2)]
+    state = ds.state_dict()
+    assert sorted(state) == ["loader", "next_worker", "version"]
+    assert state["version"] == lodt.dataset.STATE_VERSION == _lodt.CHECKPOINT_VERSION == 1
+    assert state["next_worker"] == 0
+    assert state["loader"]["consumers"] == 1 and state["loader"]["consumed"] == {"0": 8}
+    # The crate reads it back as it wrote it.
+    assert json.loads(_lodt.checkpoint_from_json(json.dumps(state))) == state
+    resumed = lodt.Dataset(dataset_dir, batch_size=4, shuffle=True, seed=3)
+    resumed.load_state_dict(state)
+    assert resumed.state_dict() == state  # nothing delivered since: the loaded checkpoint
+    rest = [labels(b) for b in resumed]
+    whole = [labels(b) for b in lodt.Dataset(dataset_dir, batch_size=4, shuffle=True, seed=3)]
+    assert first + rest == whole
+
+
+def test_a_bare_loader_state_and_merged_states_resume_from_worker_0(dataset_dir):
+    ds = lodt.Dataset(dataset_dir, batch_size=5)
+    it = iter(ds)
+    next(it)
+    bare = ds.state_dict()["loader"]
+    again = lodt.Dataset(dataset_dir, batch_size=5)
+    again.load_state_dict(bare)
+    assert again.state_dict() == {"version": 1, "loader": bare, "next_worker": 0}
+    merged = lodt.Dataset.merge_states([ds.state_dict()])
+    assert merged == {"version": 1, "loader": bare, "next_worker": 0}
+    assert sorted(epoch_ids(again)) == list(range(5, TOTAL))
+
+
+def test_load_refuses_each_broken_field_with_its_reason(dataset_dir):
+    ds = lodt.Dataset(dataset_dir)
+    state = ds.state_dict()
+    cases = [
+        ({**state, "version": 2}, "dataset state version 2; this lodt reads version 1"),
+        ({"loader": state["loader"]}, "dataset state version null"),
+        ({**state, "next_worker": "x"}, 'next_worker must be an integer >= 0, found "x"'),
+        ({**state, "next_worker": True}, "next_worker must be an integer >= 0, found true"),
+        ({**state, "next_worker": 1}, "next_worker 1 is not one of this rank's 1 workers"),
+        ({**state, "loader": [1]}, "loader must be a loader state (an object), found an array"),
+        ({"epoch": 3}, "not a dataset state: expected the object of Dataset.state_dict()"),
+        ({**state, "loader": {**state["loader"], "frontier": "a"}}, "not a loader state"),
+    ]
+    for bad, reason in cases:
+        with pytest.raises(ValueError) as e:
+            lodt.Dataset(dataset_dir).load_state_dict(bad)
+        assert reason in str(e.value), (bad, str(e.value))
+    with pytest.raises(TypeError, match="a dataset state is a dict, found list"):
+        ds.load_state_dict([state])  # type: ignore[arg-type]
+    # Refused before anything changed: the dataset still starts its epoch 0.
+    assert sorted(epoch_ids(ds)) == list(range(TOTAL))
+
+
+def test_worker_rotation_and_consumers_are_the_crates():
+    loader = {"version": 1, "sequences": 12, "fingerprint": 0, "shuffle": None, "remainder": "keep",
+              "epoch": 0, "frontier": 0, "skip": [], "consumers": 6,
+              "consumed": {str(c): 1 for c in range(3)}}
+    text = _lodt.checkpoint_to_json(json.dumps(loader), 2)
+    assert json.loads(text) == {"version": 1, "loader": loader, "next_worker": 2}
+    assert _lodt.checkpoint_workers(text, 2) == 3       # 6 consumers: 2 ranks of 3 workers
+    assert _lodt.checkpoint_first_worker(text, 2, 3) == 2
+    assert _lodt.checkpoint_first_worker(text, 3, 3) == 0  # other consumers: a new deal
+    with pytest.raises(ValueError, match="next_worker 2 is not one of this rank's 1 workers"):
+        _lodt.checkpoint_workers(text, 4)
+    assert [_lodt.served_worker(w, 2, 3) for w in range(3)] == [2, 0, 1]
+    assert [_lodt.next_worker(last, 2, 3) for last in (None, 0, 1, 2)] == [2, 1, 2, 0]
+    assert _lodt.consumer(1, 2, 2, 3) == (6, 5)
+    with pytest.raises(ValueError, match="rank 2 of world size 2"):
+        _lodt.consumer(2, 2, 0, 1)
+    merged = json.loads(_lodt.merge_checkpoints([text]))
+    assert merged["next_worker"] == 0 and merged["loader"] == loader
+
+
+def test_read_tasks_are_planned_by_the_crate(dataset_dir):
+    reader = _lodt.DatasetReader(str(dataset_dir))
+    manifest = json.loads(reader.manifest_json())
+    tasks = _lodt.plan_reads(reader.manifest_json(), 3)
+    assert 1 <= len(tasks) <= 3
+    # Contiguous, every batch once, in dataset order.
+    planned = [(name, b) for plan, _, _ in tasks for name, batches in plan for b in batches]
+    stored = [(s["name"], b) for s in manifest["shards"] for b in range(s["batches"])]
+    assert planned == stored
+    assert sum(rows for _, rows, _ in tasks) == TOTAL
+    assert sum(size for _, _, size in tasks) <= reader.num_bytes
+    # About equal: no task holds more than its third plus one batch.
+    biggest = max(max(s["batch_sequences"]) for s in manifest["shards"])
+    assert max(rows for _, rows, _ in tasks) <= TOTAL // 3 + biggest
+    assert len(_lodt.plan_reads(reader.manifest_json(), 1)) == 1
+    assert np.sum([len(p) for p, _, _ in _lodt.plan_reads(reader.manifest_json(), 1000)]) >= len(manifest["shards"])
