@@ -180,6 +180,7 @@ HEAVY = {
     "remote": "starts an object-store server (moto, Azurite, HTTP)",
     "consumers": "uses awkward, DuckDB, Polars or Hugging Face datasets",
     "wheel": "installs the wheel into a new virtual environment",
+    "big": "decodes gigabytes (the 4 GB big row group): minutes in a debug wheel",
 }
 _MODULE_MARKS = {
     "test_torch.py": "torch",
@@ -193,6 +194,11 @@ _MODULE_MARKS = {
     "test_remote.py": "remote",
     "test_workers_remote.py": "remote",
     "test_commit_faults.py": "remote",
+}
+# Deliberately large tests, whose size is their point: the full tier runs them.
+_BIG_TESTS = {
+    "test_convert_big_row_group_streams_in_bounded_batches",
+    "test_decode_budget_cuts_batches",
 }
 _REMOTE_FIXTURES = {"s3", "azurite", "on_s3", "on_azure", "http"}
 _SOURCE_MARKS = [
@@ -217,6 +223,8 @@ def _marks_of(item) -> set[str]:
     if _REMOTE_FIXTURES & set(getattr(item, "fixturenames", ())):
         marks.add("remote")
     function = getattr(item, "function", None)
+    if function is not None and function.__name__ in _BIG_TESTS:
+        marks.add("big")
     if function is not None:
         try:
             source = inspect.getsource(function)

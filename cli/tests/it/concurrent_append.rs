@@ -258,18 +258,26 @@ fn child() {
 /// The name of the [`child`] test in this test binary: its module path
 /// less the crate's name.
 fn child_test() -> String {
-    let module = module_path!().split_once("::").map_or(module_path!(), |(_, m)| m);
+    let module = module_path!()
+        .split_once("::")
+        .map_or(module_path!(), |(_, m)| m);
     format!("{module}::child")
 }
 
 /// This test binary, run as a child in `role` on `file`.
 fn child_command(role: &str, file: &Path) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", child_test().as_str(), "--nocapture", "--test-threads=1", "-q"])
-        .env("LODT_CHILD", role)
-        .env("LODT_FILE", file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "--exact",
+        child_test().as_str(),
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ])
+    .env("LODT_CHILD", role)
+    .env("LODT_FILE", file)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     cmd
 }
 
@@ -579,7 +587,13 @@ fn an_append_past_the_file_size_limit_fails_cleanly_and_keeps_the_old_footer() {
         .arg("-c")
         .arg(r#"trap '' XFSZ; ulimit -f 200 && exec "$0" "$@""#)
         .arg(exe)
-        .args(["--exact", child_test().as_str(), "--nocapture", "--test-threads=1", "-q"])
+        .args([
+            "--exact",
+            child_test().as_str(),
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
         .env("LODT_CHILD", "append-big")
         .env("LODT_FILE", &path)
         .env("LODT_ELEMS", "100000")
@@ -613,7 +627,13 @@ fn on_a_full_disk_appends_roll_back_and_recover_repairs_in_place() {
         .arg(r#"mount -t tmpfs -o size=4m tmpfs "$0" && echo MOUNTED && exec "$@""#)
         .arg(&mount)
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", child_test().as_str(), "--nocapture", "--test-threads=1", "-q"])
+        .args([
+            "--exact",
+            child_test().as_str(),
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
         .env("LODT_CHILD", "full-disk")
         .env("LODT_FILE", mount.join("x.lodt"))
         .output();

@@ -1,4 +1,5 @@
 //! `lodt::convert` between every pair of formats.
 
+#[allow(clippy::module_inception)] // the former tests/convert.rs
 mod convert;
 mod convert_matrix;

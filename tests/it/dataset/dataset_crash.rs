@@ -63,20 +63,28 @@ fn child() {
 /// The name of the [`child`] test in this test binary: its module path
 /// less the crate's name.
 fn child_test() -> String {
-    let module = module_path!().split_once("::").map_or(module_path!(), |(_, m)| m);
+    let module = module_path!()
+        .split_once("::")
+        .map_or(module_path!(), |(_, m)| m);
     format!("{module}::child")
 }
 
 fn child_command(role: &str, dir: &Path, first: u64, count: u64, flush: u64) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", child_test().as_str(), "--nocapture", "--test-threads=1", "-q"])
-        .env("LODT_DATASET_CHILD", role)
-        .env("LODT_DIR", dir)
-        .env("LODT_FIRST", first.to_string())
-        .env("LODT_COUNT", count.to_string())
-        .env("LODT_FLUSH", flush.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "--exact",
+        child_test().as_str(),
+        "--nocapture",
+        "--test-threads=1",
+        "-q",
+    ])
+    .env("LODT_DATASET_CHILD", role)
+    .env("LODT_DIR", dir)
+    .env("LODT_FIRST", first.to_string())
+    .env("LODT_COUNT", count.to_string())
+    .env("LODT_FLUSH", flush.to_string())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
     cmd
 }
 

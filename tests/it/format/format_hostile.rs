@@ -2,9 +2,9 @@
 //! checksums so that the check reached is the one intended: each gets a clear
 //! error, and no allocation while reading is larger than the file.
 
+use crate::tracking;
 use lodt::format::{FormatError, LodtFile, Part, StreamReader};
 use serde_json::{Value, json};
-use crate::tracking;
 
 /// Opens `bytes` and touches every batch and tensor, then runs `verify` and
 /// the sequential reader; returns the first error. Asserts that no single

@@ -5,11 +5,11 @@
 //! `StreamReader`, `recover`) must agree on each, and none may allocate more
 //! than about the bytes it was given before a checksum vouches for a length.
 
+use crate::tracking::{largest, reset_largest};
 use lodt::format::{
     self, Compression, FormatError, LodtFile, RecoverOptions, StreamReader, WriteOptions,
 };
 use lodt::{Batch, LodTensor};
-use crate::tracking::{largest, reset_largest};
 use std::io::Read;
 
 // ---------------------------------------------------------------------------

@@ -4,10 +4,9 @@
 
 use crate::common;
 
+use crate::tracking;
 use lodt::format::save_batch;
 use lodt::{Batch, Lod, LodTensor, LodtFile};
-use crate::tracking;
-
 
 /// The bytes `f` allocates on this thread, and its result.
 fn allocated_by<R>(f: impl FnOnce() -> R) -> (usize, R) {

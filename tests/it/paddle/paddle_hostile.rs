@@ -3,8 +3,8 @@
 //! A counting global allocator records, per thread, the largest single
 //! allocation made while a read runs.
 
-use lodt::paddle::{self, PaddleError, PaddleReader};
 use crate::tracking;
+use lodt::paddle::{self, PaddleError, PaddleReader};
 use std::io::Read;
 
 /// Runs `f` and returns its result with the largest allocation it made.
