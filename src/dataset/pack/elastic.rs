@@ -125,8 +125,14 @@ impl Old<'_> {
     /// carry id), the tail indices it may have come from (the latest last).
     #[allow(clippy::type_complexity)]
     fn locate(&self) -> Result<(BTreeMap<u64, u64>, BTreeMap<(u64, u64), Vec<u64>>)> {
-        let (feed, state, windows, c_old, w, tail_len) =
-            (self.feed, self.state, &self.windows, self.c_old, self.w, self.tail_len);
+        let (feed, state, windows, c_old, w, tail_len) = (
+            self.feed,
+            self.state,
+            &self.windows,
+            self.c_old,
+            self.w,
+            self.tail_len,
+        );
         // The tail indices of each window's new sequences, and its carry ids.
         let mut wanted: BTreeMap<u64, u64> = BTreeMap::new(); // tail index -> id
         for win in windows.iter() {
