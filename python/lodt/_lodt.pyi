@@ -21,6 +21,8 @@ __all__ = [
     "_StorageOwner",
     "DatasetReader",
     "DatasetLoader",
+    "Packing",
+    "loader",
     "MixtureReader",
     "DatasetWriter",
     "merge_loader_states",
