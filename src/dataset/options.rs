@@ -249,7 +249,7 @@ pub struct PackOptions {
     pub equal_batches: Option<bool>,
     /// Cut a sequence longer than `capacity` to its first `capacity` rows
     /// (section 7.4, "Truncation"; reported in
-    /// [`PackedBatch::truncated`]) instead of delivering it alone.
+    /// [`PackedBatch::truncated`](super::PackedBatch::truncated)) instead of delivering it alone.
     pub truncate: bool,
 }
 

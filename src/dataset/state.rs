@@ -33,7 +33,7 @@ pub struct LoaderState {
     pub version: u32,
     /// The dataset's number of sequences.
     pub sequences: u64,
-    /// The dataset's [`Dataset::fingerprint`].
+    /// The dataset's [`Dataset::fingerprint`](super::Dataset::fingerprint).
     pub fingerprint: u32,
     /// The shuffle of the order.
     pub shuffle: Option<ShuffleOptions>,
@@ -279,18 +279,18 @@ impl Base {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PackState {
-    /// [`PackOptions::capacity`].
+    /// [`PackOptions::capacity`](super::PackOptions::capacity).
     pub capacity: usize,
-    /// [`PackOptions::rows`].
+    /// [`PackOptions::rows`](super::PackOptions::rows).
     pub rows: Option<usize>,
-    /// [`PackOptions::buffer`].
+    /// [`PackOptions::buffer`](super::PackOptions::buffer).
     pub buffer: usize,
     /// The name of the tensor whose rows count.
     pub tensor: String,
     /// Equal counts per consumer (version 3; absent: false).
     #[serde(default)]
     pub equal: bool,
-    /// [`PackOptions::truncate`] (version 3; absent: false).
+    /// [`PackOptions::truncate`](super::PackOptions::truncate) (version 3; absent: false).
     #[serde(default)]
     pub truncate: bool,
     /// Per consumer (by index), its current window.
@@ -556,7 +556,7 @@ pub const MIXTURE_STATE_VERSION: u32 = 1;
 pub struct SourceState {
     /// Its number of sequences.
     pub sequences: u64,
-    /// Its [`Dataset::fingerprint`].
+    /// Its [`Dataset::fingerprint`](super::Dataset::fingerprint).
     pub fingerprint: u32,
 }
 
