@@ -18,8 +18,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lodt::dataset::{
-    Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LocalStore, ShuffleOptions,
-    WriterOptions,
+    Batching, Dataset, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, LocalStore,
+    ShuffleOptions,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::hint::black_box;
@@ -65,7 +65,7 @@ fn generate() -> Data {
         .tempdir_in(std::env::temp_dir())
         .unwrap();
     let store = Arc::new(LocalStore::new(dir.path()).with_fsync(false));
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes: total / SHARDS + (1 << 20),
         ..Default::default()
     };

@@ -10,7 +10,7 @@
 //! Each batch is 8 MiB of int32 tokens (32 sequences, well compressible).
 
 use lodt::dataset::{
-    Batching, Dataset, DatasetWriter, Loader, LoaderOptions, ShuffleOptions, WriterOptions,
+    Batching, Dataset, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, ShuffleOptions,
 };
 use lodt::format::Compression;
 use lodt::{Batch, Lod, LodTensor};
@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "zstd" => Compression::Zstd { level: 1 },
                 _ => Compression::None,
             };
-            let options = WriterOptions {
+            let options = DatasetWriterOptions {
                 compression,
                 ..Default::default()
             };

@@ -34,8 +34,8 @@
 //! exactly the bytes the floor copies.
 
 use lodt::dataset::{
-    Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LocalStore, ShuffleOptions,
-    WriterOptions,
+    Batching, Dataset, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, LocalStore,
+    ShuffleOptions,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::error::Error;
@@ -91,7 +91,7 @@ fn make_batch(k: u64, first: i64) -> Res<Batch> {
 
 fn write(dir: &Path, batches: u64) -> Res<()> {
     let store = Arc::new(LocalStore::new(dir).with_fsync(false));
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes: 128 << 20,
         ..Default::default()
     };

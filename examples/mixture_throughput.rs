@@ -6,8 +6,8 @@
 //! `cargo run --release --no-default-features --example mixture_throughput [REPS]`
 
 use lodt::dataset::{
-    Batching, Dataset, DatasetWriter, Loader, LoaderOptions, Mixture, MixtureOptions,
-    ShuffleOptions, Stop, WriterOptions,
+    Batching, Dataset, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, Mixture,
+    MixtureOptions, ShuffleOptions, Stop,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::path::Path;
@@ -16,7 +16,7 @@ use std::time::Instant;
 
 /// `n` sequences of 1 to 31 int32 tokens, in batches of 1,000.
 fn write(dir: &Path, n: usize) -> Result<Arc<Dataset>, Box<dyn std::error::Error>> {
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes: 8 << 20,
         ..Default::default()
     };

@@ -8,7 +8,8 @@
 //! The allocator counts all threads, so the tests take turns (`serial`).
 
 use lodt::dataset::{
-    Batching, Dataset, DatasetWriter, Loader, LoaderOptions, Mixture, ShuffleOptions, WriterOptions,
+    Batching, Dataset, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, Mixture,
+    ShuffleOptions,
 };
 use lodt::format::{Compression, LodtFile, WriteOptions, Writer};
 use lodt::{Batch, Lod, LodTensor};
@@ -135,7 +136,7 @@ fn firsts(b: &Batch) -> Vec<i32> {
 /// A dataset of `batches` batches of `sequences` sequences, `bytes` each,
 /// compressed with zstd or not.
 fn dataset(dir: &Path, batches: usize, sequences: usize, bytes: usize, zstd: bool) -> Arc<Dataset> {
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         compression: if zstd {
             Compression::Zstd { level: 1 }
         } else {

@@ -266,8 +266,8 @@ fn object_source_reads_ranges_concurrently_and_checks_bounds() {
     let server = Server::start();
     let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
     server.put("raw", bytes.clone());
-    let Ok(lodt::remote::Location::Remote { store, path, uri }) =
-        lodt::remote::Location::parse(&server.url("raw"), &RemoteOptions::default())
+    let Ok(lodt::remote::ResolvedLocation::Remote { store, path, uri }) =
+        lodt::remote::ResolvedLocation::parse(&server.url("raw"), &RemoteOptions::default())
     else {
         panic!("a remote location")
     };

@@ -5,7 +5,7 @@
 use crate::batch::{metadata, to_batch};
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{
-    DEFAULT_SHARD_BYTES, Dataset, DatasetError, DatasetWriter, Manifest, WriterOptions,
+    DEFAULT_SHARD_BYTES, Dataset, DatasetError, DatasetWriter, DatasetWriterOptions, Manifest,
 };
 use pyo3::exceptions::{PyBlockingIOError, PyOSError};
 use pyo3::prelude::*;
@@ -128,7 +128,7 @@ impl PyDatasetWriter {
         if shard_bytes == 0 {
             return Err(value("shard_bytes must be at least 1"));
         }
-        let options = WriterOptions {
+        let options = DatasetWriterOptions {
             shard_bytes,
             metadata: self::metadata(metadata)?,
             schema: None,

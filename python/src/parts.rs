@@ -248,8 +248,8 @@ impl PyPartJob {
 /// `SHARD_SUFFIX`, `DEFAULT_SHARD_BYTES`.
 pub fn add_names(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MANIFEST_NAME", lodt::dataset::MANIFEST_NAME)?;
-    m.add("PART_PREFIX", lodt::dataset::PART_PREFIX)?;
-    m.add("SHARD_SUFFIX", lodt::dataset::SHARD_SUFFIX)?;
+    m.add("PART_PREFIX", lodt::dataset::names::PART_PREFIX)?;
+    m.add("SHARD_SUFFIX", lodt::dataset::names::SHARD_SUFFIX)?;
     m.add("DEFAULT_SHARD_BYTES", lodt::dataset::DEFAULT_SHARD_BYTES)?;
     Ok(())
 }

@@ -281,16 +281,16 @@ pub enum MetadataPolicy {
 /// The compression codec of a Parquet file's pages.
 ///
 /// ```
-/// use lodt::arrow::Compression;
-/// assert_eq!(Compression::default(), Compression::Snappy); // as pyarrow writes
-/// assert_eq!("zstd".parse::<Compression>()?, Compression::Zstd);
-/// assert_eq!(Compression::Lz4.name(), "lz4");
-/// assert!("gzip".parse::<Compression>().is_err());
+/// use lodt::arrow::ParquetCompression;
+/// assert_eq!(ParquetCompression::default(), ParquetCompression::Snappy); // as pyarrow writes
+/// assert_eq!("zstd".parse::<ParquetCompression>()?, ParquetCompression::Zstd);
+/// assert_eq!(ParquetCompression::Lz4.name(), "lz4");
+/// assert!("gzip".parse::<ParquetCompression>().is_err());
 /// # Ok::<(), lodt::arrow::ArrowError>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Compression {
+pub enum ParquetCompression {
     /// Uncompressed pages.
     None,
     /// Snappy: fast, moderate ratio; pyarrow's default.
@@ -302,52 +302,52 @@ pub enum Compression {
     Lz4,
 }
 
-impl Compression {
+impl ParquetCompression {
     /// Every codec, in the order of the variants.
     ///
     /// ```
-    /// assert_eq!(lodt::arrow::Compression::ALL.len(), 4);
+    /// assert_eq!(lodt::arrow::ParquetCompression::ALL.len(), 4);
     /// ```
-    pub const ALL: [Compression; 4] = [
-        Compression::None,
-        Compression::Snappy,
-        Compression::Zstd,
-        Compression::Lz4,
+    pub const ALL: [ParquetCompression; 4] = [
+        ParquetCompression::None,
+        ParquetCompression::Snappy,
+        ParquetCompression::Zstd,
+        ParquetCompression::Lz4,
     ];
 
     /// The codec's name as the CLI and Python take it: `none`, `snappy`,
     /// `zstd`, `lz4`.
     ///
     /// ```
-    /// assert_eq!(lodt::arrow::Compression::None.name(), "none");
+    /// assert_eq!(lodt::arrow::ParquetCompression::None.name(), "none");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
-            Compression::None => "none",
-            Compression::Snappy => "snappy",
-            Compression::Zstd => "zstd",
-            Compression::Lz4 => "lz4",
+            ParquetCompression::None => "none",
+            ParquetCompression::Snappy => "snappy",
+            ParquetCompression::Zstd => "zstd",
+            ParquetCompression::Lz4 => "lz4",
         }
     }
 }
 
-impl std::fmt::Display for Compression {
+impl std::fmt::Display for ParquetCompression {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl std::str::FromStr for Compression {
+impl std::str::FromStr for ParquetCompression {
     type Err = ArrowError;
 
-    /// A codec by [name](Compression::name), case-insensitive
+    /// A codec by [name](ParquetCompression::name), case-insensitive
     /// (`uncompressed` is `none`).
     fn from_str(s: &str) -> Result<Self> {
         let lower = s.to_ascii_lowercase();
         if lower == "uncompressed" {
-            return Ok(Compression::None);
+            return Ok(ParquetCompression::None);
         }
-        Compression::ALL
+        ParquetCompression::ALL
             .into_iter()
             .find(|c| c.name() == lower)
             .ok_or_else(|| {
@@ -358,13 +358,24 @@ impl std::str::FromStr for Compression {
     }
 }
 
+/// The old name of [`ParquetCompression`], which collided with
+/// [`format::Compression`](crate::format::Compression) (the codec of a
+/// `.lodt` file's buffers).
+///
+/// ```
+/// #![allow(deprecated)]
+/// assert_eq!(lodt::arrow::Compression::Zstd, lodt::arrow::ParquetCompression::Zstd);
+/// ```
+#[deprecated(note = "renamed ParquetCompression (format::Compression is the .lodt buffer codec)")]
+pub type Compression = ParquetCompression;
+
 /// Options of the IPC and Parquet file writers.
 ///
 /// ```
-/// use lodt::arrow::{Compression, MetadataPolicy, ArrowWriteOptions};
+/// use lodt::arrow::{ParquetCompression, MetadataPolicy, ArrowWriteOptions};
 /// let o = ArrowWriteOptions::default().with_row_group_rows(1024).with_metadata_policy(MetadataPolicy::KeepFirst);
 /// assert_eq!(o.row_group_rows, Some(1024));
-/// assert_eq!(o.with_compression(Compression::Zstd).compression, Some(Compression::Zstd));
+/// assert_eq!(o.with_compression(ParquetCompression::Zstd).compression, Some(ParquetCompression::Zstd));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -377,11 +388,11 @@ pub struct ArrowWriteOptions {
     /// groups of `n` top-level rows regardless of batch boundaries.
     pub row_group_rows: Option<usize>,
     /// Parquet only: the page compression. `None` keeps the default:
-    /// [`Compression::Snappy`] for [`ParquetWriter::try_new`](crate::arrow::parquet::ParquetWriter::try_new),
+    /// [`ParquetCompression::Snappy`] for [`ParquetWriter::try_new`](crate::arrow::parquet::ParquetWriter::try_new),
     /// the given properties' codec for `try_with_properties`. The IPC writers
     /// ignore it: they write uncompressed bodies (lodt's IPC reader refuses
     /// compressed ones; [`crate::convert`] refuses a codec for IPC output).
-    pub compression: Option<Compression>,
+    pub compression: Option<ParquetCompression>,
 }
 
 impl ArrowWriteOptions {
@@ -422,10 +433,10 @@ impl ArrowWriteOptions {
     /// Sets [`ArrowWriteOptions::compression`] to `Some(compression)`.
     ///
     /// ```
-    /// use lodt::arrow::{ArrowWriteOptions, Compression};
-    /// assert_eq!(ArrowWriteOptions::default().with_compression(Compression::Lz4).compression, Some(Compression::Lz4));
+    /// use lodt::arrow::{ArrowWriteOptions, ParquetCompression};
+    /// assert_eq!(ArrowWriteOptions::default().with_compression(ParquetCompression::Lz4).compression, Some(ParquetCompression::Lz4));
     /// ```
-    pub fn with_compression(mut self, compression: Compression) -> Self {
+    pub fn with_compression(mut self, compression: ParquetCompression) -> Self {
         self.compression = Some(compression);
         self
     }

@@ -31,7 +31,7 @@ use super::foreign::{
     contain, decode_error, plain_bits,
 };
 use super::select::projection;
-use super::{ArrowOptions, ArrowWriteOptions, Compression, Error, LazyWriter, Result};
+use super::{ArrowOptions, ArrowWriteOptions, Error, LazyWriter, ParquetCompression, Result};
 use crate::batch::{Batch, WriteStats, write_all};
 use ::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -167,13 +167,13 @@ impl<W: Write + Send> ParquetWriter<W> {
 }
 
 /// The Parquet codec of `compression` (zstd at level 1, pyarrow's default level).
-fn parquet_codec(compression: Compression) -> ::parquet::basic::Compression {
+fn parquet_codec(compression: ParquetCompression) -> ::parquet::basic::Compression {
     use ::parquet::basic::Compression as Codec;
     match compression {
-        Compression::None => Codec::UNCOMPRESSED,
-        Compression::Snappy => Codec::SNAPPY,
-        Compression::Zstd => Codec::ZSTD(::parquet::basic::ZstdLevel::default()),
-        Compression::Lz4 => Codec::LZ4_RAW,
+        ParquetCompression::None => Codec::UNCOMPRESSED,
+        ParquetCompression::Snappy => Codec::SNAPPY,
+        ParquetCompression::Zstd => Codec::ZSTD(::parquet::basic::ZstdLevel::default()),
+        ParquetCompression::Lz4 => Codec::LZ4_RAW,
     }
 }
 

@@ -2,7 +2,7 @@
 //! sharded dataset directory, and how a path is placed as one.
 
 use super::*;
-use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
+use crate::dataset::{Dataset, DatasetWriter, DatasetWriterOptions};
 
 /// One side of a conversion: a file in one of the [`Format`]s, or a sharded
 /// dataset directory (`spec/DATASET.md`), read batch by batch in dataset
@@ -169,7 +169,7 @@ impl Endpoint {
             return format.create_writer(path, metadata, options);
         }
         Format::Lodt.check_writer(options)?;
-        let writer_options = WriterOptions {
+        let writer_options = DatasetWriterOptions {
             shard_bytes: options
                 .shard_bytes
                 .unwrap_or(crate::dataset::DEFAULT_SHARD_BYTES),

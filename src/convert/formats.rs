@@ -527,7 +527,7 @@ impl Format {
         #[cfg(feature = "arrow")]
         if self != Format::Parquet
             && let Some(c) = options.compression
-            && c != crate::arrow::Compression::None
+            && c != crate::arrow::ParquetCompression::None
         {
             return Err(ConvertError::Unsupported(format!(
                 "compression ({c}) applies to Parquet output; a {} file is written uncompressed",

@@ -37,7 +37,7 @@ pub struct ConvertOptions {
     /// Parquet output: the page compression (`None`: Snappy, as pyarrow).
     /// Other outputs refuse a codec other than `Compression::None`.
     #[cfg(feature = "arrow")]
-    pub compression: Option<crate::arrow::Compression>,
+    pub compression: Option<crate::arrow::ParquetCompression>,
     /// Arrow and Parquet input: what to do with null lists.
     #[cfg(feature = "arrow")]
     pub null_lists: crate::arrow::NullLists,
@@ -103,7 +103,7 @@ impl ConvertOptions {
     /// assert!(o.set_output_codec(Format::ArrowFile, None, Some("zstd")).is_err());
     /// assert!(o.set_output_codec(Format::Parquet, Some("2.0"), None).is_err());
     /// o.set_output_codec(Format::Parquet, None, Some("none"))?;
-    /// assert_eq!(o.compression, Some(lodt::arrow::Compression::None));
+    /// assert_eq!(o.compression, Some(lodt::arrow::ParquetCompression::None));
     /// # Ok::<(), lodt::convert::ConvertError>(())
     /// ```
     pub fn set_output_codec(
@@ -135,7 +135,7 @@ impl ConvertOptions {
             None => Ok(()),
             #[cfg(feature = "arrow")]
             Some(text) if output == Format::Parquet => {
-                let codec: crate::arrow::Compression = text
+                let codec: crate::arrow::ParquetCompression = text
                     .parse()
                     .map_err(|e: crate::arrow::ArrowError| unsupported(&e))?;
                 self.compression = Some(codec);

@@ -31,7 +31,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// let id = lodt::dataset::new_commit_id();
-/// assert!(lodt::dataset::valid_commit_id(&id) && id.len() == 32);
+/// assert!(lodt::dataset::names::valid_commit_id(&id) && id.len() == 32);
 /// assert_ne!(id, lodt::dataset::new_commit_id());
 /// ```
 pub fn new_commit_id() -> String {

@@ -5,9 +5,10 @@
 //! cannot be read afterwards, another writer's commit in between.
 #![cfg(test)]
 
+use super::super::store::{ObjectVersion, ShardSink, StoreLock};
 use super::super::{
-    Dataset, DatasetError, DatasetStore, DatasetWriter, LocalStore, MANIFEST_MINOR, MANIFEST_NAME,
-    Manifest, ObjectVersion, ShardSink, StoreLock, WriterOptions,
+    Dataset, DatasetError, DatasetStore, DatasetWriter, DatasetWriterOptions, LocalStore,
+    MANIFEST_MINOR, MANIFEST_NAME, Manifest,
 };
 use crate::format::LodtFile;
 use crate::{Batch, Lod, LodTensor};
@@ -213,8 +214,8 @@ fn values(store: Arc<FlakyStore>) -> Vec<i64> {
     out
 }
 
-fn options(id: &str) -> WriterOptions {
-    WriterOptions {
+fn options(id: &str) -> DatasetWriterOptions {
+    DatasetWriterOptions {
         shard_bytes: 1024,
         commit_id: Some(id.into()),
         ..Default::default()
@@ -395,7 +396,7 @@ fn commit_ids_are_checked_and_generated_ids_differ() {
     let a = super::new_commit_id();
     let b = super::new_commit_id();
     assert_ne!(a, b);
-    assert!(super::super::valid_commit_id(&a) && a.len() == 32);
+    assert!(super::super::names::valid_commit_id(&a) && a.len() == 32);
 }
 
 #[cfg(unix)]

@@ -174,7 +174,7 @@ impl PartJob {
     /// ```
     /// let job = lodt::dataset::PartJob::try_from_id("ray-0123456789ab")?;
     /// let w = job.new_writer_id(3);
-    /// assert!(lodt::dataset::valid_writer_id(&w) && w.len() == 32);
+    /// assert!(lodt::dataset::names::valid_writer_id(&w) && w.len() == 32);
     /// assert_ne!(w, job.new_writer_id(3));
     /// # Ok::<(), lodt::dataset::DatasetError>(())
     /// ```
@@ -236,14 +236,14 @@ impl PartJob {
     /// that finds one writes nothing.
     ///
     /// ```
-    /// use lodt::dataset::{DatasetWriter, LocalStore, PartJob, WriterOptions};
+    /// use lodt::dataset::{DatasetWriter, LocalStore, PartJob, DatasetWriterOptions};
     /// use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let job = PartJob::new("ray")?;
     /// let store = LocalStore::new(dir.path());
     /// assert_eq!(job.committed_attempt(&store, 0)?, None);
     /// let writer_id = job.new_writer_id(0);
-    /// let options = WriterOptions { commit_id: Some(job.task_commit_id(0)), ..Default::default() };
+    /// let options = DatasetWriterOptions { commit_id: Some(job.task_commit_id(0)), ..Default::default() };
     /// let mut w = DatasetWriter::create_part(dir.path(), &writer_id, options)?;
     /// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
     /// w.finish()?;
@@ -279,14 +279,14 @@ impl PartJob {
     /// ([`Dataset::remove_parts`]).
     ///
     /// ```
-    /// use lodt::dataset::{DatasetStore, DatasetWriter, LocalStore, PartJob, WriterOptions};
+    /// use lodt::dataset::{DatasetStore, DatasetWriter, LocalStore, PartJob, DatasetWriterOptions};
     /// use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let job = PartJob::new("ray")?;
     /// let store = LocalStore::new(dir.path());
     /// // Two attempts of task 0 finished their parts.
     /// for _ in 0..2 {
-    ///     let mut w = DatasetWriter::create_part(dir.path(), &job.new_writer_id(0), WriterOptions::default())?;
+    ///     let mut w = DatasetWriter::create_part(dir.path(), &job.new_writer_id(0), DatasetWriterOptions::default())?;
     ///     w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8, 2], vec![2], Default::default())?)])?)?;
     ///     w.finish()?;
     /// }

@@ -38,7 +38,7 @@ pub const MANIFEST_MINOR: u16 = 3;
 /// of one of them is recognized as committed and writes nothing.
 ///
 /// ```
-/// assert_eq!(lodt::dataset::COMMIT_HISTORY, 1024);
+/// assert_eq!(lodt::dataset::manifest::COMMIT_HISTORY, 1024);
 /// ```
 pub const COMMIT_HISTORY: usize = 1024;
 
@@ -461,7 +461,7 @@ impl Manifest {
     /// for i in 0..1100 {
     ///     m.record_commit(&format!("c{i}"));
     /// }
-    /// assert_eq!(m.commits.len(), lodt::dataset::COMMIT_HISTORY);
+    /// assert_eq!(m.commits.len(), lodt::dataset::manifest::COMMIT_HISTORY);
     /// assert_eq!(m.commits.last().map(String::as_str), Some("c1099"));
     /// assert!(!m.has_commit("c0") && m.has_commit("c76"));
     /// ```

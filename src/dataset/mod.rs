@@ -25,8 +25,13 @@
 //! - Parts of a parallel write: [`Dataset::list_parts`],
 //!   [`Dataset::remove_parts`] (stale parts), [`Dataset::commit_parts_with`];
 //!   [`PartJob`] names the writers and commits of a job of retried tasks
-//!   (Ray's `write_lodt`) and cleans up after it. Object names: [`MANIFEST_NAME`],
-//!   [`part_manifest_name`], [`part_shard_prefix`].
+//!   (Ray's `write_lodt`) and cleans up after it.
+//! - Plumbing, in submodules of their own: [`names`] (every object name of
+//!   a dataset: [`MANIFEST_NAME`], [`names::part_manifest_name`],
+//!   [`names::part_shard_prefix`], …), [`store`] (the [`DatasetStore`] seam
+//!   and what it hands out: [`store::ShardSink`], [`store::StoreLock`],
+//!   [`store::ObjectVersion`]) and [`manifest`] (the manifest's types and
+//!   limits, e.g. [`manifest::COMMIT_HISTORY`]).
 //! - Mix: [`Mixture`] (several datasets as one stream, each position drawn
 //!   from a source in given proportions; stopping rules; read by the same
 //!   [`Loader`], with the same partitions and resume).
@@ -39,13 +44,13 @@
 //!   ([`DatasetWriter::already_committed`]).
 //!
 //! ```
-//! use lodt::dataset::{Batching, Dataset, DatasetWriter, Loader, LoaderOptions, ShuffleOptions, WriterOptions};
+//! use lodt::dataset::{Batching, Dataset, DatasetWriter, Loader, LoaderOptions, ShuffleOptions, DatasetWriterOptions};
 //! use lodt::{Batch, Lod, LodTensor};
 //! use std::sync::Arc;
 //! let dir = tempfile::tempdir()?;
 //!
 //! // Write 8 batches of 4 sentences into shards of about 4 KiB.
-//! let mut writer = DatasetWriter::create(dir.path(), WriterOptions { shard_bytes: 4096, ..Default::default() })?;
+//! let mut writer = DatasetWriter::create(dir.path(), DatasetWriterOptions { shard_bytes: 4096, ..Default::default() })?;
 //! for k in 0..8i64 {
 //!     let lod = Lod::try_from_lengths(&[vec![2, 3, 1, 4]])?;
 //!     let words = LodTensor::from_vec((0..10).map(|i| k * 100 + i).collect(), vec![10], lod)?;
@@ -85,10 +90,11 @@ mod error;
 mod feed;
 mod job;
 mod loader;
-mod manifest;
+pub mod manifest;
 mod mixture;
 mod mixture_totals;
-mod names;
+mod moved;
+pub mod names;
 mod options;
 mod pack;
 mod parts;
@@ -96,7 +102,7 @@ mod plan;
 mod reader;
 mod shuffle;
 mod state;
-mod store;
+pub mod store;
 mod stream;
 mod take;
 mod writer;
@@ -110,14 +116,17 @@ pub use feed::Feed;
 pub use job::{JobCleanup, PartJob};
 pub use loader::Loader;
 pub use manifest::{
-    COMMIT_HISTORY, FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MAX_MANIFEST_BYTES, Manifest,
-    ManifestVersion, Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
+    FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MAX_MANIFEST_BYTES, Manifest, ManifestVersion,
+    Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
 };
 pub use mixture::{MAX_MIXTURE_EPOCH, Mixture};
-pub use names::{
-    MANIFEST_NAME, PART_PREFIX, SHARD_SUFFIX, part_manifest_name, part_shard_prefix,
-    part_writer_id, shard_writer_id, valid_commit_id, valid_shard_name, valid_writer_id,
+#[allow(deprecated)]
+pub use moved::{
+    COMMIT_HISTORY, ObjectVersion, PART_PREFIX, SHARD_SUFFIX, StoreLock, WriterOptions,
+    part_manifest_name, part_shard_prefix, part_writer_id, shard_writer_id, valid_commit_id,
+    valid_shard_name, valid_writer_id,
 };
+pub use names::MANIFEST_NAME;
 pub use options::{
     Batching, DEFAULT_CACHE_BYTES, LoaderOptions, MAX_PREFETCH, MixtureOptions, PackOptions,
     Remainder, ShuffleOptions, Stop,
@@ -129,6 +138,10 @@ pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use state::{
     LoaderState, MIXTURE_STATE_VERSION, MixtureState, PackState, PackWindow, SourceState,
 };
-pub use store::{DatasetStore, LocalStore, ObjectVersion, ShardSink, StoreLock};
+pub use store::{DatasetStore, LocalStore};
+// Moved to store::ShardSink; kept here for one release, hidden (a trait has
+// no deprecated alias).
+#[doc(hidden)]
+pub use store::ShardSink;
 pub use stream::MiniBatch;
-pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, WriterOptions};
+pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, DatasetWriterOptions};

@@ -27,7 +27,7 @@ const MAX_NAME: usize = 200;
 /// The start of a partial manifest's name: `lodt-dataset.part.ID.json`.
 ///
 /// ```
-/// assert!(lodt::dataset::part_manifest_name("w3").starts_with(lodt::dataset::PART_PREFIX));
+/// assert!(lodt::dataset::names::part_manifest_name("w3").starts_with(lodt::dataset::names::PART_PREFIX));
 /// ```
 pub const PART_PREFIX: &str = "lodt-dataset.part.";
 /// The end of a partial manifest's name.
@@ -36,7 +36,7 @@ pub(crate) const PART_SUFFIX: &str = ".json";
 /// The end of every shard's name.
 ///
 /// ```
-/// assert_eq!(lodt::dataset::SHARD_SUFFIX, ".lodt");
+/// assert_eq!(lodt::dataset::names::SHARD_SUFFIX, ".lodt");
 /// ```
 pub const SHARD_SUFFIX: &str = ".lodt";
 
@@ -52,7 +52,7 @@ pub(crate) const MAIN_SHARD_PREFIX: &str = "shard-";
 /// The name of the partial manifest of writer `id`.
 ///
 /// ```
-/// assert_eq!(lodt::dataset::part_manifest_name("w3"), "lodt-dataset.part.w3.json");
+/// assert_eq!(lodt::dataset::names::part_manifest_name("w3"), "lodt-dataset.part.w3.json");
 /// ```
 pub fn part_manifest_name(id: &str) -> String {
     format!("{PART_PREFIX}{id}{PART_SUFFIX}")
@@ -61,7 +61,7 @@ pub fn part_manifest_name(id: &str) -> String {
 /// The writer id of a partial manifest's name, if it is one.
 ///
 /// ```
-/// use lodt::dataset::part_writer_id;
+/// use lodt::dataset::names::part_writer_id;
 /// assert_eq!(part_writer_id("lodt-dataset.part.w3.json"), Some("w3"));
 /// assert_eq!(part_writer_id("lodt-dataset.json"), None);
 /// assert_eq!(part_writer_id("lodt-dataset.part.a/b.json"), None);
@@ -76,7 +76,7 @@ pub fn part_writer_id(name: &str) -> Option<&str> {
 /// `ID-shard-` (its shards are `ID-shard-NNNNNN.lodt`).
 ///
 /// ```
-/// assert_eq!(lodt::dataset::part_shard_prefix("w3"), "w3-shard-");
+/// assert_eq!(lodt::dataset::names::part_shard_prefix("w3"), "w3-shard-");
 /// ```
 pub fn part_shard_prefix(id: &str) -> String {
     format!("{id}{PART_SHARD_INFIX}")
@@ -92,7 +92,7 @@ pub(crate) fn shard_name(prefix: &str, index: u64) -> String {
 /// if it is one.
 ///
 /// ```
-/// use lodt::dataset::shard_writer_id;
+/// use lodt::dataset::names::shard_writer_id;
 /// assert_eq!(shard_writer_id("w3-shard-000012.lodt"), Some("w3"));
 /// assert_eq!(shard_writer_id("shard-000012.lodt"), None); // the main manifest's
 /// assert_eq!(shard_writer_id("w3-shard-x.lodt"), None);
@@ -109,7 +109,7 @@ pub fn shard_writer_id(name: &str) -> Option<&str> {
 /// names a file in the dataset's directory and nothing else).
 ///
 /// ```
-/// use lodt::dataset::valid_shard_name;
+/// use lodt::dataset::names::valid_shard_name;
 /// assert!(valid_shard_name("shard-000003.lodt"));
 /// assert!(!valid_shard_name("../etc/passwd.lodt"));
 /// assert!(!valid_shard_name(".hidden.lodt"));
@@ -129,9 +129,9 @@ pub fn valid_shard_name(name: &str) -> bool {
 /// `-`.
 ///
 /// ```
-/// assert!(lodt::dataset::valid_writer_id("host3-rank7"));
-/// assert!(!lodt::dataset::valid_writer_id("a/b"));
-/// assert!(!lodt::dataset::valid_writer_id(""));
+/// assert!(lodt::dataset::names::valid_writer_id("host3-rank7"));
+/// assert!(!lodt::dataset::names::valid_writer_id("a/b"));
+/// assert!(!lodt::dataset::names::valid_writer_id(""));
 /// ```
 pub fn valid_writer_id(id: &str) -> bool {
     (1..=64).contains(&id.len())
@@ -144,7 +144,7 @@ pub fn valid_writer_id(id: &str) -> bool {
 /// 128 ASCII letters, digits, `.`, `_` and `-`.
 ///
 /// ```
-/// use lodt::dataset::valid_commit_id;
+/// use lodt::dataset::names::valid_commit_id;
 /// assert!(valid_commit_id("ray-0a1b2c3d4e5f-000007"));
 /// assert!(valid_commit_id("nightly.2026-11-26"));
 /// assert!(!valid_commit_id(""));

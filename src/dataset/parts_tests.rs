@@ -4,8 +4,9 @@
 //! that serves S3, Azure and GCS).
 #![cfg(test)]
 
+use super::super::names::part_manifest_name;
 use super::super::{
-    Dataset, DatasetStore, DatasetWriter, LocalStore, PartJob, WriterOptions, part_manifest_name,
+    Dataset, DatasetStore, DatasetWriter, DatasetWriterOptions, LocalStore, PartJob,
 };
 use crate::{Batch, Lod, LodTensor};
 use std::sync::Arc;
@@ -42,7 +43,7 @@ fn batch(first: i64, n: i64) -> Batch {
 /// Writes part `writer_id` (with commit id `commit_id`): `batches` batches
 /// of 4 sequences, one shard each (`shard_bytes` 1).
 fn part(store: &Arc<dyn DatasetStore>, writer_id: &str, commit_id: Option<String>, batches: i64) {
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes: 1,
         commit_id,
         ..Default::default()
@@ -97,7 +98,7 @@ fn a_shard_the_manifest_lists_is_never_removed() {
         let mut dead = DatasetWriter::create_part_in(
             store.clone(),
             "a",
-            WriterOptions {
+            DatasetWriterOptions {
                 shard_bytes: 1,
                 ..Default::default()
             },

@@ -29,7 +29,7 @@ pub(crate) fn read_manifest(store: &dyn DatasetStore) -> Result<Option<Manifest>
 pub(crate) fn read_manifest_versioned(
     store: &dyn DatasetStore,
     name: &str,
-) -> Result<Option<(Manifest, super::ObjectVersion)>> {
+) -> Result<Option<(Manifest, super::store::ObjectVersion)>> {
     match store.read_versioned(name)? {
         None => Ok(None),
         Some((bytes, version)) => {
@@ -263,7 +263,7 @@ impl Dataset {
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
-    /// let options = lodt::dataset::WriterOptions { metadata: [("split".into(), "train".into())].into(), ..Default::default() };
+    /// let options = lodt::dataset::DatasetWriterOptions { metadata: [("split".into(), "train".into())].into(), ..Default::default() };
     /// lodt::dataset::DatasetWriter::create(dir.path(), options)?.finish()?;
     /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.metadata()["split"], "train");
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -55,8 +55,8 @@ pub trait ShardSink: Write + Send {
 /// stores that serialize writers with locks instead ([`LocalStore`]).
 ///
 /// ```
-/// let v = lodt::dataset::ObjectVersion { e_tag: Some("\"abc\"".into()), version: None };
-/// assert_ne!(v, lodt::dataset::ObjectVersion::default());
+/// let v = lodt::dataset::store::ObjectVersion { e_tag: Some("\"abc\"".into()), version: None };
+/// assert_ne!(v, lodt::dataset::store::ObjectVersion::default());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ObjectVersion {
@@ -69,7 +69,7 @@ pub struct ObjectVersion {
 /// A lock held while it lives (see [`DatasetStore::lock`]).
 ///
 /// ```
-/// let lock = lodt::dataset::StoreLock::new(());
+/// let lock = lodt::dataset::store::StoreLock::new(());
 /// drop(lock); // released
 /// ```
 pub struct StoreLock {
@@ -80,7 +80,7 @@ impl StoreLock {
     /// A lock released when `guard` is dropped.
     ///
     /// ```
-    /// let _lock = lodt::dataset::StoreLock::new(std::sync::Arc::new(1u8));
+    /// let _lock = lodt::dataset::store::StoreLock::new(std::sync::Arc::new(1u8));
     /// ```
     pub fn new(guard: impl Send + Sync + 'static) -> Self {
         StoreLock {
@@ -111,11 +111,11 @@ impl fmt::Debug for StoreLock {
 /// `shard-000003.lodt`); stores refuse others.
 ///
 /// ```
-/// use lodt::dataset::{Dataset, DatasetStore, DatasetWriter, LocalStore, WriterOptions};
+/// use lodt::dataset::{Dataset, DatasetStore, DatasetWriter, LocalStore, DatasetWriterOptions};
 /// use std::sync::Arc;
 /// # let dir = tempfile::tempdir()?;
 /// let store: Arc<dyn DatasetStore> = Arc::new(LocalStore::new(dir.path()));
-/// DatasetWriter::create_in(store.clone(), WriterOptions::default())?.finish()?;
+/// DatasetWriter::create_in(store.clone(), DatasetWriterOptions::default())?.finish()?;
 /// let dataset = Dataset::open_in(store)?;
 /// assert_eq!(dataset.num_sequences(), 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())

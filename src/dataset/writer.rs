@@ -26,11 +26,11 @@ pub const DEFAULT_SHARD_BYTES: u64 = 256 << 20;
 /// How a [`DatasetWriter`] writes.
 ///
 /// ```
-/// let options = lodt::dataset::WriterOptions { shard_bytes: 64 << 20, ..Default::default() };
+/// let options = lodt::dataset::DatasetWriterOptions { shard_bytes: 64 << 20, ..Default::default() };
 /// assert!(options.schema.is_none());
 /// ```
 #[derive(Debug, Clone)]
-pub struct WriterOptions {
+pub struct DatasetWriterOptions {
     /// The target size of a shard in bytes: a shard is closed before a batch
     /// that would take it past this size (a batch is never split, so a shard
     /// of one large batch may be larger). Default [`DEFAULT_SHARD_BYTES`].
@@ -53,15 +53,15 @@ pub struct WriterOptions {
     /// shard's).
     ///
     /// ```
-    /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+    /// use lodt::dataset::{Dataset, DatasetWriter, DatasetWriterOptions};
     /// use lodt::format::Version;
     /// use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let batch = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?;
-    /// let mut w = DatasetWriter::create(dir.path(), WriterOptions::default())?; // 2.0 shards
+    /// let mut w = DatasetWriter::create(dir.path(), DatasetWriterOptions::default())?; // 2.0 shards
     /// w.write(&batch)?;
     /// w.finish()?;
-    /// let v1 = WriterOptions { format_version: Some(Version { major: 1, minor: 0 }), ..Default::default() };
+    /// let v1 = DatasetWriterOptions { format_version: Some(Version { major: 1, minor: 0 }), ..Default::default() };
     /// let mut w = DatasetWriter::append(dir.path(), v1)?; // a 1.0 shard beside them
     /// w.write(&batch)?;
     /// w.finish()?;
@@ -76,9 +76,9 @@ pub struct WriterOptions {
     pub compression: format::Compression,
 }
 
-impl Default for WriterOptions {
+impl Default for DatasetWriterOptions {
     fn default() -> Self {
-        WriterOptions {
+        DatasetWriterOptions {
             shard_bytes: DEFAULT_SHARD_BYTES,
             metadata: BTreeMap::new(),
             schema: None,
@@ -89,7 +89,7 @@ impl Default for WriterOptions {
     }
 }
 
-/// How shards are cut and written, taken from [`WriterOptions`] before its
+/// How shards are cut and written, taken from [`DatasetWriterOptions`] before its
 /// schema and metadata move into the manifest.
 #[derive(Clone, Copy)]
 struct ShardSettings {
@@ -98,7 +98,7 @@ struct ShardSettings {
 }
 
 impl ShardSettings {
-    fn of(options: &WriterOptions) -> Self {
+    fn of(options: &DatasetWriterOptions) -> Self {
         ShardSettings {
             bytes: options.shard_bytes,
             file: format::WriteOptions {
@@ -119,7 +119,7 @@ struct OpenShard {
 }
 
 /// Writes a sharded dataset: batches go into `.lodt` shards of about
-/// [`WriterOptions::shard_bytes`] each; [`DatasetWriter::finish`] writes the
+/// [`DatasetWriterOptions::shard_bytes`] each; [`DatasetWriter::finish`] writes the
 /// manifest, last and atomically, so readers see the dataset as it was
 /// before or with every new shard, never a shard half-listed.
 ///
@@ -138,7 +138,7 @@ struct OpenShard {
 /// manifest is unchanged; shards closed before are left unlisted
 /// ([`Dataset::unlisted`](super::Dataset::unlisted) finds them).
 ///
-/// Every write has a **commit id** ([`WriterOptions::commit_id`], or a new
+/// Every write has a **commit id** ([`DatasetWriterOptions::commit_id`], or a new
 /// one: [`DatasetWriter::commit_id`]), which `finish` lists in the manifest
 /// (the last [`COMMIT_HISTORY`](super::COMMIT_HISTORY) ids are kept). If
 /// writing the manifest fails, the outcome is unknown (in an object store,
@@ -155,10 +155,10 @@ struct OpenShard {
 /// what earlier checkpoints committed.)
 ///
 /// ```
-/// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+/// use lodt::dataset::{Dataset, DatasetWriter, DatasetWriterOptions};
 /// use lodt::{Batch, Lod, LodTensor};
 /// let dir = tempfile::tempdir()?;
-/// let options = WriterOptions { shard_bytes: 1024, ..Default::default() };
+/// let options = DatasetWriterOptions { shard_bytes: 1024, ..Default::default() };
 /// let mut writer = DatasetWriter::create(dir.path(), options)?;
 /// for k in 0..10i64 {
 ///     let lod = Lod::try_from_lengths(&[vec![3, 2]])?;
@@ -220,21 +220,21 @@ impl DatasetWriter {
     /// assert!(train.join("lodt-dataset.json").exists());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn create(dir: impl AsRef<Path>, options: WriterOptions) -> Result<Self> {
+    pub fn create(dir: impl AsRef<Path>, options: DatasetWriterOptions) -> Result<Self> {
         Self::create_in(Arc::new(LocalStore::new(dir)), options)
     }
 
     /// [`DatasetWriter::create`] in any store.
     ///
     /// ```
-    /// use lodt::dataset::{DatasetWriter, LocalStore, WriterOptions};
+    /// use lodt::dataset::{DatasetWriter, LocalStore, DatasetWriterOptions};
     /// # let dir = tempfile::tempdir()?;
     /// let store = std::sync::Arc::new(LocalStore::new(dir.path()).with_fsync(false));
-    /// DatasetWriter::create_in(store.clone(), WriterOptions::default())?.finish()?;
-    /// assert!(DatasetWriter::create_in(store, WriterOptions::default()).is_err()); // exists
+    /// DatasetWriter::create_in(store.clone(), DatasetWriterOptions::default())?.finish()?;
+    /// assert!(DatasetWriter::create_in(store, DatasetWriterOptions::default()).is_err()); // exists
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn create_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
+    pub fn create_in(store: Arc<dyn DatasetStore>, options: DatasetWriterOptions) -> Result<Self> {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
         let shards = ShardSettings::of(&options);
         store.prepare()?;
@@ -270,25 +270,25 @@ impl DatasetWriter {
     }
 
     /// Adds shards to the dataset in directory `dir`. Its schema applies
-    /// (an [`WriterOptions::schema`] given must equal it);
-    /// [`WriterOptions::metadata`] is added to its metadata.
+    /// (an [`DatasetWriterOptions::schema`] given must equal it);
+    /// [`DatasetWriterOptions::metadata`] is added to its metadata.
     ///
     /// ```
-    /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+    /// use lodt::dataset::{Dataset, DatasetWriter, DatasetWriterOptions};
     /// use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let batch = |v: Vec<f32>| Batch::try_from_tensors([("x", LodTensor::from_vec(v.clone(), vec![v.len()], Default::default())?)]);
-    /// let mut w = DatasetWriter::create(dir.path(), WriterOptions::default())?;
+    /// let mut w = DatasetWriter::create(dir.path(), DatasetWriterOptions::default())?;
     /// w.write(&batch(vec![1.0, 2.0])?)?;
     /// w.finish()?;
-    /// let mut w = DatasetWriter::append(dir.path(), WriterOptions::default())?;
+    /// let mut w = DatasetWriter::append(dir.path(), DatasetWriterOptions::default())?;
     /// w.write(&batch(vec![3.0])?)?;
     /// w.finish()?;
     /// let dataset = Dataset::open(dir.path())?;
     /// assert_eq!((dataset.num_shards(), dataset.num_sequences()), (2, 3));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn append(dir: impl AsRef<Path>, options: WriterOptions) -> Result<Self> {
+    pub fn append(dir: impl AsRef<Path>, options: DatasetWriterOptions) -> Result<Self> {
         Self::append_in(Arc::new(LocalStore::new(dir)), options)
     }
 
@@ -304,7 +304,7 @@ impl DatasetWriter {
     /// assert!(matches!(err, lodt::dataset::DatasetError::NotADataset { .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn append_in(store: Arc<dyn DatasetStore>, options: WriterOptions) -> Result<Self> {
+    pub fn append_in(store: Arc<dyn DatasetStore>, options: DatasetWriterOptions) -> Result<Self> {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
         let shards = ShardSettings::of(&options);
         let lock = match store.lock() {
@@ -353,12 +353,12 @@ impl DatasetWriter {
     /// Two writers must not share an id (their shards would collide).
     ///
     /// ```
-    /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+    /// use lodt::dataset::{Dataset, DatasetWriter, DatasetWriterOptions};
     /// use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let batch = |v: i32| Batch::try_from_tensors([("x", LodTensor::from_vec(vec![v], vec![1], Default::default())?)]);
-    /// let mut a = DatasetWriter::create_part(dir.path(), "a", WriterOptions::default())?;
-    /// let mut b = DatasetWriter::create_part(dir.path(), "b", WriterOptions::default())?;
+    /// let mut a = DatasetWriter::create_part(dir.path(), "a", DatasetWriterOptions::default())?;
+    /// let mut b = DatasetWriter::create_part(dir.path(), "b", DatasetWriterOptions::default())?;
     /// a.write(&batch(1)?)?;
     /// b.write(&batch(2)?)?;
     /// a.finish()?;
@@ -371,7 +371,7 @@ impl DatasetWriter {
     pub fn create_part(
         dir: impl AsRef<Path>,
         writer_id: &str,
-        options: WriterOptions,
+        options: DatasetWriterOptions,
     ) -> Result<Self> {
         Self::create_part_in(Arc::new(LocalStore::new(dir)), writer_id, options)
     }
@@ -387,7 +387,7 @@ impl DatasetWriter {
     pub fn create_part_in(
         store: Arc<dyn DatasetStore>,
         writer_id: &str,
-        options: WriterOptions,
+        options: DatasetWriterOptions,
     ) -> Result<Self> {
         if !valid_writer_id(writer_id) {
             return Err(DatasetError::InvalidArgument(format!(
@@ -483,15 +483,15 @@ impl DatasetWriter {
         })
     }
 
-    /// This write's commit id: [`WriterOptions::commit_id`], or a new one.
+    /// This write's commit id: [`DatasetWriterOptions::commit_id`], or a new one.
     /// `finish` lists it in the manifest; keep it to retry the write after
     /// an error ([`DatasetError::CommitUnknown`]) without writing its data
     /// twice.
     ///
     /// ```
-    /// use lodt::dataset::{DatasetWriter, WriterOptions};
+    /// use lodt::dataset::{DatasetWriter, DatasetWriterOptions};
     /// # let dir = tempfile::tempdir()?;
-    /// let options = WriterOptions { commit_id: Some("load-2026-11-26".into()), ..Default::default() };
+    /// let options = DatasetWriterOptions { commit_id: Some("load-2026-11-26".into()), ..Default::default() };
     /// let w = DatasetWriter::create(dir.path(), options)?;
     /// assert_eq!(w.commit_id(), "load-2026-11-26");
     /// let manifest = w.finish()?;
@@ -509,11 +509,11 @@ impl DatasetWriter {
     /// manifest as it is, so the data is not written twice.
     ///
     /// ```
-    /// use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+    /// use lodt::dataset::{Dataset, DatasetWriter, DatasetWriterOptions};
     /// use lodt::{Batch, LodTensor};
     /// # let dir = tempfile::tempdir()?;
     /// let batch = Batch::try_from_tensors([("x", LodTensor::from_vec(vec![7u8], vec![1], Default::default())?)])?;
-    /// let options = WriterOptions { commit_id: Some("job-1".into()), ..Default::default() };
+    /// let options = DatasetWriterOptions { commit_id: Some("job-1".into()), ..Default::default() };
     /// for _ in 0..2 {
     ///     // The same append run twice (say, retried after an error).
     ///     let mut w = DatasetWriter::create(dir.path(), options.clone())?;

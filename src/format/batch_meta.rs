@@ -4,7 +4,7 @@
 //! body against it ([`check_tensor_bytes`]). Below the 1.0 parser
 //! (`section.rs`) and the 2.0 one (`v2.rs`), which both make it.
 
-use super::error::{FormatError, Location, Part, Result};
+use super::error::{ErrorSite, FilePart, FormatError, Result};
 use super::layout::check_crc32;
 use super::schema::Schema;
 use crate::dtype::{DType, Element};
@@ -160,17 +160,17 @@ pub(crate) fn check_tensor_bytes(
     let Some(tm) = meta.tensors.get(t) else {
         return Ok(());
     };
-    let tat = |part| Location::tensor(meta.index, &tm.name, part);
+    let tat = |part| ErrorSite::tensor(meta.index, &tm.name, part);
     let mut levels: SmallVec<[&[u64]; 4]> = SmallVec::with_capacity(tm.lod.len());
     for (l, &b) in tm.lod.iter().enumerate() {
         let bytes = buffer(b);
         if stored {
             let expected = meta.buffers.get(b).map_or(0, |b| b.crc);
-            check_crc32(bytes, expected, tat(Part::Lod(l)))?;
+            check_crc32(bytes, expected, tat(FilePart::Lod(l)))?;
         }
         levels.push(
             u64::slice_from_bytes(bytes).map_err(|source| FormatError::Tensor {
-                at: tat(Part::Lod(l)),
+                at: tat(FilePart::Lod(l)),
                 source,
             })?,
         );
@@ -180,21 +180,21 @@ pub(crate) fn check_tensor_bytes(
     check_view_levels(&levels, tm.shape.first().map(|&r| r as u64))
         .and_then(|()| check_parts(tm.dtype, &tm.shape, levels.len(), lod_rows, body))
         .map_err(|source| FormatError::Tensor {
-            at: tat(Part::Body),
+            at: tat(FilePart::Body),
             source,
         })
 }
 
 /// Where buffer `i` of a checked batch is: the tensor part that uses it, or
 /// the buffer itself when no tensor does (O(tensors): for error messages).
-pub(crate) fn buffer_location(meta: &BatchMeta, i: usize) -> Location {
+pub(crate) fn buffer_location(meta: &BatchMeta, i: usize) -> ErrorSite {
     for tm in &meta.tensors {
         if let Some(l) = tm.lod.iter().position(|&b| b == i) {
-            return Location::tensor(meta.index, &tm.name, Part::Lod(l));
+            return ErrorSite::tensor(meta.index, &tm.name, FilePart::Lod(l));
         }
         if tm.body == i {
-            return Location::tensor(meta.index, &tm.name, Part::Body);
+            return ErrorSite::tensor(meta.index, &tm.name, FilePart::Body);
         }
     }
-    Location::batch(meta.index, Part::Buffer(i))
+    ErrorSite::batch(meta.index, FilePart::Buffer(i))
 }

@@ -1,5 +1,5 @@
 //! [`FormatError`]: what can go wrong reading or writing a `.lodt` file, and
-//! [`Location`]: where in the file it went wrong.
+//! [`ErrorSite`]: where in the file it went wrong.
 
 use std::fmt;
 
@@ -9,13 +9,13 @@ pub type Result<T, E = FormatError> = std::result::Result<T, E>;
 /// A part of a `.lodt` file, as named in `spec/FORMAT.md`.
 ///
 /// ```
-/// use lodt::format::{Location, Part};
-/// let at = Location::tensor(3, "words", Part::Lod(1));
+/// use lodt::format::{ErrorSite, FilePart};
+/// let at = ErrorSite::tensor(3, "words", FilePart::Lod(1));
 /// assert_eq!(at.to_string(), "batch 3, tensor \"words\", LoD level 1");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Part {
+pub enum FilePart {
     /// The 64-byte file header (magic, version).
     FileHeader,
     /// The file's metadata JSON.
@@ -42,21 +42,21 @@ pub enum Part {
     Trailer,
 }
 
-impl fmt::Display for Part {
+impl fmt::Display for FilePart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Part::FileHeader => f.write_str("file header"),
-            Part::FileMetadata => f.write_str("file metadata"),
-            Part::BatchHeader => f.write_str("batch header"),
-            Part::BatchMetadata => f.write_str("batch metadata"),
-            Part::Lod(level) => write!(f, "LoD level {level}"),
-            Part::Body => f.write_str("body"),
-            Part::Buffer(i) => write!(f, "buffer {i}"),
-            Part::ChecksumTable => f.write_str("checksum table"),
-            Part::Padding => f.write_str("padding"),
-            Part::FooterHeader => f.write_str("footer header"),
-            Part::Index => f.write_str("footer index"),
-            Part::Trailer => f.write_str("trailer"),
+            FilePart::FileHeader => f.write_str("file header"),
+            FilePart::FileMetadata => f.write_str("file metadata"),
+            FilePart::BatchHeader => f.write_str("batch header"),
+            FilePart::BatchMetadata => f.write_str("batch metadata"),
+            FilePart::Lod(level) => write!(f, "LoD level {level}"),
+            FilePart::Body => f.write_str("body"),
+            FilePart::Buffer(i) => write!(f, "buffer {i}"),
+            FilePart::ChecksumTable => f.write_str("checksum table"),
+            FilePart::Padding => f.write_str("padding"),
+            FilePart::FooterHeader => f.write_str("footer header"),
+            FilePart::Index => f.write_str("footer index"),
+            FilePart::Trailer => f.write_str("trailer"),
         }
     }
 }
@@ -64,29 +64,29 @@ impl fmt::Display for Part {
 /// Where in a file an error is: the part, and the batch and tensor it belongs to.
 ///
 /// ```
-/// use lodt::format::{Location, Part};
-/// assert_eq!(Location::file(Part::Trailer).to_string(), "trailer");
-/// assert_eq!(Location::batch(2, Part::ChecksumTable).to_string(), "batch 2, checksum table");
+/// use lodt::format::{ErrorSite, FilePart};
+/// assert_eq!(ErrorSite::file(FilePart::Trailer).to_string(), "trailer");
+/// assert_eq!(ErrorSite::batch(2, FilePart::ChecksumTable).to_string(), "batch 2, checksum table");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Location {
+pub struct ErrorSite {
     /// The batch, when the part belongs to one.
     pub batch: Option<u64>,
     /// The tensor, when the part belongs to one.
     pub tensor: Option<String>,
     /// The part.
-    pub part: Part,
+    pub part: FilePart,
 }
 
-impl Location {
+impl ErrorSite {
     /// A part of the file outside any batch.
     ///
     /// ```
-    /// use lodt::format::{Location, Part};
-    /// assert_eq!(Location::file(Part::FileHeader).batch, None);
+    /// use lodt::format::{ErrorSite, FilePart};
+    /// assert_eq!(ErrorSite::file(FilePart::FileHeader).batch, None);
     /// ```
-    pub fn file(part: Part) -> Self {
-        Location {
+    pub fn file(part: FilePart) -> Self {
+        ErrorSite {
             batch: None,
             tensor: None,
             part,
@@ -96,11 +96,11 @@ impl Location {
     /// A part of batch `batch`.
     ///
     /// ```
-    /// use lodt::format::{Location, Part};
-    /// assert_eq!(Location::batch(1, Part::BatchHeader).batch, Some(1));
+    /// use lodt::format::{ErrorSite, FilePart};
+    /// assert_eq!(ErrorSite::batch(1, FilePart::BatchHeader).batch, Some(1));
     /// ```
-    pub fn batch(batch: u64, part: Part) -> Self {
-        Location {
+    pub fn batch(batch: u64, part: FilePart) -> Self {
+        ErrorSite {
             batch: Some(batch),
             tensor: None,
             part,
@@ -110,11 +110,11 @@ impl Location {
     /// A part of tensor `tensor` of batch `batch`.
     ///
     /// ```
-    /// use lodt::format::{Location, Part};
-    /// assert_eq!(Location::tensor(0, "x", Part::Body).tensor.as_deref(), Some("x"));
+    /// use lodt::format::{ErrorSite, FilePart};
+    /// assert_eq!(ErrorSite::tensor(0, "x", FilePart::Body).tensor.as_deref(), Some("x"));
     /// ```
-    pub fn tensor(batch: u64, tensor: &str, part: Part) -> Self {
-        Location {
+    pub fn tensor(batch: u64, tensor: &str, part: FilePart) -> Self {
+        ErrorSite {
             batch: Some(batch),
             tensor: Some(tensor.to_owned()),
             part,
@@ -122,7 +122,7 @@ impl Location {
     }
 }
 
-impl fmt::Display for Location {
+impl fmt::Display for ErrorSite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(b) = self.batch {
             write!(f, "batch {b}, ")?;
@@ -136,7 +136,7 @@ impl fmt::Display for Location {
 
 /// The error of the `.lodt` reader and writer.
 ///
-/// Every variant that comes from the file's bytes says where ([`Location`]),
+/// Every variant that comes from the file's bytes says where ([`ErrorSite`]),
 /// what was expected and what was found.
 ///
 /// ```
@@ -178,7 +178,7 @@ pub enum FormatError {
     #[error("checksum mismatch in {at}: expected {expected:#010x}, found {found:#010x}")]
     Checksum {
         /// The part whose checksum failed.
-        at: Location,
+        at: ErrorSite,
         /// The checksum recorded in the file.
         expected: u32,
         /// The checksum of the bytes found.
@@ -188,7 +188,7 @@ pub enum FormatError {
     #[error("truncated file: {at} needs bytes up to offset {needed}, but the file has {available}")]
     Truncated {
         /// The part that is cut.
-        at: Location,
+        at: ErrorSite,
         /// The end offset the part needs.
         needed: u64,
         /// The number of bytes available.
@@ -206,7 +206,7 @@ pub enum FormatError {
     #[error("corrupt {at}: {reason}")]
     Corrupt {
         /// Where.
-        at: Location,
+        at: ErrorSite,
         /// The rule broken, with what was expected and what was found.
         reason: String,
     },
@@ -214,7 +214,7 @@ pub enum FormatError {
     #[error("invalid JSON in {at}: {source}")]
     Json {
         /// Which metadata.
-        at: Location,
+        at: ErrorSite,
         /// The parser's error.
         #[source]
         source: serde_json::Error,
@@ -223,7 +223,7 @@ pub enum FormatError {
     #[error("{at}: {what} is {found}, above the limit of {limit}")]
     TooLarge {
         /// Where.
-        at: Location,
+        at: ErrorSite,
         /// What is too large.
         what: &'static str,
         /// The limit.
@@ -235,7 +235,7 @@ pub enum FormatError {
     #[error("non-zero padding in {at} at file offset {offset}: found byte {found:#04x}")]
     NonZeroPadding {
         /// The part the padding follows.
-        at: Location,
+        at: ErrorSite,
         /// The file offset of the first non-zero byte.
         offset: u64,
         /// The byte found.
@@ -246,7 +246,7 @@ pub enum FormatError {
     #[error("invalid tensor in {at}: {source}")]
     Tensor {
         /// Which tensor.
-        at: Location,
+        at: ErrorSite,
         /// The core error.
         #[source]
         source: crate::Error,
@@ -284,8 +284,8 @@ pub enum FormatError {
     /// says where, and what was expected.
     ///
     /// ```
-    /// use lodt::format::{FormatError, Location, Part};
-    /// let inner = FormatError::Checksum { at: Location::tensor(3, "x", Part::Body), expected: 1, found: 2 };
+    /// use lodt::format::{FormatError, ErrorSite, FilePart};
+    /// let inner = FormatError::Checksum { at: ErrorSite::tensor(3, "x", FilePart::Body), expected: 1, found: 2 };
     /// let err = FormatError::BadRead { file: "s3://b/a.lodt".into(), source: Box::new(inner) };
     /// assert!(err.to_string().starts_with("s3://b/a.lodt: checksum mismatch in batch 3, tensor \"x\", body"));
     /// assert_eq!(err.location().unwrap().batch, Some(3));
@@ -319,7 +319,7 @@ impl FormatError {
         }
     }
 
-    pub(crate) fn corrupt(at: Location, reason: impl Into<String>) -> Self {
+    pub(crate) fn corrupt(at: ErrorSite, reason: impl Into<String>) -> Self {
         FormatError::Corrupt {
             at,
             reason: reason.into(),
@@ -329,15 +329,15 @@ impl FormatError {
     /// The location in the file the error points at, when it has one.
     ///
     /// ```
-    /// use lodt::format::{FormatError, Part};
+    /// use lodt::format::{FormatError, FilePart};
     /// let bytes = lodt::format::to_bytes([&lodt::Batch::new()], Default::default())?;
     /// let mut bad = bytes.clone();
     /// bad[20] ^= 1; // a byte of the file header
     /// let err = lodt::format::LodtFile::from_bytes(&bad).unwrap_err();
-    /// assert_eq!(err.location().unwrap().part, Part::FileHeader);
+    /// assert_eq!(err.location().unwrap().part, FilePart::FileHeader);
     /// # Ok::<(), FormatError>(())
     /// ```
-    pub fn location(&self) -> Option<&Location> {
+    pub fn location(&self) -> Option<&ErrorSite> {
         match self {
             FormatError::Checksum { at, .. }
             | FormatError::Truncated { at, .. }

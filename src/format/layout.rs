@@ -18,7 +18,7 @@
 //!
 //! Every part starts at a multiple of [`ALIGN`] (64) and is zero-padded to one.
 
-use super::error::{FormatError, Location, Part, Result};
+use super::error::{ErrorSite, FilePart, FormatError, Result};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 use zerocopy::little_endian::{U16, U32, U64};
@@ -109,7 +109,7 @@ pub(crate) fn pad64(n: u64) -> Option<u64> {
 
 /// Compares a stored checksum with the one found: the one place the checksum
 /// error ([`FormatError::Checksum`]) is built.
-pub(crate) fn same_crc(at: Location, expected: u32, found: u32) -> Result<()> {
+pub(crate) fn same_crc(at: ErrorSite, expected: u32, found: u32) -> Result<()> {
     if expected != found {
         return Err(FormatError::Checksum {
             at,
@@ -121,7 +121,7 @@ pub(crate) fn same_crc(at: Location, expected: u32, found: u32) -> Result<()> {
 }
 
 /// Checks the CRC32 of `bytes` against the stored `expected`.
-pub(crate) fn check_crc32(bytes: &[u8], expected: u32, at: Location) -> Result<()> {
+pub(crate) fn check_crc32(bytes: &[u8], expected: u32, at: ErrorSite) -> Result<()> {
     same_crc(at, expected, crc32(bytes))
 }
 
@@ -146,7 +146,7 @@ pub(crate) trait Sealed64: IntoBytes + Immutable {
         self.set_crc(crc);
     }
     /// Checks the CRC field.
-    fn check_crc(&self, at: Location) -> Result<()> {
+    fn check_crc(&self, at: ErrorSite) -> Result<()> {
         same_crc(at, self.stored_crc(), self.computed_crc())
     }
 }
@@ -283,7 +283,7 @@ impl Trailer {
 pub(crate) fn read_struct<T: FromBytes + KnownLayout + Immutable + Copy>(
     bytes: &[u8],
     file_offset: u64,
-    at: Location,
+    at: ErrorSite,
 ) -> Result<T> {
     match T::read_from_prefix(bytes) {
         Ok((t, _)) => Ok(t),
@@ -299,7 +299,7 @@ pub(crate) fn read_struct<T: FromBytes + KnownLayout + Immutable + Copy>(
 pub(crate) fn check_zero(
     bytes: &[u8],
     file_offset: u64,
-    at: impl FnOnce() -> Location,
+    at: impl FnOnce() -> ErrorSite,
 ) -> Result<()> {
     match bytes.iter().position(|&b| b != 0) {
         None => Ok(()),
@@ -378,12 +378,16 @@ fn bounded_levels<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error>
 }
 
 /// Parses metadata JSON, attributing errors to `at`.
-pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], at: Location) -> Result<T> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8], at: ErrorSite) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|source| FormatError::Json { at, source })
 }
 
 /// Converts a file quantity to `usize`, or reports it as too large.
-pub(crate) fn to_usize(v: u64, at: impl FnOnce() -> Location, what: &'static str) -> Result<usize> {
+pub(crate) fn to_usize(
+    v: u64,
+    at: impl FnOnce() -> ErrorSite,
+    what: &'static str,
+) -> Result<usize> {
     usize::try_from(v).map_err(|_| FormatError::TooLarge {
         at: at(),
         what,
@@ -393,7 +397,7 @@ pub(crate) fn to_usize(v: u64, at: impl FnOnce() -> Location, what: &'static str
 }
 
 /// Checks a metadata length against [`MAX_METADATA_LEN`].
-pub(crate) fn check_meta_len(len: u64, at: Location) -> Result<()> {
+pub(crate) fn check_meta_len(len: u64, at: ErrorSite) -> Result<()> {
     if len > MAX_METADATA_LEN {
         return Err(FormatError::TooLarge {
             at,
@@ -450,23 +454,29 @@ pub(crate) fn check_footer_region(
     count: u64,
     counted_by: &str,
 ) -> Result<Vec<IndexEntry>> {
-    let corrupt = |part, reason: String| Err(FormatError::corrupt(Location::file(part), reason));
+    let corrupt = |part, reason: String| Err(FormatError::corrupt(ErrorSite::file(part), reason));
     let index_len = count.checked_mul(INDEX_ENTRY_LEN);
     let padded = index_len.and_then(pad64);
     let (Some(index_len), Some(padded)) = (index_len, padded) else {
-        return corrupt(Part::FooterHeader, format!("an index of {count} batches"));
+        return corrupt(
+            FilePart::FooterHeader,
+            format!("an index of {count} batches"),
+        );
     };
     let trailer_at = STRUCT_LEN.saturating_add(padded);
     let needed = trailer_at.saturating_add(STRUCT_LEN);
     if (region.len() as u64) < needed {
         return Err(FormatError::Truncated {
-            at: Location::file(Part::Index),
+            at: ErrorSite::file(FilePart::Index),
             needed: footer_offset.saturating_add(needed),
             available: footer_offset + region.len() as u64,
         });
     }
-    let footer: FooterHeader =
-        read_struct(region, footer_offset, Location::file(Part::FooterHeader))?;
+    let footer: FooterHeader = read_struct(
+        region,
+        footer_offset,
+        ErrorSite::file(FilePart::FooterHeader),
+    )?;
     if footer.tag == BATCH_TAG {
         // An append writes its first batch over the old footer and the new
         // trailer last: until then, the old trailer points at the new batch.
@@ -479,17 +489,17 @@ pub(crate) fn check_footer_region(
     }
     if footer.tag != FOOTER_TAG {
         return corrupt(
-            Part::FooterHeader,
+            FilePart::FooterHeader,
             format!(
                 "expected tag \"LODTFOOT\", found {:?}",
                 String::from_utf8_lossy(&footer.tag)
             ),
         );
     }
-    footer.check_crc(Location::file(Part::FooterHeader))?;
+    footer.check_crc(ErrorSite::file(FilePart::FooterHeader))?;
     if footer.batch_count.get() != count || footer.index_len.get() != index_len {
         return corrupt(
-            Part::FooterHeader,
+            FilePart::FooterHeader,
             format!(
                 "footer counts {} batches in {} bytes, {counted_by} {count} batches in {index_len} bytes",
                 footer.batch_count.get(),
@@ -501,30 +511,34 @@ pub(crate) fn check_footer_region(
     // trailer (checked above).
     let index_end = (STRUCT_LEN + index_len) as usize;
     let index = &region[STRUCT_LEN as usize..index_end];
-    check_crc32(index, footer.index_crc.get(), Location::file(Part::Index))?;
+    check_crc32(
+        index,
+        footer.index_crc.get(),
+        ErrorSite::file(FilePart::Index),
+    )?;
     check_zero(
         &region[index_end..trailer_at as usize],
         footer_offset + index_end as u64,
-        || Location::file(Part::Index),
+        || ErrorSite::file(FilePart::Index),
     )?;
     let trailer_offset = footer_offset + trailer_at;
     let trailer: Trailer = read_struct(
         &region[trailer_at as usize..],
         trailer_offset,
-        Location::file(Part::Trailer),
+        ErrorSite::file(FilePart::Trailer),
     )?;
     if trailer.tag != TRAILER_TAG {
-        return corrupt(Part::Trailer, "expected tag \"LODTTAIL\"".into());
+        return corrupt(FilePart::Trailer, "expected tag \"LODTTAIL\"".into());
     }
-    trailer.check_crc(Location::file(Part::Trailer))?;
+    trailer.check_crc(ErrorSite::file(FilePart::Trailer))?;
     same_crc(
-        Location::file(Part::Trailer),
+        ErrorSite::file(FilePart::Trailer),
         trailer.footer_crc.get(),
         footer.crc.get(),
     )?;
     if trailer.footer_offset.get() != footer_offset || trailer.batch_count.get() != count {
         return corrupt(
-            Part::Trailer,
+            FilePart::Trailer,
             format!(
                 "trailer points at a footer at {} with {} batches; found one at {footer_offset} with {count}",
                 trailer.footer_offset.get(),
@@ -534,7 +548,7 @@ pub(crate) fn check_footer_region(
     }
     if region.len() as u64 > needed {
         return corrupt(
-            Part::Trailer,
+            FilePart::Trailer,
             format!(
                 "data continues after the trailer at offset {}",
                 footer_offset + needed
@@ -542,7 +556,7 @@ pub(crate) fn check_footer_region(
         );
     }
     Ok(<[IndexEntry]>::ref_from_bytes(index)
-        .map_err(|_| FormatError::corrupt(Location::file(Part::Index), "misaligned index"))?
+        .map_err(|_| FormatError::corrupt(ErrorSite::file(FilePart::Index), "misaligned index"))?
         .to_vec())
 }
 
@@ -553,7 +567,7 @@ pub(crate) fn file_start_len(head: &[u8]) -> u64 {
     if !head.starts_with(&MAGIC) {
         return STRUCT_LEN;
     }
-    match read_struct::<FileHeader>(head, 0, Location::file(Part::FileHeader)) {
+    match read_struct::<FileHeader>(head, 0, ErrorSite::file(FilePart::FileHeader)) {
         Ok(h) if h.meta_len.get() <= MAX_METADATA_LEN => {
             pad64(STRUCT_LEN + h.meta_len.get()).unwrap_or(STRUCT_LEN)
         }
@@ -564,7 +578,7 @@ pub(crate) fn file_start_len(head: &[u8]) -> u64 {
 pub(crate) fn parse_file_start(
     bytes: &[u8],
 ) -> Result<(super::Version, BTreeMap<String, String>, u64)> {
-    let at = || Location::file(Part::FileHeader);
+    let at = || ErrorSite::file(FilePart::FileHeader);
     if !bytes.starts_with(&MAGIC) {
         return Err(FormatError::NotLodt {
             reason: diagnose_magic(bytes),
@@ -583,13 +597,13 @@ pub(crate) fn parse_file_start(
     }
     header.check_crc(at())?;
     let meta_len = header.meta_len.get();
-    check_meta_len(meta_len, Location::file(Part::FileMetadata))?;
+    check_meta_len(meta_len, ErrorSite::file(FilePart::FileMetadata))?;
     let meta_end = STRUCT_LEN + meta_len;
     let data_start = pad64(meta_end).unwrap_or(u64::MAX);
     let available = bytes.len() as u64;
     if data_start > available {
         return Err(FormatError::Truncated {
-            at: Location::file(Part::FileMetadata),
+            at: ErrorSite::file(FilePart::FileMetadata),
             needed: data_start,
             available,
         });
@@ -599,14 +613,14 @@ pub(crate) fn parse_file_start(
     check_crc32(
         meta,
         header.meta_crc.get(),
-        Location::file(Part::FileMetadata),
+        ErrorSite::file(FilePart::FileMetadata),
     )?;
     check_zero(
         &bytes[meta_end as usize..data_start as usize],
         meta_end,
-        || Location::file(Part::FileMetadata),
+        || ErrorSite::file(FilePart::FileMetadata),
     )?;
-    let json: FileMetaJson = parse_json(meta, Location::file(Part::FileMetadata))?;
+    let json: FileMetaJson = parse_json(meta, ErrorSite::file(FilePart::FileMetadata))?;
     Ok((super::Version { major, minor }, json.metadata, data_start))
 }
 

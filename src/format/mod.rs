@@ -75,7 +75,7 @@ mod writer;
 
 pub use batch_io::LodtFileReader;
 pub use buffers::TensorBuffers;
-pub use error::{FormatError, Location, Part, Result};
+pub use error::{ErrorSite, FilePart, FormatError, Result};
 pub use layout::{
     ALIGN, MAGIC, MAJOR_VERSION, MAX_DIMS, MAX_LOD_LEVELS, MAX_MAJOR_VERSION, MAX_METADATA_LEN,
     MINOR_VERSION,
@@ -206,3 +206,24 @@ pub fn to_bytes<'a>(
     }
     w.finish()
 }
+
+/// The old name of [`FilePart`], which collided with
+/// [`dataset::Part`](crate::dataset::Part) (a writer's uncommitted part).
+///
+/// ```
+/// #![allow(deprecated)]
+/// assert_eq!(lodt::format::Part::Trailer, lodt::format::FilePart::Trailer);
+/// ```
+#[deprecated(note = "renamed FilePart (dataset::Part is a writer's uncommitted part)")]
+pub type Part = FilePart;
+
+/// The old name of [`ErrorSite`], which collided with the
+/// [`location`](crate::location) module (where data is, local or remote).
+///
+/// ```
+/// #![allow(deprecated)]
+/// let at: lodt::format::Location = lodt::format::ErrorSite::file(lodt::format::FilePart::Trailer);
+/// assert_eq!(at.to_string(), "trailer");
+/// ```
+#[deprecated(note = "renamed ErrorSite (the location module says where data is)")]
+pub type Location = ErrorSite;

@@ -4,7 +4,7 @@
 use super::Version;
 use super::batch_meta::BatchMeta;
 use super::buffers::TensorBuffers;
-use super::error::{FormatError, Location, Part, Result};
+use super::error::{ErrorSite, FilePart, FormatError, Result};
 use super::layout::{
     INDEX_ENTRY_LEN, IndexEntry, STRUCT_LEN, Sealed64, TRAILER_TAG, Trailer, check_footer_region,
     file_start_len, pad64, parse_file_start, read_struct, same_crc,
@@ -716,7 +716,7 @@ impl LodtFile {
             self.schema_of(j)
         })?;
         let e = self.entry(k)?;
-        let at = || Location::batch(k as u64, Part::Index);
+        let at = || ErrorSite::batch(k as u64, FilePart::Index);
         same_crc(at(), e.header_crc.get(), meta.header_crc)?;
         same_crc(at(), e.table_crc.get(), meta.table_crc)?;
         Ok(meta)
@@ -1019,7 +1019,7 @@ fn damaged_at_open(e: &FormatError) -> bool {
 fn damaged_remote(source: &dyn RangeSource, e: FormatError) -> FormatError {
     let e = match e {
         FormatError::NoFooter { reason } => FormatError::corrupt(
-            Location::file(Part::Trailer),
+            ErrorSite::file(FilePart::Trailer),
             format!(
                 "no valid footer: {reason} (the same when read again); `lodt recover` repairs \
                  local files: copy the object and recover the copy"
@@ -1083,17 +1083,17 @@ fn parse_footer(
     let trailer: Trailer = read_struct(
         trailer_bytes.as_slice(),
         trailer_offset,
-        Location::file(Part::Trailer),
+        ErrorSite::file(FilePart::Trailer),
     )?;
     if trailer.tag != TRAILER_TAG {
         return Err(FormatError::NoFooter {
             reason: "the last 64 bytes are not a trailer".into(),
         });
     }
-    trailer.check_crc(Location::file(Part::Trailer))?;
+    trailer.check_crc(ErrorSite::file(FilePart::Trailer))?;
     let footer_offset = trailer.footer_offset.get();
     let count = trailer.batch_count.get();
-    let corrupt = |part, reason: String| Err(FormatError::corrupt(Location::file(part), reason));
+    let corrupt = |part, reason: String| Err(FormatError::corrupt(ErrorSite::file(part), reason));
     // The index must fit between the footer header and the trailer.
     let index_len = count.checked_mul(INDEX_ENTRY_LEN).filter(|&l| l <= len);
     let expected_footer = index_len
@@ -1101,13 +1101,13 @@ fn parse_footer(
         .and_then(|padded| trailer_offset.checked_sub(padded + STRUCT_LEN));
     let Some((_, expected_footer)) = index_len.zip(expected_footer) else {
         return corrupt(
-            Part::Trailer,
+            FilePart::Trailer,
             format!("an index of {count} batches does not fit in a file of {len} bytes"),
         );
     };
     if footer_offset != expected_footer || footer_offset < data_start {
         return corrupt(
-            Part::Trailer,
+            FilePart::Trailer,
             format!(
                 "footer offset {footer_offset}, expected {expected_footer} for {count} batches"
             ),
@@ -1122,7 +1122,7 @@ fn parse_footer(
         let (offset, length) = (e.offset.get(), e.length.get());
         if offset != next || length < min_len || !length.is_multiple_of(64) {
             return Err(FormatError::corrupt(
-                Location::batch(k as u64, Part::Index),
+                ErrorSite::batch(k as u64, FilePart::Index),
                 format!(
                     "entry says {length} bytes at {offset}; expected a multiple of 64 of at least {min_len} at {next}"
                 ),
@@ -1130,14 +1130,14 @@ fn parse_footer(
         }
         next = offset.checked_add(length).filter(|&e| e <= footer_offset).ok_or_else(|| {
             FormatError::corrupt(
-                Location::batch(k as u64, Part::Index),
+                ErrorSite::batch(k as u64, FilePart::Index),
                 format!("batch of {length} bytes at {offset} runs past the footer at {footer_offset}"),
             )
         })?;
     }
     if next != footer_offset {
         return corrupt(
-            Part::Index,
+            FilePart::Index,
             format!("the batches end at {next}, the footer starts at {footer_offset}"),
         );
     }

@@ -2,7 +2,7 @@
 //! holds until the next schema (names, dtypes, element shapes, LoD levels),
 //! stored once as JSON in the head of the batch that starts it.
 
-use super::error::{FormatError, Location, Part, Result};
+use super::error::{ErrorSite, FilePart, FormatError, Result};
 use super::layout::{MAX_DIMS, MAX_LOD_LEVELS, bounded_dims, parse_json};
 use crate::Batch;
 use crate::dtype::DType;
@@ -103,7 +103,7 @@ impl Schema {
 
     /// Parses and checks the schema JSON held by batch `k`'s head.
     pub(super) fn parse(bytes: &[u8], k: u64) -> Result<Schema> {
-        let at = || Location::batch(k, Part::BatchMetadata);
+        let at = || ErrorSite::batch(k, FilePart::BatchMetadata);
         let json: SchemaJson = parse_json(bytes, at())?;
         let mut names = HashMap::with_capacity(json.tensors.len());
         let mut tensors = Vec::with_capacity(json.tensors.len());

@@ -14,7 +14,7 @@
 use super::batch_meta::{
     BatchMeta, BufferMeta, Codec, TensorMeta, buffer_location, check_tensor_bytes,
 };
-use super::error::{FormatError, Location, Part, Result};
+use super::error::{ErrorSite, FilePart, FormatError, Result};
 use super::layout::{
     BATCH_TAG, BatchHeader, BatchMetaJson, BufferJson, STRUCT_LEN, Sealed64, TensorJson,
     check_crc32, check_meta_len, check_zero, crc32, pad64, parse_json, read_struct, same_crc,
@@ -106,7 +106,7 @@ pub(crate) fn parse_header(
     file_offset: u64,
     expected_index: u64,
 ) -> Result<BatchHeader> {
-    let at = || Location::batch(expected_index, Part::BatchHeader);
+    let at = || ErrorSite::batch(expected_index, FilePart::BatchHeader);
     let header: BatchHeader = read_struct(bytes, file_offset, at())?;
     if header.tag != BATCH_TAG {
         return Err(FormatError::corrupt(
@@ -135,7 +135,7 @@ pub(crate) fn parse_header(
     }
     check_meta_len(
         header.meta_len.get(),
-        Location::batch(expected_index, Part::BatchMetadata),
+        ErrorSite::batch(expected_index, FilePart::BatchMetadata),
     )?;
     Ok(header)
 }
@@ -150,7 +150,7 @@ pub(crate) fn parse_batch(section: &[u8], file_offset: u64, k: u64) -> Result<Ba
     let section_len = header.section_len.get();
     if section_len != section.len() as u64 {
         return Err(FormatError::corrupt(
-            Location::batch(k, Part::BatchHeader),
+            ErrorSite::batch(k, FilePart::BatchHeader),
             format!(
                 "section length {section_len} does not match the {} bytes the index gives the batch",
                 section.len()
@@ -202,7 +202,7 @@ fn read_metadata(
     header: &BatchHeader,
 ) -> Result<(BatchMetaJson, usize)> {
     let section_len = section.len() as u64;
-    let meta_at = || Location::batch(k, Part::BatchMetadata);
+    let meta_at = || ErrorSite::batch(k, FilePart::BatchMetadata);
     let meta_len = header.meta_len.get();
     let meta_end = STRUCT_LEN + meta_len;
     // Cannot overflow: meta_len <= MAX_METADATA_LEN.
@@ -247,7 +247,7 @@ fn read_table(
     data_start: usize,
 ) -> Result<Table> {
     let section_len = section.len() as u64;
-    let table_at = || Location::batch(k, Part::ChecksumTable);
+    let table_at = || ErrorSite::batch(k, FilePart::ChecksumTable);
     let count = header.buffer_count.get() as usize;
     if count != listed {
         return Err(FormatError::corrupt(
@@ -323,7 +323,7 @@ fn place_buffers(
         };
         if let Some(reason) = bad {
             return Err(FormatError::corrupt(
-                Location::batch(k, Part::BatchMetadata),
+                ErrorSite::batch(k, FilePart::BatchMetadata),
                 reason,
             ));
         }
@@ -352,7 +352,7 @@ fn read_tensors(
     listed: Vec<TensorJson>,
     buffers: &[BufferMeta],
 ) -> Result<(Tensors, HashMap<String, usize>)> {
-    let meta_at = || Location::batch(k, Part::BatchMetadata);
+    let meta_at = || ErrorSite::batch(k, FilePart::BatchMetadata);
     let mut by_name = HashMap::with_capacity(listed.len());
     let mut owner: Vec<bool> = vec![false; buffers.len()];
     let mut tensors = SmallVec::with_capacity(listed.len());
@@ -383,19 +383,19 @@ fn read_tensor(
     owner: &mut [bool],
 ) -> Result<TensorMeta> {
     let count = buffers.len();
-    let tat = |part| Location::tensor(k, &t.name, part);
+    let tat = |part| ErrorSite::tensor(k, &t.name, part);
     let dtype: DType = t.dtype.parse().map_err(|_| {
         FormatError::corrupt(
-            tat(Part::BatchMetadata),
+            tat(FilePart::BatchMetadata),
             format!("unknown dtype {:?}", t.dtype),
         )
     })?;
     let shape = t
         .shape
         .iter()
-        .map(|&d| to_usize(d, || tat(Part::BatchMetadata), "dimension"))
+        .map(|&d| to_usize(d, || tat(FilePart::BatchMetadata), "dimension"))
         .collect::<Result<Vec<_>>>()?;
-    let mut claim = |index: u64, part: Part| -> Result<usize> {
+    let mut claim = |index: u64, part: FilePart| -> Result<usize> {
         let i = usize::try_from(index)
             .ok()
             .filter(|&i| i < count)
@@ -420,17 +420,17 @@ fn read_tensor(
         .lod
         .iter()
         .enumerate()
-        .map(|(l, &b)| claim(b, Part::Lod(l)))
+        .map(|(l, &b)| claim(b, FilePart::Lod(l)))
         .collect::<Result<Vec<_>>>()?;
-    let body = claim(t.body, Part::Body)?;
+    let body = claim(t.body, FilePart::Body)?;
     let expected = checked_byte_len(dtype, &shape).map_err(|source| FormatError::Tensor {
-        at: tat(Part::Body),
+        at: tat(FilePart::Body),
         source,
     })?;
     let found = buffers.get(body).map_or(0, |b| b.range.len());
     if found != expected {
         return Err(FormatError::Tensor {
-            at: tat(Part::Body),
+            at: tat(FilePart::Body),
             source: Error::DataLength {
                 dtype,
                 shape: t.shape.clone(),
@@ -443,7 +443,7 @@ fn read_tensor(
         let len = buffers.get(b).map_or(0, |b| b.range.len());
         if !len.is_multiple_of(8) {
             return Err(FormatError::corrupt(
-                tat(Part::Lod(l)),
+                tat(FilePart::Lod(l)),
                 format!("{len} bytes is not a whole number of u64 offsets"),
             ));
         }
@@ -525,7 +525,7 @@ pub(crate) fn check_buffers(
         let at = || buffer_location(meta, i);
         let gap = section.get(prev_end..b.range.start).unwrap_or(&[]);
         check_zero(gap, file_offset + prev_end as u64, || {
-            Location::batch(meta.index, Part::Padding)
+            ErrorSite::batch(meta.index, FilePart::Padding)
         })?;
         let bytes = section.get(b.range.clone()).unwrap_or(&[]);
         same_crc(at(), b.crc, crc32_large(bytes))?;
@@ -534,7 +534,7 @@ pub(crate) fn check_buffers(
     }
     let gap = section.get(prev_end..meta.table_start).unwrap_or(&[]);
     check_zero(gap, file_offset + prev_end as u64, || {
-        Location::batch(meta.index, Part::Padding)
+        ErrorSite::batch(meta.index, FilePart::Padding)
     })?;
     Ok(())
 }
@@ -609,7 +609,7 @@ pub(crate) fn check_unchecked_buffers(
 }
 
 /// [`same_crc`], with the location built only on a mismatch.
-fn same_crc_at(at: impl Fn() -> Location, expected: u32, found: u32) -> Result<()> {
+fn same_crc_at(at: impl Fn() -> ErrorSite, expected: u32, found: u32) -> Result<()> {
     if expected == found {
         Ok(())
     } else {

@@ -3,7 +3,7 @@
 
 use super::Version;
 use super::batch_meta::BatchMeta;
-use super::error::{FormatError, Location, Part, Result};
+use super::error::{ErrorSite, FilePart, FormatError, Result};
 use super::layout::{
     BATCH_TAG, FOOTER_TAG, FileHeader, INDEX_ENTRY_LEN, IndexEntry, MAGIC, STRUCT_LEN, Sealed64,
     check_footer_region, check_meta_len, pad64, parse_file_start, read_struct,
@@ -163,7 +163,7 @@ impl<R: Read> StreamReader<R> {
                 reason: super::layout::diagnose_magic(head),
             });
         }
-        let header: FileHeader = read_struct(head, 0, Location::file(Part::FileHeader))?;
+        let header: FileHeader = read_struct(head, 0, ErrorSite::file(FilePart::FileHeader))?;
         if !super::layout::known_major(header.major.get()) {
             return Err(FormatError::UnsupportedVersion {
                 major: header.major.get(),
@@ -171,9 +171,9 @@ impl<R: Read> StreamReader<R> {
                 supported: super::layout::MAX_MAJOR_VERSION,
             });
         }
-        header.check_crc(Location::file(Part::FileHeader))?;
+        header.check_crc(ErrorSite::file(FilePart::FileHeader))?;
         let meta_len = header.meta_len.get();
-        check_meta_len(meta_len, Location::file(Part::FileMetadata))?;
+        check_meta_len(meta_len, ErrorSite::file(FilePart::FileMetadata))?;
         // Cannot overflow: meta_len <= MAX_METADATA_LEN.
         let start_len = pad64(STRUCT_LEN + meta_len).unwrap_or(u64::MAX);
         let mut start = head.to_vec();
@@ -184,7 +184,7 @@ impl<R: Read> StreamReader<R> {
             .map_err(|e| FormatError::io("reading the file metadata", e))?;
         if (start.len() as u64) < start_len {
             return Err(FormatError::Truncated {
-                at: Location::file(Part::FileMetadata),
+                at: ErrorSite::file(FilePart::FileMetadata),
                 needed: start_len,
                 available: start.len() as u64,
             });
@@ -285,7 +285,7 @@ impl<R: Read> StreamReader<R> {
         }
         if got < head.len() {
             return Err(FormatError::Truncated {
-                at: Location::batch(k, Part::BatchHeader),
+                at: ErrorSite::batch(k, FilePart::BatchHeader),
                 needed: offset + STRUCT_LEN,
                 available: offset + got as u64,
             });
@@ -296,7 +296,7 @@ impl<R: Read> StreamReader<R> {
         }
         if !head.starts_with(&BATCH_TAG) {
             return Err(FormatError::corrupt(
-                Location::batch(k, Part::BatchHeader),
+                ErrorSite::batch(k, FilePart::BatchHeader),
                 format!(
                     "expected the tag of a batch (\"LODTBTCH\") or of the footer (\"LODTFOOT\"), found {:?}",
                     String::from_utf8_lossy(head.get(..8).unwrap_or(&[]))
@@ -316,12 +316,12 @@ impl<R: Read> StreamReader<R> {
             )
         };
         let truncated = |got: usize| FormatError::Truncated {
-            at: Location::batch(k, Part::BatchHeader),
+            at: ErrorSite::batch(k, FilePart::BatchHeader),
             needed: offset + section_len,
             available: offset + STRUCT_LEN + got as u64,
         };
         let too_large = || FormatError::TooLarge {
-            at: Location::batch(k, Part::BatchHeader),
+            at: ErrorSite::batch(k, FilePart::BatchHeader),
             what: "section length",
             limit: usize::MAX as u64,
             found: section_len,
@@ -349,7 +349,10 @@ impl<R: Read> StreamReader<R> {
         let schemas = &self.schemas;
         let meta = section::parse_any(self.version.major, buf.as_slice(), offset, k, &mut |j| {
             schemas.get(j).ok_or_else(|| {
-                FormatError::corrupt(Location::batch(k, Part::BatchHeader), schemas.missing(j))
+                FormatError::corrupt(
+                    ErrorSite::batch(k, FilePart::BatchHeader),
+                    schemas.missing(j),
+                )
             })
         })?;
         let decoded = section::check_whole(buf.as_slice(), &meta, offset, &mut |_| {})?;
@@ -388,7 +391,7 @@ impl<R: Read> StreamReader<R> {
         let entries = check_footer_region(&region, footer_offset, count, "the stream had")?;
         if entries.as_bytes() != self.entries.as_bytes() {
             return Err(FormatError::corrupt(
-                Location::file(Part::Index),
+                ErrorSite::file(FilePart::Index),
                 "the index does not describe the batches that precede it",
             ));
         }
@@ -399,7 +402,7 @@ impl<R: Read> StreamReader<R> {
             .map_err(|e| FormatError::io("reading past the trailer", e))?;
         if got != 0 {
             return Err(FormatError::corrupt(
-                Location::file(Part::Trailer),
+                ErrorSite::file(FilePart::Trailer),
                 format!("data continues after the trailer at offset {}", self.pos),
             ));
         }

@@ -15,7 +15,7 @@
 use super::batch_meta::{
     BatchMeta, BufferMeta, Codec, FIND_SCAN, TensorMeta, buffer_location, check_tensor_bytes,
 };
-use super::error::{FormatError, Location, Part, Result};
+use super::error::{ErrorSite, FilePart, FormatError, Result};
 use super::layout::{
     BATCH_TAG, MAX_DIMS, MAX_LOD_LEVELS, MAX_METADATA_LEN, crc32, pad64, parse_json, same_crc,
 };
@@ -119,7 +119,7 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     fn err(&self, what: &str) -> FormatError {
         FormatError::corrupt(
-            Location::batch(self.k, Part::BatchHeader),
+            ErrorSite::batch(self.k, FilePart::BatchHeader),
             format!(
                 "expected {what} at record byte {}, found the end of the {}-byte record",
                 self.pos,
@@ -145,7 +145,7 @@ impl<'a> Cursor<'a> {
             }
         }
         Err(FormatError::corrupt(
-            Location::batch(self.k, Part::BatchHeader),
+            ErrorSite::batch(self.k, FilePart::BatchHeader),
             format!("{what}: expected a varint below 2^64 (at most 10 bytes), found a longer one"),
         ))
     }
@@ -157,7 +157,7 @@ impl<'a> Cursor<'a> {
             .filter(|&e| e <= self.bytes.len());
         let Some(end) = end else {
             return Err(FormatError::corrupt(
-                Location::batch(self.k, Part::BatchHeader),
+                ErrorSite::batch(self.k, FilePart::BatchHeader),
                 format!(
                     "{what}: expected {n} bytes at record byte {}, the record has {} left",
                     self.pos,
@@ -184,7 +184,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 /// `head_len`) from `bytes` (at least its first 20 bytes) and checks them;
 /// returns `(section_len, head_len)`.
 pub(crate) fn parse_fixed(bytes: &[u8], file_offset: u64, k: u64) -> Result<(u64, u64)> {
-    let at = || Location::batch(k, Part::BatchHeader);
+    let at = || ErrorSite::batch(k, FilePart::BatchHeader);
     let Some(fixed) = bytes.get(..HEAD_FIXED) else {
         return Err(FormatError::Truncated {
             at: at(),
@@ -230,7 +230,7 @@ pub(crate) fn parse_fixed(bytes: &[u8], file_offset: u64, k: u64) -> Result<(u64
 /// anything they size is read (the stream reader reads the head, checks it,
 /// then the rest). The crc.
 pub(crate) fn check_head_crc(bytes: &[u8], file_offset: u64, k: u64, head_len: u64) -> Result<u32> {
-    let at = || Location::batch(k, Part::BatchHeader);
+    let at = || ErrorSite::batch(k, FilePart::BatchHeader);
     let head = usize::try_from(head_len)
         .ok()
         .and_then(|n| bytes.get(..n))
@@ -301,8 +301,8 @@ pub(crate) fn parse_batch(
 }
 
 /// Where the errors of a batch's head are reported.
-fn head_at(k: u64) -> Location {
-    Location::batch(k, Part::BatchHeader)
+fn head_at(k: u64) -> ErrorSite {
+    ErrorSite::batch(k, FilePart::BatchHeader)
 }
 
 /// The error for a length of batch `k`'s head that overflows 64 bits.
@@ -341,7 +341,7 @@ fn check_head(section: &[u8], file_offset: u64, k: u64) -> Result<Head> {
     super::layout::check_zero(
         section.get(head_len..data_start).unwrap_or(&[]),
         file_offset + head_len as u64,
-        || Location::batch(k, Part::Padding),
+        || ErrorSite::batch(k, FilePart::Padding),
     )?;
     Ok(Head {
         section_len,
@@ -391,7 +391,7 @@ fn read_metadata(c: &mut Cursor<'_>) -> Result<BTreeMap<String, String>> {
     if meta_json.is_empty() {
         return Ok(BTreeMap::new());
     }
-    parse_json(meta_json, Location::batch(c.k, Part::BatchMetadata))
+    parse_json(meta_json, ErrorSite::batch(c.k, FilePart::BatchMetadata))
 }
 
 /// The tensors of a record, and what they say of the buffers.
@@ -476,7 +476,7 @@ fn read_lod(
             let n = c.varint("a level's offset count")?;
             if n == 0 {
                 return Err(FormatError::corrupt(
-                    Location::tensor(k, &st.name, Part::Lod(lod.len())),
+                    ErrorSite::tensor(k, &st.name, FilePart::Lod(lod.len())),
                     "expected at least 1 offset in a LoD level, found 0",
                 ));
             }
@@ -496,7 +496,7 @@ fn read_lod(
     });
     let Some(shared) = shared else {
         return Err(FormatError::corrupt(
-            Location::tensor(k, &st.name, Part::Lod(0)),
+            ErrorSite::tensor(k, &st.name, FilePart::Lod(0)),
             format!(
                 "lod_ref {r}: expected an earlier tensor with {} levels of its own",
                 st.lod
@@ -639,7 +639,7 @@ fn decoded_len(k: u64, placed: &mut Placed) -> Result<Option<usize>> {
 /// number and that it holds one. Reads nothing else of the batch (no
 /// recursion through other batches' heads).
 pub(crate) fn head_schema(section: &[u8], file_offset: u64, j: u64) -> Result<Arc<Schema>> {
-    let at = || Location::batch(j, Part::BatchHeader);
+    let at = || ErrorSite::batch(j, FilePart::BatchHeader);
     let (_, head_len) = parse_fixed(section, file_offset, j)?;
     check_head_crc(section, file_offset, j, head_len)?;
     let head = section.get(..head_len as usize).unwrap_or(&[]);
@@ -665,7 +665,7 @@ pub(crate) fn head_schema(section: &[u8], file_offset: u64, j: u64) -> Result<Ar
 }
 
 fn check_json_len(len: u64, k: u64) -> Result<()> {
-    super::layout::check_meta_len(len, Location::batch(k, Part::BatchMetadata))
+    super::layout::check_meta_len(len, ErrorSite::batch(k, FilePart::BatchMetadata))
 }
 
 /// Decodes a checked 2.0 batch that holds a compressed buffer (`section`,
@@ -1358,7 +1358,7 @@ mod tests {
         let aligned = AlignedBytes::from_slice(s);
         parse_batch(aligned.as_slice(), 0, 0, &mut |j| {
             Err(FormatError::corrupt(
-                Location::batch(j, Part::BatchHeader),
+                ErrorSite::batch(j, FilePart::BatchHeader),
                 "no schema",
             ))
         })

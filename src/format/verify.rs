@@ -22,7 +22,7 @@
 
 use super::LodtFile;
 use super::batch_meta::{BatchMeta, buffer_location};
-use super::error::{FormatError, Location, Part, Result};
+use super::error::{ErrorSite, FilePart, FormatError, Result};
 use super::layout::{check_zero, crc32};
 use super::reader::MetaRef;
 use super::section::{self, Section};
@@ -397,7 +397,7 @@ enum Event {
     Part {
         i: usize,
         crc: crc32fast::Hasher,
-        last: Option<Box<(u32, Location)>>,
+        last: Option<Box<(u32, ErrorSite)>>,
     },
 }
 
@@ -657,7 +657,7 @@ impl InOrder {
                     })
                     .unwrap_or_else(|| {
                         FormatError::corrupt(
-                            Location::batch(piece.k as u64, Part::BatchHeader),
+                            ErrorSite::batch(piece.k as u64, FilePart::BatchHeader),
                             "the batch does not parse",
                         )
                     }));
@@ -724,7 +724,7 @@ fn piece_events(section: &[u8], meta: &BatchMeta, offset: u64, piece: Range<usiz
         if part.start < part.end {
             let bytes = section.get(part.clone()).unwrap_or(&[]);
             let zero = check_zero(bytes, offset + part.start as u64, || {
-                Location::batch(meta.index, Part::Padding)
+                ErrorSite::batch(meta.index, FilePart::Padding)
             });
             if let Err(e) = zero {
                 events.push(Event::Failed(Box::new(e)));

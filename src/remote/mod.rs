@@ -121,7 +121,7 @@ pub(crate) use open::{object_store_for, open_object};
 pub use options::RemoteOptions;
 pub use source::ObjectSource;
 pub use store::{ObjectDatasetStore, PART_BYTES};
-pub use uri::Location;
+pub use uri::ResolvedLocation;
 
 use crate::dataset::DatasetStore;
 use crate::format::{FormatError, LodtFile};
@@ -186,3 +186,15 @@ fn with_remote(options: &RemoteOptions) -> crate::location::OpenOptions {
         ..Default::default()
     }
 }
+
+/// The old name of [`ResolvedLocation`], which collided with the
+/// [`location`](crate::location) module and [`format::Location`](crate::format::ErrorSite).
+///
+/// ```
+/// #![allow(deprecated)]
+/// use lodt::remote::{Location, RemoteOptions};
+/// assert!(matches!(Location::parse("data/train", &RemoteOptions::default())?, Location::Local(_)));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[deprecated(note = "renamed ResolvedLocation (the location module and format::ErrorSite)")]
+pub type Location = ResolvedLocation;

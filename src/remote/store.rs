@@ -4,7 +4,8 @@
 use super::RemoteOptions;
 use super::runtime::{block_on, io_error};
 use super::source::ObjectSource;
-use crate::dataset::{DatasetError, DatasetStore, ObjectVersion, ShardSink, StoreLock};
+use crate::dataset::store::{ObjectVersion, ShardSink, StoreLock};
+use crate::dataset::{DatasetError, DatasetStore};
 use crate::format::LodtFile;
 use object_store::path::Path as ObjectPath;
 use object_store::{

@@ -18,22 +18,22 @@ use std::time::Duration;
 /// Where a file or dataset lives: a local path, or an object in a store.
 ///
 /// ```
-/// use lodt::remote::{Location, RemoteOptions};
-/// let local = Location::parse("data/train", &RemoteOptions::default())?;
-/// assert!(matches!(local, Location::Local(_)));
-/// let s3 = Location::parse("s3://bucket/train/a.lodt", &RemoteOptions::default().with_option("aws_region", "us-east-1"))?;
+/// use lodt::remote::{ResolvedLocation, RemoteOptions};
+/// let local = ResolvedLocation::parse("data/train", &RemoteOptions::default())?;
+/// assert!(matches!(local, ResolvedLocation::Local(_)));
+/// let s3 = ResolvedLocation::parse("s3://bucket/train/a.lodt", &RemoteOptions::default().with_option("aws_region", "us-east-1"))?;
 /// match s3 {
-///     Location::Remote { path, uri, .. } => {
+///     ResolvedLocation::Remote { path, uri, .. } => {
 ///         assert_eq!(path.as_ref(), "train/a.lodt");
 ///         assert_eq!(uri, "s3://bucket/train/a.lodt");
 ///     }
 ///     _ => unreachable!(),
 /// }
-/// assert!(Location::parse("s3://", &RemoteOptions::default()).is_err());
+/// assert!(ResolvedLocation::parse("s3://", &RemoteOptions::default()).is_err());
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug, Clone)]
-pub enum Location {
+pub enum ResolvedLocation {
     /// A local file or directory.
     Local(PathBuf),
     /// An object (or a prefix of objects) in an object store.
@@ -47,13 +47,13 @@ pub enum Location {
     },
 }
 
-impl Location {
+impl ResolvedLocation {
     /// Parses `location`: a URI ([`is_uri`](crate::location::is_uri)) makes the store of its scheme,
     /// configured from the environment and `options`; anything else is a
     /// local path. No request is made.
-    pub fn parse(location: &str, options: &RemoteOptions) -> io::Result<Location> {
+    pub fn parse(location: &str, options: &RemoteOptions) -> io::Result<ResolvedLocation> {
         if !is_uri(location) {
-            return Ok(Location::Local(PathBuf::from(location)));
+            return Ok(ResolvedLocation::Local(PathBuf::from(location)));
         }
         let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
         let url = url::Url::parse(location).map_err(|e| invalid(format!("{location}: {e}")))?;
@@ -66,7 +66,7 @@ impl Location {
             .map_err(|e| invalid(format!("{location}: {e}")))?;
         let store = PerProcessStore::new(url, options.clone(), build_store)
             .map_err(|e| invalid(format!("{location}: {e}")))?;
-        Ok(Location::Remote {
+        Ok(ResolvedLocation::Remote {
             store: Arc::new(store),
             path,
             uri: location.trim_end_matches('/').to_owned(),

@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use lodt::dataset::{
-    Dataset, DatasetStore, DatasetWriter, Loader, LoaderOptions, LocalStore, MiniBatch,
-    WriterOptions,
+    Dataset, DatasetStore, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, LocalStore,
+    MiniBatch,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::path::Path;
@@ -54,7 +54,7 @@ pub fn store(dir: &Path) -> Arc<dyn DatasetStore> {
 /// Writes a new dataset of batches of `sizes` sequences into shards of
 /// about `shard_bytes`; returns the number of sequences.
 pub fn write_dataset(dir: &Path, sizes: &[u64], shard_bytes: u64) -> u64 {
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes,
         ..Default::default()
     };

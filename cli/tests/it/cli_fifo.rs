@@ -114,7 +114,7 @@ fn reading_commands_refuse_a_fifo_parquet_or_arrow_file() {
 fn a_fifo_shard_fails_verify_of_its_dataset() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let options = lodt::dataset::WriterOptions {
+    let options = lodt::dataset::DatasetWriterOptions {
         shard_bytes: 1,
         ..Default::default()
     };

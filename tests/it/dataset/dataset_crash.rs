@@ -11,7 +11,7 @@
 use crate::dataset_util;
 
 use dataset_util::{TestRng, make_batch, open, store, write_dataset};
-use lodt::dataset::{Dataset, DatasetWriter, WriterOptions};
+use lodt::dataset::{Dataset, DatasetWriter, DatasetWriterOptions};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ fn child() {
         return;
     };
     let dir = std::path::PathBuf::from(env("LODT_DIR").unwrap());
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes: 6 * 1024,
         ..Default::default()
     };
@@ -176,7 +176,7 @@ fn kill_9_while_appending_leaves_a_valid_manifest_and_no_half_listed_shard() {
         }
         // The next writer carries on: the lock died with the child, and no
         // name of an unlisted shard is reused.
-        let mut w = DatasetWriter::append_in(store(&dir), WriterOptions::default()).unwrap();
+        let mut w = DatasetWriter::append_in(store(&dir), DatasetWriterOptions::default()).unwrap();
         w.write(&make_batch(n, 5)).unwrap();
         w.finish().unwrap();
         assert_eq!(

@@ -10,8 +10,8 @@ use crate::dataset_util;
 
 use dataset_util::{TestRng, check, open, store, write_dataset};
 use lodt::dataset::{
-    DatasetWriter, LoaderOptions, LoaderState, PackOptions, PackedBatch, PackedLoader,
-    ShuffleOptions, WriterOptions, varlen,
+    DatasetWriter, DatasetWriterOptions, LoaderOptions, LoaderState, PackOptions, PackedBatch,
+    PackedLoader, ShuffleOptions, varlen,
 };
 use lodt::{Batch, Lod, LodTensor};
 
@@ -205,7 +205,7 @@ fn packing_states_are_refused_where_they_do_not_apply() {
 /// shape), as `tokens` (int64, LoD documents > sentences > tokens).
 fn benchmark_like(dir: &std::path::Path, docs: usize) -> usize {
     let mut rng = TestRng(12);
-    let mut w = DatasetWriter::create_in(store(dir), WriterOptions::default()).unwrap();
+    let mut w = DatasetWriter::create_in(store(dir), DatasetWriterOptions::default()).unwrap();
     let mut total = 0;
     let mut done = 0;
     while done < docs {

@@ -13,8 +13,8 @@
 #![allow(deprecated)]
 
 use lodt::dataset::{
-    Batching, Dataset, DatasetWriter, Loader, LoaderOptions, LoaderState, LocalStore, PackOptions,
-    PackedLoader, ShuffleOptions, WriterOptions,
+    Batching, Dataset, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, LoaderState,
+    LocalStore, PackOptions, PackedLoader, ShuffleOptions,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,7 +62,7 @@ fn ids(loader: Loader) -> Vec<u64> {
 fn expected_files() -> BTreeMap<String, Vec<u8>> {
     let tmp = tempfile::tempdir().unwrap();
     let store = Arc::new(LocalStore::new(tmp.path()).with_fsync(false));
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes: 2048,
         metadata: [("source".to_string(), "lodt test vector".to_string())].into(),
         commit_id: Some("test-vector".to_string()),

@@ -5,9 +5,10 @@
 use crate::dataset_util;
 
 use dataset_util::{check, make_batch, open, store, write_dataset};
+use lodt::dataset::names::part_manifest_name;
 use lodt::dataset::{
-    Dataset, DatasetError, DatasetWriter, LocalStore, MANIFEST_NAME, Manifest, MiniBatch, Schema,
-    WriterOptions, part_manifest_name,
+    Dataset, DatasetError, DatasetWriter, DatasetWriterOptions, LocalStore, MANIFEST_NAME,
+    Manifest, MiniBatch, Schema,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::path::Path;
@@ -112,7 +113,8 @@ fn opening_reads_the_manifest_only() {
 #[test]
 fn a_batch_that_does_not_match_the_schema_is_refused_when_written() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = DatasetWriter::create_in(store(dir.path()), WriterOptions::default()).unwrap();
+    let mut w =
+        DatasetWriter::create_in(store(dir.path()), DatasetWriterOptions::default()).unwrap();
     w.write(&make_batch(0, 4)).unwrap();
     let words = make_batch(0, 2).get("words").unwrap().clone();
     let label = make_batch(0, 2).get("label").unwrap().clone();
@@ -182,7 +184,7 @@ fn a_batch_that_does_not_match_the_schema_is_refused_when_written() {
         .unwrap(),
     )
     .unwrap();
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         schema: Some(other),
         ..Default::default()
     };
@@ -374,14 +376,15 @@ fn appends_add_shards_under_new_names_and_one_writer_at_a_time() {
     // A file left by an interrupted writer is never overwritten.
     let stray = format!("shard-{:06}.lodt", before.num_shards());
     std::fs::write(dir.path().join(&stray), b"left over").unwrap();
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes: 4096,
         metadata: [("split".to_string(), "train".to_string())].into(),
         ..Default::default()
     };
     let mut w = DatasetWriter::append_in(store(dir.path()), options).unwrap();
     // A second writer is refused while this one holds the dataset.
-    let err = DatasetWriter::append_in(store(dir.path()), WriterOptions::default()).unwrap_err();
+    let err =
+        DatasetWriter::append_in(store(dir.path()), DatasetWriterOptions::default()).unwrap_err();
     assert!(matches!(err, DatasetError::Locked { .. }), "{err}");
     let err = Dataset::commit_parts_in(store(dir.path())).unwrap_err();
     assert!(matches!(err, DatasetError::Locked { .. }), "{err}");
@@ -414,7 +417,8 @@ fn appends_add_shards_under_new_names_and_one_writer_at_a_time() {
         });
     }
     // create refuses an existing dataset.
-    let err = DatasetWriter::create_in(store(dir.path()), WriterOptions::default()).unwrap_err();
+    let err =
+        DatasetWriter::create_in(store(dir.path()), DatasetWriterOptions::default()).unwrap_err();
     assert!(matches!(err, DatasetError::AlreadyExists { .. }), "{err}");
 }
 
@@ -424,7 +428,7 @@ fn a_dropped_writer_leaves_the_manifest_and_no_temporary_file() {
     let n = write_dataset(dir.path(), &[4, 4], 1 << 20);
     let mut w = DatasetWriter::append_in(
         store(dir.path()),
-        WriterOptions {
+        DatasetWriterOptions {
             shard_bytes: 2048,
             ..Default::default()
         },
@@ -446,7 +450,7 @@ fn a_dropped_writer_leaves_the_manifest_and_no_temporary_file() {
         .collect();
     assert!(hidden.is_empty(), "{hidden:?}");
     // The lock went with the writer.
-    DatasetWriter::append_in(store(dir.path()), WriterOptions::default())
+    DatasetWriter::append_in(store(dir.path()), DatasetWriterOptions::default())
         .unwrap()
         .finish()
         .unwrap();
@@ -462,7 +466,7 @@ fn two_parallel_writers_and_a_merge() {
         .map(|(id, first)| {
             let root = root.clone();
             std::thread::spawn(move || {
-                let options = WriterOptions {
+                let options = DatasetWriterOptions {
                     shard_bytes: 4096,
                     metadata: [("source".to_string(), "test".to_string())].into(),
                     ..Default::default()
@@ -514,7 +518,8 @@ fn two_parallel_writers_and_a_merge() {
     assert_eq!(lb, (1000..1000 + results[1].1 as i64).collect::<Vec<_>>());
 
     // Writer "a" writes more later: new names, after its merged shards.
-    let mut w = DatasetWriter::create_part_in(store(&root), "a", WriterOptions::default()).unwrap();
+    let mut w =
+        DatasetWriter::create_part_in(store(&root), "a", DatasetWriterOptions::default()).unwrap();
     w.write(&make_batch(5000, 3)).unwrap();
     let part = w.finish().unwrap();
     assert_eq!(part.shards[0].name, format!("a-shard-{a:06}.lodt"));
@@ -531,11 +536,13 @@ fn two_parallel_writers_and_a_merge() {
 fn conflicting_parts_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let mut a = DatasetWriter::create_part_in(store(root), "a", WriterOptions::default()).unwrap();
+    let mut a =
+        DatasetWriter::create_part_in(store(root), "a", DatasetWriterOptions::default()).unwrap();
     a.write(&make_batch(0, 2)).unwrap();
     a.finish().unwrap();
     // Another schema.
-    let mut b = DatasetWriter::create_part_in(store(root), "b", WriterOptions::default()).unwrap();
+    let mut b =
+        DatasetWriter::create_part_in(store(root), "b", DatasetWriterOptions::default()).unwrap();
     let x = LodTensor::from_vec(vec![1u8], vec![1], Lod::empty()).unwrap();
     b.write(&Batch::try_from_tensors([("x", x)]).unwrap())
         .unwrap();
@@ -547,7 +554,7 @@ fn conflicting_parts_are_refused() {
     );
     std::fs::remove_file(root.join(part_manifest_name("b"))).unwrap();
     // Another value for a metadata key.
-    let options = |v: &str| WriterOptions {
+    let options = |v: &str| DatasetWriterOptions {
         metadata: [("k".to_string(), v.to_string())].into(),
         ..Default::default()
     };
@@ -572,8 +579,8 @@ fn conflicting_parts_are_refused() {
     assert!(part_a.contains("a-shard-000000.lodt"));
     // Bad writer ids.
     for id in ["", "a/b", "..", "x y"] {
-        let err =
-            DatasetWriter::create_part_in(store(root), id, WriterOptions::default()).unwrap_err();
+        let err = DatasetWriter::create_part_in(store(root), id, DatasetWriterOptions::default())
+            .unwrap_err();
         assert!(
             matches!(err, DatasetError::InvalidArgument(_)),
             "{id:?}: {err}"
@@ -591,7 +598,8 @@ fn a_store_is_a_seam_other_backends_can_fill() {
         reads: std::sync::atomic::AtomicUsize,
         opens: std::sync::atomic::AtomicUsize,
     }
-    use lodt::dataset::{DatasetStore, ShardSink, StoreLock};
+    use lodt::dataset::DatasetStore;
+    use lodt::dataset::store::{ShardSink, StoreLock};
     use std::sync::atomic::Ordering::Relaxed;
     impl DatasetStore for Counting {
         fn location(&self) -> String {
@@ -654,10 +662,10 @@ fn a_store_is_a_seam_other_backends_can_fill() {
 fn an_explicit_version_on_a_dataset_append_writes_the_new_shards_in_it() {
     use lodt::format::Version;
     let dir = tempfile::tempdir().unwrap();
-    let mut w = DatasetWriter::create(dir.path(), WriterOptions::default()).unwrap();
+    let mut w = DatasetWriter::create(dir.path(), DatasetWriterOptions::default()).unwrap();
     w.write(&make_batch(0, 5)).unwrap();
     w.finish().unwrap();
-    let v1 = WriterOptions {
+    let v1 = DatasetWriterOptions {
         format_version: Some(Version { major: 1, minor: 0 }),
         ..Default::default()
     };
@@ -685,7 +693,7 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
     // Written as 1.0, on request.
     let mut w = DatasetWriter::create(
         dir.path(),
-        WriterOptions {
+        DatasetWriterOptions {
             shard_bytes: 1,
             format_version: Some(Version { major: 1, minor: 0 }),
             ..Default::default()
@@ -699,7 +707,7 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
     // Appended with the default options: 2.0 shards beside the 1.0 ones.
     let mut w = DatasetWriter::append(
         dir.path(),
-        WriterOptions {
+        DatasetWriterOptions {
             shard_bytes: 1,
             ..Default::default()
         },
@@ -712,7 +720,7 @@ fn a_dataset_mixes_shards_of_both_format_versions_and_records_each() {
     // Appended as 2.0, compressed.
     let mut w = DatasetWriter::append(
         dir.path(),
-        WriterOptions {
+        DatasetWriterOptions {
             shard_bytes: 1,
             compression: Compression::Zstd { level: 3 },
             ..Default::default()
@@ -773,7 +781,7 @@ fn a_manifest_rewritten_by_an_older_writer_reads_every_shard() {
         (2..4, None, Compression::None),
         (4..6, None, Compression::Zstd { level: 1 }),
     ] {
-        let options = WriterOptions {
+        let options = DatasetWriterOptions {
             shard_bytes: 1,
             format_version: version,
             compression,

@@ -7,7 +7,7 @@
 //! again, once.
 
 use lodt::buffer::{AlignedBytes, Buffer};
-use lodt::format::{FormatError, LodtFile, MemorySource, Part, RangeSource, ReadOptions};
+use lodt::format::{FilePart, FormatError, LodtFile, MemorySource, RangeSource, ReadOptions};
 use lodt::{Batch, Lod, LodTensor};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -120,7 +120,7 @@ impl RangeSource for Flaky {
 
 /// Asserts that `err` is a damaged read of `flaky://x.lodt` in batch `k`,
 /// in `part` of tensor `tensor`.
-fn assert_bad_read(err: &FormatError, k: u64, tensor: &str, part: Part) {
+fn assert_bad_read(err: &FormatError, k: u64, tensor: &str, part: FilePart) {
     let msg = err.to_string();
     assert!(
         msg.starts_with("flaky://x.lodt: checksum mismatch in batch"),
@@ -151,8 +151,8 @@ fn a_flipped_body_byte_in_a_copy_is_an_error_naming_the_source_and_batch() {
     let good = LodtFile::from_bytes(&bytes).unwrap();
     assert_eq!(file.read_batch(0).unwrap(), good.read_batch(0).unwrap());
     let err = file.batch(1).unwrap_err();
-    assert_bad_read(&err, 1, "x", Part::Body);
-    assert_bad_read(&file.read_batch(1).unwrap_err(), 1, "x", Part::Body);
+    assert_bad_read(&err, 1, "x", FilePart::Body);
+    assert_bad_read(&file.read_batch(1).unwrap_err(), 1, "x", FilePart::Body);
     assert!(file.tensor_buffers(1, "ids").is_err(), "no tensor of it");
     assert_eq!(file.read_batch(2).unwrap(), good.read_batch(2).unwrap());
     // Nothing was kept, so nothing was read again: one read per touch.
@@ -170,7 +170,7 @@ fn a_flip_in_the_last_body_byte_of_a_batch_is_caught() {
     let (body, _) = parts(&bytes, 0, "ids");
     let src = Flaky::new(&bytes, body.end - 1, None, false);
     let file = LodtFile::from_source(src).unwrap();
-    assert_bad_read(&file.batch(0).unwrap_err(), 0, "ids", Part::Body);
+    assert_bad_read(&file.batch(0).unwrap_err(), 0, "ids", FilePart::Body);
     file.batch(1).unwrap();
 }
 
@@ -181,14 +181,14 @@ fn every_read_of_a_copy_is_checked_not_only_the_first() {
     // The body damaged in the second read only.
     let file = LodtFile::from_source(Flaky::new(&bytes, body.start, Some(vec![1]), false)).unwrap();
     file.batch(1).unwrap();
-    assert_bad_read(&file.batch(1).unwrap_err(), 1, "x", Part::Body);
+    assert_bad_read(&file.batch(1).unwrap_err(), 1, "x", FilePart::Body);
     file.batch(1).unwrap();
     // The LoD damaged in the second read: the batch was parsed (and its LoD
     // checked) from the first copy; the second copy's LoD is checked too.
     let file =
         LodtFile::from_source(Flaky::new(&bytes, lod.start + 8, Some(vec![1]), false)).unwrap();
     file.batch(1).unwrap();
-    assert_bad_read(&file.batch(1).unwrap_err(), 1, "x", Part::Lod(0));
+    assert_bad_read(&file.batch(1).unwrap_err(), 1, "x", FilePart::Lod(0));
     assert_eq!(
         file.read_batch(1).unwrap(),
         LodtFile::from_bytes(&bytes).unwrap().read_batch(1).unwrap()
@@ -211,7 +211,7 @@ fn a_damaged_copy_the_source_kept_is_dropped_and_read_again_once() {
     // Damaged every time: dropped and read again once, then an error.
     let src = Flaky::new(&bytes, body.start + 5, None, true);
     let file = LodtFile::from_source(src.clone()).unwrap();
-    assert_bad_read(&file.batch(1).unwrap_err(), 1, "x", Part::Body);
+    assert_bad_read(&file.batch(1).unwrap_err(), 1, "x", FilePart::Body);
     assert_eq!(src.discarded.load(Ordering::SeqCst), 1);
     assert_eq!(src.reads_of(&r), 2);
     // A damaged header is read again too (any failed check of the copy).
@@ -277,7 +277,7 @@ fn local_reads_a_map_lazily_unless_asked_and_positional_reads_always() {
         assert!(
             matches!(err, FormatError::BadRead { .. })
                 && at.batch == Some(2)
-                && at.part == Part::Body,
+                && at.part == FilePart::Body,
             "{err}"
         );
         let named = format!("{}: checksum mismatch in batch 2", path.display());

@@ -3,7 +3,7 @@
 //! error, and no allocation while reading is larger than the file.
 
 use crate::tracking;
-use lodt::format::{FormatError, LodtFile, Part, StreamReader};
+use lodt::format::{FilePart, FormatError, LodtFile, StreamReader};
 use serde_json::{Value, json};
 
 /// Opens `bytes` and touches every batch and tensor, then runs `verify` and
@@ -204,7 +204,7 @@ fn good_batch() -> RawBatch {
     )
 }
 
-fn expect_corrupt(bytes: &[u8], part: Part, needle: &str) {
+fn expect_corrupt(bytes: &[u8], part: FilePart, needle: &str) {
     let err = read_all(bytes).unwrap_err();
     assert!(err.to_string().contains(needle), "{err:?} lacks {needle:?}");
     assert_eq!(err.location().map(|l| l.part), Some(part), "{err}");
@@ -236,11 +236,11 @@ fn huge_batch_count_in_the_trailer() {
     );
     // Counts that fit in the file but disagree with the footer.
     let bytes = build_with(&[good_batch()], 1, 0, |t| put_u64(t, 16, 4));
-    expect_corrupt(&bytes, Part::Trailer, "expected 1280 for 4 batches");
+    expect_corrupt(&bytes, FilePart::Trailer, "expected 1280 for 4 batches");
     let bytes = build_with(&[good_batch()], 1, 0, |t| put_u64(t, 16, 2));
     expect_corrupt(
         &bytes,
-        Part::FooterHeader,
+        FilePart::FooterHeader,
         "the trailer 2 batches in 48 bytes",
     );
 }
@@ -251,7 +251,7 @@ fn huge_counts_and_lengths_in_a_batch_header() {
     b.buffer_count = Some(u32::MAX);
     expect_corrupt(
         &build(&[b]),
-        Part::ChecksumTable,
+        FilePart::ChecksumTable,
         "the header counts 4294967295 buffers",
     );
     let mut b = good_batch();
@@ -265,7 +265,7 @@ fn huge_counts_and_lengths_in_a_batch_header() {
     b.index = Some(7);
     expect_corrupt(
         &build(&[b]),
-        Part::BatchHeader,
+        FilePart::BatchHeader,
         "expected batch number 0, found 7",
     );
 }
@@ -277,7 +277,7 @@ fn huge_file_metadata_length() {
     seal(&mut bytes[..64]);
     let err = read_all(&bytes).unwrap_err();
     assert!(matches!(err, FormatError::TooLarge { .. }), "{err}");
-    assert_eq!(err.location().unwrap().part, Part::FileMetadata);
+    assert_eq!(err.location().unwrap().part, FilePart::FileMetadata);
 }
 
 #[test]
@@ -320,25 +320,37 @@ fn buffers_past_the_end_overlapping_or_misaligned() {
     b.json["buffers"][1] = buf(1 << 40, 24);
     expect_corrupt(
         &build(&[b]),
-        Part::BatchMetadata,
+        FilePart::BatchMetadata,
         "runs past the checksum table",
     );
     let mut b = good_batch();
     b.json["buffers"][1] = buf(1088, u64::MAX);
     expect_corrupt(
         &build(&[b]),
-        Part::BatchMetadata,
+        FilePart::BatchMetadata,
         "runs past the checksum table",
     );
     let mut b = good_batch();
     b.json["buffers"][1] = buf(1024, 24);
-    expect_corrupt(&build(&[b]), Part::BatchMetadata, "before the end (1048)");
+    expect_corrupt(
+        &build(&[b]),
+        FilePart::BatchMetadata,
+        "before the end (1048)",
+    );
     let mut b = good_batch();
     b.json["buffers"][1] = buf(1032, 24);
-    expect_corrupt(&build(&[b]), Part::BatchMetadata, "not a multiple of 64");
+    expect_corrupt(
+        &build(&[b]),
+        FilePart::BatchMetadata,
+        "not a multiple of 64",
+    );
     let mut b = good_batch();
     b.json["buffers"][0] = buf(960, 24); // inside the metadata
-    expect_corrupt(&build(&[b]), Part::BatchMetadata, "before the end (1024)");
+    expect_corrupt(
+        &build(&[b]),
+        FilePart::BatchMetadata,
+        "before the end (1024)",
+    );
 }
 
 #[test]
@@ -347,15 +359,15 @@ fn bad_buffer_references() {
     b.json["tensors"][0]["body"] = json!(99);
     expect_corrupt(
         &build(&[b]),
-        Part::Body,
+        FilePart::Body,
         "buffer index 99 is not below the 2 buffers",
     );
     let mut b = good_batch();
     b.json["tensors"][0]["body"] = json!(0);
-    expect_corrupt(&build(&[b]), Part::Body, "buffer 0 is used twice");
+    expect_corrupt(&build(&[b]), FilePart::Body, "buffer 0 is used twice");
     let mut b = good_batch();
     b.json["tensors"][0]["lod"] = json!([1u64 << 62]);
-    expect_corrupt(&build(&[b]), Part::Lod(0), "is not below the 2 buffers");
+    expect_corrupt(&build(&[b]), FilePart::Lod(0), "is not below the 2 buffers");
 }
 
 #[test]
@@ -400,7 +412,7 @@ fn bad_lods() {
     b.json["buffers"][0] = buf(1024, 20);
     expect_corrupt(
         &build(&[b]),
-        Part::Lod(0),
+        FilePart::Lod(0),
         "20 bytes is not a whole number of u64 offsets",
     );
     // A LoD on a 0-D tensor.
@@ -417,12 +429,12 @@ fn bad_names_dtypes_and_bools() {
     b.json["tensors"][0]["dtype"] = json!("complex64");
     expect_corrupt(
         &build(&[b]),
-        Part::BatchMetadata,
+        FilePart::BatchMetadata,
         "unknown dtype \"complex64\"",
     );
     let mut b = good_batch();
     b.json["tensors"][0]["name"] = json!("");
-    expect_corrupt(&build(&[b]), Part::BatchMetadata, "empty name");
+    expect_corrupt(&build(&[b]), FilePart::BatchMetadata, "empty name");
     let mut b = good_batch();
     let t = b.json["tensors"][0].clone();
     b.json["tensors"].as_array_mut().unwrap().push(t);
@@ -434,7 +446,7 @@ fn bad_names_dtypes_and_bools() {
     b.data.resize(152, 0);
     expect_corrupt(
         &build(&[b]),
-        Part::BatchMetadata,
+        FilePart::BatchMetadata,
         "two tensors are named \"x\"",
     );
     let mut b = good_batch();
@@ -513,7 +525,7 @@ fn versions() {
     assert_eq!(&bad[pos - 2..pos + 3], b"extra");
     bad[pos] ^= 1;
     let err = LodtFile::from_bytes(&bad).unwrap().verify().unwrap_err();
-    assert_eq!(err.location().unwrap().part, Part::Buffer(2));
+    assert_eq!(err.location().unwrap().part, FilePart::Buffer(2));
     // A newer major is refused, before its header CRC is looked at.
     let mut bytes = build_with(&[good_batch()], 3, 0, |_| {});
     bytes[63] ^= 0xff;
@@ -556,7 +568,7 @@ fn non_zero_padding_and_index_mismatch() {
     seal(&mut bytes[n - 64..]);
     expect_corrupt(
         &bytes,
-        Part::Index,
+        FilePart::Index,
         "expected a multiple of 64 of at least 128 at",
     );
 }

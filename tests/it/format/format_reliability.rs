@@ -106,7 +106,7 @@ fn flips_are_reported_where_they_are_in(major: u16) {
     let at = err.location().unwrap();
     assert_eq!(
         (at.batch, at.tensor.as_deref(), at.part),
-        (Some(1), Some("words"), format::Part::Body)
+        (Some(1), Some("words"), format::FilePart::Body)
     );
     assert!(
         err.to_string()
@@ -117,7 +117,7 @@ fn flips_are_reported_where_they_are_in(major: u16) {
     bad[parts.lod[1].start + 8] ^= 1;
     let file = LodtFile::from_bytes(&bad).unwrap();
     let err = file.batch(1).unwrap_err();
-    assert_eq!(err.location().unwrap().part, format::Part::Lod(1));
+    assert_eq!(err.location().unwrap().part, format::FilePart::Lod(1));
     assert!(file.batch(0).is_ok() && file.batch(2).is_ok());
 }
 

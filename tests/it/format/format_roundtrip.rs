@@ -4,7 +4,9 @@
 use crate::common;
 
 use half::{bf16, f16};
-use lodt::format::{self, FormatError, LodtFile, MAGIC, Part, StreamReader, WriteOptions, Writer};
+use lodt::format::{
+    self, FilePart, FormatError, LodtFile, MAGIC, StreamReader, WriteOptions, Writer,
+};
 use lodt::{Batch, DType, Lod, LodTensor};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -347,7 +349,7 @@ fn large_buffers_are_verified_on_two_threads() {
     bad[at] ^= 4;
     let err = LodtFile::from_bytes(&bad).unwrap().verify().unwrap_err();
     assert!(matches!(err, FormatError::Checksum { .. }), "{err}");
-    assert_eq!(err.location().unwrap().part, Part::Body);
+    assert_eq!(err.location().unwrap().part, FilePart::Body);
 }
 
 #[test]

@@ -12,7 +12,7 @@
 use crate::dataset_util;
 
 use dataset_util::make_batch;
-use lodt::dataset::{Dataset, DatasetError, DatasetWriter, WriterOptions};
+use lodt::dataset::{Dataset, DatasetError, DatasetWriter, DatasetWriterOptions};
 use lodt::remote::{RemoteOptions, open_dataset, open_file, store_for};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -102,7 +102,7 @@ fn write(
     shard_bytes: u64,
 ) -> DatasetWriter {
     let store = store_for(uri, o).unwrap();
-    let options = WriterOptions {
+    let options = DatasetWriterOptions {
         shard_bytes,
         ..Default::default()
     };
@@ -135,7 +135,7 @@ fn datasets_on_s3() {
     let big: Vec<i64> = (0..1_300_000).collect(); // 10.4 MB: a multipart upload
     let t = lodt::LodTensor::from_vec(big.clone(), vec![big.len()], lodt::Lod::empty()).unwrap();
     let store = store_for("s3://data/big", &o).unwrap();
-    let mut bw = DatasetWriter::create_in(store, WriterOptions::default()).unwrap();
+    let mut bw = DatasetWriter::create_in(store, DatasetWriterOptions::default()).unwrap();
     bw.write(&lodt::Batch::try_from_tensors([("x", t)]).unwrap())
         .unwrap();
     bw.finish().unwrap();
@@ -183,7 +183,7 @@ fn datasets_on_s3() {
     // Creating over an existing dataset is refused.
     let store = store_for(uri, &o).unwrap();
     assert!(matches!(
-        DatasetWriter::create_in(store, WriterOptions::default()),
+        DatasetWriter::create_in(store, DatasetWriterOptions::default()),
         Err(DatasetError::AlreadyExists { .. })
     ));
 
