@@ -106,10 +106,7 @@ fn parse_metadata(text: &str) -> Result<MetadataPolicy, String> {
 }
 
 fn parse_batch_bytes(text: &str) -> Result<BatchBytes, String> {
-    if text.trim().eq_ignore_ascii_case("auto") {
-        return Ok(BatchBytes::DEFAULT);
-    }
-    BatchBytes::about(crate::dataset::parse_bytes(text)?).map_err(|e| e.to_string())
+    text.parse().map_err(|e: lodt::Error| e.to_string())
 }
 
 fn bar(total: Option<usize>) -> ProgressBar {

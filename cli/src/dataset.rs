@@ -19,30 +19,10 @@ fn failure(e: DatasetError) -> CliError {
     }
 }
 
-/// Parses a byte count: a number with an optional suffix `K`, `M`, `G`, `T`
-/// (powers of 1024; `KiB`, `MB` and the like too).
+/// Parses a byte count (`lodt::batch::rebatch::parse_byte_count`: a number
+/// with an optional suffix `K`, `M`, `G`, `T`, powers of 1024).
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a byte count (like 268435456, 256M or 1GiB)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?} (use K, M, G or T)"
-            ));
-        }
-    };
-    n.checked_mul(1u64 << shift)
-        .filter(|&b| b > 0)
-        .ok_or_else(|| format!("{text:?}: expected a size from 1 byte to 16 EiB"))
+    lodt::batch::rebatch::parse_byte_count(text).map_err(|e| e.to_string())
 }
 
 /// `lodt info DIR [--json]`: the manifest's summary (no shard is read).

@@ -726,7 +726,7 @@ def convert(
     names: Sequence[str] | None = None,
     batch_rows: int | None = None,
     small_lists: bool = False,
-    batch_bytes: int | None = None,
+    batch_bytes: int | str | None = None,
     columns: Sequence[str] | None = None,
     compression: str | None = None,
     null_lists: Literal["error", "empty"] = "error",
@@ -748,7 +748,9 @@ def convert(
     Parquet input decodes to: larger row groups are read in several batches.
 
     ``batch_rows``/``batch_bytes`` regroup rows (never across a metadata
-    change); ``columns`` reads only those tensors, in that order;
+    change; ``batch_bytes`` is a byte count, a size such as ``"16M"``, or
+    ``"auto"``: batches of 1 to 64 MiB pass, others are split or merged to
+    about 16 MiB); ``columns`` reads only those tensors, in that order;
     ``compression`` is the output's: Parquet's page codec ("none",
     "snappy": the default, "zstd", "lz4") or a ``.lodt`` file's buffer
     codec ("none": the default, "lz4", "zstd", "zstd:LEVEL");

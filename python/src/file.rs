@@ -581,6 +581,15 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
     )
 }
 
+/// A size argument: a byte count, or text the crate parses (`"16M"`, `"auto"`).
+#[derive(FromPyObject)]
+pub enum ByteSize {
+    /// A number of bytes.
+    Count(u64),
+    /// A size with a unit, or a word such as `"auto"`.
+    Text(String),
+}
+
 /// convert(src, dst, *, names=None, batch_rows=None, small_lists=False,
 ///         batch_bytes=None, columns=None, compression=None,
 ///         null_lists="error", metadata="error", decode_budget=None,
@@ -591,7 +600,9 @@ pub fn recover<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDic
 /// `.arrow`/`.feather`, `.arrows`, `.pdtensor`, `.pdparams`/`.pdiparams`
 /// (as `lodt convert`). `names` names a Paddle input's tensors;
 /// `batch_rows` regroups rows into batches of that many top-level rows,
-/// `batch_bytes` into batches of about that many bytes (batches are kept as
+/// `batch_bytes` into batches of about that many bytes (an int, a size such
+/// as `"16M"`, or `"auto"`: batches of 1 to 64 MiB pass, others are split or
+/// merged to about 16 MiB, as `--batch-bytes auto`; batches are kept as
 /// they are when neither is given; batches whose metadata differ are never
 /// merged); `columns` reads only those tensors (Arrow and Parquet columns),
 /// in that order; `compression` is, for Parquet output, the page codec
@@ -630,7 +641,7 @@ pub fn convert<'py>(
     names: Option<Vec<String>>,
     batch_rows: Option<usize>,
     small_lists: bool,
-    batch_bytes: Option<u64>,
+    batch_bytes: Option<ByteSize>,
     columns: Option<Vec<String>>,
     compression: Option<String>,
     null_lists: &str,
@@ -651,9 +662,12 @@ pub fn convert<'py>(
         .map_err(|e: ArrowError| value(format!("metadata: {e}")))?;
     let tensor_type = crate::arrow::export_options(tensor_type)?.tensor_type;
     let batch_bytes = batch_bytes
-        .map(lodt::batch::rebatch::BatchBytes::about)
+        .map(|b| match b {
+            ByteSize::Count(n) => lodt::batch::rebatch::BatchBytes::about(n),
+            ByteSize::Text(text) => text.parse(),
+        })
         .transpose()
-        .map_err(|e| value(e.to_string()))?;
+        .map_err(|e| value(format!("batch_bytes: {e}")))?;
     let mut options = lodt::convert::ConvertOptions {
         names,
         batch_rows,

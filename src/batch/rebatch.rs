@@ -185,6 +185,20 @@ struct Accumulator {
     whole: bool,
 }
 
+impl Accumulator {
+    /// Whether rows of `batch` may join it: the same metadata and the same
+    /// tensors (names and layouts). Rows of other batches are never merged.
+    fn accepts(&self, batch: &Batch) -> bool {
+        self.metadata == *batch.metadata()
+            && self.columns.len() == batch.len()
+            && self
+                .columns
+                .iter()
+                .zip(batch.iter())
+                .all(|(c, (n, t))| c.layout == Layout::of(n, t))
+    }
+}
+
 /// The bytes a batch holds: tensor bodies and LoD offsets (8 bytes each), as
 /// [`rebatch_bytes`] measures batches.
 ///
@@ -254,6 +268,71 @@ impl BatchBytes {
             target: bytes,
         })
     }
+}
+
+impl std::str::FromStr for BatchBytes {
+    type Err = Error;
+
+    /// `auto` ([`BatchBytes::DEFAULT`]) or a byte count as
+    /// [`parse_byte_count`] reads it ([`BatchBytes::about`] that many bytes):
+    /// `--batch-bytes` of `lodt convert`, `batch_bytes=` of `lodt.convert`.
+    ///
+    /// ```
+    /// use lodt::batch::rebatch::BatchBytes;
+    /// assert_eq!("auto".parse::<BatchBytes>()?, BatchBytes::DEFAULT);
+    /// assert_eq!("4K".parse::<BatchBytes>()?, BatchBytes::about(4096)?);
+    /// assert!("0".parse::<BatchBytes>().is_err());
+    /// # Ok::<(), lodt::Error>(())
+    /// ```
+    fn from_str(text: &str) -> Result<Self> {
+        if text.trim().eq_ignore_ascii_case("auto") {
+            return Ok(BatchBytes::DEFAULT);
+        }
+        BatchBytes::about(parse_byte_count(text)?)
+    }
+}
+
+/// A byte count: a number with an optional suffix `K`, `M`, `G`, `T`
+/// (powers of 1024; `KiB`, `MB` and the like too, case-insensitive), at
+/// least 1 byte. What every size option of the CLI and `batch_bytes="16M"`
+/// in Python read.
+///
+/// ```
+/// use lodt::batch::rebatch::parse_byte_count;
+/// assert_eq!(parse_byte_count("268435456")?, 256 << 20);
+/// assert_eq!(parse_byte_count("256M")?, 256 << 20);
+/// assert_eq!(parse_byte_count("1GiB")?, 1 << 30);
+/// assert!(parse_byte_count("0").is_err());
+/// assert!(parse_byte_count("3 parsecs").is_err());
+/// assert!(parse_byte_count("99999999999T").is_err()); // past 16 EiB
+/// # Ok::<(), lodt::Error>(())
+/// ```
+pub fn parse_byte_count(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| {
+        Error::InvalidArgument(format!(
+            "{text:?} is not a byte count (like 268435456, 256M or 1GiB)"
+        ))
+    })?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "{text:?}: unknown unit {unit:?} (use K, M, G or T)"
+            )));
+        }
+    };
+    n.checked_mul(1u64 << shift)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!("{text:?}: expected a size from 1 byte to 16 EiB"))
+        })
 }
 
 /// How [`Rebatch`] groups rows.
@@ -499,12 +578,7 @@ impl<I> Rebatch<I> {
             // differ are never merged.
             if let Some(a) = &acc
                 && taken == 0
-                && (a.metadata != *batch.metadata()
-                    || a.columns.len() != batch.len()
-                    || a.columns
-                        .iter()
-                        .zip(batch.iter())
-                        .any(|(c, (n, t))| c.layout != Layout::of(n, t)))
+                && !a.accepts(batch)
             {
                 break;
             }
@@ -549,7 +623,11 @@ impl<I> Rebatch<I> {
                 break;
             }
         }
-        let acc = acc?;
+        Some(self.emit(acc?).map_err(E::from))
+    }
+
+    /// The batch `acc` gathered, counted in the report.
+    fn emit(&mut self, acc: Accumulator) -> Result<Batch> {
         self.report.output += 1;
         if acc.sources == 1 && acc.whole {
             self.report.passed += 1;
@@ -558,15 +636,11 @@ impl<I> Rebatch<I> {
         }
         let mut out = Batch::new();
         for column in acc.columns {
-            let pushed = column
-                .finish()
-                .and_then(|(name, tensor)| out.push(name, tensor));
-            if let Err(e) = pushed {
-                return Some(Err(e.into()));
-            }
+            let (name, tensor) = column.finish()?;
+            out.push(name, tensor)?;
         }
         *out.metadata_mut() = acc.metadata;
-        Some(Ok(out))
+        Ok(out)
     }
 }
 

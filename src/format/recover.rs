@@ -242,23 +242,7 @@ pub fn recover_with_options(
     if let Some(count) = footer
         && !options.drop_damaged
     {
-        let damaged = entries.len();
-        let keep = match damaged {
-            0 => "keep no batch".to_string(),
-            1 => "keep batch 0".to_string(),
-            n => format!("keep batches 0 to {}", n - 1),
-        };
-        let after = match count.saturating_sub(damaged + 1) {
-            0 => String::new(),
-            n => format!(" and the {n} after it"),
-        };
-        return Err(FormatError::Refused(format!(
-            "{} has a valid footer (of {count} batches), but reading it in order stops at \
-             batch {damaged}: {reason}; recovering would {keep} and drop batch {damaged}{after}, \
-             which the footer says were written (`lodt verify` tells more; \
-             `lodt recover --drop-damaged` does it)",
-            path.display(),
-        )));
+        return Err(damaged_refusal(path, count, entries.len(), &reason));
     }
     let new_footer = footer_bytes(&entries, kept);
     let fsync = options.write.fsync;
@@ -289,6 +273,28 @@ pub fn recover_with_options(
         in_place,
         reason: Some(reason.to_string()),
     })
+}
+
+/// The refusal to recover a file whose footer is valid but whose batches,
+/// read in order, stop at batch `damaged` (of the footer's `count`) with
+/// `reason`: recovering would drop batches the footer says were written.
+fn damaged_refusal(path: &Path, count: usize, damaged: usize, reason: &FormatError) -> FormatError {
+    let keep = match damaged {
+        0 => "keep no batch".to_string(),
+        1 => "keep batch 0".to_string(),
+        n => format!("keep batches 0 to {}", n - 1),
+    };
+    let after = match count.saturating_sub(damaged + 1) {
+        0 => String::new(),
+        n => format!(" and the {n} after it"),
+    };
+    FormatError::Refused(format!(
+        "{} has a valid footer (of {count} batches), but reading it in order stops at \
+         batch {damaged}: {reason}; recovering would {keep} and drop batch {damaged}{after}, \
+         which the footer says were written (`lodt verify` tells more; \
+         `lodt recover --drop-damaged` does it)",
+        path.display(),
+    ))
 }
 
 /// Replaces the file with a copy of its first `kept` bytes and `footer`,
