@@ -529,7 +529,9 @@ pub fn not_lodt(path: &Path, command: &str) -> Option<CliError> {
         Format::ArrowFile => "an Arrow IPC file",
         Format::ArrowStream => "an Arrow IPC stream",
         Format::PaddleTensor => "a Paddle tensor file",
-        _ => "a Paddle parameters file",
+        Format::PaddleCombined => "a Paddle parameters file",
+        Format::Megatron => "a Megatron indexed dataset",
+        _ => "a file in another format",
     };
     Some(CliError::usage(format!(
         "{} is {what}; lodt {command} reads .lodt files and dataset directories. Read it with lodt stats, lodt show, lodt head or lodt cat, or convert it with lodt convert {} OUT.lodt",

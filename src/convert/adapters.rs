@@ -118,6 +118,13 @@ pub(super) trait Commit {
     fn commit(self) -> Result<(), ConvertError>;
 }
 
+/// The Megatron writer puts its two files in place itself, in `finish`.
+impl Commit for crate::megatron::MegatronIndex {
+    fn commit(self) -> Result<(), ConvertError> {
+        Ok(())
+    }
+}
+
 /// The `.lodt` writer renames its file itself, in `finish`.
 impl Commit for FileSink {
     fn commit(self) -> Result<(), ConvertError> {

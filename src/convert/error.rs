@@ -43,6 +43,9 @@ pub enum ConvertError {
     #[cfg(feature = "arrow")]
     #[error(transparent)]
     Arrow(#[from] crate::arrow::ArrowError),
+    /// An error of a Megatron indexed dataset.
+    #[error(transparent)]
+    Megatron(#[from] crate::megatron::MegatronError),
     /// An error of a dataset input or output.
     #[error(transparent)]
     Dataset(#[from] crate::dataset::DatasetError),

@@ -10,7 +10,8 @@ use super::*;
 /// assert_eq!(Format::from_path("a/b.parquet")?, Format::Parquet);
 /// assert_eq!(Format::from_path("x.PDPARAMS")?, Format::PaddleCombined);
 /// assert!(Format::from_path("x.csv").is_err());
-/// assert_eq!(Format::ALL.len(), 6);
+/// assert_eq!(Format::ALL.len(), 7);
+/// assert_eq!(Format::from_path("corpus_text_document.idx")?, Format::Megatron);
 /// # Ok::<(), lodt::convert::ConvertError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,6 +29,9 @@ pub enum Format {
     PaddleTensor,
     /// `.pdparams` / `.pdiparams` (Paddle `save_combine`).
     PaddleCombined,
+    /// `.idx` / `.bin`: a Megatron indexed dataset, the pair `PREFIX.idx` +
+    /// `PREFIX.bin` (see [`crate::megatron`]).
+    Megatron,
 }
 
 /// Where a format keeps batch metadata ([`Batch::metadata`]).
@@ -86,22 +90,31 @@ pub struct Capabilities {
     pub mixed_schemas: bool,
     /// Whether the format is read in order, with no seeking, so that it can
     /// come from a pipe ([`Format::open_stream`]): `.lodt` (read as a
-    /// stream), Arrow IPC streams and Paddle files. Every format can be
+    /// stream), Arrow IPC streams and Paddle files. Every format but a Megatron dataset (two files) can be
     /// written to a pipe ([`Format::create_stream_writer`]).
     pub streamable: bool,
+    /// Whether a tensor's rows may have an element shape (`[N, 2]`): a
+    /// Megatron dataset holds scalar tokens only.
+    pub element_shapes: bool,
+    /// Whether a file read back gives the batches written, one for one: a
+    /// Megatron dataset keeps documents, not batches (its reader groups
+    /// whole documents into batches of up to
+    /// [`megatron::BATCH_BYTES`](crate::megatron::BATCH_BYTES)).
+    pub keeps_batches: bool,
 }
 
 impl Format {
     /// Every format, in the order of the [module docs](super).
     ///
     /// See the [type-level example](Format).
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Lodt,
         Format::Parquet,
         Format::ArrowFile,
         Format::ArrowStream,
         Format::PaddleTensor,
         Format::PaddleCombined,
+        Format::Megatron,
     ];
 
     /// The file extensions of the format, lowercase, without the dot; the
@@ -118,6 +131,7 @@ impl Format {
             Format::ArrowStream => &["arrows"],
             Format::PaddleTensor => &["pdtensor"],
             Format::PaddleCombined => &["pdparams", "pdiparams"],
+            Format::Megatron => &["idx", "bin"],
         }
     }
 
@@ -134,6 +148,24 @@ impl Format {
             Format::ArrowStream => "Arrow IPC stream",
             Format::PaddleTensor => "Paddle tensor",
             Format::PaddleCombined => "Paddle combined parameters",
+            Format::Megatron => "Megatron indexed dataset",
+        }
+    }
+
+    /// The name a reader of this format gives tensor `i` of a batch when
+    /// [`ConvertOptions::names`] gives none, for the formats that store no
+    /// names ([`Capabilities::tensor_names`]): `tokens` for a Megatron
+    /// dataset (its one tensor), `tensor0`, `tensor1`, … otherwise.
+    ///
+    /// ```
+    /// use lodt::convert::Format;
+    /// assert_eq!(Format::Megatron.unnamed_tensor(0), "tokens");
+    /// assert_eq!(Format::PaddleCombined.unnamed_tensor(2), "tensor2");
+    /// ```
+    pub fn unnamed_tensor(self, i: usize) -> String {
+        match self {
+            Format::Megatron => "tokens".into(),
+            _ => format!("tensor{i}"),
         }
     }
 
@@ -152,6 +184,8 @@ impl Format {
             ragged_batches: true,
             mixed_schemas: true,
             streamable: true,
+            element_shapes: true,
+            keeps_batches: true,
         };
         let arrow = Capabilities {
             batch_metadata: MetadataScope::PerFile,
@@ -187,6 +221,19 @@ impl Format {
                 ..paddle
             },
             Format::PaddleCombined => paddle,
+            // One unnamed token tensor of one dtype, in whole documents.
+            Format::Megatron => Capabilities {
+                tensors_per_batch: Some(1),
+                tensor_names: false,
+                batch_metadata: MetadataScope::Dropped,
+                all_dtypes: false,
+                mixed_schemas: false,
+                streamable: false,
+                empty_batches: false,
+                element_shapes: false,
+                keeps_batches: false,
+                ..any
+            },
         }
     }
 
@@ -198,7 +245,7 @@ impl Format {
     /// ```
     pub fn feature(self) -> Option<&'static str> {
         match self {
-            Format::Lodt | Format::PaddleTensor | Format::PaddleCombined => None,
+            Format::Lodt | Format::PaddleTensor | Format::PaddleCombined | Format::Megatron => None,
             Format::ArrowFile | Format::ArrowStream => Some("arrow"),
             Format::Parquet => Some("parquet"),
         }
@@ -212,7 +259,7 @@ impl Format {
     /// ```
     pub fn is_available(self) -> bool {
         match self {
-            Format::Lodt | Format::PaddleTensor | Format::PaddleCombined => true,
+            Format::Lodt | Format::PaddleTensor | Format::PaddleCombined | Format::Megatron => true,
             Format::ArrowFile | Format::ArrowStream => cfg!(feature = "arrow"),
             Format::Parquet => cfg!(feature = "parquet"),
         }
@@ -311,6 +358,14 @@ impl Format {
             }
             Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
                 arrow_side::open_reader(self, open(path)?, name, options)?
+            }
+            Format::Megatron => {
+                let reader = crate::megatron::MegatronReader::open(path)?;
+                let name = match names.and_then(|n| n.first().copied()) {
+                    Some(name) => name.to_owned(),
+                    None => self.unnamed_tensor(0),
+                };
+                Box::new(reader.with_name(name).err_into())
             }
         };
         self.finish_reader(reader, options)
@@ -467,13 +522,15 @@ impl Format {
             Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
                 arrow_side::create_writer(self, sink(path)?, options)?
             }
+            Format::Megatron => self.checked(crate::megatron::MegatronWriter::create(path)?),
         })
     }
 
     /// Creates a writer of this format to `sink` (a pipe, stdout): the
     /// bytes go out as they are written, and `finish` flushes them. Every
     /// format can be written in order (Parquet and Arrow IPC files put their
-    /// footer last). Options as for [`Format::create_writer`].
+    /// footer last), but a Megatron dataset, which is two files. Options as
+    /// for [`Format::create_writer`].
     ///
     /// ```
     /// use lodt::{batch::copy, convert::{ConvertOptions, Format}};
@@ -515,6 +572,11 @@ impl Format {
             }
             Format::ArrowFile | Format::ArrowStream | Format::Parquet => {
                 arrow_side::create_writer(self, sink, options)?
+            }
+            Format::Megatron => {
+                return Err(ConvertError::Unsupported(
+                    "a Megatron dataset is two files (PREFIX.bin and PREFIX.idx): it cannot be written to a pipe; give an output path".into(),
+                ));
             }
         })
     }

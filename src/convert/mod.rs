@@ -15,6 +15,7 @@
 //! | `.arrows`                   | Arrow IPC stream                         | [`Format::ArrowStream`] |
 //! | `.pdtensor`                 | one PaddlePaddle tensor (`SerializeToStream`) | [`Format::PaddleTensor`] |
 //! | `.pdparams`, `.pdiparams`   | PaddlePaddle `save_combine` file         | [`Format::PaddleCombined`] |
+//! | `.idx`, `.bin`              | Megatron indexed dataset (`PREFIX.idx` + `PREFIX.bin`, [`crate::megatron`]) | [`Format::Megatron`] |
 //!
 //! A sharded dataset directory is an endpoint too ([`Endpoint::Dataset`]): an
 //! input that is a directory, an output that is one, ends in `/`, or is a new

@@ -55,6 +55,8 @@ impl Format {
             Some(Format::ArrowFile)
         } else if head.starts_with(&[0xff, 0xff, 0xff, 0xff]) {
             Some(Format::ArrowStream)
+        } else if head.starts_with(crate::megatron::MAGIC) {
+            Some(Format::Megatron) // the index file of the pair
         } else {
             None
         }
@@ -71,6 +73,7 @@ mod tests {
         assert_eq!(Format::from_magic(b"PAR1...."), Some(Format::Parquet));
         assert_eq!(Format::from_magic(b"ARROW1"), Some(Format::ArrowFile));
         assert_eq!(Format::from_magic(&[0xff; 8]), Some(Format::ArrowStream));
+        assert_eq!(Format::from_magic(b"MMIDIDX\0\0"), Some(Format::Megatron));
         assert_eq!(Format::from_magic(b""), None);
         assert_eq!(Format::from_magic(&format::MAGIC[..8]), None);
         assert_eq!(Format::from_magic(b"\x89LODX\r\n\x1a\n"), None);

@@ -24,5 +24,6 @@ mod convert;
 mod dataset;
 mod format;
 mod lod;
+mod megatron;
 mod paddle;
 mod remote;
