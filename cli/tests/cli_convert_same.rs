@@ -157,3 +157,41 @@ fn a_new_path_with_no_extension_is_a_dataset() {
         assert_eq!(back.read_batch(k).unwrap(), file.read_batch(k).unwrap());
     }
 }
+
+#[test]
+fn the_cli_writes_and_reads_megatron_datasets_as_the_crate_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lod = lodt::Lod::try_from_lengths(&[vec![2, 1], vec![3, 4, 5]]).unwrap();
+    let tokens = lodt::LodTensor::from_vec((0..12i32).collect(), vec![12], lod).unwrap();
+    let label = lodt::LodTensor::from_vec(vec![1u8, 0], vec![2], lodt::Lod::empty()).unwrap();
+    let batch = lodt::Batch::try_from_tensors([("tokens", tokens), ("label", label)]).unwrap();
+    lodt::format::save_batch(d.join("in.lodt"), &batch).unwrap();
+    lodt(d, &["convert", "in.lodt", "cli.idx", "--columns", "tokens"]);
+    let options = ConvertOptions {
+        columns: Some(vec!["tokens".into()]),
+        ..Default::default()
+    };
+    convert(d.join("in.lodt"), d.join("crate.bin"), &options, |_| {}).unwrap();
+    for ext in ["bin", "idx"] {
+        let (a, b) = (
+            std::fs::read(d.join(format!("cli.{ext}"))).unwrap(),
+            std::fs::read(d.join(format!("crate.{ext}"))).unwrap(),
+        );
+        assert!(!a.is_empty() && a == b, "{ext}");
+    }
+    // Read in place, and into a dataset of 2 documents.
+    let stats = lodt(d, &["stats", "cli.idx"]);
+    assert!(stats.contains("tokens"), "{stats}");
+    lodt(d, &["convert", "cli.idx", "train"]);
+    assert_eq!(Dataset::open(d.join("train")).unwrap().num_sequences(), 2);
+    // Several tensors without --columns: the error says how to choose.
+    let out = Command::new(env!("CARGO_BIN_EXE_lodt"))
+        .args(["convert", "in.lodt", "both.idx"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("--columns"), "{stderr}");
+    assert!(!d.join("both.idx").exists() && !d.join("both.bin").exists());
+}

@@ -45,7 +45,8 @@ fn each_wrong_field_is_named() {
     let d = dir.path();
     let good = valid(d);
     assert_eq!(read_with(d, &good), "");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+    type Mutation = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(&str, Mutation)> = vec![
         ("magic", Box::new(|b| b[0] = b'X')),
         (
             "version: expected 1, found 2",
