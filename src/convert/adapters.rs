@@ -157,7 +157,7 @@ pub(super) struct Checked<W> {
 impl<W> Checked<W> {
     fn one_tensor_error(&self, found: &str) -> ConvertError {
         ConvertError::Unsupported(format!(
-            "a {} file holds exactly one tensor, {found}",
+            "a {} file holds exactly one tensor, {found} (choose one with --columns, or columns= in Python)",
             self.format.extension()
         ))
     }
