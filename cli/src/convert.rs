@@ -170,10 +170,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Endpoint::output(p).map_err(common::convert_error)
     })?;
     let mut options = options(&args);
-    let written = match to {
-        Endpoint::File(format) => format,
-        Endpoint::Dataset => Format::Lodt,
-    };
+    let written = to.file_format();
     options
         .set_output_codec(
             written,
@@ -259,6 +256,9 @@ fn wrote(
     let source = match (common::is_dash(&args.input), from) {
         (true, _) => "stdin".to_string(),
         (false, Endpoint::Dataset) => format!("the dataset {}", common::path(&args.input)),
+        (false, Endpoint::Layout(layout)) => {
+            format!("the {} {}", layout.name(), common::path(&args.input))
+        }
         (false, Endpoint::File(_)) => common::path(&args.input),
     };
     let stats = &done.stats;
@@ -275,7 +275,7 @@ fn wrote(
                 human(m.num_bytes()),
             ));
         }
-        Endpoint::File(format) => format,
+        other => other.file_format(),
     };
     let stdout = common::is_dash(&args.output);
     let codec = match format {

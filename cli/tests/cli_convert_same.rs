@@ -192,6 +192,9 @@ fn the_cli_writes_and_reads_megatron_datasets_as_the_crate_does() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && stderr.contains("--columns"), "{stderr}");
+    assert!(
+        !out.status.success() && stderr.contains("--columns"),
+        "{stderr}"
+    );
     assert!(!d.join("both.idx").exists() && !d.join("both.bin").exists());
 }

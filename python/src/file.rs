@@ -683,10 +683,9 @@ pub fn convert<'py>(
         lodt: WriteOptions::default(),
     };
     // A dataset output is written as .lodt shards.
-    let output = match lodt::convert::Endpoint::output(&dst).map_err(|e| value(e.to_string()))? {
-        lodt::convert::Endpoint::File(format) => format,
-        lodt::convert::Endpoint::Dataset => lodt::convert::Format::Lodt,
-    };
+    let output = lodt::convert::Endpoint::output(&dst)
+        .map_err(|e| value(e.to_string()))?
+        .file_format();
     options
         .set_output_codec(output, format_version, compression.as_deref())
         .map_err(|e| value(e.to_string()))?;

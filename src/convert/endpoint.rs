@@ -27,12 +27,16 @@ pub enum Endpoint {
     File(Format),
     /// A sharded dataset directory.
     Dataset,
+    /// A directory in another tool's layout, read as one input (an input
+    /// only).
+    Layout(Layout),
 }
 
 impl Endpoint {
-    /// Places an input path: a dataset when it names one
-    /// ([`crate::location::is_dataset`]: a local directory), else a file in
-    /// the format its extension names ([`Format::from_path`]).
+    /// Places an input path: a directory in another tool's layout
+    /// ([`Layout::detect`]), a dataset when it names one
+    /// ([`crate::location::is_dataset`]: another local directory), else a
+    /// file in the format its extension names ([`Format::from_path`]).
     ///
     /// ```
     /// use lodt::convert::{Endpoint, Format};
@@ -43,6 +47,9 @@ impl Endpoint {
     /// ```
     pub fn input(path: impl AsRef<Path>) -> Result<Endpoint, ConvertError> {
         let path = path.as_ref();
+        if let Some(layout) = Layout::detect(path) {
+            return Ok(Endpoint::Layout(layout));
+        }
         if crate::location::is_dataset(&path.to_string_lossy()) {
             return Ok(Endpoint::Dataset);
         }
@@ -89,6 +96,25 @@ impl Endpoint {
         match self {
             Endpoint::File(format) => format.name(),
             Endpoint::Dataset => "lodt dataset",
+            Endpoint::Layout(layout) => layout.name(),
+        }
+    }
+
+    /// The format of the files the endpoint is made of: a file's, a
+    /// dataset's shards (`.lodt`), a layout's files. An output's codec
+    /// options ([`ConvertOptions::set_output_codec`]) are this format's.
+    ///
+    /// ```
+    /// use lodt::convert::{Endpoint, Format, Layout};
+    /// assert_eq!(Endpoint::Dataset.file_format(), Format::Lodt);
+    /// assert_eq!(Endpoint::File(Format::Parquet).file_format(), Format::Parquet);
+    /// assert_eq!(Endpoint::Layout(Layout::HuggingFace).file_format(), Format::ArrowStream);
+    /// ```
+    pub fn file_format(self) -> Format {
+        match self {
+            Endpoint::File(format) => format,
+            Endpoint::Dataset => Format::Lodt,
+            Endpoint::Layout(layout) => layout.format(),
         }
     }
 
@@ -119,6 +145,7 @@ impl Endpoint {
         let path = path.as_ref();
         let format = match self {
             Endpoint::File(format) => return format.open_reader(path, options),
+            Endpoint::Layout(layout) => return layout.open_reader(path, options),
             Endpoint::Dataset => Format::Lodt,
         };
         if options.names.is_some() {
@@ -167,6 +194,13 @@ impl Endpoint {
                 )));
             }
             return format.create_writer(path, metadata, options);
+        }
+        if let Endpoint::Layout(layout) = self {
+            return Err(ConvertError::Unsupported(format!(
+                "a {} is read, not written: write {} as a lodt dataset, or as files",
+                layout.name(),
+                path.display()
+            )));
         }
         Format::Lodt.check_writer(options)?;
         let writer_options = DatasetWriterOptions {

@@ -19,7 +19,9 @@
 //!
 //! A sharded dataset directory is an endpoint too ([`Endpoint::Dataset`]): an
 //! input that is a directory, an output that is one, ends in `/`, or is a new
-//! path with no extension.
+//! path with no extension. An input directory that another tool wrote is read
+//! as one input by its [`Layout`] ([`Endpoint::Layout`]): Hugging Face's
+//! `save_to_disk` (by its `state.json`), or a directory of Parquet files.
 //!
 //! ```text
 //!  IN ──open_reader──▶ Batch, Batch, … ──[rebatch, if asked]──▶ create_writer ──▶ OUT
@@ -68,6 +70,7 @@ mod endpoint;
 mod error;
 mod fit;
 mod formats;
+mod layout;
 mod options;
 mod sniff;
 
@@ -80,6 +83,7 @@ use error::missing;
 pub use fit::{ColumnFit, column_fit};
 use formats::known_extensions;
 pub use formats::{Capabilities, Format, MetadataScope};
+pub use layout::Layout;
 pub use options::ConvertOptions;
 
 /// Converts `input` to `output`, each a file in the format its extension

@@ -3,3 +3,4 @@
 #[allow(clippy::module_inception)] // the former tests/convert.rs
 mod convert;
 mod convert_matrix;
+mod layouts;
