@@ -122,6 +122,7 @@ pub mod error;
 pub mod format;
 pub mod location;
 pub mod lod;
+pub mod mds;
 pub mod megatron;
 pub mod ops;
 pub mod paddle;

@@ -170,7 +170,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
         Endpoint::output(p).map_err(common::convert_error)
     })?;
     let mut options = options(&args);
-    let written = to.file_format();
+    let written = to.file_format().unwrap_or(Format::Lodt);
     options
         .set_output_codec(
             written,
@@ -275,7 +275,7 @@ fn wrote(
                 human(m.num_bytes()),
             ));
         }
-        other => other.file_format(),
+        other => other.file_format().unwrap_or(Format::Lodt),
     };
     let stdout = common::is_dash(&args.output);
     let codec = match format {

@@ -685,7 +685,8 @@ pub fn convert<'py>(
     // A dataset output is written as .lodt shards.
     let output = lodt::convert::Endpoint::output(&dst)
         .map_err(|e| value(e.to_string()))?
-        .file_format();
+        .file_format()
+        .unwrap_or(lodt::convert::Format::Lodt);
     options
         .set_output_codec(output, format_version, compression.as_deref())
         .map_err(|e| value(e.to_string()))?;

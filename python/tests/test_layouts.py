@@ -41,3 +41,40 @@ def test_a_hugging_face_save_to_disk_directory_converts_as_saved(tmp_path):
     for i in (0, 1, 99, 199):
         assert np.asarray(ds[i]["input_ids"]).ravel().tolist() == back[i]["input_ids"]
         assert ds[i]["label"].tolist() == [back[i]["label"]]
+
+
+@pytest.mark.torch
+def test_an_mds_directory_written_by_streaming_converts_as_written(tmp_path):
+    streaming = pytest.importorskip("streaming")
+    rng = np.random.default_rng(9)
+    columns = {"ids": "ndarray:int32", "any": "ndarray", "text": "str", "n": "int", "f": "float32", "grid": "ndarray:uint8:2,2"}
+    samples = []
+    for i in range(120):
+        samples.append(
+            {
+                "ids": rng.integers(0, 50000, size=int(rng.integers(1, 40))).astype(np.int32),
+                "any": rng.random((int(rng.integers(1, 5)), 3)).astype(np.float64),
+                "text": f"document {i}",
+                "n": i * 7,
+                "f": np.float32(i / 4),
+                "grid": np.full((2, 2), i % 256, np.uint8),
+            }
+        )
+    for compression in (None, "zstd"):
+        out = tmp_path / f"mds-{compression}"
+        with streaming.MDSWriter(out=str(out), columns=columns, compression=compression, size_limit=4096) as w:
+            for s in samples:
+                w.write(s)
+        if compression:
+            for raw in out.glob("*.mds"):
+                raw.unlink()  # only the zstd shards remain
+        lodt.convert(out, tmp_path / f"train-{compression}")
+        ds = lodt.Dataset(tmp_path / f"train-{compression}")
+        assert len(ds) == 120 and ds.num_shards >= 1
+        for i in (0, 1, 63, 119):
+            got, want = ds[i], samples[i]
+            assert np.asarray(got["ids"]).ravel().tolist() == want["ids"].tolist()
+            assert np.allclose(np.asarray(got["any"]).reshape(-1, 3), want["any"])
+            assert bytes(np.asarray(got["text"]).ravel()).decode() == want["text"]
+            assert got["n"].tolist() == [want["n"]] and got["f"].tolist() == [want["f"]]
+            assert np.asarray(got["grid"]).reshape(2, 2).tolist() == want["grid"].tolist()

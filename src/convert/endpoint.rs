@@ -101,19 +101,21 @@ impl Endpoint {
     }
 
     /// The format of the files the endpoint is made of: a file's, a
-    /// dataset's shards (`.lodt`), a layout's files. An output's codec
-    /// options ([`ConvertOptions::set_output_codec`]) are this format's.
+    /// dataset's shards (`.lodt`), a layout's files (none for MDS shards).
+    /// An output's codec options ([`ConvertOptions::set_output_codec`]) are
+    /// this format's (an output is never a layout).
     ///
     /// ```
     /// use lodt::convert::{Endpoint, Format, Layout};
-    /// assert_eq!(Endpoint::Dataset.file_format(), Format::Lodt);
-    /// assert_eq!(Endpoint::File(Format::Parquet).file_format(), Format::Parquet);
-    /// assert_eq!(Endpoint::Layout(Layout::HuggingFace).file_format(), Format::ArrowStream);
+    /// assert_eq!(Endpoint::Dataset.file_format(), Some(Format::Lodt));
+    /// assert_eq!(Endpoint::File(Format::Parquet).file_format(), Some(Format::Parquet));
+    /// assert_eq!(Endpoint::Layout(Layout::HuggingFace).file_format(), Some(Format::ArrowStream));
+    /// assert_eq!(Endpoint::Layout(Layout::Mds).file_format(), None);
     /// ```
-    pub fn file_format(self) -> Format {
+    pub fn file_format(self) -> Option<Format> {
         match self {
-            Endpoint::File(format) => format,
-            Endpoint::Dataset => Format::Lodt,
+            Endpoint::File(format) => Some(format),
+            Endpoint::Dataset => Some(Format::Lodt),
             Endpoint::Layout(layout) => layout.format(),
         }
     }

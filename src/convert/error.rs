@@ -7,7 +7,7 @@ use super::*;
 /// ```
 /// let err = lodt::convert::Format::from_path("x.txt").unwrap_err();
 /// assert!(err.to_string().contains("x.txt"));
-/// assert!(err.to_string().contains(".pdparams or .pdiparams, or a dataset directory"), "{err}");
+/// assert!(err.to_string().contains(".pdiparams, .idx or .bin, or a dataset directory"), "{err}");
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -43,6 +43,9 @@ pub enum ConvertError {
     #[cfg(feature = "arrow")]
     #[error(transparent)]
     Arrow(#[from] crate::arrow::ArrowError),
+    /// An error of an MDS dataset.
+    #[error(transparent)]
+    Mds(#[from] crate::mds::MdsError),
     /// An error of a Megatron indexed dataset.
     #[error(transparent)]
     Megatron(#[from] crate::megatron::MegatronError),

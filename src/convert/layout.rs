@@ -31,11 +31,15 @@ pub enum Layout {
     /// A directory of Parquet files (`*.parquet`), read in name order, as
     /// one input of one schema.
     ParquetFiles,
+    /// MosaicML Streaming's MDS directory: `index.json` and its shards
+    /// (raw or zstd), one batch per shard ([`crate::mds`], `spec/MDS.md`).
+    Mds,
 }
 
 impl Layout {
     /// The layout of the local directory `dir`, by its index file:
-    /// `state.json` and `dataset_info.json` for Hugging Face; else, with no
+    /// `state.json` and `dataset_info.json` for Hugging Face, `index.json`
+    /// for MDS; else, with no
     /// lodt manifest, Parquet files only (at least one). `None` for
     /// anything else (a lodt dataset among them).
     ///
@@ -47,6 +51,9 @@ impl Layout {
         }
         if dir.join("state.json").is_file() && dir.join("dataset_info.json").is_file() {
             return Some(Layout::HuggingFace);
+        }
+        if dir.join("index.json").is_file() {
+            return Some(Layout::Mds);
         }
         match parquet_files(dir) {
             Ok(files) if !files.is_empty() => Some(Layout::ParquetFiles),
@@ -63,19 +70,23 @@ impl Layout {
         match self {
             Layout::HuggingFace => "Hugging Face save_to_disk directory",
             Layout::ParquetFiles => "directory of Parquet files",
+            Layout::Mds => "MDS directory",
         }
     }
 
-    /// The format of the layout's files.
+    /// The format of the layout's files, when they are in one of the
+    /// [`Format`]s (MDS shards are not).
     ///
     /// ```
     /// use lodt::convert::{Format, Layout};
-    /// assert_eq!(Layout::HuggingFace.format(), Format::ArrowStream);
+    /// assert_eq!(Layout::HuggingFace.format(), Some(Format::ArrowStream));
+    /// assert_eq!(Layout::Mds.format(), None);
     /// ```
-    pub fn format(self) -> Format {
+    pub fn format(self) -> Option<Format> {
         match self {
-            Layout::HuggingFace => Format::ArrowStream,
-            Layout::ParquetFiles => Format::Parquet,
+            Layout::HuggingFace => Some(Format::ArrowStream),
+            Layout::ParquetFiles => Some(Format::Parquet),
+            Layout::Mds => None,
         }
     }
 
@@ -96,6 +107,10 @@ impl Layout {
         match self {
             Layout::HuggingFace => hugging_face_files(dir),
             Layout::ParquetFiles => parquet_files(dir),
+            Layout::Mds => {
+                let index = crate::mds::MdsIndex::read(dir)?;
+                Ok(index.shards().iter().map(|s| dir.join(&s.raw)).collect())
+            }
         }
     }
 
@@ -116,8 +131,18 @@ impl Layout {
         dir: impl AsRef<Path>,
         options: &ConvertOptions,
     ) -> Result<BoxBatchReader<'static, ConvertError>, ConvertError> {
-        let format = self.format();
-        format.check_reader(&dir.as_ref().display().to_string(), options)?;
+        let dir = dir.as_ref();
+        let format = match self.format() {
+            Some(format) => format,
+            None => {
+                // MDS: a reader of its own; columns and re-batching as for
+                // any reader that has none (`.lodt`'s).
+                Format::Lodt.check_reader(&dir.display().to_string(), options)?;
+                let reader = crate::mds::MdsReader::open(dir)?;
+                return Format::Lodt.finish_reader(Box::new(reader.err_into()), options);
+            }
+        };
+        format.check_reader(&dir.display().to_string(), options)?;
         let mut chain = Chain {
             files: self.files(dir)?.into(),
             current: None,

@@ -7,7 +7,7 @@ use std::io;
 /// from the files' bytes names the file and what was expected and found.
 ///
 /// ```
-/// let err = lodt::megatron::MegatronReader::open("/no/such/prefix").unwrap_err();
+/// let err = lodt::megatron::MegatronReader::open("/no/such/prefix").err().unwrap();
 /// assert!(err.to_string().contains("/no/such/prefix.idx"), "{err}");
 /// ```
 #[derive(Debug, thiserror::Error)]

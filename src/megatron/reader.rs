@@ -26,7 +26,7 @@ pub const BATCH_BYTES: u64 = 16 << 20;
 /// sequences apart). Batches hold whole documents up to [`BATCH_BYTES`].
 ///
 /// ```
-/// use lodt::{batch::BatchReader, megatron::{MegatronReader, MegatronWriter}, Batch, Lod, LodTensor};
+/// use lodt::{megatron::{MegatronReader, MegatronWriter}, Batch, BatchWriter, Lod, LodTensor};
 /// let dir = tempfile::tempdir()?;
 /// let prefix = dir.path().join("corpus");
 /// let docs = LodTensor::from_vec(vec![5i32, 6, 7, 8, 9], vec![5], Lod::try_from_lengths(&[vec![2, 3]])?)?;
@@ -54,8 +54,9 @@ impl MegatronReader {
     /// See the [type-level example](MegatronReader).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let (idx, bin) = prefix::files(path.as_ref());
-        let bin_len = std::fs::metadata(&bin).map_err(io(&bin))?.len();
+        // The index first: it is what makes the pair a dataset.
         let bytes = std::fs::read(&idx).map_err(io(&idx))?;
+        let bin_len = std::fs::metadata(&bin).map_err(io(&bin))?.len();
         let index = MegatronIndex::parse(&bytes, &idx.display().to_string(), bin_len)?;
         let data = if bin_len == 0 {
             Buffer::from_storage(Arc::new(AlignedBytes::zeroed(0)))

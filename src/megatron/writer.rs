@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 /// use lodt::{BatchWriter, megatron::MegatronWriter, Batch, Lod, LodTensor};
 /// let dir = tempfile::tempdir()?;
 /// let prefix = dir.path().join("corpus");
-/// let docs = LodTensor::from_vec(vec![1u16, 2, 3], vec![3], Lod::try_from_lengths(&[vec![1], vec![1, 2]])?)?;
+/// let docs = LodTensor::from_vec(vec![1u16, 2, 3], vec![3], Lod::try_from_lengths(&[vec![2], vec![1, 2]])?)?;
 /// let mut w = MegatronWriter::create(&prefix)?;
 /// w.write(&Batch::try_from_tensors([("tokens", docs)])?)?;
 /// let index = w.finish()?;

@@ -4,3 +4,4 @@
 mod convert;
 mod convert_matrix;
 mod layouts;
+mod mds_files;
