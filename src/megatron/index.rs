@@ -175,21 +175,7 @@ impl MegatronIndex {
             .and_then(|a| a.checked_add(HEADER_BYTES));
         let len = bytes.len() as u64;
         if need != Some(len) {
-            let found = format!("{len} bytes");
-            if need.and_then(|n| n.checked_add(sequences)) == Some(len) {
-                return Err(MegatronError::Unsupported(format!(
-                    "{path} is a multimodal Megatron index (a mode per sequence after the document indices): lodt reads token datasets only"
-                )));
-            }
-            let expected = match need {
-                Some(n) => format!(
-                    "{n} bytes for {sequences} sequences and {document_count} document indices"
-                ),
-                None => format!(
-                    "a size that fits {sequences} sequences and {document_count} document indices"
-                ),
-            };
-            return Err(corrupt("file length", expected, found));
+            return Err(length_error(path, need, len, sequences, document_count));
         }
         let n = sequences as usize; // fits: 12 n bytes exist
         let arrays = &bytes[HEADER_BYTES as usize..];
@@ -375,5 +361,37 @@ impl MegatronIndex {
             ));
         }
         Ok(())
+    }
+}
+
+/// The error for an index of `len` bytes whose counts need `need` (`None`:
+/// more than a `u64`): a multimodal index (a mode per sequence after the
+/// document index) is named as such.
+fn length_error(
+    path: &str,
+    need: Option<u64>,
+    len: u64,
+    sequences: u64,
+    document_count: u64,
+) -> MegatronError {
+    let found = format!("{len} bytes");
+    if need.and_then(|n| n.checked_add(sequences)) == Some(len) {
+        return MegatronError::Unsupported(format!(
+            "{path} is a multimodal Megatron index (a mode per sequence after the document indices): lodt reads token datasets only"
+        ));
+    }
+    let expected = match need {
+        Some(n) => {
+            format!("{n} bytes for {sequences} sequences and {document_count} document indices")
+        }
+        None => {
+            format!("a size that fits {sequences} sequences and {document_count} document indices")
+        }
+    };
+    MegatronError::Corrupt {
+        path: path.to_owned(),
+        what: "file length".into(),
+        expected,
+        found,
     }
 }
