@@ -267,10 +267,7 @@ fn the_random_access_cache_holds_at_most_its_budget_and_decodes_once() {
         let before = large_bytes();
         for b in (6 - fit as u64)..6 {
             let got = data.take(&[b * 32, b * 32 + 31]).unwrap();
-            assert_eq!(
-                firsts(&got),
-                [(b * 1000) as i32, (b * 1000 + 31) as i32]
-            );
+            assert_eq!(firsts(&got), [(b * 1000) as i32, (b * 1000 + 31) as i32]);
         }
         // The 2 sequences of each take copied twice (out of the batch, into
         // the result): 1 MiB a take, far from one batch's decode (8 MiB).

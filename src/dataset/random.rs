@@ -146,7 +146,10 @@ impl Dataset {
             } else {
                 let (sub, rows) = column.lod().sequence(0, at.index).map_err(slicing)?;
                 let (begin, end) = (as_index(rows.start)?, as_index(rows.end)?);
-                (column.slice_rows(begin, end).map_err(slicing)?, sub.to_offsets())
+                (
+                    column.slice_rows(begin, end).map_err(slicing)?,
+                    sub.to_offsets(),
+                )
             };
             // A view of a decoded batch would keep all of it alive past its
             // eviction from the cache: copied.
@@ -200,9 +203,12 @@ mod tests {
                 lod,
             )
             .unwrap();
-            let labels =
-                LodTensor::from_vec((0..40).map(|i| b * 100 + i).collect(), vec![40], Lod::empty())
-                    .unwrap();
+            let labels = LodTensor::from_vec(
+                (0..40).map(|i| b * 100 + i).collect(),
+                vec![40],
+                Lod::empty(),
+            )
+            .unwrap();
             w.write(&Batch::try_from_tensors([("words", words), ("labels", labels)]).unwrap())
                 .unwrap();
         }
@@ -220,7 +226,10 @@ mod tests {
         for &id in &ids {
             let seq = ds.sequence(id).unwrap();
             let (b, i) = ((id / 40) as i64, (id % 40) as i64);
-            assert_eq!(seq.get("labels").unwrap().as_slice::<i64>().unwrap(), &[b * 100 + i]);
+            assert_eq!(
+                seq.get("labels").unwrap().as_slice::<i64>().unwrap(),
+                &[b * 100 + i]
+            );
         }
         assert_eq!(crate::format::hooks::decodes() - before, 3);
         // Hot: no decode at all, for sequence, sequence_arrays and take.
@@ -309,16 +318,18 @@ mod tests {
         for ds in [
             Dataset::open(dir.path()).unwrap(),
             Dataset::open_in(std::sync::Arc::new(
-                crate::dataset::LocalStore::new(dir.path())
-                    .with_read_options(ReadOptions {
-                        mmap: false,
-                        ..Default::default()
-                    }),
+                crate::dataset::LocalStore::new(dir.path()).with_read_options(ReadOptions {
+                    mmap: false,
+                    ..Default::default()
+                }),
             ))
             .unwrap(),
         ] {
             let second = ds.sequence_arrays(1).unwrap();
-            assert_eq!(second[0].values.as_slice::<i32>().unwrap(), &[3, 4, 5, 6, 7, 8]);
+            assert_eq!(
+                second[0].values.as_slice::<i32>().unwrap(),
+                &[3, 4, 5, 6, 7, 8]
+            );
             assert_eq!(second[0].values.shape(), &[6]);
             assert_eq!(second[0].inner_offsets, vec![vec![0, 3, 4, 6]]);
             assert_eq!(
@@ -332,7 +343,11 @@ mod tests {
             assert_eq!(first[0].values.as_slice::<i32>().unwrap(), &[0, 1, 2]);
             assert!(matches!(
                 ds.sequence_arrays(2),
-                Err(DatasetError::OutOfRange { index: 2, len: 2, .. })
+                Err(DatasetError::OutOfRange {
+                    index: 2,
+                    len: 2,
+                    ..
+                })
             ));
         }
     }
