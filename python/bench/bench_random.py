@@ -20,16 +20,24 @@ Data (generated from a seed): ``--docs`` documents of 20-2,000 int32 tokens
               count=size, offset=pointer)`` (megatron-core itself needs
               torch; its ``IndexedDataset.get`` is this call)
 
-Every run opens its dataset afresh (lodt's random-access cache starts
-empty), page cache warm (every file read once before the runs), runs
-interleaved across systems, each figure the median of ``--reps`` runs. Each
-run returns a checksum (the sum of every token read, and of the lengths); it
-must agree across systems, or the script stops.
+Page cache warm (every file read once before the runs), runs interleaved
+across systems, each figure the median of ``--reps`` runs. Each run returns
+a checksum (the sum of every token read, and of the lengths); it must agree
+across systems, or the script stops.
 
   random       ``--queries`` random documents (seeded, distinct, random
-               order), one by one, each as a numpy array: lodt
+               order), one by one, each as a numpy array, every run opening
+               its dataset afresh (lodt's random-access cache starts empty,
+               so every batch touched is decoded once): lodt
                ``ds.sequence_arrays(i)["tokens"]`` (``arrays``) and
-               ``ds[i]["tokens"].numpy()`` (``batch``)
+               ``ds[i]["tokens"].numpy()`` (``batch``); ``zstd, no cache``
+               is ``cache_bytes=0``, every read decoding its batch (how
+               every compressed read went before the cache)
+  random-hot   the same ids, the dataset opened once and read once before
+               the runs (the cache holds the batches, within its default
+               budget of 256 MiB)
+  random-hot-dropped  the same, each document dropped once its length is
+               taken (as a training step uses an item), not kept
   epoch        a shuffled epoch, one document per step: lodt
                ``lodt.Dataset(batch_size=1, shuffle=True)``; the floor and
                megatron over a seeded permutation
@@ -150,7 +158,9 @@ class Megatron:
 
 class Floor:
     def __init__(self, root):
-        self.tokens = np.load(os.path.join(root, "tokens.npy"), mmap_mode="r")
+        # A plain ndarray over the map (slices of an np.memmap are memmap
+        # objects, slower to make).
+        self.tokens = np.load(os.path.join(root, "tokens.npy"), mmap_mode="r").view(np.ndarray)
         self.offsets = np.load(os.path.join(root, "offsets.npy")).tolist()
 
     def __getitem__(self, i):
@@ -160,6 +170,9 @@ class Floor:
 def checksum(arrays):
     s = n = 0
     for a in arrays:
+        if isinstance(a, int):  # a length alone (a document dropped)
+            n += a
+            continue
         s += int(a.sum(dtype=np.int64))
         n += len(a)
     return s, n
@@ -168,6 +181,12 @@ def checksum(arrays):
 def each(get, ids):
     # The documents are kept (a list) and summed after the clock stops.
     return [get(i) for i in ids]
+
+
+def each_dropped(get, ids):
+    # Each document dropped once its length is taken (a training step's
+    # use): memory is reused, no page faulted in for copies kept.
+    return [len(get(i)) for i in ids]
 
 
 # ---------------------------------------------------------------- main
@@ -181,10 +200,12 @@ def timed(fn):
 
 
 def per_call(root, ids, reps):
-    """Microseconds per call of each step of one ``ds[i]``, hot."""
+    """Microseconds per call of each step of one ``ds[i]``, hot (raw, and
+    the fast path on zstd with its batches cached)."""
     path = os.path.join(root, "raw")
     ds = lodt.Dataset(path)
     reader = ds._native()
+    zstd = lodt.Dataset(os.path.join(root, "zstd"))._native()
     steps = {
         "binding call (num_sequences)": lambda i: reader.num_sequences,
         "DatasetReader.sequence (Batch)": reader.sequence,
@@ -192,6 +213,7 @@ def per_call(root, ids, reps):
         "ds[i]['tokens'].numpy()": lambda i: ds[i]["tokens"].numpy(),
         "DatasetReader.sequence_arrays": reader.sequence_arrays,
         "lodt.Dataset.sequence_arrays": ds.sequence_arrays,
+        "DatasetReader.sequence_arrays, zstd, cached": zstd.sequence_arrays,
     }
     for fn in steps.values():
         for i in ids:
@@ -232,8 +254,8 @@ def main():
         perm = np.random.default_rng(args.seed + 3).permutation(n).tolist()
         warm(root)
 
-        def lodt_arrays(name):
-            ds = lodt.Dataset(os.path.join(root, name))
+        def lodt_arrays(name, **kw):
+            ds = lodt.Dataset(os.path.join(root, name), **kw)
             return each(lambda i: ds.sequence_arrays(i)["tokens"], ids)
 
         def lodt_batch(name):
@@ -244,6 +266,14 @@ def main():
             ds = lodt.Dataset(os.path.join(root, name), batch_size=1, shuffle=True, seed=args.seed, shuffle_buffer=n)
             return [b["tokens"].numpy() for b in ds]
 
+        hot = {
+            "floor": Floor(root),
+            "megatron": Megatron(os.path.join(root, "megatron")),
+            "raw": lodt.Dataset(os.path.join(root, "raw")),
+            "zstd": lodt.Dataset(os.path.join(root, "zstd")),
+        }
+        for name in ("raw", "zstd"):
+            each(hot[name].sequence_arrays, ids)
         work = {
             "random": {
                 "floor": lambda: each(Floor(root).__getitem__, ids),
@@ -252,6 +282,23 @@ def main():
                 "lodt zstd arrays": lambda: lodt_arrays("zstd"),
                 "lodt raw batch": lambda: lodt_batch("raw"),
                 "lodt zstd batch": lambda: lodt_batch("zstd"),
+                "lodt zstd arrays, no cache": lambda: lodt_arrays("zstd", cache_bytes=0),
+            },
+            "random-hot": {
+                "floor": lambda: each(hot["floor"].__getitem__, ids),
+                "megatron": lambda: each(hot["megatron"].__getitem__, ids),
+                "lodt raw arrays": lambda: each(lambda i: hot["raw"].sequence_arrays(i)["tokens"], ids),
+                "lodt zstd arrays": lambda: each(lambda i: hot["zstd"].sequence_arrays(i)["tokens"], ids),
+                "lodt raw batch": lambda: each(lambda i: hot["raw"][i]["tokens"].numpy(), ids),
+                "lodt zstd batch": lambda: each(lambda i: hot["zstd"][i]["tokens"].numpy(), ids),
+            },
+            "random-hot-dropped": {
+                "floor": lambda: each_dropped(hot["floor"].__getitem__, ids),
+                "megatron": lambda: each_dropped(hot["megatron"].__getitem__, ids),
+                "lodt raw arrays": lambda: each_dropped(lambda i: hot["raw"].sequence_arrays(i)["tokens"], ids),
+                "lodt zstd arrays": lambda: each_dropped(lambda i: hot["zstd"].sequence_arrays(i)["tokens"], ids),
+                "lodt raw batch": lambda: each_dropped(lambda i: hot["raw"][i]["tokens"].numpy(), ids),
+                "lodt zstd batch": lambda: each_dropped(lambda i: hot["zstd"][i]["tokens"].numpy(), ids),
             },
             "epoch": {
                 "floor": lambda: each(Floor(root).__getitem__, perm),
@@ -282,22 +329,26 @@ def main():
                   + f"  (checksum {sums['floor']})", flush=True)
         calls = per_call(root, ids, args.reps)
 
-        r, e = medians["random"], medians["epoch"]
-        print()
-        print(f"| {queries} random documents, one by one | ms | / floor | / megatron |")
-        print("|---|---|---|---|")
-        for s, m in r.items():
-            print(f"| {s} | {m * 1e3:.1f} | {m / r['floor']:.2f}x | {m / r['megatron']:.2f}x |")
-        print()
-        print(f"zstd / raw, random: arrays {r['lodt zstd arrays'] / r['lodt raw arrays']:.2f}x, "
-              f"batch {r['lodt zstd batch'] / r['lodt raw batch']:.2f}x")
+        e = medians["epoch"]
+        for task in ("random", "random-hot", "random-hot-dropped"):
+            r = medians[task]
+            print()
+            print(f"| {queries} random documents, one by one ({task}) | ms | / floor | / megatron |")
+            print("|---|---|---|---|")
+            for s, m in r.items():
+                print(f"| {s} | {m * 1e3:.1f} | {m / r['floor']:.2f}x | {m / r['megatron']:.2f}x |")
+            print()
+            print(f"zstd / raw, {task}: arrays {r['lodt zstd arrays'] / r['lodt raw arrays']:.2f}x, "
+                  f"batch {r['lodt zstd batch'] / r['lodt raw batch']:.2f}x")
+        r = medians["random"]
+        print(f"zstd without the cache / with it, random: {r['lodt zstd arrays, no cache'] / r['lodt zstd arrays']:.1f}x")
         print()
         print(f"| shuffled epoch of {n} documents, one per step | ms | / floor | / megatron |")
         print("|---|---|---|---|")
         for s, m in e.items():
             print(f"| {s} | {m * 1e3:.1f} | {m / e['floor']:.2f}x | {m / e['megatron']:.2f}x |")
         print()
-        print("| one call, raw, hot | µs |")
+        print("| one call, hot | µs |")
         print("|---|---|")
         for s, us in calls.items():
             print(f"| {s} | {us:.2f} |")

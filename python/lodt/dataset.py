@@ -564,13 +564,17 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         LoD levels also gives ``"name.lod1"`` ... ``"name.lod{L-1}"``: the
         sequence's inner offsets, rebased to 0 (int64; the last one indexes
         the rows of ``name``)."""
-        n = self._totals["sequences"]
-        i = index + n if index < 0 else index
-        if not 0 <= i < n:
-            raise IndexError(f"sequence {index} out of range: the dataset has {n}")
+        # The per-item path: no more Python than needed (an index past the
+        # end is the native IndexError).
         reader = self._reader
         if reader is None or self._pid != os.getpid():
             reader = self._native()
+        i = index
+        if i < 0:
+            n = self._totals["sequences"]
+            i += n
+            if i < 0:
+                raise IndexError(f"sequence {index} out of range: the dataset has {n}")
         return reader.sequence_arrays(i)  # type: ignore[no-any-return]
 
     def take(self, indices: Sequence[int]) -> Batch:

@@ -10,7 +10,7 @@ use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{Dataset, LoaderState};
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +21,9 @@ use std::sync::Arc;
 pub struct PyDatasetReader {
     dataset: Arc<Dataset>,
     path: PathBuf,
+    /// The keys of `sequence_arrays`' dicts, made once: per schema tensor,
+    /// its name, then `"<name>.lod1"`, ... for its inner LoD levels.
+    keys: Vec<Vec<Py<PyString>>>,
 }
 
 impl PyDatasetReader {
@@ -78,9 +81,22 @@ impl PyDatasetReader {
                 })
             })
         })?;
+        let keys = dataset
+            .schema()
+            .tensors
+            .iter()
+            .map(|t| {
+                let inner = (1..t.lod_levels).map(|l| format!("{}.lod{l}", t.name));
+                std::iter::once(t.name.clone())
+                    .chain(inner)
+                    .map(|k| PyString::intern(py, &k).unbind())
+                    .collect()
+            })
+            .collect();
         Ok(PyDatasetReader {
             dataset: Arc::new(dataset),
             path,
+            keys,
         })
     }
 
@@ -161,18 +177,18 @@ impl PyDatasetReader {
             })
         })?;
         let d = PyDict::new(py);
-        for (t, a) in dataset.schema().tensors.iter().zip(&arrays) {
+        for (keys, a) in self.keys.iter().zip(&arrays) {
             let v = &a.values;
-            let array =
-                crate::ffi::readonly_array(py, v.buffer(), descr(py, v.dtype())?, v.shape())?;
-            d.set_item(&t.name, array)?;
-            for (level, offsets) in a.inner_offsets.iter().enumerate() {
+            let array = crate::ffi::readonly_array(py, v.buffer(), descr(py, v.dtype())?, v.shape())?;
+            let mut keys = keys.iter();
+            let name = keys.next().ok_or_else(|| value("a tensor without a key"))?;
+            d.set_item(name.bind(py), array)?;
+            for (key, offsets) in keys.zip(&a.inner_offsets) {
                 let offsets = offsets
                     .iter()
                     .map(|&o| i64::try_from(o).map_err(|_| value("an offset does not fit int64")))
                     .collect::<PyResult<Vec<i64>>>()?;
-                let name = format!("{}.lod{}", t.name, level + 1);
-                d.set_item(name, numpy::PyArray1::from_vec(py, offsets))?;
+                d.set_item(key.bind(py), numpy::PyArray1::from_vec(py, offsets))?;
             }
         }
         Ok(d)
