@@ -179,7 +179,8 @@ impl PyDatasetReader {
         let d = PyDict::new(py);
         for (keys, a) in self.keys.iter().zip(&arrays) {
             let v = &a.values;
-            let array = crate::ffi::readonly_array(py, v.buffer(), descr(py, v.dtype())?, v.shape())?;
+            let array =
+                crate::ffi::readonly_array(py, v.buffer(), descr(py, v.dtype())?, v.shape())?;
             let mut keys = keys.iter();
             let name = keys.next().ok_or_else(|| value("a tensor without a key"))?;
             d.set_item(name.bind(py), array)?;
