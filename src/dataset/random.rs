@@ -300,6 +300,49 @@ mod tests {
     }
 
     #[test]
+    fn threads_share_one_cache_and_read_the_right_sequences() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = std::sync::Arc::new(dataset(dir.path(), 3, true));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let ds = ds.clone();
+                std::thread::spawn(move || {
+                    let before = crate::format::hooks::decodes();
+                    for k in 0..300u64 {
+                        let id = (k * 13 + t * 7) % 120;
+                        let arrays = ds.sequence_arrays(id).unwrap();
+                        let (b, i) = ((id / 40) as i64, (id % 40) as i64);
+                        assert_eq!(arrays[1].values.as_slice::<i64>().unwrap(), &[b * 100 + i]);
+                        let words = arrays[0].values.as_slice::<i64>().unwrap();
+                        assert_eq!(words.len() as i64, 1 + i % 8);
+                    }
+                    crate::format::hooks::decodes() - before
+                })
+            })
+            .collect();
+        let decodes: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+        // Each batch decoded once, or by each thread that missed it at the
+        // same moment: never once per read (1,200 reads).
+        assert!((3..=12).contains(&decodes), "{decodes} decodes");
+        assert_eq!(ds.cache_held().1, 3);
+    }
+
+    #[test]
+    fn a_batch_larger_than_the_budget_is_not_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, one) = dataset(dir.path(), 2, true)
+            .batch_columns_held(0, 0)
+            .unwrap();
+        let ds = Dataset::open(dir.path()).unwrap().with_cache_bytes(one / 2);
+        let before = crate::format::hooks::decodes();
+        for id in [0, 1, 2, 41, 42] {
+            ds.sequence(id).unwrap();
+        }
+        assert_eq!(crate::format::hooks::decodes() - before, 5);
+        assert_eq!(ds.cache_held(), (0, 0));
+    }
+
+    #[test]
     fn sequence_arrays_of_nested_and_plain_tensors() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = DatasetWriter::create(dir.path(), Default::default()).unwrap();
