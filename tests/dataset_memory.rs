@@ -1,7 +1,8 @@
 //! Memory held by the readers of compressed (2.0) data, counted in bytes by
 //! this binary's allocator (never by time): the loader's batch cache is
-//! bounded by its byte budget, `take` and `sequence` decode each batch once
-//! per call and keep none of it, `verify` holds one batch's decode, and
+//! bounded by its byte budget, so is the dataset's random-access cache,
+//! `take` and `sequence` without that cache decode each batch once per call
+//! and keep none of it, `verify` holds one batch's decode, and
 //! memory refused (a cap, simulated by the allocator) is reported as out of
 //! memory, never as damage.
 //!
@@ -152,6 +153,12 @@ fn dataset(dir: &Path, batches: usize, sequences: usize, bytes: usize, zstd: boo
     Arc::new(Dataset::open(dir).unwrap())
 }
 
+/// `dataset` with its random-access cache off.
+fn uncached(dataset: Arc<Dataset>) -> Arc<Dataset> {
+    let dataset = Arc::try_unwrap(dataset).unwrap();
+    Arc::new(dataset.with_cache_bytes(0))
+}
+
 /// One epoch of a shuffled loader with cache budget `cache_bytes`: the peak
 /// bytes held above what was live before, and the first tokens delivered.
 fn epoch(dataset: &Arc<Dataset>, cache_bytes: usize) -> (usize, Vec<i32>) {
@@ -218,11 +225,69 @@ fn an_uncompressed_epoch_holds_views_only() {
 }
 
 #[test]
+fn the_random_access_cache_holds_at_most_its_budget_and_decodes_once() {
+    let _turn = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // 6 batches of 32 sequences, 8 MiB decoded each.
+    let path = dir.path();
+    drop(dataset(path, 6, 32, 8 * MIB, true));
+    // A first decode, uncached: this thread's decode scratch is made now,
+    // not counted as the cache's below.
+    let warm = uncached(Arc::new(Dataset::open(path).unwrap()));
+    assert_eq!(firsts(&warm.sequence(0).unwrap()), [0]);
+    drop(warm);
+    let mut trials = 0;
+    for fit in [1usize, 2, 3] {
+        let budget = fit * 8 * MIB + MIB;
+        let base = live();
+        let data = Dataset::open(path).unwrap().with_cache_bytes(budget);
+        // Every batch in turn, 32 reads each: one decode per batch.
+        for b in 0..6u64 {
+            let before = large_bytes();
+            for i in 0..32u64 {
+                let id = b * 32 + (i * 5) % 32;
+                let seq = data.sequence(id).unwrap();
+                assert_eq!(firsts(&seq), [(b * 1000 + id % 32) as i32]);
+            }
+            let decoded = large_bytes() - before;
+            // One batch, and the 32 sequences copied out: not 32 decodes.
+            assert!(
+                decoded <= 8 * MIB + 8 * MIB + MIB,
+                "budget {fit} batches, batch {b}: {decoded} bytes allocated"
+            );
+            // What the dataset keeps: at most its budget.
+            let held = live().saturating_sub(base);
+            assert!(
+                held <= budget + MIB,
+                "budget {budget}: the dataset holds {held} bytes"
+            );
+            trials += 1;
+        }
+        // Again, the last `fit` batches: no decode at all.
+        let before = large_bytes();
+        for b in (6 - fit as u64)..6 {
+            let got = data.take(&[b * 32, b * 32 + 31]).unwrap();
+            assert_eq!(firsts(&got), [(b * 1000) as i32, (b * 1000 + 31) as i32]);
+        }
+        // The 2 sequences of each take copied twice (out of the batch, into
+        // the result): 1 MiB a take, far from one batch's decode (8 MiB).
+        let again = large_bytes() - before;
+        assert!(
+            again <= fit * MIB,
+            "budget {fit} batches: {again} bytes allocated"
+        );
+        drop(data);
+        assert!(live().saturating_sub(base) <= MIB);
+    }
+    assert_eq!(trials, 18);
+}
+
+#[test]
 fn take_and_sequence_decode_each_batch_once_and_keep_none_of_it() {
     let _turn = serial();
     let dir = tempfile::tempdir().unwrap();
-    // 4 batches of 32 sequences, 8 MiB decoded each.
-    let data = dataset(dir.path(), 4, 32, 8 * MIB, true);
+    // 4 batches of 32 sequences, 8 MiB decoded each; no random-access cache.
+    let data = uncached(dataset(dir.path(), 4, 32, 8 * MIB, true));
     let mut trials = 0;
     // 32 ids of one batch, in scrambled order with repeats: one decode.
     for k in 0..4u64 {
@@ -287,7 +352,7 @@ fn take_and_sequence_decode_each_batch_once_and_keep_none_of_it() {
     // A mixture whose ids alternate between its two sources: each source's
     // batch decoded once.
     let other = tempfile::tempdir().unwrap();
-    let data2 = dataset(other.path(), 1, 32, 8 * MIB, true);
+    let data2 = uncached(dataset(other.path(), 1, 32, 8 * MIB, true));
     let mixture =
         Mixture::try_new(vec![data.clone(), data2], &[1.0, 1.0], Default::default()).unwrap();
     for n in [2u64, 8, 16, 32] {
@@ -354,8 +419,9 @@ fn verify_holds_one_batch_decode() {
 fn memory_refused_under_a_cap_is_out_of_memory_not_damage() {
     let _turn = serial();
     let dir = tempfile::tempdir().unwrap();
-    // 2 batches of 8 MiB decoded (int32, shuffled: a scratch of 8 MiB too).
-    let data = dataset(dir.path(), 2, 32, 8 * MIB, true);
+    // 2 batches of 8 MiB decoded (int32, shuffled: a scratch of 8 MiB too);
+    // no random-access cache, so that every read decodes.
+    let data = uncached(dataset(dir.path(), 2, 32, 8 * MIB, true));
     let mut trials = 0;
     // Caps that leave no room for the batch, or for the batch but not its
     // scratch: each read fails as out of memory, naming the bytes.

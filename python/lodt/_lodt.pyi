@@ -361,8 +361,10 @@ class DatasetReader:
         mmap: bool = True,
         storage_options: Mapping[str, str] | None = None,
         check_bodies: bool = False,
+        cache_bytes: int | None = None,
     ) -> Self:
-        """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest)."""
+        """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest);
+        ``cache_bytes``: the random-access cache's budget (default 256 MiB, 0: off)."""
     @property
     def path(self) -> pathlib.Path:
         """The dataset's directory."""
@@ -383,8 +385,14 @@ class DatasetReader:
     @property
     def fingerprint(self) -> int:
         """The fingerprint a loader state is checked against."""
+    @property
+    def cache_bytes(self) -> int:
+        """The random-access cache's budget, in bytes."""
     def sequence(self, id: int) -> Batch:
         """Sequence ``id``, read in place."""
+    def sequence_arrays(self, id: int) -> dict[str, npt.NDArray[Any]]:
+        """Sequence ``id`` as numpy arrays, no Batch built: per tensor its rows, and
+        ``"name.lod1"`` ... the inner offsets of a tensor of 2 or more LoD levels."""
     def take(self, ids: Sequence[int]) -> Batch:
         """Sequences ``ids`` gathered into one batch (a copy)."""
     def verify(self) -> dict[str, int]:

@@ -180,6 +180,13 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
       before it is used (a damaged byte is a ValueError naming the shard and
       batch); a mapped batch's bodies only with ``check_bodies=True``, on the
       batch's first read (one pass over its bodies).
+    * ``cache_bytes``: the budget of the random-access cache (default
+      ``None``: 256 MiB; 0 turns it off). :meth:`sequence`, ``ds[i]``,
+      :meth:`sequence_arrays` and :meth:`take` take a batch from it, or read
+      it (and decode it, when compressed) and keep it there: a run of reads
+      into one compressed batch decodes it once. A decoded batch counts its
+      decoded bytes, a mapped one a few hundred bytes per tensor; the oldest
+      batches go first. Each process (each DataLoader worker) has its own.
 
     Call :meth:`set_epoch` before each epoch (as with ``DistributedSampler``):
     every pass over the dataset begins where :meth:`set_epoch` or
@@ -207,6 +214,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         storage_options: Mapping[str, str] | None = None,
         check_bodies: bool = False,
         packing: Packing | None = None,
+        cache_bytes: int | None = None,
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
         pack_buffer: int | None = None,
@@ -227,6 +235,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self.prefetch = prefetch
         self.mmap = mmap
         self.check_bodies = check_bodies
+        if cache_bytes is not None and (isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0):
+            raise ValueError(f"cache_bytes is a number of bytes >= 0 (or None for the default), found {cache_bytes!r}")
+        self.cache_bytes = cache_bytes
         self.return_ids = return_ids
         self.packing = _packing(packing, pack_tokens, pack_rows, pack_buffer, pack_equal, pack_truncate)
         self.storage_options = dict(storage_options) if storage_options else None
@@ -269,6 +280,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
                 mmap=self.mmap,
                 storage_options=self.storage_options,
                 check_bodies=self.check_bodies,
+                cache_bytes=self.cache_bytes,
             )
             self._pid = pid
         return self._reader
@@ -541,6 +553,29 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
     def __getitem__(self, index: int) -> Batch:
         """``ds[i]``: :meth:`sequence`."""
         return self.sequence(index)
+
+    def sequence_arrays(self, index: int) -> dict[str, np.ndarray]:
+        """Sequence ``index`` (dataset order; negative from the end) as
+        numpy arrays, with no :class:`lodt.Batch` built (the cheaper path
+        for one item at a time): per tensor, ``name`` is its rows of the
+        sequence (shape ``[rows, *element_shape]``; one row for a tensor
+        without LoD), a read-only zero-copy view of a mapped, uncompressed
+        shard, a copy of just those rows otherwise. A tensor of ``L >= 2``
+        LoD levels also gives ``"name.lod1"`` ... ``"name.lod{L-1}"``: the
+        sequence's inner offsets, rebased to 0 (int64; the last one indexes
+        the rows of ``name``)."""
+        # The per-item path: no more Python than needed (an index past the
+        # end is the native IndexError).
+        reader = self._reader
+        if reader is None or self._pid != os.getpid():
+            reader = self._native()
+        i = index
+        if i < 0:
+            n = self._totals["sequences"]
+            i += n
+            if i < 0:
+                raise IndexError(f"sequence {index} out of range: the dataset has {n}")
+        return reader.sequence_arrays(i)  # type: ignore[no-any-return]
 
     def take(self, indices: Sequence[int]) -> Batch:
         """Sequences ``indices`` (dataset order numbers), in that order,

@@ -5,11 +5,12 @@
 //! a `RuntimeError`.
 
 use crate::batch::PyBatch;
+use crate::dtype::descr;
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use lodt::dataset::{Dataset, LoaderState};
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +21,9 @@ use std::sync::Arc;
 pub struct PyDatasetReader {
     dataset: Arc<Dataset>,
     path: PathBuf,
+    /// The keys of `sequence_arrays`' dicts, made once: per schema tensor,
+    /// its name, then `"<name>.lod1"`, ... for its inner LoD levels.
+    keys: Vec<Vec<Py<PyString>>>,
 }
 
 impl PyDatasetReader {
@@ -46,33 +50,53 @@ pub(crate) fn store_at(
 
 #[pymethods]
 impl PyDatasetReader {
-    /// DatasetReader(path, *, mmap=True, storage_options=None, check_bodies=False)
+    /// DatasetReader(path, *, mmap=True, storage_options=None, check_bodies=False, cache_bytes=None)
     ///
     /// Opens the dataset in directory `path`, or at a URI (`s3://`, `az://`,
     /// `gs://`, `http(s)://`; `storage_options` configure the store): its
     /// manifest only. `mmap=False` reads local shards with positional reads
     /// instead of memory maps; `check_bodies=True` checks a mapped batch's
     /// bodies on its first read (batches read otherwise are always checked).
+    /// `cache_bytes`: the budget of the random-access cache of batches
+    /// (default 256 MiB; 0 turns it off).
     #[new]
-    #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false))]
+    #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false, cache_bytes = None))]
     fn py_new(
         py: Python<'_>,
         path: PathBuf,
         mmap: bool,
         storage_options: Option<BTreeMap<String, String>>,
         check_bodies: bool,
+        cache_bytes: Option<usize>,
     ) -> PyResult<Self> {
         let p = path.clone();
         let options = crate::file::open_options(mmap, check_bodies, storage_options);
         let dataset = py.detach(move || {
             guard("opening a dataset", || {
                 let store = store_at(&p, &options)?;
-                Dataset::open_in(store).map_err(dataset_err)
+                let dataset = Dataset::open_in(store).map_err(dataset_err)?;
+                Ok(match cache_bytes {
+                    Some(bytes) => dataset.with_cache_bytes(bytes),
+                    None => dataset,
+                })
             })
         })?;
+        let keys = dataset
+            .schema()
+            .tensors
+            .iter()
+            .map(|t| {
+                let inner = (1..t.lod_levels).map(|l| format!("{}.lod{l}", t.name));
+                std::iter::once(t.name.clone())
+                    .chain(inner)
+                    .map(|k| PyString::intern(py, &k).unbind())
+                    .collect()
+            })
+            .collect();
         Ok(PyDatasetReader {
             dataset: Arc::new(dataset),
             path,
+            keys,
         })
     }
 
@@ -130,6 +154,45 @@ impl PyDatasetReader {
             })
         })?;
         Ok(PyBatch::new(batch))
+    }
+
+    /// The budget of the random-access cache, in bytes.
+    #[getter]
+    fn cache_bytes(&self) -> usize {
+        self.dataset.cache_bytes()
+    }
+
+    /// sequence_arrays(id) -> dict[str, numpy.ndarray]
+    ///
+    /// Sequence `id` with no Batch built: per tensor, its rows of the
+    /// sequence (a read-only zero-copy view of a mapped, uncompressed shard;
+    /// a copy of just those rows otherwise) and, for a tensor of L >= 2 LoD
+    /// levels, `"<name>.lod1"` ... `"<name>.lod<L-1>"`: the sequence's inner
+    /// offsets, rebased to 0 (int64).
+    fn sequence_arrays<'py>(&self, py: Python<'py>, id: u64) -> PyResult<Bound<'py, PyDict>> {
+        let dataset = &*self.dataset;
+        let arrays = py.detach(|| {
+            guard("reading a sequence", || {
+                dataset.sequence_arrays(id).map_err(dataset_err)
+            })
+        })?;
+        let d = PyDict::new(py);
+        for (keys, a) in self.keys.iter().zip(&arrays) {
+            let v = &a.values;
+            let array =
+                crate::ffi::readonly_array(py, v.buffer(), descr(py, v.dtype())?, v.shape())?;
+            let mut keys = keys.iter();
+            let name = keys.next().ok_or_else(|| value("a tensor without a key"))?;
+            d.set_item(name.bind(py), array)?;
+            for (key, offsets) in keys.zip(&a.inner_offsets) {
+                let offsets = offsets
+                    .iter()
+                    .map(|&o| i64::try_from(o).map_err(|_| value("an offset does not fit int64")))
+                    .collect::<PyResult<Vec<i64>>>()?;
+                d.set_item(key.bind(py), numpy::PyArray1::from_vec(py, offsets))?;
+            }
+        }
+        Ok(d)
     }
 
     /// take(ids) -> Batch

@@ -59,3 +59,20 @@ def test_compression_benchmark_prints_its_tables(tmp_path):
     # zstd stores the int64 ids in less than half their raw bytes.
     of_raw = float(rows[1].split(" | ")[2])
     assert of_raw < 0.5, rows[1]
+
+
+def test_random_access_benchmark_prints_its_tables(tmp_path):
+    # Tiny data: every system reads the same documents (the script stops on
+    # a checksum that differs) and the tables come out; no timing asserted.
+    run = subprocess.run(
+        [sys.executable, str(REPO / "python" / "bench" / "bench_random.py"), "--dir", str(tmp_path / "data"),
+         "--docs", "300", "--queries", "50", "--reps", "1"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    for row in ("| floor |", "| megatron |", "| lodt raw arrays |", "| lodt zstd arrays |", "| lodt zstd |",
+                "| lodt.Dataset.sequence_arrays |", "| DatasetReader.sequence (Batch) |"):
+        assert any(line.startswith(row) for line in lines), (row, run.stdout)
+    assert any(line.startswith("zstd / raw, random: arrays ") for line in lines), run.stdout
+    assert not (tmp_path / "data").exists()

@@ -1,7 +1,9 @@
-//! The loader's cache of recently read batches' tensors: a shuffled epoch
-//! takes its sequences from batches all over the dataset, so the cache holds
-//! many batches, and a batch's tensors are built (and, when compressed,
-//! decoded) once rather than once per sequence.
+//! The cache of recently read batches' tensors, one type for both users: a
+//! loader's stream owns one (a shuffled epoch takes its sequences from
+//! batches all over the dataset, so the cache holds many batches, and a
+//! batch's tensors are built, and when compressed decoded, once rather than
+//! once per sequence), and a [`Dataset`](super::Dataset) owns one behind a
+//! lock for its random access (`sequence`, `take`, `sequence_arrays`).
 //!
 //! It is bounded by bytes: an entry costs the bytes its tensors keep alive
 //! that are not the shard's map (a decoded batch, or a section read by
@@ -55,20 +57,54 @@ impl BatchCache {
     ) -> Result<(&[LodTensor], usize)> {
         if !self.entries.contains_key(&key) {
             let (columns, held) = load()?;
-            let cost = cost(&columns, held);
-            while !self.order.is_empty()
-                && (self.held.saturating_add(cost) > self.budget || self.order.len() >= MAX_ENTRIES)
-            {
-                self.evict_oldest();
-            }
-            self.order.push_back(key);
-            self.held = self.held.saturating_add(cost);
-            self.entries.insert(key, (columns, held));
+            self.insert(key, columns, held);
         }
         Ok(self
             .entries
             .get(&key)
             .map_or((&[][..], 0), |(c, held)| (c.as_slice(), *held)))
+    }
+
+    /// The tensors of batch `key` (handles sharing their bytes: no copy)
+    /// and the bytes they hold, if cached. For a cache behind a lock: look
+    /// up, release the lock, load on a miss, then [`BatchCache::insert`].
+    pub(super) fn get(&self, key: Key) -> Option<(Vec<LodTensor>, usize)> {
+        self.entries
+            .get(&key)
+            .map(|(columns, held)| (columns.clone(), *held))
+    }
+
+    /// Caches batch `key`'s tensors holding `held` bytes, evicting the
+    /// oldest entries while the new one would pass the budget (or
+    /// [`MAX_ENTRIES`]); nothing if `key` is cached already (a second
+    /// loader of it lost a race).
+    pub(super) fn insert(&mut self, key: Key, columns: Vec<LodTensor>, held: usize) {
+        if self.entries.contains_key(&key) {
+            return;
+        }
+        let cost = cost(&columns, held);
+        while !self.order.is_empty()
+            && (self.held.saturating_add(cost) > self.budget || self.order.len() >= MAX_ENTRIES)
+        {
+            self.evict_oldest();
+        }
+        self.order.push_back(key);
+        self.held = self.held.saturating_add(cost);
+        self.entries.insert(key, (columns, held));
+    }
+
+    /// [`BatchCache::insert`], but only if the entry fits in the budget by
+    /// itself (for a caller that keeps the tensors it loaded: a batch larger
+    /// than the budget is not cached, and a budget of 0 caches nothing).
+    pub(super) fn insert_within_budget(&mut self, key: Key, columns: Vec<LodTensor>, held: usize) {
+        if cost(&columns, held) <= self.budget {
+            self.insert(key, columns, held);
+        }
+    }
+
+    /// The budget, in bytes.
+    pub(super) fn budget(&self) -> usize {
+        self.budget
     }
 
     fn evict_oldest(&mut self) {
@@ -87,7 +123,7 @@ impl BatchCache {
 
     /// The number of batches cached.
     #[cfg(test)]
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.entries.len()
     }
 }

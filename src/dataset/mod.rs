@@ -99,6 +99,7 @@ mod options;
 mod pack;
 mod parts;
 mod plan;
+mod random;
 mod reader;
 mod shuffle;
 mod state;
@@ -134,6 +135,7 @@ pub use options::{
 pub use pack::{BINS_KEY, PackedBatch, TRUNCATED_KEY, Varlen, best_fit, row_cu_seqlens, varlen};
 pub use parts::Part;
 pub use plan::{ReadTask, plan_reads};
+pub use random::SequenceArray;
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use state::{
     LoaderState, MIXTURE_STATE_VERSION, MixtureState, PackState, PackWindow, SourceState,

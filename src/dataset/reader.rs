@@ -2,6 +2,7 @@
 //! shard is opened (its footer checked against the manifest) when first
 //! touched, and a batch checked against the schema when first read.
 
+use super::batch_cache::BatchCache;
 use super::error::{DatasetError, Result};
 use super::manifest::{Manifest, Schema, TensorCounts, footer_crc};
 use super::names::MANIFEST_NAME;
@@ -12,7 +13,7 @@ use crate::tensor::LodTensor;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The dataset's manifest in `store`, or `None` if it has none.
 pub(crate) fn read_manifest(store: &dyn DatasetStore) -> Result<Option<Manifest>> {
@@ -112,6 +113,14 @@ struct OpenedShard {
 /// order, batches in order, sequences in order). `Dataset` is `Send +
 /// Sync`; share it with an `Arc` (the [`Loader`](super::Loader) does).
 ///
+/// Random access ([`Dataset::sequence`], [`Dataset::take`],
+/// [`Dataset::sequence_arrays`]) goes through one cache of recently read
+/// batches, shared by every thread using this `Dataset`: a run of reads into
+/// one batch of a compressed shard decodes it once. It is bounded by bytes
+/// ([`Dataset::with_cache_bytes`], default
+/// [`DEFAULT_CACHE_BYTES`](super::DEFAULT_CACHE_BYTES), 256 MiB), counted as
+/// the loader's cache counts them ([`LoaderOptions::cache_bytes`](super::LoaderOptions::cache_bytes)).
+///
 /// ```
 /// use lodt::dataset::{Dataset, DatasetWriter};
 /// use lodt::{Batch, Lod, LodTensor};
@@ -140,6 +149,8 @@ pub struct Dataset {
     shards: Vec<OnceLock<OpenedShard>>,
     /// The buffers its loaders gather mini-batches into, recycled.
     buffers: crate::buffer::BufferPool,
+    /// Random access's cache of batches, keyed by `(0, shard, batch)`.
+    pub(super) cache: Mutex<BatchCache>,
 }
 
 impl std::fmt::Debug for Dataset {
@@ -211,6 +222,7 @@ impl Dataset {
             batch_starts,
             shards,
             buffers: crate::buffer::BufferPool::new(0),
+            cache: Mutex::new(BatchCache::new(super::options::DEFAULT_CACHE_BYTES)),
         }
     }
 
@@ -655,9 +667,12 @@ impl Dataset {
     /// assert!(dataset.sequence(3).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// The batch is taken from the dataset's cache (read, and decoded when
+    /// compressed, on a miss): reads into one batch decode it once.
     pub fn sequence(&self, id: u64) -> Result<Batch> {
         let at = self.locate(id)?;
-        let (columns, held) = self.batch_columns_held(at.shard, at.batch)?;
+        let (columns, held) = self.cached_columns(at.shard, at.batch)?;
         let mut out = Batch::new();
         for (t, column) in self.manifest.schema.tensors.iter().zip(&columns) {
             let slice = column

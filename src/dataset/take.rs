@@ -10,7 +10,10 @@ impl Dataset {
     /// Sequences `ids` (global ids, in any order, repeats allowed) gathered
     /// into one batch of the schema's tensors, in schema order: each tensor's
     /// sequences follow one another as `ids` lists them (a copy, one pass
-    /// over the bytes). No id gives tensors of no sequences.
+    /// over the bytes). No id gives tensors of no sequences. The ids are
+    /// grouped by batch, and each batch is taken from the dataset's cache
+    /// (read, and decoded when compressed, on a miss): once per call at
+    /// most.
     ///
     /// ```
     /// # use lodt::{Batch, Lod, LodTensor};
@@ -37,7 +40,8 @@ impl Dataset {
             at.push(self.locate(id)?);
         }
         // The ids by batch (stable: each batch's in the order given): each
-        // batch is read, and decoded when compressed, once per call.
+        // batch is read, and decoded when compressed, once per call (and not
+        // at all when the dataset's cache has it).
         let mut by_batch: Vec<usize> = (0..ids.len()).collect();
         by_batch.sort_by_key(|&i| (at[i].shard, at[i].batch));
         // Per id, its sequence of each tensor.
@@ -50,10 +54,10 @@ impl Dataset {
             by_batch.chunk_by(|&a, &b| (at[a].shard, at[a].batch) == (at[b].shard, at[b].batch))
         {
             let first = at[run[0]];
-            let (columns, held) = self.batch_columns_held(first.shard, first.batch)?;
-            // A decoded batch is dropped before the next is read: its
-            // sequences taken are copied out of it first (one copy of just
-            // those sequences); a mapped shard's are views.
+            let (columns, held) = self.cached_columns(first.shard, first.batch)?;
+            // A decoded batch (which only the cache keeps) is not kept by the
+            // result: its sequences taken are copied out of it (one copy of
+            // just those sequences); a mapped shard's are views.
             let (columns, gathered) = if held > 0 {
                 let indices: Vec<usize> = run.iter().map(|&i| at[i].index).collect();
                 let gathered = columns

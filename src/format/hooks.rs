@@ -54,3 +54,32 @@ pub(crate) fn at(point: Point) {
 #[cfg(not(feature = "test-hooks"))]
 #[inline(always)]
 pub(crate) fn at(_point: Point) {}
+
+#[cfg(feature = "test-hooks")]
+thread_local! {
+    static DECODES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many compressed batches this thread has decoded (format 2.0
+/// batches whose buffers were decompressed), since the thread started: a
+/// test reads, then compares the counts before and after.
+///
+/// ```
+/// let before = lodt::format::hooks::decodes();
+/// assert_eq!(lodt::format::hooks::decodes(), before);
+/// ```
+#[cfg(feature = "test-hooks")]
+pub fn decodes() -> u64 {
+    DECODES.with(|d| d.get())
+}
+
+/// Counts one decode of a compressed batch on this thread.
+#[cfg(feature = "test-hooks")]
+pub(crate) fn decoded() {
+    DECODES.with(|d| d.set(d.get().wrapping_add(1)));
+}
+
+/// Without the `test-hooks` feature: nothing to count.
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub(crate) fn decoded() {}

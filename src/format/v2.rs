@@ -680,6 +680,7 @@ fn check_json_len(len: u64, k: u64) -> Result<()> {
 /// decode holds the batch and at most [`SCRATCH_KEPT`] more (an lz4 one, whose
 /// blocks do not stream, still needs its size in scratch).
 pub(crate) fn decode(section: &[u8], meta: &BatchMeta) -> Result<Buffer> {
+    super::hooks::decoded();
     decode_streaming_above(section, meta, SCRATCH_KEPT)
 }
 
