@@ -218,3 +218,74 @@ fn hostile_shards_and_indexes_are_named_errors() {
         assert!(err.contains(needle), "{needle}: {err}");
     }
 }
+
+/// The datasets MosaicML Streaming's own `MDSWriter` wrote
+/// (`tests/data/mds/make.py`), raw and zstd: every sample's values equal
+/// what was written (`tests/data/mds/expected.json`).
+#[test]
+fn directories_written_by_mosaicml_streaming_read_as_written() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mds");
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("expected.json")).unwrap()).unwrap();
+    let expected = expected.as_array().unwrap();
+    for layout in ["raw", "zstd"] {
+        let batches: Vec<_> = MdsReader::open(data.join(layout))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(batches.len() > 1, "{layout}: {} shards", batches.len());
+        let mut i = 0;
+        for b in &batches {
+            let ids = b.get("ids").unwrap();
+            let any = b.get("any").unwrap();
+            let text = b.get("text").unwrap();
+            let n = b.get("n").unwrap().as_slice::<i64>().unwrap();
+            let f = b.get("f").unwrap().as_slice::<f32>().unwrap();
+            let grid = b.get("grid").unwrap();
+            assert_eq!(any.shape()[1..], [3]);
+            assert_eq!(grid.shape()[1..], [2, 2]);
+            for k in 0..n.len() {
+                let want = &expected[i];
+                let range = |t: &lodt::LodTensor| {
+                    let o = t.lod().level(0).unwrap().as_ref();
+                    o[k] as usize..o[k + 1] as usize
+                };
+                let ids_want: Vec<i32> = want["ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_i64().unwrap() as i32)
+                    .collect();
+                assert_eq!(
+                    &ids.as_slice::<i32>().unwrap()[range(ids)],
+                    &ids_want[..],
+                    "{layout} {i}"
+                );
+                let any_want: Vec<f64> = want["any"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()))
+                    .collect();
+                let rows = range(any);
+                assert_eq!(
+                    &any.as_slice::<f64>().unwrap()[3 * rows.start..3 * rows.end],
+                    &any_want[..],
+                    "{layout} {i}"
+                );
+                assert_eq!(
+                    &text.as_slice::<u8>().unwrap()[range(text)],
+                    want["text"].as_str().unwrap().as_bytes()
+                );
+                assert_eq!(n[k], want["n"].as_i64().unwrap());
+                assert_eq!(f[k] as f64, want["f"].as_f64().unwrap());
+                assert_eq!(
+                    grid.as_slice::<u8>().unwrap()[4 * k],
+                    want["grid"][0][0].as_u64().unwrap() as u8
+                );
+                i += 1;
+            }
+        }
+        assert_eq!(i, expected.len(), "{layout}");
+    }
+}
