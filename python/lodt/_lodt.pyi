@@ -362,9 +362,13 @@ class DatasetReader:
         storage_options: Mapping[str, str] | None = None,
         check_bodies: bool = False,
         cache_bytes: int | None = None,
+        cache_dir: _PathLike | Literal[False] | None = None,
+        disk_cache_bytes: int | None = None,
     ) -> Self:
         """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest);
-        ``cache_bytes``: the random-access cache's budget (default 256 MiB, 0: off)."""
+        ``cache_bytes``: the random-access cache's budget (default 256 MiB, 0: off);
+        ``cache_dir``: a URI's disk cache (None: the node cache, False: none), of at most
+        ``disk_cache_bytes`` (default 1 GiB)."""
     @property
     def path(self) -> pathlib.Path:
         """The dataset's directory."""

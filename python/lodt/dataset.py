@@ -26,11 +26,12 @@ process cannot know it: use :class:`lodt.torch.DataLoader` (or torchdata's
 
 from __future__ import annotations
 
+import sys
 import json
 import os
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -101,10 +102,14 @@ STATE_VERSION = _lodt.CHECKPOINT_VERSION
 
 
 def _distributed() -> tuple[int, int] | None:
-    """``(rank, world_size)`` of an initialised ``torch.distributed``, else None."""
-    try:
-        import torch.distributed as dist
-    except ImportError:
+    """``(rank, world_size)`` of an initialised ``torch.distributed``, else None.
+
+    Only a ``torch.distributed`` already imported can be initialised: it is
+    looked up in ``sys.modules``, never imported (importing torch costs
+    seconds and hundreds of MB in every process that opens a dataset).
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
         return None
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -187,6 +192,15 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
       into one compressed batch decodes it once. A decoded batch counts its
       decoded bytes, a mapped one a few hundred bytes per tensor; the oldest
       batches go first. Each process (each DataLoader worker) has its own.
+    * ``cache_dir``/``disk_cache_bytes``: for a dataset at a URI, the disk
+      cache of the ranges read (checked against their checksums on every
+      hit). ``None`` (the default) is the node cache, shared by every process
+      of the machine so that its workers and ranks fetch each range once: a
+      directory under the system's temporary directory
+      (``$LODT_CACHE_DIR`` if set). A directory uses that one; ``False``
+      none. ``disk_cache_bytes`` bounds it (default 1 GiB; the least
+      recently used ranges go first). The loader reads ahead in its epoch
+      order, with many ranged requests in flight, merging adjacent batches.
 
     Call :meth:`set_epoch` before each epoch (as with ``DistributedSampler``):
     every pass over the dataset begins where :meth:`set_epoch` or
@@ -215,6 +229,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         check_bodies: bool = False,
         packing: Packing | None = None,
         cache_bytes: int | None = None,
+        cache_dir: str | os.PathLike[str] | Literal[False] | None = None,
+        disk_cache_bytes: int | None = None,
         pack_tokens: int | None = None,
         pack_rows: int | None = None,
         pack_buffer: int | None = None,
@@ -238,6 +254,12 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         if cache_bytes is not None and (isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0):
             raise ValueError(f"cache_bytes is a number of bytes >= 0 (or None for the default), found {cache_bytes!r}")
         self.cache_bytes = cache_bytes
+        if cache_dir is True:
+            raise ValueError("cache_dir is a directory, None (the node cache) or False (no disk cache), found True")
+        self.cache_dir = cache_dir if cache_dir is False or cache_dir is None else os.fspath(cache_dir)
+        if disk_cache_bytes is not None and (isinstance(disk_cache_bytes, bool) or not isinstance(disk_cache_bytes, int) or disk_cache_bytes < 0):
+            raise ValueError(f"disk_cache_bytes is a number of bytes >= 0 (or None for 1 GiB), found {disk_cache_bytes!r}")
+        self.disk_cache_bytes = disk_cache_bytes
         self.return_ids = return_ids
         self.packing = _packing(packing, pack_tokens, pack_rows, pack_buffer, pack_equal, pack_truncate)
         self.storage_options = dict(storage_options) if storage_options else None
@@ -281,6 +303,8 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
                 storage_options=self.storage_options,
                 check_bodies=self.check_bodies,
                 cache_bytes=self.cache_bytes,
+                cache_dir=self.cache_dir,
+                disk_cache_bytes=self.disk_cache_bytes,
             )
             self._pid = pid
         return self._reader

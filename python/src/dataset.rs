@@ -48,9 +48,28 @@ pub(crate) fn store_at(
     lodt::location::open_store(&path.to_string_lossy(), options).map_err(dataset_err)
 }
 
+/// `cache_dir=`: a directory, or `False` (no disk cache); `None` is the
+/// node cache.
+enum CacheDir {
+    At(PathBuf),
+    Off,
+}
+
+fn cache_dir_of(ob: &Bound<'_, PyAny>) -> PyResult<CacheDir> {
+    if ob.is_instance_of::<pyo3::types::PyBool>() {
+        if !ob.is_truthy()? {
+            return Ok(CacheDir::Off);
+        }
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "cache_dir is a directory, None (the node cache) or False (no disk cache), found True",
+        ));
+    }
+    Ok(CacheDir::At(ob.extract::<PathBuf>()?))
+}
+
 #[pymethods]
 impl PyDatasetReader {
-    /// DatasetReader(path, *, mmap=True, storage_options=None, check_bodies=False, cache_bytes=None)
+    /// DatasetReader(path, *, mmap=True, storage_options=None, check_bodies=False, cache_bytes=None, cache_dir=None, disk_cache_bytes=None)
     ///
     /// Opens the dataset in directory `path`, or at a URI (`s3://`, `az://`,
     /// `gs://`, `http(s)://`; `storage_options` configure the store): its
@@ -58,9 +77,14 @@ impl PyDatasetReader {
     /// instead of memory maps; `check_bodies=True` checks a mapped batch's
     /// bodies on its first read (batches read otherwise are always checked).
     /// `cache_bytes`: the budget of the random-access cache of batches
-    /// (default 256 MiB; 0 turns it off).
+    /// (default 256 MiB; 0 turns it off). `cache_dir`: for a dataset at a
+    /// URI, the disk cache of the ranges read: `None` for the node cache
+    /// shared by the machine's processes (under the system's temporary
+    /// directory, `$LODT_CACHE_DIR` if set), a directory, or `False` for
+    /// none; `disk_cache_bytes` its size limit (default 1 GiB).
     #[new]
-    #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false, cache_bytes = None))]
+    #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false, cache_bytes = None, cache_dir = None, disk_cache_bytes = None))]
+    #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
         path: PathBuf,
@@ -68,9 +92,22 @@ impl PyDatasetReader {
         storage_options: Option<BTreeMap<String, String>>,
         check_bodies: bool,
         cache_bytes: Option<usize>,
+        cache_dir: Option<Bound<'_, PyAny>>,
+        disk_cache_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let p = path.clone();
-        let options = crate::file::open_options(mmap, check_bodies, storage_options);
+        let mut options = crate::file::open_options(mmap, check_bodies, storage_options);
+        if let Some(bytes) = disk_cache_bytes {
+            options.remote.cache_bytes = bytes;
+        }
+        match cache_dir.as_ref().map(cache_dir_of).transpose()? {
+            None => {}
+            Some(CacheDir::Off) => options.remote = options.remote.without_cache(),
+            Some(CacheDir::At(dir)) => {
+                let bytes = options.remote.cache_bytes;
+                options.remote = options.remote.with_cache(dir, bytes);
+            }
+        }
         let dataset = py.detach(move || {
             guard("opening a dataset", || {
                 let store = store_at(&p, &options)?;

@@ -20,6 +20,16 @@ DATA = REPO / "tests" / "data"
 VECTORS = REPO / "spec" / "vectors"
 
 
+@pytest.fixture(autouse=True)
+def node_cache(tmp_path_factory, monkeypatch):
+    """Each test its own node cache (the disk cache remote datasets use by
+    default, shared by every process of a machine): a test that counts
+    requests, or damages bytes in transit, is not served by another's."""
+    path = tmp_path_factory.mktemp("node-cache")
+    monkeypatch.setenv("LODT_CACHE_DIR", str(path))
+    return path
+
+
 @pytest.fixture
 def words():
     """The user guide's 2-level example: 3 articles of 3, 1, 2 sentences of words."""

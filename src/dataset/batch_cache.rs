@@ -22,7 +22,8 @@ pub(super) const ENTRY_BYTES: usize = 256;
 /// The most batches cached, whatever their size.
 pub(super) const MAX_ENTRIES: usize = 4096;
 
-type Key = (usize, usize, usize);
+/// A batch: `(source, shard, batch)`.
+pub(super) type Key = (usize, usize, usize);
 
 /// Batches, by `(source, shard, batch)`, with their tensors in schema order
 /// and the bytes they hold; the oldest entries go when a new one would pass
@@ -63,6 +64,11 @@ impl BatchCache {
             .entries
             .get(&key)
             .map_or((&[][..], 0), |(c, held)| (c.as_slice(), *held)))
+    }
+
+    /// Whether batch `key` is cached.
+    pub(super) fn contains(&self, key: Key) -> bool {
+        self.entries.contains_key(&key)
     }
 
     /// The tensors of batch `key` (handles sharing their bytes: no copy)

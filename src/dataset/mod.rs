@@ -100,6 +100,7 @@ mod pack;
 mod parts;
 mod plan;
 mod random;
+mod read_ahead;
 mod reader;
 mod shuffle;
 mod state;
@@ -129,8 +130,8 @@ pub use moved::{
 };
 pub use names::MANIFEST_NAME;
 pub use options::{
-    Batching, DEFAULT_CACHE_BYTES, LoaderOptions, MAX_PREFETCH, MixtureOptions, PackOptions,
-    Remainder, ShuffleOptions, Stop,
+    Batching, DEFAULT_CACHE_BYTES, DEFAULT_READ_AHEAD_BYTES, LoaderOptions, MAX_PREFETCH,
+    MixtureOptions, PackOptions, Remainder, ShuffleOptions, Stop,
 };
 pub use pack::{BINS_KEY, PackedBatch, TRUNCATED_KEY, Varlen, best_fit, row_cu_seqlens, varlen};
 pub use parts::Part;

@@ -12,6 +12,13 @@ use serde::{Deserialize, Serialize};
 /// ```
 pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
+/// The default of [`LoaderOptions::read_ahead_bytes`]: 32 MiB.
+///
+/// ```
+/// assert_eq!(lodt::dataset::DEFAULT_READ_AHEAD_BYTES, 32 << 20);
+/// ```
+pub const DEFAULT_READ_AHEAD_BYTES: usize = 32 << 20;
+
 /// How sequences are grouped into mini-batches.
 ///
 /// ```
@@ -152,6 +159,21 @@ pub struct LoaderOptions {
     /// the bound. A sequence taken from a decoded batch is copied out of
     /// it, so mini-batches never keep a decoded batch alive.
     pub cache_bytes: usize,
+    /// How many bytes of file batches the loader asks for ahead of their
+    /// sequences, from shards not in memory (object stores, positional
+    /// reads): the epoch order says which batches the next sequences need,
+    /// and their bytes are fetched concurrently while earlier ones are
+    /// handed out (default [`DEFAULT_READ_AHEAD_BYTES`], 32 MiB; 0: none).
+    /// Memory-mapped shards are not read ahead (the map serves them). The
+    /// bytes fetched ahead are held until read, so the loader holds at most
+    /// this plus [`LoaderOptions::cache_bytes`].
+    ///
+    /// ```
+    /// use lodt::dataset::LoaderOptions;
+    /// let o = LoaderOptions { read_ahead_bytes: 64 << 20, ..Default::default() };
+    /// assert_eq!(o.read_ahead_bytes, 64 << 20);
+    /// ```
+    pub read_ahead_bytes: usize,
     /// Pack the consumer's sequences into bins of a row (token) budget
     /// (`spec/DATASET.md` section 7.4) instead of grouping them by
     /// [`LoaderOptions::batching`] (`None`, the default: no packing). A
@@ -189,6 +211,7 @@ impl Default for LoaderOptions {
             remainder: Remainder::Keep,
             prefetch: 2,
             cache_bytes: DEFAULT_CACHE_BYTES,
+            read_ahead_bytes: DEFAULT_READ_AHEAD_BYTES,
             packing: None,
         }
     }

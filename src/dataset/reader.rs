@@ -444,6 +444,12 @@ impl Dataset {
         Ok(cell.get_or_init(|| OpenedShard { file, checked }))
     }
 
+    /// Whether shard `shard` has been opened (the read-ahead opens the
+    /// shards it needs together).
+    pub(crate) fn shard_opened(&self, shard: usize) -> bool {
+        self.shards.get(shard).is_some_and(|c| c.get().is_some())
+    }
+
     /// Shard `shard` (its position in the manifest), opened and checked
     /// against the manifest on first use.
     ///

@@ -7,6 +7,7 @@ use super::batch_cache::BatchCache;
 use super::error::{DatasetError, Result};
 use super::feed::{Feed, Tail};
 use super::options::{Batching, LoaderOptions, MAX_PREFETCH};
+use super::read_ahead::ReadAhead;
 use super::reader::SequenceLocation;
 use super::shuffle::Shuffle;
 use super::state::{Base, LoaderState, STATE_VERSION, Subject, resume_point};
@@ -66,6 +67,7 @@ struct Producer {
     tail: Tail,
     shuffle: Option<Shuffle>,
     cache: BatchCache,
+    ahead: ReadAhead,
     carry: Option<Fetched>,
     done: bool,
     stop: Arc<AtomicBool>,
@@ -101,6 +103,29 @@ impl Producer {
         }
     }
 
+    /// The next location, in order, after looking ahead in the order and
+    /// asking for the batches there ([`ReadAhead`]).
+    fn next_ahead(&mut self) -> Option<Result<(usize, SequenceLocation)>> {
+        if !self.ahead.enabled() {
+            return self.next_location();
+        }
+        let mut taken = false;
+        while self.ahead.wants_more() {
+            match self.next_location() {
+                None => self.ahead.end(),
+                Some(item) => {
+                    let cache = &self.cache;
+                    self.ahead.push(&self.feed, item, |key| cache.contains(key));
+                    taken = true;
+                }
+            }
+        }
+        if taken {
+            self.ahead.ask(&self.feed);
+        }
+        self.ahead.pop()
+    }
+
     /// The location of tail index `target`, from a fresh walk of the order.
     fn tail_at(&self, target: u64) -> Result<(usize, SequenceLocation)> {
         let positions = self.base.positions(&[target]);
@@ -118,9 +143,11 @@ impl Producer {
             )));
         };
         let id = self.feed.id_of(source, at);
-        let (columns, held) = self.cache.get_or_load((source, at.shard, at.batch), || {
-            dataset.batch_columns_held(at.shard, at.batch)
-        })?;
+        let key = (source, at.shard, at.batch);
+        let (columns, held) = self
+            .cache
+            .get_or_load(key, || dataset.batch_columns_held(at.shard, at.batch))?;
+        self.ahead.read(key);
         let tensors = columns
             .iter()
             .map(|c| {
@@ -162,7 +189,7 @@ impl Producer {
             {
                 break;
             }
-            let at = match self.next_location() {
+            let at = match self.next_ahead() {
                 None => break,
                 Some(Err(e)) => return Some(Err(e)),
                 Some(Ok(at)) => at,
@@ -372,6 +399,7 @@ impl Stream {
                 .with_stop(stop.clone()),
             shuffle,
             cache: BatchCache::new(self.options.cache_bytes),
+            ahead: ReadAhead::new(self.options.read_ahead_bytes),
             carry: None,
             done: false,
             stop: stop.clone(),

@@ -4,8 +4,16 @@ use crate::buffer::{AlignedBytes, Buffer};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How old a claim (another process fetching a range) may be before it is
+/// taken to belong to a process that died, and fetched again.
+const CLAIM_STALE: Duration = Duration::from_secs(30);
+
+/// How often a reader waiting for another process's fetch looks again.
+const CLAIM_POLL: Duration = Duration::from_millis(5);
 
 /// A directory of cached byte ranges with a size limit.
 ///
@@ -15,7 +23,11 @@ use std::time::SystemTime;
 /// every hit (a hash collision or a foreign file is a miss). Writes go to a
 /// temporary file renamed into place; beyond the limit, the least recently
 /// used entries (by modification time, refreshed on each hit) are deleted.
-/// Several processes may share a cache directory.
+/// Several processes may share a cache directory: a process fetching a
+/// range claims it first (a `.claim` file made exclusively), and the others
+/// wait for its entry instead of fetching the same bytes (the workers and
+/// ranks of one machine fetch each range once). A claim older than 30 s is
+/// taken to belong to a process that died.
 ///
 /// ```
 /// use lodt::remote::DiskCache;
@@ -32,6 +44,25 @@ pub struct DiskCache {
     limit: u64,
     /// Serializes this process's evictions.
     evicting: Mutex<()>,
+    /// Bytes this process stored since it last looked for entries to evict
+    /// (looking lists the directory: it is done once per 1/64 of the limit).
+    since_evict: AtomicU64,
+}
+
+/// A process's claim on fetching one range ([`DiskCache::claim`]): others
+/// wait for the entry while it stands. Dropped (the claim file deleted)
+/// once the entry is stored, or the fetch failed.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    path: Option<PathBuf>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(path) = &self.path {
+            let _ = fs::remove_file(path);
+        }
+    }
 }
 
 impl DiskCache {
@@ -42,6 +73,7 @@ impl DiskCache {
             dir: dir.as_ref().to_path_buf(),
             limit,
             evicting: Mutex::new(()),
+            since_evict: AtomicU64::new(u64::MAX / 2),
         })
     }
 
@@ -67,6 +99,75 @@ impl DiskCache {
         let mut h = crc32fast::Hasher::new_with_initial(0x9e37_79b9);
         h.update(key.as_bytes());
         format!("{a:08x}{:08x}.range", h.finalize())
+    }
+
+    /// Whether an entry of the right size for `range` exists (not read: a
+    /// hit is still checked when it is read).
+    pub(crate) fn contains(&self, uri: &str, version: &str, range: &std::ops::Range<u64>) -> bool {
+        let key = Self::key(uri, version, range);
+        let want = (key.len() as u64).saturating_add(range.end.saturating_sub(range.start));
+        fs::metadata(self.dir.join(Self::file_name(&key))).is_ok_and(|m| m.len() == want)
+    }
+
+    /// Claims the fetching of `range`: `None` if another process claimed it
+    /// less than 30 s ago (its entry is coming: [`DiskCache::wait_for`]). A
+    /// claim that cannot be written is granted (the fetch goes ahead; only
+    /// the sharing is lost).
+    pub(crate) fn claim(
+        &self,
+        uri: &str,
+        version: &str,
+        range: &std::ops::Range<u64>,
+    ) -> Option<Claim> {
+        let key = Self::key(uri, version, range);
+        let path = self.dir.join(format!("{}.claim", Self::file_name(&key)));
+        for _ in 0..2 {
+            match fs::File::options().write(true).create_new(true).open(&path) {
+                Ok(_) => return Some(Claim { path: Some(path) }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let age = fs::metadata(&path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| SystemTime::now().duration_since(t).ok());
+                    match age {
+                        Some(age) if age < CLAIM_STALE => return None,
+                        // Stale (or gone meanwhile): taken over.
+                        _ => {
+                            let _ = fs::remove_file(&path);
+                        }
+                    }
+                }
+                Err(_) => return Some(Claim { path: None }),
+            }
+        }
+        Some(Claim { path: None })
+    }
+
+    /// Whether another process has a live claim on `range`.
+    fn claimed(&self, key: &str) -> bool {
+        let path = self.dir.join(format!("{}.claim", Self::file_name(key)));
+        fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|age| age < CLAIM_STALE)
+    }
+
+    /// The entry of `range`, waiting up to `timeout` while another process
+    /// claims it (is fetching it); `None` if there is none then.
+    pub(crate) fn wait_for(
+        &self,
+        uri: &str,
+        version: &str,
+        range: std::ops::Range<u64>,
+        timeout: Duration,
+    ) -> Option<Buffer> {
+        let key = Self::key(uri, version, &range);
+        let start = Instant::now();
+        while self.claimed(&key) && start.elapsed() < timeout {
+            std::thread::sleep(CLAIM_POLL);
+        }
+        self.get_buffer(uri, version, range)
     }
 
     /// The cached bytes of `range` of version `version` of `uri`, if any.
@@ -139,7 +240,12 @@ impl DiskCache {
             let _ = fs::remove_file(&tmp);
             return;
         }
-        self.evict();
+        let stored = (key.len() + bytes.len()) as u64;
+        let since = self.since_evict.fetch_add(stored, Ordering::Relaxed) + stored;
+        if since >= (self.limit / 64).max(1) {
+            self.since_evict.store(0, Ordering::Relaxed);
+            self.evict();
+        }
     }
 
     /// The total size of the entries, in bytes.

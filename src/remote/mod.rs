@@ -109,17 +109,19 @@
 mod cache;
 mod open;
 mod options;
+mod pending;
 mod process;
 mod runtime;
 mod source;
 mod store;
+mod throttle;
 mod uri;
 
 pub use crate::location::is_uri;
 pub use cache::DiskCache;
 pub(crate) use open::{object_store_for, open_object};
 pub use options::RemoteOptions;
-pub use source::ObjectSource;
+pub use source::{ObjectSource, default_cache_dir};
 pub use store::{ObjectDatasetStore, PART_BYTES};
 pub use uri::ResolvedLocation;
 

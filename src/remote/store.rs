@@ -3,7 +3,7 @@
 
 use super::RemoteOptions;
 use super::runtime::{block_on, io_error};
-use super::source::ObjectSource;
+use super::source::{ObjectSource, Shared};
 use crate::dataset::store::{ObjectVersion, ShardSink, StoreLock};
 use crate::dataset::{DatasetError, DatasetStore};
 use crate::format::LodtFile;
@@ -37,6 +37,8 @@ pub struct ObjectDatasetStore {
     prefix: ObjectPath,
     uri: String,
     options: RemoteOptions,
+    /// The throttle and disk cache its shards share (made on first open).
+    shared: std::sync::OnceLock<Arc<Shared>>,
 }
 
 impl fmt::Debug for ObjectDatasetStore {
@@ -60,7 +62,30 @@ impl ObjectDatasetStore {
             prefix,
             uri,
             options,
+            shared: std::sync::OnceLock::new(),
         }
+    }
+
+    /// What this dataset's shards share: one throttle for the store's
+    /// requests, one disk cache.
+    fn shared(&self) -> io::Result<Arc<Shared>> {
+        if let Some(shared) = self.shared.get() {
+            return Ok(shared.clone());
+        }
+        let made = Shared::new(&self.options, true)?;
+        Ok(self.shared.get_or_init(|| made).clone())
+    }
+
+    /// How many times the store's answers (throttling, dropped connections)
+    /// halved the concurrency of its reads so far.
+    ///
+    /// ```
+    /// # let store = std::sync::Arc::new(object_store::memory::InMemory::new());
+    /// let d = lodt::remote::ObjectDatasetStore::new(store, "d".into(), "memory:///d".into(), Default::default());
+    /// assert_eq!(d.times_throttled(), 0);
+    /// ```
+    pub fn times_throttled(&self) -> u64 {
+        self.shared.get().map_or(0, |s| s.times_throttled())
     }
 
     fn path(&self, name: &str) -> Result<ObjectPath> {
@@ -279,8 +304,17 @@ impl DatasetStore for ObjectDatasetStore {
     fn open_shard(&self, name: &str) -> Result<LodtFile> {
         let path = self.path(name)?;
         let location = self.object_location(name);
-        let source = ObjectSource::open(self.store.clone(), path, location.clone(), &self.options)
-            .map_err(|e| DatasetError::io("opening", location.clone(), e))?;
+        let shared = self
+            .shared()
+            .map_err(|e| DatasetError::io("opening the cache of", location.clone(), e))?;
+        let source = ObjectSource::open_shared(
+            self.store.clone(),
+            path,
+            location.clone(),
+            &self.options,
+            shared,
+        )
+        .map_err(|e| DatasetError::io("opening", location.clone(), e))?;
         LodtFile::from_source(Arc::new(source))
             .map_err(|source| DatasetError::shard(location, source))
     }

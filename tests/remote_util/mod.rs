@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 #[derive(Default)]
@@ -21,6 +21,12 @@ pub struct State {
     /// Flip a bit of the byte at this offset of the object in this many next
     /// responses that hold it (damage in transit; the object is intact).
     pub damage_next: Mutex<Option<(usize, usize)>>,
+    /// Wait this many milliseconds before answering each request (a
+    /// stand-in for a WAN's time to the first byte).
+    pub delay_ms: AtomicU64,
+    /// Requests being answered now, and the most at once so far.
+    pub in_flight: AtomicUsize,
+    pub max_in_flight: AtomicUsize,
     stop: AtomicBool,
 }
 
@@ -131,7 +137,14 @@ fn serve(conn: TcpStream, st: &State) {
             .unwrap()
             .push(format!("{method} {target} {range}").trim_end().to_owned());
         let name = target.trim_start_matches('/').to_owned();
+        let now = st.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        st.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let delay = st.delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
         let response = respond(st, &method, &name, &range, headers.get("if-match"));
+        st.in_flight.fetch_sub(1, Ordering::SeqCst);
         if out.write_all(&response).is_err() {
             return;
         }
