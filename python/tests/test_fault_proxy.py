@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from fault_proxy import Fault, FaultProxy, conditional
+from fault_proxy import SLOW_DOWN_BODY, Fault, FaultProxy, conditional, pacing_schedule, resets, slow_down
 
 
 class _Store(BaseHTTPRequestHandler):
@@ -14,6 +14,7 @@ class _Store(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     objects: dict = {}
+    gets = 0
 
     def log_message(self, *args):
         pass
@@ -26,6 +27,7 @@ class _Store(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self):
+        type(self).gets += 1
         body = self.objects.get(self.path)
         self.send_response(200 if body is not None else 404)
         body = body or b""
@@ -37,6 +39,7 @@ class _Store(BaseHTTPRequestHandler):
 @pytest.fixture
 def upstream():
     _Store.objects = {}
+    _Store.gets = 0
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Store)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -158,3 +161,65 @@ def test_flip_at_an_object_offset_in_whichever_response_holds_it():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_slow_down_answers_a_fraction_of_gets_503_without_forwarding(upstream):
+    statuses = []
+    for _ in range(2):
+        with FaultProxy(upstream, seed=7) as proxy:
+            _request(proxy.port, "PUT", "/b/k", b"payload")
+            fault = proxy.add(slow_down(0.25))
+            _Store.gets = 0
+            got = [_request(proxy.port, "GET", "/b/k") for _ in range(80)]
+            slow = [body for status, body in got if status == 503]
+            assert len(slow) == fault.applied and 5 < fault.applied < 40
+            assert all(body == SLOW_DOWN_BODY and b"<Code>SlowDown</Code>" in body for body in slow)
+            assert all(body == b"payload" for status, body in got if status == 200)
+            # The throttled GETs never reached the server.
+            assert _Store.gets == 80 - fault.applied
+            assert proxy.stats()["faults"] == fault.applied
+            statuses.append([status for status, _ in got])
+    # The same seed, the same requests: the same answers.
+    assert statuses[0] == statuses[1]
+
+
+def test_reset_is_not_forwarded(upstream):
+    with FaultProxy(upstream) as proxy:
+        proxy.add(resets(1.0, method="PUT"))
+        with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
+            _request(proxy.port, "PUT", "/b/r", b"never")
+        assert "/b/r" not in _Store.objects
+        assert proxy.log == [("PUT", "/b/r", "reset (not forwarded)")]
+
+
+def test_stats_count_requests_ranged_gets_and_bytes(upstream):
+    with FaultProxy(upstream) as proxy:
+        _request(proxy.port, "PUT", "/b/k", b"0123456789")
+        _request(proxy.port, "GET", "/b/k")
+        _request(proxy.port, "GET", "/b/k", headers={"Range": "bytes=0-3"})  # the store ignores it
+        _request(proxy.port, "HEAD", "/b/k")
+        s = proxy.stats()
+        assert s["requests"] == {"PUT": 1, "GET": 2, "HEAD": 1}
+        assert (s["gets"], s["ranged_gets"], s["get_bytes"], s["body_bytes"]) == (2, 1, 20, 20)
+        assert s["faults"] == 0 and s["in_flight_max"] == 1
+        proxy.reset_stats()
+        assert proxy.stats()["gets"] == 0 and proxy.log == [] and proxy.bytes_sent() == 0
+
+
+def test_a_delayed_paced_link_forwards_bodies_unchanged(upstream):
+    body = bytes(range(256)) * 4096  # 1 MiB
+    with FaultProxy(upstream, first_byte_delay=0.005, bytes_per_second=200e6, chunk=50_000) as proxy:
+        assert _request(proxy.port, "PUT", "/b/big", body)[0] == 200
+        assert _request(proxy.port, "GET", "/b/big") == (200, body)
+        assert proxy.stats()["get_bytes"] == len(body)
+
+
+def test_pacing_schedule():
+    # 10 bytes at 4 bytes/s in chunks of 4: sent by 1 s, 2 s and 2.5 s.
+    assert pacing_schedule(10, 4.0, 4) == [(4, 1.0), (4, 2.0), (2, 2.5)]
+    assert pacing_schedule(0, 4.0, 4) == []
+    assert pacing_schedule(5, None, 2) == [(2, 0.0), (2, 0.0), (1, 0.0)]
+    with pytest.raises(ValueError):
+        FaultProxy(1, bytes_per_second=0)
+    with pytest.raises(ValueError):
+        Fault("status", probability=1.5)
