@@ -4,6 +4,8 @@
 //! fetching again; and a store that throttles lowers the concurrency instead
 //! of failing the epoch.
 
+#![cfg(feature = "remote")]
+
 use crate::dataset_util::{check, write_dataset};
 use crate::remote_util::Server;
 use lodt::dataset::{Dataset, Loader, LoaderOptions, ShuffleOptions};
