@@ -108,7 +108,7 @@ const COALESCE_GAP: u64 = 64 << 10;
 ///
 /// ```
 /// let dir = lodt::remote::default_cache_dir();
-/// assert!(dir.to_string_lossy().contains("lodt"));
+/// assert!(!dir.as_os_str().is_empty());
 /// ```
 pub fn default_cache_dir() -> std::path::PathBuf {
     if let Some(dir) = std::env::var_os("LODT_CACHE_DIR").filter(|d| !d.is_empty()) {
