@@ -126,12 +126,12 @@ class Fault:
         return True
 
 
-def slow_down(probability: float, method: str = "GET", **kw) -> Fault:
+def slow_down(probability: float, method: str = "GET", times: Optional[int] = None, **kw) -> Fault:
     """A fraction ``probability`` of the requests of ``method`` (every
     one, for ever) answered as S3 throttles: 503 with its ``SlowDown`` XML
     error, not forwarded."""
     return Fault(
-        "status", method=method, status=503, times=None, probability=probability,
+        "status", method=method, status=503, times=times, probability=probability,
         body=SLOW_DOWN_BODY, headers=[("Content-Type", "application/xml")], **kw,
     )
 
