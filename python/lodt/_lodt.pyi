@@ -453,9 +453,11 @@ def loader(
     epoch: int = 0,
     state: str | None = None,
     packing: Packing | None = None,
+    partition: Literal["round_robin", "locality"] | None = None,
 ) -> DatasetLoader:
     """The Rust loader of consumer ``(rank, worker)`` of a dataset or a mixture, at ``epoch`` or resumed
-    from ``state`` (JSON); packed when ``packing`` is given (counting ``rows_of``'s rows)."""
+    from ``state`` (JSON); packed when ``packing`` is given (counting ``rows_of``'s rows); dealt by
+    ``partition`` (``None``: the state's, else locality for one remote dataset without packing)."""
 
 @final
 class DatasetLoader:

@@ -2,10 +2,10 @@
 partitioned, resumable stream of LoD mini-batches over a directory of
 ``.lodt`` shards, and :func:`write_dataset` (in :mod:`lodt._writing`).
 
-:class:`Dataset` is a ``torch.utils.data.IterableDataset`` when torch is
-installed (``pip install 'lodt[torch]'``) and a plain iterable otherwise;
-this module is imported on first use of ``lodt.Dataset``, so ``import lodt``
-never imports torch.
+:class:`Dataset` is a ``torch.utils.data.IterableDataset`` when torch was
+imported before it was made (``import torch`` first; :class:`lodt.torch.DataLoader`
+takes either) and a plain iterable otherwise. Nothing here imports torch:
+opening a dataset costs no framework import.
 
 Who reads what: an epoch's order (a permutation of every sequence, fixed by
 ``seed`` and the epoch) is dealt round robin to ``world_size × num_workers``
@@ -39,20 +39,67 @@ from . import _lodt
 from ._lodt import Batch, DatasetReader, Packing
 from ._lodt import loader as _native_loader
 
-if TYPE_CHECKING:  # pragma: no cover
-    _Base = object
-
-    def _worker_info() -> Any: ...
-
-else:
+def _torch_data() -> Any:
+    """``torch.utils.data`` if torch is already imported, else None: looked
+    up in ``sys.modules``, never imported (importing torch costs seconds and
+    hundreds of MB in every process that opens a dataset)."""
+    if "torch" not in sys.modules:
+        return None
     try:
-        from torch.utils.data import IterableDataset as _Base
-        from torch.utils.data import get_worker_info as _worker_info
-    except ImportError:  # torch is optional: a plain iterable without it
-        _Base = object
+        import torch.utils.data as data
+    except ImportError:  # pragma: no cover - a broken torch install
+        return None
+    return data
 
-        def _worker_info() -> Any:
-            return None
+
+def _worker_info() -> Any:
+    """torch's ``get_worker_info()`` (None outside a DataLoader worker)."""
+    data = _torch_data()
+    return None if data is None else data.get_worker_info()
+
+
+_WITH_TORCH: dict[type, type] = {}
+
+
+def _with_torch(cls: type) -> type:
+    """``cls`` (a lodt dataset class), or, once torch is imported, the
+    subclass of ``cls`` and torch's ``IterableDataset`` that stands for it."""
+    data = _torch_data()
+    if data is None or issubclass(cls, data.IterableDataset):
+        return cls
+    made = _WITH_TORCH.get(cls)
+    if made is None:
+
+        class made(cls, data.IterableDataset):  # type: ignore[valid-type,misc,no-redef]
+            pass
+
+        made.__name__, made.__qualname__, made.__module__ = cls.__name__, cls.__qualname__, cls.__module__
+        made.__doc__ = cls.__doc__
+        _WITH_TORCH[cls] = made
+    return made
+
+
+def _plain(cls: type) -> type:
+    """The lodt class a torch-made subclass stands for (pickled by name)."""
+    for plain, made in _WITH_TORCH.items():
+        if made is cls:
+            return plain
+    return cls
+
+
+def _rebuild(cls: type, state: dict[str, Any]) -> Any:
+    """Unpickles a dataset: as torch's kind when torch is imported here."""
+    obj = object.__new__(_with_torch(cls))
+    obj.__setstate__(state)
+    return obj
+
+
+def _as_torch(dataset: Any) -> Any:
+    """``dataset`` made a ``torch.utils.data.IterableDataset`` in place if
+    it was made before torch was imported (torch must be imported now)."""
+    if isinstance(dataset, Dataset):
+        dataset.__class__ = _with_torch(type(dataset))
+    return dataset
 
 
 __all__ = ["Dataset"]
@@ -135,7 +182,7 @@ class _Delivered:
         self.value, self.consumer, self.local, self.state = s
 
 
-class Dataset(_Base):  # type: ignore[misc,valid-type]
+class Dataset:
     """A sharded lodt dataset as a stream of LoD mini-batches
     (:class:`lodt.Batch`, one top-level sequence per dataset sequence, the
     schema's tensors in order), and random access to its sequences.
@@ -173,6 +220,17 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
       releases still work, with a ``DeprecationWarning``.
     * ``remainder``: ``"keep"`` (every sequence once; consumers differ by at
       most one sequence), ``"drop"`` or ``"repeat"`` (equal counts).
+    * ``partition``: how an epoch is dealt to the consumers (ranks ×
+      workers). ``"round_robin"``: consumer ``c`` of ``C`` takes positions
+      ``c, c + C, ...`` of the shuffled order, so every consumer reads from
+      the whole dataset. ``"locality"``: the order is shuffled in windows of
+      ``2 × shuffle_buffer`` sequences (mixing neighbours as much as round
+      robin's buffer) and each consumer takes one contiguous
+      block of it, so the ranks of a cluster fetch disjoint parts of a
+      remote dataset (each byte about once in all) and the workers of a
+      node neighbouring parts; one dataset without packing only. ``None``
+      (the default): a resumed state's partition, else ``"locality"`` for a
+      dataset at a URI without packing and ``"round_robin"`` otherwise.
     * ``prefetch``: mini-batches read ahead by a background thread.
     * ``storage_options``: for a dataset at a URI (``s3://``, ``az://``,
       ``gs://``, ``http(s)://``), the store's configuration (object_store's
@@ -208,6 +266,14 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
     process, so ``DataLoader`` workers (fork or spawn) open it themselves.
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # torch's IterableDataset only if torch is already imported.
+        return object.__new__(_with_torch(cls))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # By the lodt class's name: torch's kind again where torch is imported.
+        return (_rebuild, (_plain(type(self)), self.__getstate__()))
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -222,6 +288,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         rank: int | None = None,
         world_size: int | None = None,
         remainder: str = "keep",
+        partition: Literal["round_robin", "locality"] | None = None,
         prefetch: int = 2,
         mmap: bool = True,
         return_ids: bool = False,
@@ -248,6 +315,9 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self.seed = seed
         self.shuffle_buffer = shuffle_buffer
         self.remainder = remainder
+        if partition not in (None, "round_robin", "locality"):
+            raise ValueError(f'partition is "round_robin", "locality" or None (the default), found {partition!r}')
+        self.partition = partition
         self.prefetch = prefetch
         self.mmap = mmap
         self.check_bodies = check_bodies
@@ -276,11 +346,20 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         self._progress_lock = threading.RLock()
         self._reset_progress()
         native = self._native()
-        self._manifest: dict[str, Any] = json.loads(native.manifest_json())
+        # The manifest as Python objects only when asked for (schema, shards,
+        # ...): a manifest of a million shards is hundreds of MB of them.
+        self._manifest_cache: dict[str, Any] | None = None
         self._totals = self._native_totals(native)
         # Checks the options now (a bad batch size, remainder, rank, ...).
         rank_, world = self._ranks()
         self._probe(rank_, world, 0, 1).close()
+
+    @property
+    def _manifest(self) -> dict[str, Any]:
+        """The manifest's JSON as Python objects, parsed on first use."""
+        if self._manifest_cache is None:
+            self._manifest_cache = json.loads(self._native().manifest_json())
+        return self._manifest_cache
 
     def _native_totals(self, native: Any) -> dict[str, int]:
         """The totals as the native module counts them (never re-summed
@@ -336,6 +415,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
             epoch=self._epoch,
             state=None if resume is None else json.dumps(resume["loader"]),
             packing=self.packing,
+            partition=self.partition,
         )
 
     def _probe(self, rank: int, world: int, local: int, workers: int) -> Any:
@@ -621,6 +701,7 @@ class Dataset(_Base):  # type: ignore[misc,valid-type]
         state["_pid"] = None
         state["_states"] = {}
         state["_live"] = {}
+        state["_manifest_cache"] = None
         del state["_progress_lock"]
         return state
 

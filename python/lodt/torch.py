@@ -40,7 +40,7 @@ except ImportError as _e:  # pragma: no cover - exercised when torch is absent
 
 from . import _lodt
 from .dataset import Dataset as _LodtDataset
-from .dataset import _Delivered
+from .dataset import _Delivered, _as_torch
 from ._lodt import Batch, LodTensor
 
 __all__ = [
@@ -354,7 +354,8 @@ class DataLoader(_DataLoader):
         if kwargs.get("in_order") is False:
             raise ValueError("lodt.torch.DataLoader needs in_order=True (resume relies on it)")
         kwargs["batch_size"] = None
-        super().__init__(dataset, collate_fn=_Collate(collate_fn), **kwargs)
+        # A dataset made before torch was imported becomes torch's kind here.
+        super().__init__(_as_torch(dataset), collate_fn=_Collate(collate_fn), **kwargs)
 
     def __iter__(self) -> Any:
         dataset = self.dataset

@@ -8,7 +8,9 @@ use crate::batch::PyBatch;
 use crate::dataset::{PyDatasetReader, state_json};
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
 use crate::mixture::PyMixtureReader;
-use lodt::dataset::{Batching, Feed, Loader, LoaderOptions, PackOptions, ShuffleOptions};
+use lodt::dataset::{
+    Batching, Feed, Loader, LoaderOptions, PackOptions, Partition, ShuffleOptions,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::sync::Mutex;
@@ -126,7 +128,8 @@ fn feed_of(source: &Bound<'_, PyAny>) -> PyResult<Feed> {
 /// loader(source, *, batch_size=32, max_rows=None, rows_of=None,
 ///        drop_last=False, seed=None, shuffle_buffer=16384, rank=0,
 ///        world_size=1, worker=0, num_workers=1, remainder="keep",
-///        prefetch=2, epoch=0, state=None, packing=None) -> DatasetLoader
+///        prefetch=2, epoch=0, state=None, packing=None,
+///        partition=None) -> DatasetLoader
 ///
 /// A loader of consumer `(rank, worker)` of `source` (a `DatasetReader` or
 /// a `MixtureReader`): `batch_size` sequences per mini-batch, or as many as
@@ -134,11 +137,13 @@ fn feed_of(source: &Bound<'_, PyAny>) -> PyResult<Feed> {
 /// given (a mixture: each source's order); packed when `packing` (a
 /// `Packing`) is given, counting the rows of `rows_of`. It starts at epoch
 /// `epoch`, or resumes from `state` (a loader state's JSON text).
+/// `partition` is `"round_robin"`, `"locality"` or `None` (the crate's
+/// default: the state's, else locality for one remote dataset unpacked).
 #[pyfunction]
 #[pyo3(signature = (source, *, batch_size = 32, max_rows = None, rows_of = None,
     drop_last = false, seed = None, shuffle_buffer = 16384, rank = 0, world_size = 1,
     worker = 0, num_workers = 1, remainder = "keep", prefetch = 2, epoch = 0, state = None,
-    packing = None))]
+    packing = None, partition = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn loader(
     py: Python<'_>,
@@ -158,6 +163,7 @@ pub fn loader(
     epoch: u64,
     state: Option<&str>,
     packing: Option<PyRef<'_, PyPacking>>,
+    partition: Option<&str>,
 ) -> PyResult<PyDatasetLoader> {
     let feed = feed_of(source)?;
     let batching = match (max_rows, &packing) {
@@ -195,6 +201,10 @@ pub fn loader(
             tensor: rows_of,
             ..p.options.clone()
         }),
+        partition: partition
+            .map(str::parse::<Partition>)
+            .transpose()
+            .map_err(dataset_err)?,
         // The batch cache: its default byte budget (not a Python option yet).
         ..Default::default()
     };

@@ -329,6 +329,37 @@ def test_dataset_pickles_without_its_handles(dataset_dir):
     assert epoch_ids(copy) == epoch_ids(ds)
 
 
+@pytest.mark.torch
+def test_opening_a_dataset_imports_no_framework(dataset_dir):
+    # torch is installed: lodt.Dataset is torch's kind only once torch is
+    # imported, and opening, counting and iterating import nothing.
+    code = f"""
+import pickle, sys
+import lodt
+ds = lodt.Dataset({str(dataset_dir)!r}, batch_size=4, shuffle=True, seed=1)
+assert len(ds) > 0
+ids = sorted(int(i) for b in ds for i in b["label"].numpy())
+assert ids == list(range({TOTAL})), ids
+pickle.loads(pickle.dumps(ds))
+assert not [m for m in sys.modules if m.split(".")[0] in ("torch", "tensorflow", "jax")], "a framework was imported"
+import torch.utils.data as data
+assert not isinstance(ds, data.IterableDataset)
+later = lodt.Dataset({str(dataset_dir)!r}, batch_size=4, shuffle=True, seed=1)
+assert isinstance(later, data.IterableDataset) and isinstance(later, lodt.Dataset)
+assert isinstance(pickle.loads(pickle.dumps(ds)), data.IterableDataset)
+got = sorted(int(i) for b in data.DataLoader(later, batch_size=None, num_workers=2) for i in b["label"].numpy())
+assert got == list(range({TOTAL})), got
+import lodt.torch
+got = sorted(int(i) for b in lodt.torch.DataLoader(ds, num_workers=2) for i in b["label"].numpy())
+assert got == list(range({TOTAL})), got
+assert isinstance(ds, data.IterableDataset)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 def test_works_without_torch(dataset_dir):
     code = f"""
 import sys

@@ -6,7 +6,8 @@ sequence counts, per-tensor counts, schema), then the epoch orders and the
 world-size resume recorded in dataset/orders.json, recomputed from the
 manifest with the PRNG, permutations and shuffle buffer of section 6 and the
 rules of section 7, and the packed mini-batches and packing state of
-dataset/packing.json (section 7.4).
+dataset/packing.json (section 7.4), and the locality partition's deal,
+resume and repeats of dataset/locality.json (section 7.6).
 
 Usage: python3 check_dataset.py [DIR]   (DIR defaults to ./dataset)
        python3 check_dataset.py --mixture [FILE]   (the Mixtures section; FILE defaults
@@ -25,7 +26,7 @@ from check import Bad, need, read_file, u32  # noqa: E402
 
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
-SHARDS, BATCHES, BUFFER = 1, 2, 3
+SHARDS, BATCHES, BUFFER, WINDOWS = 1, 2, 3, 6
 
 
 def mix64(x):
@@ -74,8 +75,8 @@ class Rng:
             items[i], items[j] = items[j], items[i]
 
 
-def epoch_order(counts, shuffle, epoch):
-    """Section 6: the global order of an epoch, as sequence ids."""
+def source_stream(counts, shuffle, epoch):
+    """Section 6.2, steps 1 and 2: the source stream of ids."""
     starts, total = [], 0
     for shard in counts:
         starts.append([])
@@ -92,6 +93,12 @@ def epoch_order(counts, shuffle, epoch):
             Rng(stream_seed(shuffle["seed"], epoch, BATCHES, s)).shuffle(batches)
         for b in batches:
             source.extend(starts[s][b] + i for i in range(counts[s][b]))
+    return source
+
+
+def epoch_order(counts, shuffle, epoch):
+    """Section 6: the global order of an epoch, as sequence ids."""
+    source = source_stream(counts, shuffle, epoch)
     if not shuffle:
         return source
     rng, cap, buf, out = Rng(stream_seed(shuffle["seed"], epoch, BUFFER, 0)), shuffle["buffer"], [], []
@@ -258,6 +265,67 @@ def check_packing(directory, counts, length, shuffle):
     need(p["windows"] == {str(c): {"carry": carry, "delivered": n + 1}}, "equal counts state: window")
 
 
+def window_order(counts, shuffle, epoch):
+    """Section 7.6: the source stream, each window of 2B shuffled by its stream."""
+    source = source_stream(counts, shuffle, epoch)
+    if not shuffle:
+        return source
+    b, out = 2 * shuffle["buffer"], []
+    for w in range(0, len(source), b):
+        window = source[w:w + b]
+        Rng(stream_seed(shuffle["seed"], epoch, WINDOWS, w // b)).shuffle(window)
+        out += window
+    return out
+
+
+def blocks(positions, consumers, remainder="keep"):
+    """Section 7.6: each consumer's block of the tail, with repeats."""
+    n = len(positions)
+    out = []
+    for c in range(consumers):
+        lo, hi = c * n // consumers, (c + 1) * n // consumers
+        count = {"keep": hi - lo, "drop": n // consumers, "repeat": -(-n // consumers)}[remainder]
+        out.append([positions[lo + j] if lo + j < hi else positions[lo] if hi > lo else positions[c % n] for j in range(count)])
+    return out
+
+
+def ranges_of(positions):
+    """Increasing positions as `[start, end)` ranges, neighbours joined."""
+    out = []
+    for p in positions:
+        if out and out[-1][1] == p:
+            out[-1][1] = p + 1
+        else:
+            out.append([p, p + 1])
+    return out
+
+
+def check_locality(directory, counts, shuffle):
+    """Section 7.6 against dataset/locality.json."""
+    with open(os.path.join(directory, "locality.json"), "rb") as f:
+        v = json.load(f)
+    epoch, total = v["epoch"], sum(map(sum, counts))
+    order = window_order(counts, shuffle, epoch)
+    need(order == v["order"], "locality order")
+    need(sorted(order) == list(range(total)), "the locality order is a permutation")
+    ids = [[order[p] for p in b] for b in blocks(list(range(total)), v["consumers"])]
+    need(ids == v["ids"], "locality blocks")
+    state = v["resume_state"]
+    need(state["version"] == 4 and state["ranges"] == [[0, total]] and state["frontier"] == 0 and state["skip"] == [], "locality state")
+    tail = [p for a, b in state["ranges"] for p in range(a, b)]
+    consumed = {int(k): n for k, n in state["consumed"].items()}
+    done = set()
+    for c, block in enumerate(blocks(tail, state["consumers"])):
+        done |= set(block[:consumed[c]])
+    rest = [p for p in tail if p not in done]
+    need(ranges_of(rest) == v["resume_ranges"], "locality resumed ranges")
+    got = [[order[p] for p in b] for b in blocks(rest, v["resume_consumers"])]
+    need(got == v["resume_ids"], "locality resumed blocks")
+    need(sorted([order[p] for p in done] + [i for b in got for i in b]) == list(range(total)), "locality resume: every sequence exactly once")
+    got = [[order[p] for p in b] for b in blocks(list(range(total)), v["repeat_consumers"], "repeat")]
+    need(got == v["repeat_ids"], "locality blocks with repeat")
+
+
 def check(directory):
     with open(os.path.join(directory, "lodt-dataset.json"), "rb") as f:
         manifest = json.load(f)
@@ -328,6 +396,7 @@ def check(directory):
     need(sorted(old + rest) == list(range(total)), "every sequence exactly once")
     need(len(length) == total, "sequence lengths")
     check_packing(directory, counts, length, shuffle)
+    check_locality(directory, counts, shuffle)
     return len(manifest["shards"]), total, length
 
 
@@ -424,7 +493,7 @@ def main():
     except Bad as e:
         print("FAILED: " + str(e))
         return 1
-    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the world-size resume and packing match" % (shards, total))
+    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the world-size resume, packing and locality match" % (shards, total))
     return 0
 
 

@@ -5,10 +5,11 @@
 //! and [`Tail`] is the one walk of an epoch's order from a state's base
 //! (its frontier and skip list) that the loader and packing share.
 
-use super::error::Result;
+use super::error::{DatasetError, Result};
+use super::locality::WindowOrder;
 use super::manifest::Schema;
 use super::mixture::{MixedOrder, Mixture};
-use super::options::ShuffleOptions;
+use super::options::{LoaderOptions, Partition, ShuffleOptions};
 use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, Shuffle};
 use super::state::{Base, LoaderState, MixtureState, Subject};
@@ -146,6 +147,54 @@ impl Feed {
         match &self.kind {
             Kind::Dataset { dataset, .. } => dataset.take(ids),
             Kind::Mixture(m) => m.take(ids),
+        }
+    }
+
+    /// The partition a loader of `options` starts an epoch in: the one the
+    /// options name, or by default [`Partition::Locality`] for one dataset
+    /// on an object store read without packing (where fetching each byte
+    /// once per node matters) and [`Partition::RoundRobin`] otherwise.
+    /// The locality partition reads one dataset, whole sequences.
+    pub(crate) fn partition(&self, options: &LoaderOptions) -> Result<Partition> {
+        let remote =
+            matches!(&self.kind, Kind::Dataset { dataset, .. } if dataset.store().is_remote());
+        match options.partition {
+            None if remote && options.packing.is_none() => Ok(Partition::Locality),
+            None => Ok(Partition::RoundRobin),
+            Some(p) => {
+                self.check_partition(p, options)?;
+                Ok(p)
+            }
+        }
+    }
+
+    /// Refuses the locality partition where it does not apply: a mixture,
+    /// or packing.
+    pub(crate) fn check_partition(
+        &self,
+        partition: Partition,
+        options: &LoaderOptions,
+    ) -> Result<()> {
+        if partition == Partition::RoundRobin {
+            return Ok(());
+        }
+        let why = match (&self.kind, &options.packing) {
+            (Kind::Mixture(_), _) => "a mixture's loader",
+            (_, Some(_)) => "a packing loader",
+            _ => return Ok(()),
+        };
+        Err(DatasetError::InvalidArgument(format!(
+            "the locality partition reads one dataset's whole sequences; {why} deals round robin (partition \"round_robin\", or the default)"
+        )))
+    }
+
+    /// The order of epoch `epoch` in the locality partition (one dataset).
+    pub(crate) fn window_order(&self, epoch: u64, shuffle: Option<Shuffle>) -> Result<WindowOrder> {
+        match &self.kind {
+            Kind::Dataset { counts, .. } => Ok(WindowOrder::new(counts.clone(), shuffle, epoch)),
+            Kind::Mixture(_) => Err(DatasetError::InvalidArgument(
+                "the locality partition reads one dataset, not a mixture".into(),
+            )),
         }
     }
 

@@ -51,6 +51,48 @@ use super::{Batching, Dataset, Mixture, PackOptions, Remainder, ShuffleOptions};
 /// [`Batching::Sequences`], the same number of steps). Those two give up
 /// "exactly once" for the sequences concerned.
 ///
+/// That is [`Partition::RoundRobin`](super::Partition::RoundRobin). In
+/// [`Partition::Locality`](super::Partition::Locality)
+/// (section 7.6; the default for one dataset on an object store read
+/// without packing, see [`LoaderOptions::partition`]) the order is instead
+/// the source stream shuffled in windows of twice the buffer, and consumer
+/// `c` takes one contiguous block of it, `[⌊cN/C⌋, ⌊(c+1)N/C⌋)`: the
+/// consumers of a machine, being consecutive, need the file batches of one
+/// contiguous part of the dataset, so machines fetch a remote dataset about
+/// once in all; any position is found without walking the ones before it.
+/// The remainders behave as above; the state (version 4) records the
+/// positions left as ranges.
+///
+/// ```
+/// # use lodt::dataset::{Dataset, DatasetWriter, Loader, LoaderOptions, Partition, ShuffleOptions};
+/// # use lodt::{Batch, Lod, LodTensor};
+/// # let dir = tempfile::tempdir()?;
+/// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+/// # for k in 0..4i64 {
+/// #     let lod = Lod::try_from_lengths(&[vec![1; 10]])?;
+/// #     let x = LodTensor::from_vec((0..10).map(|i| k * 10 + i).collect(), vec![10], lod)?;
+/// #     w.write(&Batch::try_from_tensors([("x", x)])?)?;
+/// # }
+/// # w.finish()?;
+/// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+/// let mut all = Vec::new();
+/// for rank in 0..3 {
+///     let options = LoaderOptions {
+///         shuffle: Some(ShuffleOptions { seed: 1, buffer: 4 }),
+///         rank,
+///         world_size: 3,
+///         partition: Some(Partition::Locality),
+///         ..Default::default()
+///     };
+///     for batch in Loader::new(dataset.clone(), options)? {
+///         all.extend(batch?.ids);
+///     }
+/// }
+/// all.sort();
+/// assert_eq!(all, (0..40).collect::<Vec<u64>>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Packing
 ///
 /// With [`LoaderOptions::packing`] the consumer's share of the order is

@@ -90,6 +90,7 @@ mod error;
 mod feed;
 mod job;
 mod loader;
+mod locality;
 pub mod manifest;
 mod mixture;
 mod mixture_totals;
@@ -130,8 +131,9 @@ pub use moved::{
 };
 pub use names::MANIFEST_NAME;
 pub use options::{
-    Batching, DEFAULT_CACHE_BYTES, DEFAULT_READ_AHEAD_BYTES, LoaderOptions, MAX_PREFETCH,
-    MixtureOptions, PackOptions, Remainder, ShuffleOptions, Stop,
+    Batching, DEFAULT_CACHE_BYTES, DEFAULT_RANDOM_ACCESS_CACHE_BYTES, DEFAULT_READ_AHEAD_BYTES,
+    LoaderOptions, MAX_PREFETCH, MixtureOptions, PackOptions, Partition, Remainder, ShuffleOptions,
+    Stop,
 };
 pub use pack::{BINS_KEY, PackedBatch, TRUNCATED_KEY, Varlen, best_fit, row_cu_seqlens, varlen};
 pub use parts::Part;

@@ -5,12 +5,23 @@
 use super::error::{DatasetError, Result};
 use serde::{Deserialize, Serialize};
 
-/// The default of [`LoaderOptions::cache_bytes`]: 256 MiB.
+/// The default of [`LoaderOptions::cache_bytes`]: 64 MiB, so that a
+/// loader (one per `DataLoader` worker) holds tens of MB whatever the size
+/// of the dataset or of its file batches.
 ///
 /// ```
-/// assert_eq!(lodt::dataset::DEFAULT_CACHE_BYTES, 256 << 20);
+/// assert_eq!(lodt::dataset::DEFAULT_CACHE_BYTES, 64 << 20);
 /// ```
-pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
+/// The default of [`Dataset::with_cache_bytes`](super::Dataset::with_cache_bytes),
+/// the random-access cache of `sequence`/`take`: 256 MiB, one per process,
+/// so that random reads into a compressed dataset decode each batch about once.
+///
+/// ```
+/// assert_eq!(lodt::dataset::DEFAULT_RANDOM_ACCESS_CACHE_BYTES, 256 << 20);
+/// ```
+pub const DEFAULT_RANDOM_ACCESS_CACHE_BYTES: usize = 256 << 20;
 
 /// The default of [`LoaderOptions::read_ahead_bytes`]: 32 MiB.
 ///
@@ -116,6 +127,63 @@ impl std::str::FromStr for Remainder {
     }
 }
 
+/// How an epoch is dealt to its consumers (`spec/DATASET.md` section 7).
+///
+/// ```
+/// use lodt::dataset::Partition;
+/// assert_eq!("locality".parse::<Partition>()?, Partition::Locality);
+/// assert_eq!(serde_json::to_value(Partition::RoundRobin)?, "round_robin");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Partition {
+    /// Positions `c, c + C, c + 2C, ...` of the order (section 7.1): every
+    /// consumer reads from the whole dataset at once, so every node needs
+    /// nearly every file batch.
+    RoundRobin,
+    /// A contiguous block of positions per consumer, of an order shuffled
+    /// in windows of twice the buffer (section 7.6): consecutive consumers (the
+    /// workers of a node) read one contiguous part of the dataset, so
+    /// nodes fetch disjoint file batches, and a consumer starts or resumes
+    /// anywhere without walking the positions before it. A single
+    /// dataset's loader only, without packing.
+    Locality,
+}
+
+impl std::fmt::Display for Partition {
+    /// The name the state's JSON and the Python option use.
+    ///
+    /// ```
+    /// assert_eq!(lodt::dataset::Partition::RoundRobin.to_string(), "round_robin");
+    /// ```
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Partition::RoundRobin => "round_robin",
+            Partition::Locality => "locality",
+        })
+    }
+}
+
+impl std::str::FromStr for Partition {
+    type Err = DatasetError;
+
+    /// `"round_robin"` or `"locality"` (the names the state's JSON uses).
+    ///
+    /// ```
+    /// assert!("blocks".parse::<lodt::dataset::Partition>().is_err());
+    /// ```
+    fn from_str(name: &str) -> Result<Self> {
+        match name {
+            "round_robin" => Ok(Partition::RoundRobin),
+            "locality" => Ok(Partition::Locality),
+            other => Err(DatasetError::InvalidArgument(format!(
+                "partition must be \"round_robin\" or \"locality\", found {other:?}"
+            ))),
+        }
+    }
+}
+
 /// How a [`Loader`](super::Loader) reads.
 ///
 /// ```
@@ -148,7 +216,7 @@ pub struct LoaderOptions {
     /// a [`DatasetError::InvalidArgument`] from [`Loader::new`](super::Loader::new).
     pub prefetch: usize,
     /// The most bytes the loader's cache of recently read batches holds
-    /// (default [`DEFAULT_CACHE_BYTES`], 256 MiB). A batch of a compressed
+    /// (default [`DEFAULT_CACHE_BYTES`], 64 MiB). A batch of a compressed
     /// (2.0) shard, or one read by positional reads or from an object store,
     /// counts its decoded (read) bytes; a batch of a mapped shard counts
     /// only its views (a few hundred bytes per tensor), its bytes being the
@@ -187,6 +255,17 @@ pub struct LoaderOptions {
     /// assert_eq!(o.packing.unwrap().capacity, 4096);
     /// ```
     pub packing: Option<PackOptions>,
+    /// How the epoch is dealt to the consumers ([`Partition`]); `None`, the
+    /// default, chooses: the state's partition when resuming, otherwise
+    /// [`Partition::Locality`] for a single dataset on an object store read
+    /// without packing, and [`Partition::RoundRobin`] for everything else.
+    ///
+    /// ```
+    /// use lodt::dataset::{LoaderOptions, Partition};
+    /// let o = LoaderOptions { partition: Some(Partition::Locality), ..Default::default() };
+    /// assert_eq!(o.partition, Some(Partition::Locality));
+    /// ```
+    pub partition: Option<Partition>,
 }
 
 /// The most mini-batches [`LoaderOptions::prefetch`] reads ahead: 1,024 (the
@@ -213,6 +292,7 @@ impl Default for LoaderOptions {
             cache_bytes: DEFAULT_CACHE_BYTES,
             read_ahead_bytes: DEFAULT_READ_AHEAD_BYTES,
             packing: None,
+            partition: None,
         }
     }
 }

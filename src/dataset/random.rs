@@ -41,7 +41,7 @@ pub struct SequenceArray {
 
 impl Dataset {
     /// This dataset with a random-access cache of at most `bytes` bytes
-    /// (default [`DEFAULT_CACHE_BYTES`](super::DEFAULT_CACHE_BYTES),
+    /// (default [`DEFAULT_RANDOM_ACCESS_CACHE_BYTES`](super::DEFAULT_RANDOM_ACCESS_CACHE_BYTES),
     /// 256 MiB; 0 turns it off). The cache holds the
     /// batches that [`Dataset::sequence`], [`Dataset::take`] and
     /// [`Dataset::sequence_arrays`] read, shared by every thread: a batch of
@@ -71,7 +71,7 @@ impl Dataset {
     /// # let dir = tempfile::tempdir()?;
     /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
     /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
-    /// assert_eq!(dataset.cache_bytes(), lodt::dataset::DEFAULT_CACHE_BYTES);
+    /// assert_eq!(dataset.cache_bytes(), lodt::dataset::DEFAULT_RANDOM_ACCESS_CACHE_BYTES);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cache_bytes(&self) -> usize {

@@ -118,7 +118,7 @@ struct OpenedShard {
 /// batches, shared by every thread using this `Dataset`: a run of reads into
 /// one batch of a compressed shard decodes it once. It is bounded by bytes
 /// ([`Dataset::with_cache_bytes`], default
-/// [`DEFAULT_CACHE_BYTES`](super::DEFAULT_CACHE_BYTES), 256 MiB), counted as
+/// [`DEFAULT_RANDOM_ACCESS_CACHE_BYTES`](super::DEFAULT_RANDOM_ACCESS_CACHE_BYTES), 256 MiB), counted as
 /// the loader's cache counts them ([`LoaderOptions::cache_bytes`](super::LoaderOptions::cache_bytes)).
 ///
 /// ```
@@ -222,7 +222,9 @@ impl Dataset {
             batch_starts,
             shards,
             buffers: crate::buffer::BufferPool::new(0),
-            cache: Mutex::new(BatchCache::new(super::options::DEFAULT_CACHE_BYTES)),
+            cache: Mutex::new(BatchCache::new(
+                super::options::DEFAULT_RANDOM_ACCESS_CACHE_BYTES,
+            )),
         }
     }
 

@@ -4,7 +4,8 @@
 //! state's layout; loaders make and read states through it.
 
 use super::error::{DatasetError, Result};
-use super::options::{LoaderOptions, Remainder, ShuffleOptions, Stop};
+use super::locality::Ranges;
+use super::options::{LoaderOptions, Partition, Remainder, ShuffleOptions, Stop};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -14,6 +15,8 @@ pub(crate) const STATE_VERSION: u32 = 1;
 const PACK_VERSION: u32 = 2;
 /// The loader state version of a packing consumer with equal counts.
 const PACK_EQUAL_VERSION: u32 = 3;
+/// The loader state version of the locality partition (`ranges`).
+pub(crate) const LOCALITY_VERSION: u32 = 4;
 
 /// Where a loader is in an epoch: see [`Loader`](super::Loader) and
 /// `spec/DATASET.md` section 7. Serialize it with [`LoaderState::to_json`]
@@ -58,6 +61,11 @@ pub struct LoaderState {
     /// [`LoaderOptions::packing`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packing: Option<PackState>,
+    /// The locality partition's positions still to deliver (version 4,
+    /// `spec/DATASET.md` 7.6): `[start, end)` ranges, increasing, dealt in
+    /// contiguous blocks; absent in the round-robin partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranges: Option<Vec<[u64; 2]>>,
 }
 
 impl LoaderState {
@@ -153,9 +161,9 @@ impl LoaderState {
                     s.epoch.to_string(),
                 ));
             }
-            if s.frontier != first.frontier || s.skip != first.skip {
+            if s.frontier != first.frontier || s.skip != first.skip || s.ranges != first.ranges {
                 return Err(differ(
-                    "the base of the order (frontier and skip list)",
+                    "the base of the order (frontier, skip list and ranges)",
                     first.frontier.to_string(),
                     s.frontier.to_string(),
                 ));
@@ -336,6 +344,28 @@ impl PackState {
 /// Checks a state's version against its `packing` field.
 pub(crate) fn check_version(state: &LoaderState) -> Result<()> {
     match (state.version, &state.packing) {
+        (LOCALITY_VERSION, None) if state.ranges.is_some() => return Ok(()),
+        _ if state.ranges.is_some() || state.version == LOCALITY_VERSION => {
+            return Err(DatasetError::BadState {
+                reason: format!(
+                    "state version {} {} `ranges` and {} `packing`: this lodt reads the locality partition's `ranges` in version {LOCALITY_VERSION} states without `packing`",
+                    state.version,
+                    if state.ranges.is_some() {
+                        "with"
+                    } else {
+                        "without"
+                    },
+                    if state.packing.is_some() {
+                        "with"
+                    } else {
+                        "without"
+                    },
+                ),
+            });
+        }
+        _ => {}
+    }
+    match (state.version, &state.packing) {
         (STATE_VERSION, None) => Ok(()),
         (v, Some(p)) if v == p.version() => Ok(()),
         (v, p) => Err(DatasetError::BadState {
@@ -420,6 +450,66 @@ pub(crate) fn check_state(
     state: &LoaderState,
 ) -> Result<Base> {
     let bad = |reason: String| Err(DatasetError::BadState { reason });
+    check_common(feed, options, state)?;
+    if state.ranges.is_some() {
+        return bad(
+            "it is a state of the locality partition (`ranges`), read as round robin's".into(),
+        );
+    }
+    let n = feed.len(state.epoch);
+    if state.frontier > n {
+        return bad(format!(
+            "frontier {} is past the epoch's {n} positions",
+            state.frontier
+        ));
+    }
+    let mut last = None;
+    for &p in &state.skip {
+        if p < state.frontier || p >= n || last.is_some_and(|l| p <= l) {
+            return bad(format!(
+                "skip list entry {p}: entries must increase and lie in {}..{n}",
+                state.frontier
+            ));
+        }
+        last = Some(p);
+    }
+    let base = Base {
+        frontier: state.frontier,
+        skip: state.skip.clone(),
+    };
+    // Each count within its consumer's share: what no loader could have
+    // consumed is not a state a loader wrote.
+    let end = base.end(n, state.consumers, state.remainder);
+    for (&c, &count) in &state.consumed {
+        if c >= state.consumers {
+            return bad(format!(
+                "it has a count for consumer {c}, but only {} consumers (0..{})",
+                state.consumers, state.consumers
+            ));
+        }
+        let share = if end > c {
+            (end - c).div_ceil(state.consumers)
+        } else {
+            0
+        };
+        if count > share {
+            return bad(format!(
+                "consumer {c} consumed {count} sequences, but its share of the epoch's rest is {share} \
+                 ({} positions left after the frontier {} and {} skipped, dealt to {} consumers)",
+                base.tail_len(n),
+                state.frontier,
+                state.skip.len(),
+                state.consumers
+            ));
+        }
+    }
+    Ok(base)
+}
+
+/// The checks of a state common to both partitions: its dataset (or
+/// mixture), shuffle, remainder and consumers.
+fn check_common(feed: &impl Subject, options: &LoaderOptions, state: &LoaderState) -> Result<()> {
+    let bad = |reason: String| Err(DatasetError::BadState { reason });
     let mixture = feed.mixture_state();
     if state.mixture != mixture {
         return bad(match (&state.mixture, &mixture) {
@@ -455,78 +545,129 @@ pub(crate) fn check_state(
             state.remainder, options.remainder
         ));
     }
-    if state.frontier > n {
-        return bad(format!(
-            "frontier {} is past the epoch's {n} positions",
-            state.frontier
-        ));
-    }
-    let mut last = None;
-    for &p in &state.skip {
-        if p < state.frontier || p >= n || last.is_some_and(|l| p <= l) {
-            return bad(format!(
-                "skip list entry {p}: entries must increase and lie in {}..{n}",
-                state.frontier
-            ));
-        }
-        last = Some(p);
-    }
     if state.consumers == 0 {
         return bad("it has 0 consumers".into());
     }
-    let base = Base {
-        frontier: state.frontier,
-        skip: state.skip.clone(),
-    };
-    // Each count within its consumer's share: what no loader could have
-    // consumed is not a state a loader wrote.
-    let end = base.end(n, state.consumers, state.remainder);
-    for (&c, &count) in &state.consumed {
-        if c >= state.consumers {
-            return bad(format!(
-                "it has a count for consumer {c}, but only {} consumers (0..{})",
-                state.consumers, state.consumers
-            ));
-        }
-        let share = if end > c {
-            (end - c).div_ceil(state.consumers)
-        } else {
-            0
-        };
-        if count > share {
-            return bad(format!(
-                "consumer {c} consumed {count} sequences, but its share of the epoch's rest is {share} \
-                 ({} positions left after the frontier {} and {} skipped, dealt to {} consumers)",
-                base.tail_len(n),
-                state.frontier,
-                state.skip.len(),
-                state.consumers
-            ));
-        }
-    }
-    Ok(base)
+    Ok(())
 }
 
-/// The epoch, base and consumed count a loader resumes with.
+/// Checks a state of the locality partition (as [`check_state`] does one
+/// of round robin's): its ranges, and every count within its consumer's
+/// share. Returns its ranges.
+fn check_locality(
+    feed: &impl Subject,
+    options: &LoaderOptions,
+    state: &LoaderState,
+) -> Result<Ranges> {
+    check_common(feed, options, state)?;
+    let n = feed.len(state.epoch);
+    let ranges = Ranges::try_new(state.ranges.as_deref().unwrap_or(&[]), n)?;
+    if state.frontier != ranges.first(n) || !state.skip.is_empty() {
+        return Err(DatasetError::BadState {
+            reason: format!(
+                "frontier {} and {} skip list entries: a locality state's frontier is its first range's start ({}) and its skip list is empty",
+                state.frontier,
+                state.skip.len(),
+                ranges.first(n)
+            ),
+        });
+    }
+    for (&c, &count) in &state.consumed {
+        let share = ranges.share(state.consumers, c, state.remainder);
+        if c >= state.consumers || count > share {
+            return Err(DatasetError::BadState {
+                reason: format!(
+                    "consumer {c} consumed {count} sequences: there are {} consumers, and consumer {c}'s block of the {} positions left holds {share}",
+                    state.consumers,
+                    ranges.len()
+                ),
+            });
+        }
+    }
+    Ok(ranges)
+}
+
+/// Where a consumer's share of an epoch comes from: the round-robin deal
+/// of the tail after a base (section 7.1), or the locality partition's
+/// blocks of ranges (section 7.6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Deal {
+    RoundRobin(Base),
+    Locality(Ranges),
+}
+
+impl Deal {
+    /// The start of an epoch of `n` positions in `partition`.
+    pub(crate) fn start(partition: Partition, n: u64) -> Deal {
+        match partition {
+            Partition::RoundRobin => Deal::RoundRobin(Base::default()),
+            Partition::Locality => Deal::Locality(Ranges::whole(n)),
+        }
+    }
+
+    /// Its partition.
+    pub(crate) fn partition(&self) -> Partition {
+        match self {
+            Deal::RoundRobin(_) => Partition::RoundRobin,
+            Deal::Locality(_) => Partition::Locality,
+        }
+    }
+
+    /// How many sequences consumer `c` of `consumers` delivers in all.
+    pub(crate) fn share(&self, n: u64, consumers: u64, c: u64, remainder: Remainder) -> u64 {
+        match self {
+            Deal::RoundRobin(base) => {
+                let end = base.end(n, consumers, remainder);
+                if end > c {
+                    (end - c).div_ceil(consumers)
+                } else {
+                    0
+                }
+            }
+            Deal::Locality(ranges) => ranges.share(consumers, c, remainder),
+        }
+    }
+}
+
+/// The epoch, deal and consumed count a loader resumes with. `partition`
+/// is the one the options ask for (`None`: the state's).
 pub(crate) fn resume_point(
     feed: &impl Subject,
     options: &LoaderOptions,
-    consumers: u64,
-    consumer: u64,
+    (consumers, consumer): (u64, u64),
+    partition: Option<Partition>,
     state: &LoaderState,
-) -> Result<(u64, Base, u64)> {
+) -> Result<(u64, Deal, u64)> {
     let bad = |reason: String| Err(DatasetError::BadState { reason });
-    if state.version != STATE_VERSION {
+    let saved = if state.ranges.is_some() {
+        Partition::Locality
+    } else {
+        Partition::RoundRobin
+    };
+    if let Some(asked) = partition.filter(|&p| p != saved) {
         return bad(format!(
-            "state version {}, this lodt reads version {STATE_VERSION}",
+            "it was saved in the {saved} partition, the options say {asked} (the order would differ)"
+        ));
+    }
+    let expected = match saved {
+        Partition::RoundRobin => STATE_VERSION,
+        Partition::Locality => LOCALITY_VERSION,
+    };
+    if state.version != expected {
+        return bad(format!(
+            "state version {}, this lodt reads version {STATE_VERSION} (round robin) and {LOCALITY_VERSION} (locality) here",
             state.version
         ));
     }
-    let base = check_state(feed, options, state)?;
+    check_version(state)?;
+    let deal = match saved {
+        Partition::RoundRobin => Deal::RoundRobin(check_state(feed, options, state)?),
+        Partition::Locality => Deal::Locality(check_locality(feed, options, state)?),
+    };
     let n = feed.len(state.epoch);
     if state.consumers == consumers {
         return match state.consumed.get(&consumer) {
-            Some(&count) => Ok((state.epoch, base, count)),
+            Some(&count) => Ok((state.epoch, deal, count)),
             None => bad(format!(
                 "it has no count for consumer {consumer} (rank {}, worker {}): resume each loader from the state it saved, or from LoaderState::merge of every loader's state",
                 options.rank, options.worker
@@ -539,7 +680,11 @@ pub(crate) fn resume_point(
             state.consumers, state.consumers
         ));
     }
-    Ok((state.epoch, base.advance(n, state), 0))
+    let deal = match deal {
+        Deal::RoundRobin(base) => Deal::RoundRobin(base.advance(n, state)),
+        Deal::Locality(ranges) => Deal::Locality(ranges.advance(state.consumers, &state.consumed)),
+    };
+    Ok((state.epoch, deal, 0))
 }
 
 /// The version of a mixture's part of a loader state ([`MixtureState`]).

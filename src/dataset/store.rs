@@ -193,6 +193,14 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether its objects are read over a network (an object store): the
+    /// loader then deals epochs by locality unless told otherwise
+    /// ([`LoaderOptions::partition`](super::LoaderOptions::partition)).
+    /// False by default.
+    fn is_remote(&self) -> bool {
+        false
+    }
+
     /// Takes the dataset's writer lock, or fails with
     /// [`DatasetError::Locked`] if another writer holds it (for longer than
     /// [`LOCK_GRACE`](crate::atomic::LOCK_GRACE), for [`LocalStore`]). Writers of the main manifest (appends,

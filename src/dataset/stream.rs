@@ -6,11 +6,14 @@
 use super::batch_cache::BatchCache;
 use super::error::{DatasetError, Result};
 use super::feed::{Feed, Tail};
+use super::locality::LocalityWalk;
 use super::options::{Batching, LoaderOptions, MAX_PREFETCH};
 use super::read_ahead::ReadAhead;
 use super::reader::SequenceLocation;
 use super::shuffle::Shuffle;
-use super::state::{Base, LoaderState, STATE_VERSION, Subject, resume_point};
+use super::state::{
+    Base, Deal, LOCALITY_VERSION, LoaderState, STATE_VERSION, Subject, resume_point,
+};
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
 use std::sync::Arc;
@@ -55,17 +58,9 @@ enum Group {
 struct Producer {
     feed: Feed,
     epoch: u64,
-    base: Base,
-    consumers: u64,
-    /// The next tail index to take, and the end of this consumer's indices.
-    next_index: u64,
-    end: u64,
-    tail_len: u64,
+    walk: Walk,
     group: Group,
     drop_last: bool,
-    /// The walk of the epoch's order from the base.
-    tail: Tail,
-    shuffle: Option<Shuffle>,
     cache: BatchCache,
     ahead: ReadAhead,
     carry: Option<Fetched>,
@@ -73,7 +68,43 @@ struct Producer {
     stop: Arc<AtomicBool>,
 }
 
+/// How a consumer finds its next sequence: round robin's walk of the
+/// whole order, or its block in the locality partition.
+enum Walk {
+    RoundRobin(Box<RoundRobinWalk>),
+    Locality(Box<LocalityWalk>),
+}
+
+/// One consumer's walk of the round-robin deal (section 7.1).
+struct RoundRobinWalk {
+    feed: Feed,
+    epoch: u64,
+    base: Base,
+    consumers: u64,
+    /// The next tail index to take, and the end of this consumer's indices.
+    next_index: u64,
+    end: u64,
+    tail_len: u64,
+    /// The walk of the epoch's order from the base.
+    tail: Tail,
+    shuffle: Option<Shuffle>,
+    stop: Arc<AtomicBool>,
+}
+
 impl Producer {
+    /// The next sequence of the consumer's share.
+    fn next_location(&mut self) -> Option<Result<(usize, SequenceLocation)>> {
+        if self.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        match &mut self.walk {
+            Walk::RoundRobin(w) => w.next_location(),
+            Walk::Locality(w) => w.next_location().map(|r| r.map(|at| (0, at))),
+        }
+    }
+}
+
+impl RoundRobinWalk {
     /// The location of tail index `self.next_index`, walking the order.
     fn next_location(&mut self) -> Option<Result<(usize, SequenceLocation)>> {
         if self.next_index >= self.end || self.stop.load(Ordering::Relaxed) {
@@ -103,6 +134,18 @@ impl Producer {
         }
     }
 
+    /// The location of tail index `target`, from a fresh walk of the order.
+    fn tail_at(&self, target: u64) -> Result<(usize, SequenceLocation)> {
+        let positions = self.base.positions(&[target]);
+        let p = positions.first().copied().unwrap_or(u64::MAX);
+        self.feed
+            .order(self.epoch, self.shuffle)
+            .nth(p as usize)
+            .ok_or_else(|| DatasetError::Loader(format!("the epoch order has no position {p}")))
+    }
+}
+
+impl Producer {
     /// The next location, in order, after looking ahead in the order and
     /// asking for the batches there ([`ReadAhead`]).
     fn next_ahead(&mut self) -> Option<Result<(usize, SequenceLocation)>> {
@@ -124,16 +167,6 @@ impl Producer {
             self.ahead.ask(&self.feed);
         }
         self.ahead.pop()
-    }
-
-    /// The location of tail index `target`, from a fresh walk of the order.
-    fn tail_at(&self, target: u64) -> Result<(usize, SequenceLocation)> {
-        let positions = self.base.positions(&[target]);
-        let p = positions.first().copied().unwrap_or(u64::MAX);
-        self.feed
-            .order(self.epoch, self.shuffle)
-            .nth(p as usize)
-            .ok_or_else(|| DatasetError::Loader(format!("the epoch order has no position {p}")))
     }
 
     fn fetch(&mut self, (source, at): (usize, SequenceLocation)) -> Result<Fetched> {
@@ -274,7 +307,9 @@ pub(crate) struct Stream {
     options: LoaderOptions,
     group: Group,
     epoch: u64,
-    base: Base,
+    /// The deal of the epoch's positions (the base of round robin's tail,
+    /// or the locality partition's ranges).
+    deal: Deal,
     consumers: u64,
     consumer: u64,
     /// The positions of the tail this consumer had consumed when the epoch
@@ -352,10 +387,21 @@ impl Stream {
         let in_flight = options.prefetch.saturating_add(3);
         feed.buffers()
             .keep_at_least(in_flight.saturating_mul(feed.schema().tensors.len()));
-        let (epoch, base, start) = match state {
-            None => (epoch, Base::default(), 0),
-            Some(state) => resume_point(&feed, &options, consumers, consumer, state)?,
+        let (epoch, deal, start) = match state {
+            None => (
+                epoch,
+                Deal::start(feed.partition(&options)?, feed.len(epoch)),
+                0,
+            ),
+            Some(state) => resume_point(
+                &feed,
+                &options,
+                (consumers, consumer),
+                options.partition,
+                state,
+            )?,
         };
+        feed.check_partition(deal.partition(), &options)?;
         let n = feed.len(epoch);
         let mut loader = Stream {
             feed,
@@ -363,7 +409,7 @@ impl Stream {
             options,
             group,
             epoch,
-            base,
+            deal,
             consumers,
             consumer,
             start,
@@ -381,23 +427,38 @@ impl Stream {
             seed: s.seed,
             buffer: s.buffer,
         });
+        let walk = match &self.deal {
+            Deal::RoundRobin(base) => Walk::RoundRobin(Box::new(RoundRobinWalk {
+                feed: self.feed.clone(),
+                epoch: self.epoch,
+                base: base.clone(),
+                consumers: self.consumers,
+                next_index: self
+                    .consumer
+                    .saturating_add(self.start.saturating_mul(self.consumers)),
+                end: base.end(n, self.consumers, self.options.remainder),
+                tail_len: base.tail_len(n),
+                tail: self
+                    .feed
+                    .tail(self.epoch, self.options.shuffle, base.clone())
+                    .with_stop(stop.clone()),
+                shuffle,
+                stop: stop.clone(),
+            })),
+            Deal::Locality(ranges) => Walk::Locality(Box::new(LocalityWalk::new(
+                ranges.clone(),
+                self.feed.window_order(self.epoch, shuffle)?,
+                (self.consumers, self.consumer),
+                self.options.remainder,
+                self.start,
+            ))),
+        };
         let producer = Producer {
             feed: self.feed.clone(),
             epoch: self.epoch,
-            base: self.base.clone(),
-            consumers: self.consumers,
-            next_index: self
-                .consumer
-                .saturating_add(self.start.saturating_mul(self.consumers)),
-            end: self.base.end(n, self.consumers, self.options.remainder),
-            tail_len: self.base.tail_len(n),
+            walk,
             group: self.group,
             drop_last: self.options.drop_last,
-            tail: self
-                .feed
-                .tail(self.epoch, self.options.shuffle, self.base.clone())
-                .with_stop(stop.clone()),
-            shuffle,
             cache: BatchCache::new(self.options.cache_bytes),
             ahead: ReadAhead::new(self.options.read_ahead_bytes),
             carry: None,
@@ -480,7 +541,7 @@ impl Stream {
         self.stop_source();
         self.epoch = epoch;
         self.n = self.feed.len(epoch);
-        self.base = Base::default();
+        self.deal = Deal::start(self.deal.partition(), self.n);
         self.start = 0;
         self.delivered = 0;
         self.start_source()
@@ -489,34 +550,42 @@ impl Stream {
     /// The number of sequences this loader will still deliver in this epoch
     /// (before [`LoaderOptions::drop_last`] drops a short last mini-batch).
     pub(crate) fn remaining(&self) -> u64 {
-        let n = self.n;
-        let end = self.base.end(n, self.consumers, self.options.remainder);
-        let next = self
-            .consumer
-            .saturating_add((self.start + self.delivered).saturating_mul(self.consumers));
-        if next >= end {
-            0
-        } else {
-            (end - next).div_ceil(self.consumers)
-        }
+        self.deal
+            .share(
+                self.n,
+                self.consumers,
+                self.consumer,
+                self.options.remainder,
+            )
+            .saturating_sub(self.start + self.delivered)
     }
 
     /// Where the stream is: what it has delivered (never what it has only
     /// prefetched).
     pub(crate) fn state(&self) -> LoaderState {
+        let (version, frontier, skip, ranges) = match &self.deal {
+            Deal::RoundRobin(base) => (STATE_VERSION, base.frontier, base.skip.clone(), None),
+            Deal::Locality(r) => (
+                LOCALITY_VERSION,
+                r.first(self.n),
+                Vec::new(),
+                Some(r.to_state()),
+            ),
+        };
         LoaderState {
-            version: STATE_VERSION,
+            version,
             sequences: self.n,
             fingerprint: self.feed.fingerprint(),
             shuffle: self.options.shuffle,
             remainder: self.options.remainder,
             epoch: self.epoch,
-            frontier: self.base.frontier,
-            skip: self.base.skip.clone(),
+            frontier,
+            skip,
             consumers: self.consumers,
             consumed: [(self.consumer, self.start + self.delivered)].into(),
             mixture: self.feed.mixture_state(),
             packing: None,
+            ranges,
         }
     }
 }

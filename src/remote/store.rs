@@ -359,6 +359,10 @@ impl DatasetStore for ObjectDatasetStore {
         true
     }
 
+    fn is_remote(&self) -> bool {
+        true
+    }
+
     fn lock(&self) -> Result<StoreLock> {
         // No locks in object stores: manifests are replaced conditionally.
         Ok(StoreLock::new(()))

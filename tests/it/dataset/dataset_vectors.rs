@@ -14,7 +14,7 @@
 
 use lodt::dataset::{
     Batching, Dataset, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, LoaderState,
-    LocalStore, PackOptions, PackedLoader, ShuffleOptions,
+    LocalStore, PackOptions, PackedLoader, Partition, Remainder, ShuffleOptions,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::collections::{BTreeMap, BTreeSet};
@@ -137,7 +137,68 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
     ];
     files.insert("orders.json".into(), orders.join("\n").into_bytes());
     files.insert("packing.json".into(), packing(&dataset));
+    files.insert("locality.json".into(), locality(&dataset));
     files
+}
+
+/// `locality.json` (section 7.6): epoch 1 in the locality partition, dealt
+/// to 2 consumers; their merged state after 3 and 1 sequences resumed on 3;
+/// and 5 consumers with `repeat`.
+fn locality(dataset: &Arc<Dataset>) -> Vec<u8> {
+    let options = |rank, world_size, remainder| LoaderOptions {
+        batching: Batching::Sequences(1),
+        shuffle: Some(SHUFFLE),
+        rank,
+        world_size,
+        remainder,
+        prefetch: 0,
+        partition: Some(Partition::Locality),
+        ..Default::default()
+    };
+    let epoch1 = |world: usize, remainder| -> Vec<Vec<u64>> {
+        (0..world)
+            .map(|rank| {
+                let mut l = Loader::new(dataset.clone(), options(rank, world, remainder)).unwrap();
+                l.set_epoch(1).unwrap();
+                ids(l)
+            })
+            .collect()
+    };
+    let mut states = Vec::new();
+    for (rank, steps) in [(0, 3), (1, 1)] {
+        let mut l = Loader::new(dataset.clone(), options(rank, 2, Remainder::Keep)).unwrap();
+        l.set_epoch(1).unwrap();
+        l.by_ref().take(steps).for_each(|b| drop(b.unwrap()));
+        states.push(l.state());
+    }
+    let merged = LoaderState::merge(&states).unwrap();
+    let mut ranges = None;
+    let resumed: Vec<Vec<u64>> = (0..3)
+        .map(|rank| {
+            let l = Loader::resume(dataset.clone(), options(rank, 3, Remainder::Keep), &merged)
+                .unwrap();
+            ranges = l.state().ranges;
+            ids(l)
+        })
+        .collect();
+    let mut order = Loader::new(dataset.clone(), options(0, 1, Remainder::Keep)).unwrap();
+    order.set_epoch(1).unwrap();
+    let line = |v: serde_json::Value| v.to_string();
+    let lines = [
+        "{\"epoch\": 1, \"consumers\": 2,".to_string(),
+        format!("\"order\": {},", line(ids(order).into())),
+        format!("\"ids\": {},", line(epoch1(2, Remainder::Keep).into())),
+        format!("\"resume_state\": {},", line(merged.to_json())),
+        "\"resume_consumers\": 3,".to_string(),
+        format!("\"resume_ranges\": {},", line(serde_json::json!(ranges))),
+        format!("\"resume_ids\": {},", line(resumed.into())),
+        "\"repeat_consumers\": 5,".to_string(),
+        format!(
+            "\"repeat_ids\": {}}}\n",
+            line(epoch1(5, Remainder::Repeat).into())
+        ),
+    ];
+    lines.join("\n").into_bytes()
 }
 
 /// `packing.json` (section 7.4): epoch 1 packed by 2 consumers with a token
@@ -284,6 +345,6 @@ fn an_independent_python_reader_agrees() {
     );
     assert_eq!(
         stdout,
-        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the world-size resume and packing match\n"
+        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the world-size resume, packing and locality match\n"
     );
 }

@@ -8,7 +8,7 @@
 
 use crate::dataset_util::{check, write_dataset};
 use crate::remote_util::Server;
-use lodt::dataset::{Dataset, Loader, LoaderOptions, ShuffleOptions};
+use lodt::dataset::{Dataset, Loader, LoaderOptions, Partition, ShuffleOptions};
 use lodt::remote::{RemoteOptions, open_dataset};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -140,7 +140,11 @@ fn readers_sharing_a_cache_directory_fetch_each_range_once() {
     // each needs nearly every batch.
     let run = |rank| {
         let ds = Arc::new(open_dataset(&server.url("ds"), &o).unwrap());
-        epoch(ds, shuffled(2, rank))
+        let options = LoaderOptions {
+            partition: Some(Partition::RoundRobin),
+            ..shuffled(2, rank)
+        };
+        epoch(ds, options)
     };
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| run(0));
