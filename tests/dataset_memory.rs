@@ -205,7 +205,7 @@ fn a_compressed_epoch_holds_at_most_the_cache_budget() {
             "budget {budget}: the epoch held {peak} bytes (bound {bound})"
         );
     }
-    // The default budget (64 MiB) holds the whole dataset here: 12 MiB.
+    // The default budget (256 MiB) holds the whole dataset here: 12 MiB.
     let (peak, _) = epoch(&data, LoaderOptions::default().cache_bytes);
     assert!((10 * MIB..16 * MIB).contains(&peak), "{peak}");
 }
