@@ -165,13 +165,38 @@ fn a_dataset_opens_with_one_request() {
         let name = entry.file_name().into_string().unwrap();
         server.put(&format!("ds/{name}"), std::fs::read(entry.path()).unwrap());
     }
+    let index = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.starts_with(lodt::dataset::names::INDEX_PREFIX))
+        .unwrap();
     let remote = open_dataset(&server.url("ds"), &RemoteOptions::default()).unwrap();
     assert_eq!(
         server.take_log(),
-        vec!["GET /ds/lodt-dataset.json".to_string()],
+        vec![
+            "GET /ds/lodt-dataset.json bytes=0-4095".to_string(),
+            format!("GET /ds/{index}")
+        ],
+        "two requests: the manifest's first line, and the shard index it names"
+    );
+    assert!(remote.is_indexed());
+    assert_eq!(remote.num_sequences(), n);
+    // A manifest without an index (an older writer's) that fits in the
+    // first read: one request.
+    let older = lodt::dataset::Manifest::from_json_bytes(
+        &std::fs::read(dir.path().join("lodt-dataset.json")).unwrap(),
+        "m",
+    )
+    .unwrap();
+    server.put("ds/lodt-dataset.json", older.to_json_bytes());
+    let again = open_dataset(&server.url("ds"), &RemoteOptions::default()).unwrap();
+    assert_eq!(
+        server.take_log(),
+        vec!["GET /ds/lodt-dataset.json bytes=0-4095".to_string()],
         "one request: the manifest"
     );
-    assert_eq!(remote.num_sequences(), n);
+    assert!(!again.is_indexed());
+    assert_eq!(again.num_sequences(), n);
     for id in [0, n / 2, n - 1] {
         assert_eq!(
             remote.sequence(id).unwrap(),

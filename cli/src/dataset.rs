@@ -190,6 +190,27 @@ pub fn verify(dir: &Path, mmap: bool, progress: bool) -> Result<(), CliError> {
     common::finish(out)
 }
 
+/// `lodt index DIR`: writes the dataset's shard index if its manifest names
+/// none that agrees with it (spec/DATASET.md 3.2).
+pub fn index(dir: &Path) -> Result<(), CliError> {
+    let store = common::dataset_store(dir, true).map_err(failure)?;
+    let wrote = Dataset::write_index_in(store.clone()).map_err(failure)?;
+    let dataset = Dataset::open_in(store).map_err(failure)?;
+    let mut out = common::stdout();
+    writeln!(
+        out,
+        "{}: {} of {}",
+        if wrote {
+            "wrote the shard index"
+        } else {
+            "the shard index is up to date"
+        },
+        common::plural(dataset.num_shards() as u64, "shard", "shards"),
+        common::path(dir)
+    )?;
+    common::finish(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_bytes;

@@ -8,6 +8,7 @@ mod convert;
 mod dataset;
 mod demo;
 mod head;
+mod index;
 mod info;
 mod invocation;
 mod recover;
@@ -47,6 +48,8 @@ enum Command {
     Demo(demo::Args),
     /// Convert between .lodt, Parquet, Arrow IPC (file, stream) and Paddle files, by extension.
     Convert(convert::Args),
+    /// Write a dataset's shard index (what readers open instead of its JSON manifest) if it lacks one.
+    Index(index::Args),
 }
 
 /// The last panic's report (message, location and, with `RUST_BACKTRACE`,
@@ -121,6 +124,7 @@ fn run() -> ExitCode {
         Command::Recover(args) => recover::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Index(args) => index::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

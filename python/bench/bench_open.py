@@ -1,12 +1,15 @@
 """What a big manifest costs each process: a simulated dataset of many shards
 (one real shard of 1,024 sequences listed under ``--shards`` names, hard
-links of a few copies of it), opened in a fresh interpreter per measurement.
+links of a few copies of it), opened in a fresh interpreter per measurement,
+through its shard index (``spec/DATASET.md`` 3.2) and through its JSON
+manifest alone (the index moved aside).
 
     python python/bench/bench_open.py [--shards 100000,1000000] [--consumers 64] [--dir DIR]
+        [--listings index,json]
 
-Per shard count and partition, in a new process each (time from before
-``lodt.Dataset(dir)`` on, RSS over the interpreter's baseline with numpy and
-lodt imported):
+Per shard count, listing and partition, in a new process each (time from
+before ``lodt.Dataset(dir)`` on, RSS over the interpreter's baseline with
+numpy and lodt imported):
 
   open    ``lodt.Dataset(dir, shuffle=True, rank=0, world_size=C)`` + ``len``
   first   its first shuffled mini-batch of 32 (consumer 0 of ``--consumers``)
@@ -83,8 +86,21 @@ def build(path: str, shards: int) -> None:
         entries.append({**entry, "name": name})
     os.remove(real)
     manifest["shards"] = entries
+    # An edited manifest names no index (spec/DATASET.md 3.2); write_index
+    # then writes one for it.
+    manifest.pop("index", None)
+    for name in os.listdir(path):
+        if name.startswith("lodt-dataset.index."):
+            os.remove(os.path.join(path, name))
     with open(os.path.join(path, "lodt-dataset.json"), "w") as f:
         json.dump(manifest, f, separators=(",", ":"))
+    assert lodt.write_index(path)
+
+
+def index_of(path: str) -> str:
+    """The path of the dataset's shard index."""
+    (name,) = [n for n in os.listdir(path) if n.startswith("lodt-dataset.index.")]
+    return os.path.join(path, name)
 
 
 def main() -> None:
@@ -93,26 +109,38 @@ def main() -> None:
     p.add_argument("--consumers", type=int, default=64)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--dir", default=None)
+    p.add_argument("--listings", default="index,json")
     a = p.parse_args()
     root = a.dir or tempfile.mkdtemp(prefix="lodt-open-")
     print(f"load average {os.getloadavg()[0]:.2f}")
-    print("| shards | manifest MB | partition | step | seconds (median) | RSS over baseline, MB |")
-    print("|---:|---:|---|---|---:|---:|")
+    print("| shards | manifest MB | index MB | listing | partition | step | seconds (median) | RSS over baseline, MB |")
+    print("|---:|---:|---:|---|---|---|---:|---:|")
     for shards in [int(x) for x in a.shards.split(",")]:
         path = os.path.join(root, f"ds-{shards}")
         if not os.path.exists(os.path.join(path, "lodt-dataset.json")):
             build(path, shards)
         mb = os.path.getsize(os.path.join(path, "lodt-dataset.json")) / 1e6
-        for partition in ("round_robin", "locality"):
-            for what in ("open", "first", "resume"):
-                runs = []
-                for _ in range(a.reps):
-                    out = subprocess.run([sys.executable, "-c", _CHILD, path, str(a.consumers), partition, what],
-                                         capture_output=True, text=True, check=True)
-                    runs.append(json.loads(out.stdout))
-                secs = statistics.median(r["seconds"] for r in runs)
-                rss = statistics.median(r["rss"] for r in runs) / 1e6
-                print(f"| {shards:,} | {mb:.0f} | {partition} | {what} | {secs:.2f} | {rss:.0f} |", flush=True)
+        index = index_of(path)
+        index_mb = os.path.getsize(index) / 1e6
+        for listing in a.listings.split(","):
+            if listing == "json":
+                os.rename(index, index + ".aside")
+            try:
+                for partition in ("round_robin", "locality"):
+                    for what in ("open", "first", "resume"):
+                        runs = []
+                        for _ in range(a.reps):
+                            out = subprocess.run(
+                                [sys.executable, "-c", _CHILD, path, str(a.consumers), partition, what],
+                                capture_output=True, text=True, check=True,
+                            )
+                            runs.append(json.loads(out.stdout))
+                        secs = statistics.median(r["seconds"] for r in runs)
+                        rss = statistics.median(r["rss"] for r in runs) / 1e6
+                        print(f"| {shards:,} | {mb:.0f} | {index_mb:.0f} | {listing} | {partition} | {what} | {secs:.2f} | {rss:.0f} |", flush=True)
+            finally:
+                if listing == "json":
+                    os.rename(index + ".aside", index)
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

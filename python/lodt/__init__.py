@@ -60,7 +60,7 @@ from ._lodt import (
     write_paddle,
 )
 
-from ._writing import DatasetWriter, commit_parts, list_parts, remove_parts, write_dataset
+from ._writing import DatasetWriter, commit_parts, list_parts, remove_parts, write_dataset, write_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dataset import Dataset
@@ -100,6 +100,7 @@ __all__ = [
     "Writer",
     "__version__",
     "commit_parts",
+    "write_index",
     "list_parts",
     "convert",
     "from_nested",

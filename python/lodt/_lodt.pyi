@@ -42,6 +42,7 @@ __all__ = [
     "_panic_for_tests",
     "_PanicProbe",
     "commit_parts",
+    "write_index",
     "PartJob",
     "list_parts",
     "remove_parts",
@@ -559,6 +560,10 @@ def commit_parts(
     path: _PathLike, storage_options: Mapping[str, str] | None = None, commit_id: str | None = None
 ) -> dict[str, Any]:
     """Merges the partial manifests of parallel writers; the dataset's totals and ``"commit_id"``."""
+
+def write_index(path: _PathLike, storage_options: Mapping[str, str] | None = None) -> bool:
+    """Writes the dataset's shard index if its manifest names none that agrees with it; whether
+    it wrote one."""
 
 def list_parts(path: _PathLike, storage_options: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """The parts waiting for ``commit_parts``, in merge order: per part ``{"writer_id", "name",

@@ -7,9 +7,9 @@ import collections.abc as _abc
 import os
 from typing import Any, Iterable, Mapping
 
-from ._lodt import DEFAULT_SHARD_BYTES, Batch, DatasetWriter, commit_parts, list_parts, remove_parts
+from ._lodt import DEFAULT_SHARD_BYTES, Batch, DatasetWriter, commit_parts, list_parts, remove_parts, write_index
 
-__all__ = ["DatasetWriter", "commit_parts", "list_parts", "remove_parts", "write_dataset"]
+__all__ = ["DatasetWriter", "commit_parts", "list_parts", "remove_parts", "write_dataset", "write_index"]
 
 
 def write_dataset(

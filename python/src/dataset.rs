@@ -164,13 +164,13 @@ impl PyDatasetReader {
     /// The number of stored batches, over every shard (from the manifest).
     #[getter]
     fn num_batches(&self) -> u64 {
-        self.dataset.manifest().num_batches()
+        self.dataset.num_batches()
     }
 
     /// The size of every shard, in bytes (from the manifest).
     #[getter]
     fn num_bytes(&self) -> u64 {
-        self.dataset.manifest().num_bytes()
+        self.dataset.num_bytes()
     }
 
     /// The dataset's fingerprint (what a loader state is checked against).

@@ -284,6 +284,28 @@ impl PyDatasetWriter {
     }
 }
 
+/// write_index(path, storage_options=None) -> bool
+///
+/// Writes the dataset's shard index (`spec/DATASET.md` 3.2) if its manifest
+/// names none that agrees with it: a dataset written before lodt wrote
+/// indexes, or whose index is missing or damaged. Returns whether it wrote
+/// one. (Every write of a dataset writes its index.)
+#[pyfunction]
+#[pyo3(signature = (path, storage_options = None))]
+pub fn write_index(
+    py: Python<'_>,
+    path: PathBuf,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<bool> {
+    py.detach(move || {
+        guard("writing the shard index", || {
+            let options = crate::file::open_options(true, false, storage_options);
+            let store = crate::dataset::store_at(&path, &options)?;
+            Dataset::write_index_in(store).map_err(commit_err)
+        })
+    })
+}
+
 /// commit_parts(path, storage_options=None, commit_id=None) -> dict
 ///
 /// Merges the partial manifests of parallel writers (`mode="part"`) into

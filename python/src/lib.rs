@@ -11,7 +11,7 @@
 //! | `dataset` | `DatasetReader`, `DatasetLoader`: sharded datasets and their loader |
 //! | `checkpoint` | `checkpoint_from_json`, ...: a rank's checkpoint, its worker rotation, consumer numbers |
 //! | `mixture` | `MixtureReader`: weighted mixtures of datasets, read by `DatasetLoader` |
-//! | `dataset_writer` | `DatasetWriter`, `commit_parts` |
+//! | `dataset_writer` | `DatasetWriter`, `commit_parts`, `write_index` |
 //! | `parts`   | `list_parts`, `remove_parts`, `PartJob`, the object names, `is_uri` |
 //! | `plan`    | `plan_reads`: Ray Data's read tasks |
 //! | `file`    | `File`, `Writer`, `save`, `verify`, `recover`, `convert`, Paddle files |
@@ -67,6 +67,7 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::merge_loader_states, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(dataset_writer::commit_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset_writer::write_index, m)?)?;
     m.add_class::<parts::PyPartJob>()?;
     m.add_function(wrap_pyfunction!(parts::list_parts, m)?)?;
     m.add_function(wrap_pyfunction!(parts::remove_parts, m)?)?;

@@ -79,6 +79,29 @@ def test_write_dataset_and_metadata(dataset_dir):
     assert ds.verify() == {"shards": ds.num_shards, "bytes": ds.num_bytes, "batches": N_BATCHES, "sequences": TOTAL}
 
 
+def test_the_shard_index_is_written_and_rebuilt(dataset_dir):
+    """Every write leaves one shard index, named on the manifest's first line;
+    without it the dataset reads the same from its JSON, and write_index
+    rebuilds it (spec/DATASET.md 3.2)."""
+    indexes = lambda: sorted(n for n in os.listdir(dataset_dir) if n.startswith("lodt-dataset.index."))
+    (name,) = indexes()
+    with open(dataset_dir / "lodt-dataset.json") as f:
+        first = f.readline()
+    assert f'"index":{{"name":"{name}"' in first
+    assert lodt.write_index(dataset_dir) is False
+    with_index = [labels(b) for b in lodt.Dataset(dataset_dir, shuffle=True, seed=5, batch_size=4)]
+    os.remove(dataset_dir / name)
+    ds = lodt.Dataset(dataset_dir, shuffle=True, seed=5, batch_size=4)
+    assert len(ds) == TOTAL and ds.num_batches == N_BATCHES
+    assert [labels(b) for b in ds] == with_index
+    assert lodt.write_index(dataset_dir) is True
+    assert len(indexes()) == 1 and indexes() != [name]
+    assert [labels(b) for b in lodt.Dataset(dataset_dir, shuffle=True, seed=5, batch_size=4)] == with_index
+    with pytest.raises(FileNotFoundError):
+        lodt.write_index(dataset_dir / "missing")
+    assert not (dataset_dir / "missing").exists()
+
+
 def test_random_access_matches_what_was_written(dataset_dir):
     ds = lodt.Dataset(dataset_dir)
     written = {}

@@ -7,7 +7,9 @@ world-size resume recorded in dataset/orders.json, recomputed from the
 manifest with the PRNG, permutations and shuffle buffer of section 6 and the
 rules of section 7, and the packed mini-batches and packing state of
 dataset/packing.json (section 7.4), and the locality partition's deal,
-resume and repeats of dataset/locality.json (section 7.6).
+resume and repeats of dataset/locality.json (section 7.6), and the shard
+index the manifest names (section 3.2): every field decoded and compared
+with the JSON.
 
 Usage: python3 check_dataset.py [DIR]   (DIR defaults to ./dataset)
        python3 check_dataset.py --mixture [FILE]   (the Mixtures section; FILE defaults
@@ -20,6 +22,7 @@ import math
 import re
 import os
 import sys
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check import Bad, need, read_file, u32  # noqa: E402
@@ -397,7 +400,79 @@ def check(directory):
     need(len(length) == total, "sequence lengths")
     check_packing(directory, counts, length, shuffle)
     check_locality(directory, counts, shuffle)
+    check_index(directory, manifest)
     return len(manifest["shards"]), total, length
+
+
+def u64(b, at):
+    return int.from_bytes(b[at:at + 8], "little")
+
+
+def check_index(directory, manifest):
+    """Section 3.2: the manifest's first line names the index; the index's
+    header, section table and CRCs, and every entry it gives equal the JSON's.
+    A manifest of a writer before 1.5 names none: nothing to check."""
+    with open(os.path.join(directory, "lodt-dataset.json"), "rb") as f:
+        text = f.read()
+    first = text.split(b"\n", 1)[0]
+    if manifest["version"]["minor"] < 5:
+        need(b'"index"' not in first, "index: a manifest before 1.5 names none")
+        return
+    need(first.endswith(b","), "index: the first line ends with ','")
+    line = json.loads(first[:-1] + b"}")
+    pointer = line["index"]
+    need(re.fullmatch(r"lodt-dataset\.index\.[A-Za-z0-9._-]{1,128}", pointer["name"]) is not None, "index: name")
+    need(re.fullmatch(r"[0-9a-f]{8}", pointer["crc"]) is not None, "index: crc")
+    with open(os.path.join(directory, pointer["name"]), "rb") as f:
+        b = f.read()
+    need(b[:8] == b"LODT-IDX", "index: magic")
+    need(int.from_bytes(b[8:10], "little") == 1, "index: major version")
+    need(u32(b, 12) == 10, "index: 10 sections")
+    header_crc = zlib.crc32(b[:304])
+    need(header_crc == u32(b, 304) == int(pointer["crc"], 16), "index: header CRC")
+    need(u64(b, 32) == len(text), "index: the manifest's size")
+    shards, entries = u64(b, 16), u64(b, 24)
+    sections, end = [], 312
+    for i in range(10):
+        at = 64 + 24 * i
+        offset, length, crc = u64(b, at), u64(b, at + 8), u32(b, at + 16)
+        need(offset % 8 == 0 and offset >= end and offset + length <= len(b), "index: section %d's place" % i)
+        need(zlib.crc32(b[offset:offset + length]) == crc, "index: section %d's CRC" % i)
+        sections.append(b[offset:offset + length])
+        end = offset + length
+    head = json.loads(sections[0])
+    need({k: head[k] for k in ("format", "version", "schema", "metadata", "commits")}
+         == {k: manifest.get(k, {} if k == "metadata" else []) for k in ("format", "version", "schema", "metadata", "commits")},
+         "index: the head section")
+    words = lambda sec: [u64(sections[sec], 8 * i) for i in range(len(sections[sec]) // 8)]
+    starts, offsets, batch, sizes, names_at = words(1), words(2), words(3), words(4), words(7)
+    tensors = words(9)
+    k = sum(t["lod_levels"] + 1 for t in head["schema"]["tensors"])
+    need(len(starts) == len(offsets) == len(names_at) == shards + 1 and len(batch) == entries, "index: lengths")
+    need(len(sizes) == shards and len(sections[5]) == 4 * shards and len(sections[6]) == 2 * shards, "index: lengths")
+    need(len(tensors) == k * shards, "index: tensor counts' length")
+    decoded = []
+    for s in range(shards):
+        mine = batch[offsets[s]:offsets[s + 1]]
+        version = int.from_bytes(sections[6][2 * s:2 * s + 2], "little")
+        counts, w = [], k * s
+        for t in head["schema"]["tensors"]:
+            counts.append({"levels": tensors[w:w + t["lod_levels"]], "rows": tensors[w + t["lod_levels"]]})
+            w += t["lod_levels"] + 1
+        entry = {
+            "name": sections[8][names_at[s]:names_at[s + 1]].decode(),
+            "bytes": sizes[s],
+            "footer_crc": u32(sections[5], 4 * s),
+            "batches": len(mine) - 1,
+            "sequences": starts[s + 1] - starts[s],
+            "batch_sequences": [q - p for p, q in zip(mine, mine[1:])],
+            "tensors": counts,
+        }
+        need(mine[0] == 0 and mine[-1] == entry["sequences"], "index: shard %d's batch starts" % s)
+        if version:
+            entry["format_version"] = "%d.%d" % (version >> 8, version & 0xFF)
+        decoded.append(entry)
+    need(decoded == manifest["shards"], "index: the shard entries equal the manifest's")
 
 
 SOURCE, DRAWS = 4, 5  # the purposes of the Mixtures section
@@ -493,7 +568,7 @@ def main():
     except Bad as e:
         print("FAILED: " + str(e))
         return 1
-    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the world-size resume, packing and locality match" % (shards, total))
+    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the world-size resume, packing, locality and the shard index match" % (shards, total))
     return 0
 
 

@@ -45,7 +45,7 @@ impl BatchReader for DatasetBatches {
     }
 
     fn num_batches(&self) -> Option<usize> {
-        usize::try_from(self.dataset.manifest().num_batches()).ok()
+        usize::try_from(self.dataset.num_batches()).ok()
     }
 }
 

@@ -16,6 +16,7 @@
 //! | cannot be read | unknown | [`DatasetError::CommitUnknown`] |
 
 use super::error::{DatasetError, Result};
+use super::index::{HEAD_BYTES, IndexPointer, manifest_with_index};
 use super::manifest::{Manifest, merge_manifests};
 use super::names::{MANIFEST_NAME, part_writer_id, valid_commit_id};
 use super::reader::{Dataset, read_manifest_versioned};
@@ -95,6 +96,12 @@ pub(crate) enum Committed {
 /// [`DatasetError::CommitUnknown`] if it cannot be read. A part's final
 /// commit also counts as committed when the main manifest lists its id (a
 /// merge took the part in meanwhile).
+///
+/// The main manifest is written with its shard index (`spec/DATASET.md`
+/// section 3.2): the index first, under a name of this commit's, then the
+/// manifest naming it; once the manifest is in, the index the replaced
+/// manifest named is deleted; if the manifest was not written, the new
+/// index is.
 pub(crate) fn commit_manifest(
     store: &dyn DatasetStore,
     target: &str,
@@ -103,7 +110,70 @@ pub(crate) fn commit_manifest(
     commit_id: &str,
     evidence: Evidence<'_>,
 ) -> Result<Committed> {
-    let failure = match store.write_if(target, &manifest.to_json_bytes(), base) {
+    let mut index = None;
+    let json = if target == MANIFEST_NAME {
+        let (json, written, bytes) = manifest_with_index(manifest, commit_id);
+        let previous = named_index(store);
+        store.write_atomic(&written.name, &bytes)?;
+        index = Some(IndexSwap { previous, written });
+        json
+    } else {
+        manifest.to_json_bytes()
+    };
+    let outcome = decide(store, target, manifest, &json, base, commit_id, evidence);
+    if let Some(index) = index {
+        index.finish(store, &outcome);
+    }
+    outcome
+}
+
+/// The index a commit wrote, and the one the manifest it replaces named.
+struct IndexSwap {
+    previous: Option<String>,
+    written: IndexPointer,
+}
+
+impl IndexSwap {
+    /// Deletes the index no manifest names any more (best effort: a left-over
+    /// index is never read, for no manifest names it): the replaced one if
+    /// the commit landed, the new one if it surely did not; neither if the
+    /// outcome is unknown.
+    fn finish(self, store: &dyn DatasetStore, outcome: &Result<Committed>) {
+        // A checkpoint's later manifest: the same commit, the same index name.
+        if self.previous.as_deref() == Some(self.written.name.as_str()) {
+            return;
+        }
+        let stale = match outcome {
+            Ok(_) => self.previous,
+            Err(DatasetError::NotCommitted { .. } | DatasetError::ManifestChanged { .. }) => {
+                Some(self.written.name.clone())
+            }
+            Err(_) => None,
+        };
+        if let Some(name) = stale {
+            let _ = store.remove(&name);
+        }
+    }
+}
+
+/// The name of the index the main manifest of `store` names now, if any.
+fn named_index(store: &dyn DatasetStore) -> Option<String> {
+    let (head, _) = store.read_head(MANIFEST_NAME, HEAD_BYTES).ok()??;
+    IndexPointer::from_head(&head).map(|p| p.name)
+}
+
+/// Writes `json` (the text of `manifest`) as `target` if still at `base`,
+/// and decides a failure's outcome (see [`commit_manifest`]).
+fn decide(
+    store: &dyn DatasetStore,
+    target: &str,
+    manifest: &Manifest,
+    json: &[u8],
+    base: Option<&ObjectVersion>,
+    commit_id: &str,
+    evidence: Evidence<'_>,
+) -> Result<Committed> {
+    let failure = match store.write_if(target, json, base) {
         Ok(version) => return Ok(Committed::AsWritten(version)),
         // Refused before anything was sent.
         Err(e @ DatasetError::InvalidArgument(_)) => return Err(e),
@@ -313,3 +383,58 @@ impl Dataset {
 #[cfg(test)]
 #[path = "commit_tests.rs"]
 mod tests;
+
+impl Dataset {
+    /// Writes the shard index of the dataset in `store` (`spec/DATASET.md`
+    /// section 3.2) if its manifest names none that agrees with it (a
+    /// dataset written before lodt wrote indexes, or whose index is
+    /// missing or damaged): the index, then the manifest naming it (a
+    /// conditional replace under the writer lock, which changes nothing
+    /// else and records no commit id). Returns whether it wrote one. Every
+    /// commit writes its index anyway; this is for datasets that lack one.
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// use lodt::dataset::{Dataset, LocalStore};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// let store = std::sync::Arc::new(LocalStore::new(dir.path()));
+    /// assert!(!Dataset::write_index_in(store.clone())?); // the writer wrote one
+    /// for e in std::fs::read_dir(dir.path())? {
+    ///     let path = e?.path();
+    ///     if path.file_name().unwrap().to_string_lossy().starts_with("lodt-dataset.index.") {
+    ///         std::fs::remove_file(path)?;
+    ///     }
+    /// }
+    /// assert!(!Dataset::open(dir.path())?.is_indexed());
+    /// assert!(Dataset::write_index_in(store)?);
+    /// assert!(Dataset::open(dir.path())?.is_indexed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_index_in(store: Arc<dyn DatasetStore>) -> Result<bool> {
+        // No manifest: not a dataset (before the lock, which would make a
+        // lock file where there is nothing).
+        if Dataset::open_in(store.clone())?.is_indexed() {
+            return Ok(false);
+        }
+        let _lock = store.lock()?;
+        let Some((mut manifest, version)) = read_manifest_versioned(&*store, MANIFEST_NAME)? else {
+            return Err(DatasetError::NotADataset {
+                path: store.location(),
+            });
+        };
+        manifest.version = super::manifest::ManifestVersion::CURRENT;
+        let id = new_commit_id();
+        commit_manifest(
+            &*store,
+            MANIFEST_NAME,
+            &manifest,
+            Some(&version),
+            &id,
+            Evidence::Shards(&[]),
+        )?;
+        Ok(true)
+    }
+}

@@ -43,7 +43,7 @@ enum Kind {
     /// One dataset (`spec/DATASET.md` section 6).
     Dataset {
         dataset: Arc<Dataset>,
-        counts: Arc<Vec<Vec<u64>>>,
+        counts: Arc<super::counts::ShardCounts>,
     },
     /// A weighted mixture (`spec/DATASET.md`, "Mixtures").
     Mixture(Arc<Mixture>),

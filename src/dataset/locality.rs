@@ -8,6 +8,7 @@
 //! them; [`WindowOrder`], position → sequence; [`LocalityWalk`], one
 //! consumer's walk of its block.
 
+use super::counts::ShardCounts;
 use super::error::{DatasetError, Result};
 use super::options::Remainder;
 use super::reader::SequenceLocation;
@@ -177,7 +178,7 @@ impl Ranges {
 /// dataset order. Any position is found in O(shards + B).
 #[derive(Debug)]
 pub(crate) struct WindowOrder {
-    counts: Arc<Vec<Vec<u64>>>,
+    counts: Arc<ShardCounts>,
     shuffle: Option<Shuffle>,
     epoch: u64,
     /// Shards in the epoch's order, and the source position each starts
@@ -190,8 +191,8 @@ pub(crate) struct WindowOrder {
 }
 
 impl WindowOrder {
-    pub(crate) fn new(counts: Arc<Vec<Vec<u64>>>, shuffle: Option<Shuffle>, epoch: u64) -> Self {
-        let mut shard_order: Vec<usize> = (0..counts.len()).collect();
+    pub(crate) fn new(counts: Arc<ShardCounts>, shuffle: Option<Shuffle>, epoch: u64) -> Self {
+        let mut shard_order: Vec<usize> = (0..counts.num_shards()).collect();
         if let Some(s) = shuffle {
             Rng::stream(s.seed, epoch, PURPOSE_SHARDS, 0).shuffle(&mut shard_order);
         }
@@ -199,7 +200,7 @@ impl WindowOrder {
         let mut at = 0u64;
         for &s in &shard_order {
             starts.push(at);
-            at = at.saturating_add(counts.get(s).map_or(0, |c| c.iter().sum()));
+            at = at.saturating_add(counts.shard_sequences(s));
         }
         starts.push(at);
         let window = shuffle.map_or(PLAIN_WINDOW, |s| (s.buffer.max(1) as u64).saturating_mul(2));
@@ -269,14 +270,13 @@ impl WindowOrder {
         let mut skip = start - self.starts[k];
         while out.len() < len && k < self.shard_order.len() {
             let shard = self.shard_order[k];
-            let counts = self.counts.get(shard).map_or(&[][..], Vec::as_slice);
-            let mut batches: Vec<usize> = (0..counts.len()).collect();
+            let mut batches: Vec<usize> = (0..self.counts.batches(shard)).collect();
             if let Some(s) = self.shuffle {
                 Rng::stream(s.seed, self.epoch, PURPOSE_BATCHES, shard as u64)
                     .shuffle(&mut batches);
             }
             for batch in batches {
-                let count = counts[batch];
+                let count = self.counts.batch_sequences(shard, batch);
                 if skip >= count {
                     skip -= count;
                     continue;
@@ -353,8 +353,9 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    fn counts() -> Arc<Vec<Vec<u64>>> {
-        Arc::new(vec![vec![3, 0, 4], vec![], vec![5, 1], vec![2, 2, 2]])
+    fn counts() -> Arc<ShardCounts> {
+        let shards: [&[u64]; 4] = [&[3, 0, 4], &[], &[5, 1], &[2, 2, 2]];
+        Arc::new(ShardCounts::from_batches(shards.into_iter()))
     }
 
     fn ids(order: &mut WindowOrder, n: u64) -> Vec<(usize, usize, usize)> {
@@ -451,7 +452,7 @@ mod tests {
 
     #[test]
     fn a_walk_delivers_its_block_and_repeats_its_first() {
-        let counts = Arc::new(vec![vec![5u64]]);
+        let counts = Arc::new(ShardCounts::from_batches([&[5u64][..]].into_iter()));
         let walk = |c, remainder, start| {
             let order = WindowOrder::new(counts.clone(), None, 0);
             let mut w = LocalityWalk::new(Ranges::whole(5), order, (2, c), remainder, start);

@@ -29,9 +29,9 @@ pub const MANIFEST_MAJOR: u16 = 1;
 /// The minor version of the manifest this crate writes.
 ///
 /// ```
-/// assert_eq!(lodt::dataset::MANIFEST_MINOR, 3);
+/// assert_eq!(lodt::dataset::MANIFEST_MINOR, 5);
 /// ```
-pub const MANIFEST_MINOR: u16 = 3;
+pub const MANIFEST_MINOR: u16 = 5;
 
 /// How many commit ids a manifest keeps (`spec/DATASET.md` section 3.1): the
 /// ids of the last 1024 commits, oldest first. A write retried with the id
@@ -56,7 +56,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 ///
 /// ```
 /// let v = lodt::dataset::ManifestVersion::CURRENT;
-/// assert_eq!((v.major, v.minor), (1, 3));
+/// assert_eq!((v.major, v.minor), (1, 5));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestVersion {
@@ -540,9 +540,15 @@ impl Manifest {
     /// ```
     /// let m = lodt::dataset::Manifest::new(Default::default(), Default::default());
     /// let text = String::from_utf8(m.to_json_bytes()).unwrap();
-    /// assert!(text.starts_with(r#"{"format":"lodt-dataset","version":{"major":1,"minor":3}"#));
+    /// assert!(text.starts_with(r#"{"format":"lodt-dataset","version":{"major":1,"minor":5}"#));
     /// ```
     pub fn to_json_bytes(&self) -> Vec<u8> {
+        self.to_json_bytes_pointing(None)
+    }
+
+    /// The JSON text, naming the shard index on its first line (section
+    /// 3.2) when given `index`: the JSON of the `index` field's value.
+    pub(crate) fn to_json_bytes_pointing(&self, index: Option<&str>) -> Vec<u8> {
         // Serializing these plain structs and string maps cannot fail.
         let json = |v: &dyn erased::Ser| v.json();
         let mut out = String::new();
@@ -550,6 +556,10 @@ impl Manifest {
         out.push_str(&json(&self.format));
         out.push_str(",\"version\":");
         out.push_str(&json(&self.version));
+        if let Some(index) = index {
+            out.push_str(",\"index\":");
+            out.push_str(index);
+        }
         out.push_str(",\n\"schema\":");
         out.push_str(&json(&self.schema));
         out.push_str(",\n\"metadata\":");
@@ -625,7 +635,52 @@ impl Manifest {
     /// ```
     pub fn validate(&self, path: &str) -> Result<()> {
         let bad = |reason: String| DatasetError::bad_manifest(path, reason);
-        if !self.shards.is_empty() || !self.schema.is_empty() {
+        self.validate_head(path, !self.shards.is_empty())?;
+        let mut names = HashSet::new();
+        let mut total: u64 = 0;
+        for (i, s) in self.shards.iter().enumerate() {
+            let at = format!("shard {i} ({:?})", s.name);
+            if !names.insert(s.name.as_str()) {
+                return Err(bad(format!("{at}: the name is listed twice")));
+            }
+            if s.batch_sequences.len() as u64 != s.batches {
+                return Err(bad(format!(
+                    "{at}: batch_sequences has {} entries, expected one per batch ({})",
+                    s.batch_sequences.len(),
+                    s.batches
+                )));
+            }
+            let sum = s
+                .batch_sequences
+                .iter()
+                .try_fold(0u64, |a, &b| a.checked_add(b))
+                .ok_or_else(|| bad(format!("{at}: batch_sequences overflow")))?;
+            total = total
+                .checked_add(s.sequences)
+                .ok_or_else(|| bad(format!("{at}: the dataset's sequence count overflows")))?;
+            let tops = s
+                .tensors
+                .iter()
+                .map(|c| (c.levels.len(), c.levels.first().copied().unwrap_or(c.rows)));
+            check_shard(
+                &self.schema,
+                i,
+                &s.name,
+                (sum, s.sequences),
+                s.tensors.len(),
+                tops,
+            )
+            .map_err(bad)?;
+        }
+        Ok(())
+    }
+
+    /// The rules of section 3 on everything but the shard list: the schema
+    /// (when there are shards or it is not empty) and the commit ids. The
+    /// JSON manifest and the shard index (section 3.2) are both held to them.
+    pub(crate) fn validate_head(&self, path: &str, has_shards: bool) -> Result<()> {
+        let bad = |reason: String| DatasetError::bad_manifest(path, reason);
+        if has_shards || !self.schema.is_empty() {
             self.schema
                 .check_self(&format!("the schema of {path}"))
                 .map_err(|e| bad(e.to_string()))?;
@@ -647,66 +702,63 @@ impl Manifest {
                 return Err(bad(format!("commit id {id:?} is listed twice")));
             }
         }
-        let mut names = HashSet::new();
-        let mut total: u64 = 0;
-        for (i, s) in self.shards.iter().enumerate() {
-            let at = format!("shard {i} ({:?})", s.name);
-            if !valid_shard_name(&s.name) {
-                return Err(bad(format!(
-                    "{at}: a shard name must be 1 to 200 ASCII letters, digits, '.', '_' or '-', not start with '.', and end in .lodt"
-                )));
-            }
-            if !names.insert(s.name.as_str()) {
-                return Err(bad(format!("{at}: the name is listed twice")));
-            }
-            if s.batch_sequences.len() as u64 != s.batches {
-                return Err(bad(format!(
-                    "{at}: batch_sequences has {} entries, expected one per batch ({})",
-                    s.batch_sequences.len(),
-                    s.batches
-                )));
-            }
-            let sum = s
-                .batch_sequences
-                .iter()
-                .try_fold(0u64, |a, &b| a.checked_add(b))
-                .ok_or_else(|| bad(format!("{at}: batch_sequences overflow")))?;
-            if sum != s.sequences {
-                return Err(bad(format!(
-                    "{at}: batch_sequences sum to {sum}, expected \"sequences\" ({})",
-                    s.sequences
-                )));
-            }
-            total = total
-                .checked_add(s.sequences)
-                .ok_or_else(|| bad(format!("{at}: the dataset's sequence count overflows")))?;
-            if s.tensors.len() != self.schema.tensors.len() {
-                return Err(bad(format!(
-                    "{at}: \"tensors\" has {} entries, expected one per schema tensor ({})",
-                    s.tensors.len(),
-                    self.schema.tensors.len()
-                )));
-            }
-            for (t, c) in self.schema.tensors.iter().zip(&s.tensors) {
-                if c.levels.len() != t.lod_levels {
-                    return Err(bad(format!(
-                        "{at}: tensor {:?} has counts for {} levels, expected {}",
-                        t.name,
-                        c.levels.len(),
-                        t.lod_levels
-                    )));
-                }
-                let top = c.levels.first().copied().unwrap_or(c.rows);
-                if top != s.sequences {
-                    return Err(bad(format!(
-                        "{at}: tensor {:?} has {top} top-level sequences, expected the shard's {}",
-                        t.name, s.sequences
-                    )));
-                }
-            }
-        }
         Ok(())
     }
+}
+
+/// The rules of section 3 on shard `i` (name `name`) that the JSON manifest
+/// and the shard index share: a valid name; its batches' sequences summing to
+/// its sequence count (`counts`: the sum, the count); one tensor count per
+/// schema tensor (`tensors` of them), each with the schema's number of
+/// levels (`tops`: levels, top-level count) and as many top-level sequences
+/// as the shard. Uniqueness of names is the caller's to check.
+pub(crate) fn check_shard(
+    schema: &Schema,
+    i: usize,
+    name: &str,
+    counts: (u64, u64),
+    tensors: usize,
+    tops: impl Iterator<Item = (usize, u64)>,
+) -> std::result::Result<(), String> {
+    let at = || format!("shard {i} ({name:?})");
+    if !valid_shard_name(name) {
+        return Err(format!(
+            "{}: a shard name must be 1 to 200 ASCII letters, digits, '.', '_' or '-', not start with '.', and end in .lodt",
+            at()
+        ));
+    }
+    let (sum, sequences) = counts;
+    if sum != sequences {
+        return Err(format!(
+            "{}: batch_sequences sum to {sum}, expected \"sequences\" ({sequences})",
+            at()
+        ));
+    }
+    if tensors != schema.tensors.len() {
+        return Err(format!(
+            "{}: \"tensors\" has {tensors} entries, expected one per schema tensor ({})",
+            at(),
+            schema.tensors.len()
+        ));
+    }
+    for (t, (levels, top)) in schema.tensors.iter().zip(tops) {
+        if levels != t.lod_levels {
+            return Err(format!(
+                "{}: tensor {:?} has counts for {levels} levels, expected {}",
+                at(),
+                t.name,
+                t.lod_levels
+            ));
+        }
+        if top != sequences {
+            return Err(format!(
+                "{}: tensor {:?} has {top} top-level sequences, expected the shard's {sequences}",
+                at(),
+                t.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Serializing a value that cannot fail to serialize (plain structs, string

@@ -68,7 +68,7 @@ pub const MAX_MIXTURE_EPOCH: u64 = 1 << 36;
 #[derive(Debug)]
 pub struct Mixture {
     sources: Vec<Arc<Dataset>>,
-    counts: Vec<Arc<Vec<Vec<u64>>>>,
+    counts: Vec<Arc<super::counts::ShardCounts>>,
     /// The id of each source's sequence 0.
     offsets: Vec<u64>,
     weights: Vec<f64>,

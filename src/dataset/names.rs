@@ -10,6 +10,7 @@
 //! | shard of the main manifest's writers | `shard-NNNNNN.lodt` (`shard-TOKEN-NNNNNN.lodt` in a store without locks) |
 //! | partial manifest of writer `ID` | [`part_manifest_name`]: `lodt-dataset.part.ID.json` |
 //! | shard of writer `ID` | [`part_shard_prefix`] + `NNNNNN.lodt` |
+//! | shard index of the manifest written by commit `ID` | [`INDEX_PREFIX`] + `ID` |
 
 /// The name of a dataset's manifest.
 ///
@@ -17,6 +18,26 @@
 /// assert_eq!(lodt::dataset::MANIFEST_NAME, "lodt-dataset.json");
 /// ```
 pub const MANIFEST_NAME: &str = "lodt-dataset.json";
+
+/// The start of a shard index's name (`spec/DATASET.md` section 3.2):
+/// `lodt-dataset.index.ID`, `ID` the commit id of the commit that wrote it.
+///
+/// ```
+/// assert_eq!(lodt::dataset::names::INDEX_PREFIX, "lodt-dataset.index.");
+/// ```
+pub const INDEX_PREFIX: &str = "lodt-dataset.index.";
+
+/// Whether `name` is a shard index's name: [`INDEX_PREFIX`] and a valid
+/// commit id.
+///
+/// ```
+/// use lodt::dataset::names::valid_index_name;
+/// assert!(valid_index_name("lodt-dataset.index.0a1b"));
+/// assert!(!valid_index_name("lodt-dataset.index.../x"));
+/// ```
+pub fn valid_index_name(name: &str) -> bool {
+    name.strip_prefix(INDEX_PREFIX).is_some_and(valid_commit_id)
+}
 
 /// The longest commit id, in bytes.
 pub(crate) const MAX_COMMIT_ID: usize = 128;

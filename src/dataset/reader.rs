@@ -3,8 +3,10 @@
 //! touched, and a batch checked against the schema when first read.
 
 use super::batch_cache::BatchCache;
+use super::counts::ShardCounts;
 use super::error::{DatasetError, Result};
-use super::manifest::{Manifest, Schema, TensorCounts, footer_crc};
+use super::index::{HEAD_BYTES, IndexPointer, ShardIndex};
+use super::manifest::{Manifest, Schema, ShardEntry, TensorCounts, footer_crc};
 use super::names::MANIFEST_NAME;
 use super::store::{DatasetStore, LocalStore};
 use crate::batch::Batch;
@@ -23,6 +25,48 @@ pub(crate) fn read_manifest(store: &dyn DatasetStore) -> Result<Option<Manifest>
             Manifest::from_json_bytes(&bytes, &store.object_location(MANIFEST_NAME)).map(Some)
         }
     }
+}
+
+/// What opening a dataset reads its shard list from.
+enum Listed {
+    /// The shard index the manifest names, checked against it.
+    Index(Box<ShardIndex>),
+    /// The manifest's JSON: all of it (its first bytes were all of it), or
+    /// `None`: to be read.
+    Json(Option<Vec<u8>>),
+}
+
+/// The shard index the manifest of `store` names on its first line, read
+/// and checked against it (`spec/DATASET.md` section 3.2); else the JSON
+/// (the manifest names no index, or one that is missing, damaged or another
+/// manifest's: the JSON is the record). `Err` only if the store cannot be
+/// read at all; `NotADataset` if there is no manifest.
+fn read_listing(store: &dyn DatasetStore) -> Result<Listed> {
+    let Some((head, manifest_bytes)) = store.read_head(MANIFEST_NAME, HEAD_BYTES)? else {
+        return Err(DatasetError::NotADataset {
+            path: store.location(),
+        });
+    };
+    let whole = || Listed::Json((head.len() as u64 == manifest_bytes).then(|| head.clone()));
+    let Some(pointer) = IndexPointer::from_head(&head) else {
+        return Ok(whole());
+    };
+    let location = store.object_location(&pointer.name);
+    let (storage, mapped): (Arc<dyn crate::buffer::ByteStorage>, _) = match store.map(&pointer.name)
+    {
+        Ok(Some(map)) => (map.clone(), Some(map)),
+        Ok(None) => match store.read(&pointer.name) {
+            Ok(Some(bytes)) => (super::index::aligned(&bytes), None),
+            Ok(None) | Err(_) => return Ok(whole()),
+        },
+        Err(_) => return Ok(whole()),
+    };
+    let index = ShardIndex::open(storage, &location, &pointer, manifest_bytes);
+    // Checking touched every page; the process keeps only those it uses.
+    if let Some(map) = mapped {
+        map.release_pages();
+    }
+    Ok(index.map_or_else(|_| whole(), |i| Listed::Index(Box::new(i))))
 }
 
 /// Manifest `name` of `store` and its version (for a conditional replace),
@@ -140,13 +184,12 @@ struct OpenedShard {
 /// ```
 pub struct Dataset {
     store: Arc<dyn DatasetStore>,
-    manifest: Manifest,
-    /// The first sequence of each shard, then the total.
-    shard_starts: Vec<u64>,
-    /// Per shard, the first sequence of each batch (within the shard), then
-    /// the shard's total.
-    batch_starts: Vec<Vec<u64>>,
-    shards: Vec<OnceLock<OpenedShard>>,
+    listing: Listing,
+    /// Where each shard's and batch's sequences start.
+    counts: Arc<ShardCounts>,
+    /// [`Dataset::fingerprint`], computed once.
+    fingerprint: u32,
+    shards: Vec<OnceLock<Box<OpenedShard>>>,
     /// The buffers its loaders gather mini-batches into, recycled.
     buffers: crate::buffer::BufferPool,
     /// Random access's cache of batches, keyed by `(0, shard, batch)`.
@@ -157,10 +200,41 @@ impl std::fmt::Debug for Dataset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dataset")
             .field("store", &self.store)
-            .field("shards", &self.manifest.shards.len())
+            .field("shards", &self.num_shards())
             .field("sequences", &self.num_sequences())
             .finish()
     }
+}
+
+/// Where a dataset's shard list comes from: the JSON manifest, parsed, or
+/// the shard index, used in place (the manifest built from it on demand).
+enum Listing {
+    Manifest(Manifest),
+    Index {
+        index: Box<ShardIndex>,
+        manifest: OnceLock<Manifest>,
+    },
+}
+
+/// What the manifest says of one shard (borrowed from the listing).
+struct Facts<'a> {
+    name: &'a str,
+    bytes: u64,
+    footer_crc: u32,
+    format_version: Option<crate::format::Version>,
+}
+
+/// The fingerprint of a shard list (`spec/DATASET.md` 7.2).
+fn fingerprint_of<'a>(shards: impl Iterator<Item = (&'a str, u64, u32, u64)>) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    for (name, bytes, crc, sequences) in shards {
+        h.update(&(name.len() as u64).to_le_bytes());
+        h.update(name.as_bytes());
+        h.update(&bytes.to_le_bytes());
+        h.update(&crc.to_le_bytes());
+        h.update(&sequences.to_le_bytes());
+    }
+    h.finalize()
 }
 
 impl Dataset {
@@ -190,36 +264,61 @@ impl Dataset {
     /// assert_eq!(lodt::dataset::Dataset::open_in(store)?.num_shards(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// When the manifest names a shard index (`spec/DATASET.md` section 3.2)
+    /// that agrees with it, the index is read instead of the JSON (mapped,
+    /// for a local dataset): opening then costs one check of the index's
+    /// bytes, whatever the number of shards.
     pub fn open_in(store: Arc<dyn DatasetStore>) -> Result<Self> {
-        let manifest = read_manifest(&*store)?.ok_or_else(|| DatasetError::NotADataset {
-            path: store.location(),
-        })?;
+        let json = match read_listing(&*store)? {
+            Listed::Index(index) => match ShardCounts::mapped(index.count_buffers()) {
+                Some(counts) => {
+                    let fingerprint = index.fingerprint();
+                    let listing = Listing::Index {
+                        index,
+                        manifest: OnceLock::new(),
+                    };
+                    return Ok(Self::from_listing(store, listing, counts, fingerprint));
+                }
+                None => None,
+            },
+            Listed::Json(json) => json,
+        };
+        let manifest = match json {
+            Some(bytes) => {
+                Manifest::from_json_bytes(&bytes, &store.object_location(MANIFEST_NAME))?
+            }
+            None => read_manifest(&*store)?.ok_or_else(|| DatasetError::NotADataset {
+                path: store.location(),
+            })?,
+        };
         Ok(Self::from_manifest(store, manifest))
     }
 
     pub(super) fn from_manifest(store: Arc<dyn DatasetStore>, manifest: Manifest) -> Self {
-        let mut shard_starts = Vec::with_capacity(manifest.shards.len() + 1);
-        let mut batch_starts = Vec::with_capacity(manifest.shards.len());
-        let mut total = 0u64;
-        for shard in &manifest.shards {
-            shard_starts.push(total);
-            let mut starts = Vec::with_capacity(shard.batch_sequences.len() + 1);
-            let mut local = 0u64;
-            for &n in &shard.batch_sequences {
-                starts.push(local);
-                local += n;
-            }
-            starts.push(local);
-            batch_starts.push(starts);
-            total += shard.sequences;
-        }
-        shard_starts.push(total);
-        let shards = manifest.shards.iter().map(|_| OnceLock::new()).collect();
+        let counts =
+            ShardCounts::from_batches(manifest.shards.iter().map(|s| s.batch_sequences.as_slice()));
+        let fingerprint = fingerprint_of(
+            manifest
+                .shards
+                .iter()
+                .map(|s| (s.name.as_str(), s.bytes, s.footer_crc, s.sequences)),
+        );
+        Self::from_listing(store, Listing::Manifest(manifest), counts, fingerprint)
+    }
+
+    fn from_listing(
+        store: Arc<dyn DatasetStore>,
+        listing: Listing,
+        counts: ShardCounts,
+        fingerprint: u32,
+    ) -> Self {
+        let shards = (0..counts.num_shards()).map(|_| OnceLock::new()).collect();
         Dataset {
             store,
-            manifest,
-            shard_starts,
-            batch_starts,
+            listing,
+            counts: Arc::new(counts),
+            fingerprint,
             shards,
             buffers: crate::buffer::BufferPool::new(0),
             cache: Mutex::new(BatchCache::new(
@@ -257,8 +356,139 @@ impl Dataset {
     /// assert_eq!(dataset.manifest().format, "lodt-dataset");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// A dataset opened through its shard index builds the manifest from
+    /// the index on the first call (every shard's entry: for a count, a
+    /// schema or one shard, the methods of `Dataset` are cheaper).
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        match &self.listing {
+            Listing::Manifest(m) => m,
+            Listing::Index { index, manifest } => manifest.get_or_init(|| {
+                let mut m = index.head_manifest();
+                m.shards = (0..index.num_shards())
+                    .map(|s| self.entry_of(index, s))
+                    .collect();
+                m
+            }),
+        }
+    }
+
+    /// Shard `shard`'s manifest entry, from the index.
+    fn entry_of(&self, index: &ShardIndex, shard: usize) -> ShardEntry {
+        let batch_sequences: Vec<u64> = (0..self.counts.batches(shard))
+            .map(|b| self.counts.batch_sequences(shard, b))
+            .collect();
+        ShardEntry {
+            name: index.name(shard).to_owned(),
+            bytes: index.bytes(shard),
+            footer_crc: index.footer_crc(shard),
+            batches: batch_sequences.len() as u64,
+            sequences: self.counts.shard_sequences(shard),
+            batch_sequences,
+            tensors: index.tensors(shard),
+            format_version: index.format_version(shard),
+        }
+    }
+
+    /// Shard `shard`'s manifest entry (a copy).
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// let dataset = lodt::dataset::Dataset::open(dir.path())?;
+    /// assert_eq!(dataset.shard_entry(0)?.name, "shard-000000.lodt");
+    /// assert!(dataset.shard_entry(1).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shard_entry(&self, shard: usize) -> Result<ShardEntry> {
+        self.facts(shard)?;
+        match &self.listing {
+            Listing::Manifest(m) => m
+                .shards
+                .get(shard)
+                .cloned()
+                .ok_or(DatasetError::OutOfRange {
+                    what: "shard",
+                    index: shard as u64,
+                    len: m.shards.len() as u64,
+                }),
+            Listing::Index { index, .. } => Ok(self.entry_of(index, shard)),
+        }
+    }
+
+    /// Whether the dataset was opened through its shard index
+    /// (`spec/DATASET.md` section 3.2) rather than by parsing its JSON manifest.
+    ///
+    /// ```
+    /// # use lodt::{Batch, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8], vec![1], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// assert!(lodt::dataset::Dataset::open(dir.path())?.is_indexed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_indexed(&self) -> bool {
+        matches!(self.listing, Listing::Index { .. })
+    }
+
+    /// The number of stored batches, over every shard.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_batches(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_batches(&self) -> u64 {
+        self.counts.num_batches()
+    }
+
+    /// The size of every shard, in bytes, summed.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// assert_eq!(lodt::dataset::Dataset::open(dir.path())?.num_bytes(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_bytes(&self) -> u64 {
+        match &self.listing {
+            Listing::Manifest(m) => m.num_bytes(),
+            Listing::Index { index, .. } => index.total_bytes(),
+        }
+    }
+
+    /// What the listing says of shard `shard`.
+    fn facts(&self, shard: usize) -> Result<Facts<'_>> {
+        let out_of_range = || DatasetError::OutOfRange {
+            what: "shard",
+            index: shard as u64,
+            len: self.num_shards() as u64,
+        };
+        if shard >= self.num_shards() {
+            return Err(out_of_range());
+        }
+        Ok(match &self.listing {
+            Listing::Manifest(m) => {
+                let e = m.shards.get(shard).ok_or_else(out_of_range)?;
+                Facts {
+                    name: &e.name,
+                    bytes: e.bytes,
+                    footer_crc: e.footer_crc,
+                    format_version: e.expected_format_version(),
+                }
+            }
+            Listing::Index { index, .. } => Facts {
+                name: index.name(shard),
+                bytes: index.bytes(shard),
+                footer_crc: index.footer_crc(shard),
+                format_version: index.format_version(shard),
+            },
+        })
     }
 
     /// The schema.
@@ -270,7 +500,10 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn schema(&self) -> &Schema {
-        &self.manifest.schema
+        match &self.listing {
+            Listing::Manifest(m) => &m.schema,
+            Listing::Index { index, .. } => index.schema(),
+        }
     }
 
     /// The dataset's metadata.
@@ -283,7 +516,10 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn metadata(&self) -> &BTreeMap<String, String> {
-        &self.manifest.metadata
+        match &self.listing {
+            Listing::Manifest(m) => &m.metadata,
+            Listing::Index { index, .. } => index.metadata(),
+        }
     }
 
     /// The number of shards.
@@ -299,7 +535,7 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn num_shards(&self) -> usize {
-        self.manifest.shards.len()
+        self.counts.num_shards()
     }
 
     /// The number of top-level sequences.
@@ -315,7 +551,7 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn num_sequences(&self) -> u64 {
-        self.shard_starts.last().copied().unwrap_or(0)
+        self.counts.num_sequences()
     }
 
     /// The first sequence of each shard, then the total (`num_shards() + 1`
@@ -328,13 +564,13 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn shard_starts(&self) -> &[u64] {
-        &self.shard_starts
+        self.counts.shard_starts()
     }
 
     /// The first sequence of each batch of shard `shard`, counted within the
     /// shard, then the shard's total.
     pub(crate) fn batch_starts(&self, shard: usize) -> &[u64] {
-        self.batch_starts.get(shard).map_or(&[], Vec::as_slice)
+        self.counts.batch_starts(shard)
     }
 
     /// A fingerprint of the shard list (names, sizes, footer CRCs, sequence
@@ -348,31 +584,15 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn fingerprint(&self) -> u32 {
-        let mut h = crc32fast::Hasher::new();
-        for s in &self.manifest.shards {
-            h.update(&(s.name.len() as u64).to_le_bytes());
-            h.update(s.name.as_bytes());
-            h.update(&s.bytes.to_le_bytes());
-            h.update(&s.footer_crc.to_le_bytes());
-            h.update(&s.sequences.to_le_bytes());
-        }
-        h.finalize()
-    }
-
-    fn entry(&self, shard: usize) -> Result<&super::ShardEntry> {
-        self.manifest
-            .shards
-            .get(shard)
-            .ok_or(DatasetError::OutOfRange {
-                what: "shard",
-                index: shard as u64,
-                len: self.manifest.shards.len() as u64,
-            })
+        self.fingerprint
     }
 
     /// The manifest, giving up the dataset.
     pub(super) fn into_manifest(self) -> Manifest {
-        self.manifest
+        match self.listing {
+            Listing::Manifest(m) => m,
+            Listing::Index { .. } => self.manifest().clone(),
+        }
     }
 
     /// Opens shard `shard` and checks it against the manifest.
@@ -381,7 +601,6 @@ impl Dataset {
     }
 
     fn opened(&self, shard: usize) -> Result<&OpenedShard> {
-        let entry = self.entry(shard)?;
         let cell = self.shards.get(shard).ok_or(DatasetError::OutOfRange {
             what: "shard",
             index: shard as u64,
@@ -390,8 +609,10 @@ impl Dataset {
         if let Some(opened) = cell.get() {
             return Ok(opened);
         }
-        let location = self.store.object_location(&entry.name);
-        let file = match self.store.open_shard(&entry.name) {
+        let entry = self.facts(shard)?;
+        let batches = self.counts.batches(shard);
+        let location = self.store.object_location(entry.name);
+        let file = match self.store.open_shard(entry.name) {
             Ok(file) => file,
             Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
                 return Err(DatasetError::mismatch(
@@ -411,17 +632,17 @@ impl Dataset {
                 file.file_size(),
             ));
         }
-        if file.num_batches() as u64 != entry.batches {
+        if file.num_batches() != batches {
             return Err(DatasetError::mismatch(
                 location,
                 "batch count",
-                entry.batches,
+                batches,
                 file.num_batches(),
             ));
         }
         // No version recorded (a writer before manifest 1.3, or an older
         // writer's rewrite of the manifest): the shard's header says.
-        if let Some(expected) = entry.expected_format_version()
+        if let Some(expected) = entry.format_version
             && file.version() != expected
         {
             return Err(DatasetError::mismatch(
@@ -443,7 +664,7 @@ impl Dataset {
         let checked = (0..file.num_batches())
             .map(|_| AtomicBool::new(false))
             .collect();
-        Ok(cell.get_or_init(|| OpenedShard { file, checked }))
+        Ok(cell.get_or_init(|| Box::new(OpenedShard { file, checked })))
     }
 
     /// Whether shard `shard` has been opened (the read-ahead opens the
@@ -485,8 +706,8 @@ impl Dataset {
     /// ```
     pub fn read_batch(&self, shard: usize, batch: usize) -> Result<Batch> {
         let opened = self.opened(shard)?;
-        let entry = self.entry(shard)?;
-        let location = || self.store.object_location(&entry.name);
+        let entry = self.facts(shard)?;
+        let location = || self.store.object_location(entry.name);
         let read = opened
             .file
             .read_batch(batch)
@@ -498,8 +719,8 @@ impl Dataset {
         })?;
         if !checked.load(Ordering::Acquire) {
             let context = format!("batch {batch} of shard {}", location());
-            let sequences = self.manifest.schema.check_batch(&read, &context)?;
-            let expected = entry.batch_sequences.get(batch).copied().unwrap_or(0);
+            let sequences = self.schema().check_batch(&read, &context)?;
+            let expected = self.counts.batch_sequences(shard, batch);
             if sequences != expected {
                 return Err(DatasetError::mismatch(
                     location(),
@@ -523,10 +744,8 @@ impl Dataset {
         {
             // Checked before: take the tensors straight from the file.
             let location = || {
-                self.manifest
-                    .shards
-                    .get(shard)
-                    .map(|e| self.store.object_location(&e.name))
+                self.facts(shard)
+                    .map(|e| self.store.object_location(e.name))
                     .unwrap_or_default()
             };
             let view = opened
@@ -534,8 +753,7 @@ impl Dataset {
                 .batch(batch)
                 .map_err(|source| DatasetError::shard(location(), source))?;
             return self
-                .manifest
-                .schema
+                .schema()
                 .tensors
                 .iter()
                 .map(|t| {
@@ -545,8 +763,7 @@ impl Dataset {
                 .collect();
         }
         let read = self.read_batch(shard, batch)?;
-        self.manifest
-            .schema
+        self.schema()
             .tensors
             .iter()
             .map(|t| {
@@ -590,11 +807,8 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn batches(&self) -> impl Iterator<Item = Result<Batch>> + '_ {
-        self.manifest
-            .shards
-            .iter()
-            .enumerate()
-            .flat_map(move |(s, entry)| (0..entry.batches as usize).map(move |k| (s, k)))
+        (0..self.num_shards())
+            .flat_map(move |s| (0..self.counts.batches(s)).map(move |k| (s, k)))
             .map(move |(s, k)| self.read_batch(s, k))
     }
 
@@ -621,11 +835,9 @@ impl Dataset {
                 len: total,
             });
         }
-        let shard = self
-            .shard_starts
-            .partition_point(|&s| s <= id)
-            .saturating_sub(1);
-        let local = id - self.shard_starts.get(shard).copied().unwrap_or(0);
+        let starts = self.counts.shard_starts();
+        let shard = starts.partition_point(|&s| s <= id).saturating_sub(1);
+        let local = id - starts.get(shard).copied().unwrap_or(0);
         let starts = self.batch_starts(shard);
         let batch = starts.partition_point(|&s| s <= local).saturating_sub(1);
         let index = local - starts.get(batch).copied().unwrap_or(0);
@@ -638,19 +850,17 @@ impl Dataset {
 
     /// Per shard, the top-level sequences of each batch (what the epoch
     /// order is computed from).
-    pub(crate) fn batch_counts(&self) -> Arc<Vec<Vec<u64>>> {
-        Arc::new(
-            self.manifest()
-                .shards
-                .iter()
-                .map(|s| s.batch_sequences.clone())
-                .collect(),
-        )
+    pub(crate) fn batch_counts(&self) -> Arc<ShardCounts> {
+        self.counts.clone()
     }
 
     /// The global id of the sequence at `at`.
     pub(crate) fn id_of(&self, at: SequenceLocation) -> u64 {
-        self.shard_starts.get(at.shard).copied().unwrap_or(0)
+        self.counts
+            .shard_starts()
+            .get(at.shard)
+            .copied()
+            .unwrap_or(0)
             + self
                 .batch_starts(at.shard)
                 .get(at.batch)
@@ -682,7 +892,7 @@ impl Dataset {
         let at = self.locate(id)?;
         let (columns, held) = self.cached_columns(at.shard, at.batch)?;
         let mut out = Batch::new();
-        for (t, column) in self.manifest.schema.tensors.iter().zip(&columns) {
+        for (t, column) in self.schema().tensors.iter().zip(&columns) {
             let slice = column
                 .slice_top(at.index, at.index.saturating_add(1))
                 .map_err(|e| DatasetError::tensor(format!("slicing sequence {id}"), e))?;
@@ -713,14 +923,13 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn verify_shard(&self, shard: usize, progress: &mut dyn FnMut(u64)) -> Result<ShardReport> {
-        let entry = self.entry(shard)?;
+        let entry = self.shard_entry(shard)?;
         let location = || self.store.object_location(&entry.name);
         let file = self.shard(shard)?;
         file.verify_with_progress(&mut |done, _| progress(done))
             .map_err(|source| DatasetError::shard(location(), source))?;
-        let mut counts: Vec<TensorCounts> = self
-            .manifest
-            .schema
+        let schema = self.schema();
+        let mut counts: Vec<TensorCounts> = schema
             .tensors
             .iter()
             .map(|t| TensorCounts {
@@ -730,17 +939,13 @@ impl Dataset {
             .collect();
         for k in 0..file.num_batches() {
             let batch = self.read_batch(shard, k)?;
-            for (c, t) in counts.iter_mut().zip(&self.manifest.schema.tensors) {
+            for (c, t) in counts.iter_mut().zip(&schema.tensors) {
                 if let Some(tensor) = batch.get(&t.name) {
                     c.add(tensor);
                 }
             }
         }
-        for ((found, expected), t) in counts
-            .iter()
-            .zip(&entry.tensors)
-            .zip(&self.manifest.schema.tensors)
-        {
+        for ((found, expected), t) in counts.iter().zip(&entry.tensors).zip(&schema.tensors) {
             for (l, (f, e)) in found.levels.iter().zip(&expected.levels).enumerate() {
                 if f != e {
                     return Err(DatasetError::mismatch(

@@ -3,6 +3,7 @@
 //! Fisher–Yates permutations, and the order itself (shard order, batch
 //! order, then a shuffle buffer over sequence locations).
 
+use super::counts::ShardCounts;
 use super::reader::SequenceLocation;
 use std::sync::Arc;
 
@@ -111,7 +112,7 @@ pub(crate) struct Shuffle {
 #[derive(Debug)]
 pub(crate) struct EpochOrder {
     /// Per shard, the top-level sequences of each batch.
-    counts: Arc<Vec<Vec<u64>>>,
+    counts: Arc<ShardCounts>,
     shuffle: Option<Shuffle>,
     epoch: u64,
     shard_order: Vec<usize>,
@@ -128,8 +129,8 @@ pub(crate) struct EpochOrder {
 }
 
 impl EpochOrder {
-    pub(crate) fn new(counts: Arc<Vec<Vec<u64>>>, shuffle: Option<Shuffle>, epoch: u64) -> Self {
-        let mut shard_order: Vec<usize> = (0..counts.len()).collect();
+    pub(crate) fn new(counts: Arc<ShardCounts>, shuffle: Option<Shuffle>, epoch: u64) -> Self {
+        let mut shard_order: Vec<usize> = (0..counts.num_shards()).collect();
         let seed = shuffle.map_or(0, |s| s.seed);
         if shuffle.is_some() {
             Rng::stream(seed, epoch, PURPOSE_SHARDS, 0).shuffle(&mut shard_order);
@@ -169,12 +170,7 @@ impl EpochOrder {
             if let Some(shard) = self.shard {
                 if let Some(&batch) = self.batch_order.get(self.next_batch) {
                     self.next_batch += 1;
-                    let count = self
-                        .counts
-                        .get(shard)
-                        .and_then(|c| c.get(batch))
-                        .copied()
-                        .unwrap_or(0);
+                    let count = self.counts.batch_sequences(shard, batch);
                     self.batch = Some((shard, batch, count));
                     self.next_index = 0;
                     continue;
@@ -183,7 +179,7 @@ impl EpochOrder {
             }
             let shard = *self.shard_order.get(self.next_shard)?;
             self.next_shard += 1;
-            let batches = self.counts.get(shard).map_or(0, Vec::len);
+            let batches = self.counts.batches(shard);
             self.batch_order.clear();
             self.batch_order.extend(0..batches);
             if let Some(s) = self.shuffle {
@@ -266,7 +262,9 @@ mod tests {
 
     #[test]
     fn the_epoch_order_is_a_permutation_that_changes_with_the_epoch() {
-        let counts = Arc::new(vec![vec![3, 0, 4], vec![], vec![5, 1]]);
+        let counts = Arc::new(ShardCounts::from_batches(
+            [&[3u64, 0, 4][..], &[], &[5, 1]].into_iter(),
+        ));
         let ids = |epoch, shuffle| -> Vec<(usize, usize, usize)> {
             EpochOrder::new(counts.clone(), shuffle, epoch)
                 .map(|l| (l.shard, l.batch, l.index))

@@ -140,6 +140,27 @@ pub trait DatasetStore: Send + Sync + fmt::Debug {
     /// symlink to one), is an error, never read whole or waited on.
     fn read(&self, name: &str) -> Result<Option<Vec<u8>>>;
 
+    /// The first `limit` bytes of object `name` (fewer if it is shorter)
+    /// and its whole size, or `None` if there is no such object: how a
+    /// reader finds the shard index a manifest names on its first line
+    /// without reading the rest. By default, [`DatasetStore::read`], cut.
+    fn read_head(&self, name: &str, limit: usize) -> Result<Option<(Vec<u8>, u64)>> {
+        Ok(self.read(name)?.map(|mut bytes| {
+            let size = bytes.len() as u64;
+            bytes.truncate(limit);
+            (bytes, size)
+        }))
+    }
+
+    /// Object `name` mapped read-only into memory, where the store can (a
+    /// local file); `None` if it cannot, and the object is then
+    /// [read](DatasetStore::read) instead (the shard index). By default
+    /// `None`.
+    fn map(&self, name: &str) -> Result<Option<std::sync::Arc<crate::format::MappedFile>>> {
+        let _ = name;
+        Ok(None)
+    }
+
     /// Replaces object `name` by `bytes`, whole or not at all.
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<()>;
 
@@ -330,6 +351,42 @@ impl LocalStore {
 /// a writer), a larger file with `FileTooLarge`.
 fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     use io::Read;
+    let (file, meta) = open_regular(path)?;
+    let too_large = |found: String| {
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("a manifest is at most {limit} bytes (MAX_MANIFEST_BYTES), found {found}"),
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_large(format!("{} bytes", meta.len())));
+    }
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(meta.len() as usize)
+        .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e.to_string()))?;
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large("more (the file grew while read)".into()));
+    }
+    Ok(bytes)
+}
+
+/// The first `limit` bytes of the regular file at `path` and its size (the
+/// checks of [`read_regular`]).
+fn read_head_regular(path: &Path, limit: usize) -> io::Result<(Vec<u8>, u64)> {
+    use io::Read;
+    let (file, meta) = open_regular(path)?;
+    let mut bytes = Vec::with_capacity(limit.min(1 << 16));
+    file.take(limit as u64).read_to_end(&mut bytes)?;
+    Ok((bytes, meta.len()))
+}
+
+/// The regular file at `path` (symlinks followed), open for reading, and
+/// its metadata: a FIFO, a device or a directory is refused with
+/// `InvalidInput` before anything is read (opening a FIFO does not wait for
+/// a writer).
+fn open_regular(path: &Path) -> io::Result<(fs::File, fs::Metadata)> {
     let not_regular = |what: &str| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -373,24 +430,7 @@ fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     if !meta.is_file() {
         return Err(not_regular(kind(meta.file_type())));
     }
-    let too_large = |found: String| {
-        io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!("a manifest is at most {limit} bytes (MAX_MANIFEST_BYTES), found {found}"),
-        )
-    };
-    if meta.len() > limit {
-        return Err(too_large(format!("{} bytes", meta.len())));
-    }
-    let mut bytes = Vec::new();
-    bytes
-        .try_reserve_exact(meta.len() as usize)
-        .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e.to_string()))?;
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large("more (the file grew while read)".into()));
-    }
-    Ok(bytes)
+    Ok((file, meta))
 }
 
 /// A shard written to a local temporary file, renamed into place on commit.
@@ -444,6 +484,30 @@ impl DatasetStore for LocalStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(DatasetError::io("reading", path.display().to_string(), e)),
         }
+    }
+
+    fn read_head(&self, name: &str, limit: usize) -> Result<Option<(Vec<u8>, u64)>> {
+        let path = self.path(name)?;
+        match read_head_regular(&path, limit) {
+            Ok(found) => Ok(Some(found)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(DatasetError::io("reading", path.display().to_string(), e)),
+        }
+    }
+
+    fn map(&self, name: &str) -> Result<Option<std::sync::Arc<crate::format::MappedFile>>> {
+        if !self.read.mmap {
+            return Ok(None);
+        }
+        let path = self.path(name)?;
+        let file = match open_regular(&path) {
+            Ok((file, _)) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(DatasetError::io("opening", path.display().to_string(), e)),
+        };
+        let map = crate::format::MappedFile::from_file(&file, &path)
+            .map_err(|source| DatasetError::shard(path.display().to_string(), source))?;
+        Ok(Some(std::sync::Arc::new(map)))
     }
 
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<()> {

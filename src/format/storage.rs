@@ -111,6 +111,27 @@ impl MappedFile {
         let _ = self.map.advise(memmap2::Advice::HugePage);
     }
 
+    /// Drops the map's pages from this process's resident set
+    /// (`MADV_DONTNEED`; a hint, errors are ignored): after a pass over the
+    /// whole map (a checksum), the process keeps only the pages it touches
+    /// again; they come back from the page cache on the next touch, with the
+    /// same bytes.
+    pub(crate) fn release_pages(&self) {
+        #[cfg(unix)]
+        {
+            // SAFETY: `MADV_DONTNEED` is unsafe in general because, on a
+            // private mapping with modified (copied-on-write) pages, it
+            // discards the modifications. This map is read-only (`Mmap::map`:
+            // `PROT_READ`, `MAP_SHARED`), so it has no modified pages: the
+            // dropped pages are read again from the file on the next touch,
+            // with the same bytes, and every `&[u8]` into the map stays valid.
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+            };
+        }
+    }
+
     /// Whether the page holding byte `offset` of the map is in memory
     /// (`mincore`: in the page cache for a file the caller owns or may write,
     /// else mapped into this process). `false` where unknown: past the end,

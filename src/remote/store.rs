@@ -253,6 +253,35 @@ impl DatasetStore for ObjectDatasetStore {
         }
     }
 
+    fn read_head(&self, name: &str, limit: usize) -> Result<Option<(Vec<u8>, u64)>> {
+        let path = self.path(name)?;
+        let store = self.store.clone();
+        let got = block_on(async move {
+            let options = object_store::GetOptions {
+                range: Some(object_store::GetRange::Bounded(0..limit as u64)),
+                ..Default::default()
+            };
+            let result = store.get_opts(&path, options).await?;
+            let size = result.meta.size;
+            let bytes = result.bytes().await?.to_vec();
+            Ok::<_, object_store::Error>((bytes, size))
+        });
+        match got {
+            Ok(Ok((mut bytes, size))) => {
+                bytes.truncate(limit);
+                Ok(Some((bytes, size)))
+            }
+            Ok(Err(object_store::Error::NotFound { .. })) => Ok(None),
+            // A store that refuses the range (an empty object, a range past
+            // a short one): the whole object, cut.
+            _ => Ok(self.read(name)?.map(|mut bytes| {
+                let size = bytes.len() as u64;
+                bytes.truncate(limit);
+                (bytes, size)
+            })),
+        }
+    }
+
     fn write_atomic(&self, name: &str, bytes: &[u8]) -> Result<()> {
         let path = self.path(name)?;
         let (store, payload) = (self.store.clone(), PutPayload::from(bytes.to_vec()));

@@ -163,3 +163,37 @@ fn verify_names_every_damaged_shard_and_fails() {
     assert_eq!(code, 0, "{err}");
     assert!(stdout.contains("unlisted  shard-999999.lodt"), "{stdout}");
 }
+
+#[test]
+fn index_writes_a_missing_shard_index_and_then_has_nothing_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.lodt");
+    source(&input);
+    let train = dir.path().join("train");
+    let out = format!("{}/", train.display());
+    let (code, _, err) = lodt(&["convert", path(&input), &out, "--shard-bytes", "8K"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, stdout, err) = lodt(&["index", path(&train)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.starts_with("the shard index is up to date: "),
+        "{stdout}"
+    );
+    for e in std::fs::read_dir(&train).unwrap() {
+        let e = e.unwrap();
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with("lodt-dataset.index.")
+        {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    assert!(!lodt::dataset::Dataset::open(&train).unwrap().is_indexed());
+    let (code, stdout, err) = lodt(&["index", path(&train)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.starts_with("wrote the shard index: "), "{stdout}");
+    assert!(lodt::dataset::Dataset::open(&train).unwrap().is_indexed());
+    let (code, _, err) = lodt(&["index", path(&dir.path().join("none"))]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("none"), "{err}");
+}

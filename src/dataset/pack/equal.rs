@@ -22,8 +22,10 @@ pub(crate) fn lengths(feed: &Feed, tensor: usize) -> Result<Vec<u32>> {
         let n = usize::try_from(source.num_sequences()).unwrap_or(usize::MAX);
         out.try_reserve(n)
             .map_err(|e| DatasetError::Loader(format!("the lengths of {n} sequences: {e}")))?;
-        for (shard, batches) in source.batch_counts().iter().enumerate() {
-            for (batch, &sequences) in batches.iter().enumerate() {
+        let counts = source.batch_counts();
+        for shard in 0..counts.num_shards() {
+            for batch in 0..counts.batches(shard) {
+                let sequences = counts.batch_sequences(shard, batch);
                 if sequences == 0 {
                     continue;
                 }

@@ -345,6 +345,6 @@ fn an_independent_python_reader_agrees() {
     );
     assert_eq!(
         stdout,
-        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the world-size resume, packing and locality match\n"
+        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the world-size resume, packing, locality and the shard index match\n"
     );
 }

@@ -2,6 +2,7 @@
 //! mid-write.
 
 mod dataset_crash;
+mod dataset_index;
 mod dataset_loader;
 mod dataset_mixture;
 mod dataset_mixture_pack;
