@@ -3,7 +3,8 @@ loader against the floor of fetching every shard once, and against MDS
 (MosaicML Streaming), at 1×1, 1×2 and 2×2 (ranks × workers), in one run.
 
     python python/bench/bench_wan.py [--mb 100] [--batch-kib 8192,64] [--configs 1x1,1x2,2x2] \\
-        [--runs 3] [--mds-python /work/venvs/mds/bin/python] [--slowdown 0.1] [--json out.json]
+        [--runs 3] [--mds-python /work/venvs/mds/bin/python] [--slowdown 0.1] [--round-robin] \\
+        [--json out.json]
 
 It needs, in the Python that runs it: lodt, numpy, moto[server] (it starts
 moto's S3 server on 127.0.0.1) and psutil; for MDS, ``--mds-python``: a
