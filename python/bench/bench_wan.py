@@ -3,7 +3,8 @@ loader against the floor of fetching every shard once, and against MDS
 (MosaicML Streaming), at 1×1, 1×2 and 2×2 (ranks × workers), in one run.
 
     python python/bench/bench_wan.py [--mb 100] [--batch-kib 8192,64] [--configs 1x1,1x2,2x2] \\
-        [--runs 3] [--mds-python /work/venvs/mds/bin/python] [--slowdown 0.1] [--json out.json]
+        [--runs 3] [--mds-python /work/venvs/mds/bin/python] [--slowdown 0.1] [--round-robin] \\
+        [--json out.json]
 
 It needs, in the Python that runs it: lodt, numpy, moto[server] (it starts
 moto's S3 server on 127.0.0.1) and psutil; for MDS, ``--mds-python``: a
@@ -25,16 +26,30 @@ its ``MDSWriter`` with shards of ``--shard-mib``, uploaded to moto.
 
 **A run** of R×W: lodt: R·W processes, consumer ``r·W + w`` of ``R·W`` (what
 a DataLoader worker ``w`` of rank ``r`` is), the W of one rank through its
-node's proxy (and, when ``lodt.Dataset`` takes ``cache_dir``, one cache
-directory per node, emptied before each run); each process imports lodt,
-then waits until all are ready, then times ``lodt.Dataset(...)`` to its last
-mini-batch (``return_ids=True``; each document's first token checked against
-its id). MDS: R processes (``RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE=1``:
-each rank a node with its own ``local=`` cache, emptied before each run),
-each ``StreamingDataset(shuffle=True)`` into a torch ``DataLoader`` with W
-workers (0 for one: read in the rank's process), timed from the
-``StreamingDataset`` to the last mini-batch (MDS joins its ranks with
-``torch.distributed``, gloo on 127.0.0.1). The **floor**: every
+node's proxy and sharing its node's disk cache: a new, empty directory per
+node and run (``cache_dir=`` and ``LODT_CACHE_DIR``), deleted after the run,
+so that every run starts cold and no node sees another's cache; each
+process imports lodt, then waits until all are ready, then times
+``lodt.Dataset(...)`` to its last mini-batch (``return_ids=True``; each
+document's first token checked against its id). The partition is the
+default for a remote dataset (locality); ``--round-robin`` adds rows with
+``partition="round_robin"``. MDS: R processes (``RANK``, ``WORLD_SIZE``,
+``LOCAL_WORLD_SIZE=1``: each rank a node with its own ``local=`` cache, a
+new directory per run, deleted after), each ``StreamingDataset(shuffle=True)``
+into a torch ``DataLoader`` with W workers (0 for one: read in the rank's
+process), timed from the ``StreamingDataset`` to the last mini-batch (MDS
+joins its ranks with ``torch.distributed``, gloo on 127.0.0.1). MDS keeps
+its state in shared memory (``/dev/shm/NNNNNN_locals``, ``_barrier``, ...)
+and file locks (``$TMPDIR/NNNNNN_*_filelock``), named by a prefix each
+node's leader picks: two "nodes" on one machine would pick the same prefix
+and collide, so each rank runs in a mount namespace of its own with a
+private ``/dev/shm`` (``unshare``, when it can; else the ranks share it and
+more than one rank may fail) and a ``TMPDIR`` of its own; before each MDS run
+the stale shared memory and locks MDS left on the machine are removed and
+each rank calls ``clean_stale_shared_memory()``. Each DataLoader worker drops
+the S3 client it inherited from its rank (see ``own_clients``: a forked
+worker would share the rank's pooled connection with its siblings). The
+**floor**: every
 shard object fetched once, whole, by raw HTTP GETs through the proxy, with
 ``--floor-per-consumer`` (8) × R·W in flight, timed in its own process.
 
@@ -59,7 +74,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import inspect
 import json
 import os
 import platform
@@ -169,7 +183,10 @@ def mds_rank(cfg: dict) -> None:
     from streaming import StreamingDataset
     from streaming.base.util import clean_stale_shared_memory
 
-    clean_stale_shared_memory()
+    try:
+        clean_stale_shared_memory()
+    except FileNotFoundError:
+        pass  # another process removed a block between MDS's look and its unlink
 
     class Tail(tud.IterableDataset):
         """The dataset, then each worker's peak RSS."""
@@ -191,12 +208,25 @@ def mds_rank(cfg: dict) -> None:
             bad += int(x["tokens"][0]) != int(x["id"])
         return ids, hwms, bad
 
+    def own_clients(_):
+        """In each DataLoader worker: drop the S3 client MDS made in the rank
+        process (to fetch index.json). A forked worker inherits it with its
+        pooled keep-alive connection, and two workers on one socket mix their
+        answers: a shard fetched twice, a download hung to MDS's 60 s timeout.
+        Each worker then makes its own client on first use."""
+        info = tud.get_worker_info()
+        for stream in getattr(info.dataset.ds, "streams", None) or []:
+            downloader = getattr(stream, "_downloader", None)
+            if downloader is not None and hasattr(downloader, "clean_up"):
+                downloader.clean_up()
+
     _wait_go()
     t0 = time.perf_counter()
     ds = StreamingDataset(remote=cfg["remote"], local=cfg["local"], shuffle=True, shuffle_seed=cfg["seed"],
                           batch_size=cfg["batch_size"])
     workers = cfg["workers"] if cfg["workers"] > 1 else 0
-    loader = tud.DataLoader(Tail(ds), batch_size=cfg["batch_size"], num_workers=workers, collate_fn=collate)
+    loader = tud.DataLoader(Tail(ds), batch_size=cfg["batch_size"], num_workers=workers, collate_fn=collate,
+                            worker_init_fn=own_clients if workers else None)
     got, hwms, first, batches, bad = [], [], None, 0, 0
     for ids, h, b in loader:
         got += ids
@@ -273,18 +303,28 @@ class Group:
 
     def __init__(self, argvs, envs=None, timeout=600.0):
         self.timeout = timeout
+        # stderr to files: a child that writes more than a pipe holds before
+        # "ready" (warnings) would block on a pipe nobody reads yet.
+        self.errs = [tempfile.TemporaryFile(mode="w+") for _ in argvs]
         self.procs = [
-            subprocess.Popen(a, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            subprocess.Popen(a, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errs[i], text=True,
                              env=(envs[i] if envs else None), start_new_session=True)
             for i, a in enumerate(argvs)
         ]
 
+    def _err(self, i):
+        f = self.errs[i]
+        f.flush()
+        f.seek(0)
+        return f.read()[-3000:]
+
     def _line(self, p, want):
         line = p.stdout.readline()
         if line.strip() != want:
-            err = p.stderr.read() if p.poll() is not None else ""
+            time.sleep(0.5)
+            err = self._err(self.procs.index(p))
             self.kill()
-            raise RuntimeError(f"expected {want!r} from {p.args[:3]}..., got {line!r}\n{err[-3000:]}")
+            raise RuntimeError(f"expected {want!r} from {p.args[:3]}..., got {line!r}\n{err}")
 
     def run(self, stagger: str | None = None) -> list[dict]:
         for p in self.procs:
@@ -298,14 +338,16 @@ class Group:
         timer.start()
         out = []
         try:
-            for p in self.procs:
-                stdout, stderr = p.communicate()
+            for i, p in enumerate(self.procs):
+                stdout, _ = p.communicate()
                 if p.returncode != 0:
-                    raise RuntimeError(f"{p.args[:3]}... exit {p.returncode}\n{stderr[-3000:]}")
+                    raise RuntimeError(f"{p.args[:3]}... exit {p.returncode}\n{self._err(i)}")
                 out.append(json.loads(stdout.strip().splitlines()[-1]))
         finally:
             timer.cancel()
             self.kill()
+            for f in self.errs:
+                f.close()
         return out
 
     def kill(self):
@@ -404,31 +446,38 @@ class Bench:
         for p in self.proxies:
             p.reset_stats()
 
-    def _node_dir(self, system, r):
-        d = os.path.join(self.root, "nodes", system, str(r))
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        return d
+    def _node_dirs(self, system, ranks):
+        """A new, empty directory per node for one run (never one an earlier
+        run used): the run starts cold."""
+        self.run_no = getattr(self, "run_no", 0) + 1
+        base = os.path.join(self.root, "nodes", f"{system}-{self.run_no}")
+        dirs = [os.path.join(base, str(r)) for r in range(ranks)]
+        for d in dirs:
+            os.makedirs(d)
+        return base, dirs
 
-    def run_lodt(self, kib, ranks, workers, faults=0.0):
-        import lodt
-
+    def run_lodt(self, kib, ranks, workers, faults=0.0, partition=None):
         a = self.args
         d = self.datasets[kib]
         n = ranks * workers
-        takes = inspect.signature(lodt.Dataset).parameters
-        argvs, paths = [], []
+        base, caches = self._node_dirs("lodt", ranks)
+        argvs, paths, envs = [], [], []
         for c in range(n):
             r = c // workers
             extra = dict(a.lodt_opt)
-            if "cache_dir" in takes and "cache_dir" not in extra:
-                extra["cache_dir"] = self._node_dir("lodt", r) if c % workers == 0 else os.path.join(
-                    self.root, "nodes", "lodt", str(r))
+            # Always explicit: lodt.Dataset's signature hides behind its
+            # __new__(*args, **kwargs), so inspect.signature cannot tell
+            # whether it takes cache_dir (it does), and without it every
+            # process of every run shares the machine's node cache (warm).
+            extra.setdefault("cache_dir", caches[r])
+            if partition:
+                extra["partition"] = partition
             path = os.path.join(self.root, f"ids-{c}.npy")
             paths.append(path)
             cfg = {"url": d["url"], "options": self.options(self.proxies[r]), "batch_size": a.batch_size,
                    "seed": a.seed, "consumer": c, "consumers": n, "ids": path, "extra": extra}
             argvs.append([sys.executable, __file__, "--lodt-consumer", json.dumps(cfg)])
+            envs.append({**os.environ, "LODT_CACHE_DIR": caches[r]})
         if faults:
             from fault_proxy import slow_down
 
@@ -436,25 +485,75 @@ class Bench:
                 p.add(slow_down(faults))
         self._reset()
         try:
-            out = Group(argvs, timeout=a.timeout).run()
+            out = Group(argvs, envs, timeout=a.timeout).run()
         finally:
             for p in self.proxies:
                 p.clear()
+            shutil.rmtree(base, ignore_errors=True)
         return self._result(out, paths, self._stats(ranks), d["bytes"])
+
+    def clean_mds_shm(self):
+        """Removes what earlier MDS runs left on this machine: its shared
+        memory blocks (``/dev/shm/NNNNNN_<name>``, the names of MDS's
+        ``SHM_TO_CLEAN``) and its file locks (``<tmp>/NNNNNN_*_filelock``),
+        whose presence makes MDS skip (or trip over) a prefix."""
+        import re
+
+        names = ("locals", "barrier", "next_epoch", "cache_usage", "shard_states", "shard_access_times", "resume",
+                 "epoch_shape", "epoch_data", "barrier_filelock", "cache_filelock")
+        pat = re.compile(r"^\d{6}_(%s)$" % "|".join(names))
+        for d in ("/dev/shm", tempfile.gettempdir()):
+            try:
+                entries = os.listdir(d)
+            except OSError:
+                continue
+            for e in entries:
+                if pat.match(e):
+                    try:
+                        os.remove(os.path.join(d, e))
+                    except OSError:
+                        pass
+
+    def mds_isolation(self):
+        """The argv prefix that runs an MDS rank in a mount namespace of its
+        own with a private /dev/shm (a node of its own), or [] when this
+        machine does not allow it."""
+        if self.args.mds_shared_shm:
+            return []
+        if getattr(self, "_isolation", None) is None:
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    'mount -t tmpfs tmpfs /dev/shm && exec "$@"', "sh"]
+            try:
+                ok = subprocess.run(argv + ["true"], capture_output=True, timeout=30).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                ok = False
+            self._isolation = argv if ok else []
+            if not ok:
+                print("# MDS: no private /dev/shm per rank (unshare failed): ranks share it", flush=True)
+        return self._isolation
 
     def run_mds(self, ranks, workers):
         a = self.args
-        argvs, paths = [], []
+        self.clean_mds_shm()
+        base, locals_ = self._node_dirs("mds", ranks)
+        argvs, paths, envs = [], [], []
         master = free_port()
         for r in range(ranks):
             path = os.path.join(self.root, f"ids-{r}.npy")
             paths.append(path)
-            cfg = {"remote": self.mds["remote"], "local": self._node_dir("mds", r), "endpoint": self.proxies[r].endpoint,
+            tmp = os.path.join(base, f"tmp-{r}")
+            os.makedirs(tmp)
+            cfg = {"remote": self.mds["remote"], "local": locals_[r], "endpoint": self.proxies[r].endpoint,
                    "rank": r, "ranks": ranks, "master_port": master, "workers": workers, "batch_size": a.batch_size, "seed": a.seed,
                    "ids": path}
-            argvs.append([a.mds_python, __file__, "--mds-rank", json.dumps(cfg)])
+            argvs.append(self.mds_isolation() + [a.mds_python, __file__, "--mds-rank", json.dumps(cfg)])
+            envs.append({**os.environ, "TMPDIR": tmp})
         self._reset()
-        out = Group(argvs, timeout=a.timeout).run()
+        try:
+            out = Group(argvs, envs, timeout=a.timeout).run()
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+            self.clean_mds_shm()
         return self._result(out, paths, self._stats(ranks), self.mds["bytes"])
 
     def run_floor(self, keys, ranks, workers):
@@ -540,7 +639,15 @@ def report(b, results, args):
             )
     lines.append("")
     lines.append(f"Floor: every shard object once, whole, {a.floor_per_consumer} × R·W GETs in flight through the proxy "
-                 "(the same floor for lodt's and MDS's rows is each one's own objects). Peak RSS: the largest of the runs.")
+                 "(the same floor for lodt's and MDS's rows is each one's own objects). Peak RSS: the largest of the runs. "
+                 "Every run cold: a new disk cache (lodt) or `local=` (MDS) per node and run.")
+    if a.round_robin:
+        lines.append("")
+        lines.append('`lodt … rr`: `partition="round_robin"` (every consumer reads from the whole dataset; the workers of '
+                     'a node share its cache); the other lodt rows: the default for a remote dataset, `"locality"`.')
+    if a.slowdown:
+        lines.append("")
+        lines.append("`lodt … +503`: the `lodt …` run (locality) with the injected 503s (table below).")
     if a.slowdown:
         lines.append("")
         lines.append(f"With {a.slowdown:.0%} of GETs answered 503 SlowDown (lodt):")
@@ -580,6 +687,10 @@ def main():
     ap.add_argument("--floor-per-consumer", type=int, default=8)
     ap.add_argument("--mds-python", default=os.environ.get("LODT_MDS_PYTHON"), help="a Python with mosaicml-streaming")
     ap.add_argument("--no-lodt", action="store_true")
+    ap.add_argument("--mds-shared-shm", action="store_true",
+                    help="run the MDS ranks without a private /dev/shm each (more than one rank then collides)")
+    ap.add_argument("--round-robin", action="store_true",
+                    help='also run lodt with partition="round_robin" (rows "lodt <kib>k rr")')
     ap.add_argument("--slowdown", type=float, default=0.0, help="also run lodt with this fraction of GETs answered 503")
     ap.add_argument("--lodt-opt", action="append", default=[], metavar="KEY=JSON",
                     help="an extra lodt.Dataset keyword (e.g. cache_bytes=67108864), repeatable")
@@ -619,6 +730,8 @@ def main():
         if not args.no_lodt:
             for kib in args.batch_kib:
                 systems.append((f"lodt {kib}k", lambda r, w, kib=kib: b.run_lodt(kib, r, w)))
+                if args.round_robin:
+                    systems.append((f"lodt {kib}k rr", lambda r, w, kib=kib: b.run_lodt(kib, r, w, partition="round_robin")))
                 systems.append((f"floor {kib}k", lambda r, w, kib=kib: b.run_floor(b.datasets[kib]["keys"], r, w)))
                 if args.slowdown:
                     systems.append((f"lodt {kib}k +503", lambda r, w, kib=kib: b.run_lodt(kib, r, w, args.slowdown)))
@@ -632,6 +745,9 @@ def main():
                 for name, fn in systems[k:] + systems[:k]:
                     got = fn(r, w)
                     results[name].setdefault((r, w), []).append(got)
+                    if name.startswith("lodt") and r == 1 and got["fetched"] < 1.0:
+                        print(f"# WARNING: {name} at {r}x{w} fetched {got['fetched']:.2f}x the dataset: not cold?",
+                              flush=True)
                     print(f"# run {rep + 1}, {r}x{w}, {name}: {got['seconds']:.2f} s "
                           + (f"(fetched {got['fetched']:.2f}x, {got['gets']} GETs, {got['hwm_mb']:.0f} MB, "
                              f"missing {got['missing']}, repeats {got['repeats']})" if "fetched" in got else ""),
