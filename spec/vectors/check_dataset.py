@@ -268,16 +268,19 @@ def check_packing(directory, counts, length, shuffle):
     need(p["windows"] == {str(c): {"carry": carry, "delivered": n + 1}}, "equal counts state: window")
 
 
-def window_order(counts, shuffle, epoch):
-    """Section 7.6: the source stream, each window of 2B shuffled by its stream."""
+def window_order(counts, shuffle, epoch, nblocks=1):
+    """Section 7.6: the source stream cut into `nblocks` blocks, each block's
+    windows of 2B shuffled by their streams."""
     source = source_stream(counts, shuffle, epoch)
     if not shuffle:
         return source
-    b, out = 2 * shuffle["buffer"], []
-    for w in range(0, len(source), b):
-        window = source[w:w + b]
-        Rng(stream_seed(shuffle["seed"], epoch, WINDOWS, w // b)).shuffle(window)
-        out += window
+    n, w, out = len(source), 2 * shuffle["buffer"], []
+    for b in range(nblocks):
+        lo, hi = b * n // nblocks, (b + 1) * n // nblocks
+        for k, start in enumerate(range(lo, hi, w)):
+            window = source[start:min(start + w, hi)]
+            Rng(stream_seed(shuffle["seed"], epoch, WINDOWS, (b * 2**32 + k) & MASK)).shuffle(window)
+            out += window
     return out
 
 
@@ -308,13 +311,15 @@ def check_locality(directory, counts, shuffle):
     with open(os.path.join(directory, "locality.json"), "rb") as f:
         v = json.load(f)
     epoch, total = v["epoch"], sum(map(sum, counts))
-    order = window_order(counts, shuffle, epoch)
-    need(order == v["order"], "locality order")
+    need(window_order(counts, shuffle, epoch) == v["order"], "locality order")
+    # The order of C consumers is cut into C blocks.
+    order = window_order(counts, shuffle, epoch, v["consumers"])
     need(sorted(order) == list(range(total)), "the locality order is a permutation")
     ids = [[order[p] for p in b] for b in blocks(list(range(total)), v["consumers"])]
     need(ids == v["ids"], "locality blocks")
     state = v["resume_state"]
-    need(state["version"] == 4 and state["ranges"] == [[0, total]] and state["frontier"] == 0 and state["skip"] == [], "locality state")
+    need(state["version"] == 5 and state["blocks"] == v["consumers"] and state["ranges"] == [[0, total]]
+         and state["frontier"] == 0 and state["skip"] == [], "locality state")
     tail = [p for a, b in state["ranges"] for p in range(a, b)]
     consumed = {int(k): n for k, n in state["consumed"].items()}
     done = set()
@@ -325,6 +330,7 @@ def check_locality(directory, counts, shuffle):
     got = [[order[p] for p in b] for b in blocks(rest, v["resume_consumers"])]
     need(got == v["resume_ids"], "locality resumed blocks")
     need(sorted([order[p] for p in done] + [i for b in got for i in b]) == list(range(total)), "locality resume: every sequence exactly once")
+    order = window_order(counts, shuffle, epoch, v["repeat_consumers"])
     got = [[order[p] for p in b] for b in blocks(list(range(total)), v["repeat_consumers"], "repeat")]
     need(got == v["repeat_ids"], "locality blocks with repeat")
 

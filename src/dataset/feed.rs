@@ -189,9 +189,17 @@ impl Feed {
     }
 
     /// The order of epoch `epoch` in the locality partition (one dataset).
-    pub(crate) fn window_order(&self, epoch: u64, shuffle: Option<Shuffle>) -> Result<WindowOrder> {
+    /// Its windows lie within `blocks` blocks (section 7.6).
+    pub(crate) fn window_order(
+        &self,
+        epoch: u64,
+        shuffle: Option<Shuffle>,
+        blocks: u64,
+    ) -> Result<WindowOrder> {
         match &self.kind {
-            Kind::Dataset { counts, .. } => Ok(WindowOrder::new(counts.clone(), shuffle, epoch)),
+            Kind::Dataset { counts, .. } => {
+                Ok(WindowOrder::new(counts.clone(), shuffle, epoch, blocks))
+            }
             Kind::Mixture(_) => Err(DatasetError::InvalidArgument(
                 "the locality partition reads one dataset, not a mixture".into(),
             )),

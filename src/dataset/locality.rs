@@ -23,25 +23,49 @@ pub(crate) const PURPOSE_WINDOWS: u64 = 6;
 /// this many sequences (the size changes nothing but memory).
 const PLAIN_WINDOW: u64 = 65_536;
 
+/// The most blocks an epoch's order is cut into (the consumers of its first
+/// deal): a state with more is refused.
+pub(crate) const MAX_BLOCKS: u64 = 1 << 24;
+
 /// The positions of an epoch still to deliver: disjoint, increasing,
 /// non-empty ranges `[start, end)`. Tail index `t` is the `t`-th of their
-/// positions; `L` is their number.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// positions; `L` is their number. With them, the number of **blocks** the
+/// epoch's order was cut into (the consumers of its first deal, section
+/// 7.6): it fixes where the order's windows are, for the whole epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Ranges {
     ranges: Vec<(u64, u64)>,
     /// The tail index of each range's first position.
     starts: Vec<u64>,
     len: u64,
+    blocks: u64,
 }
 
 impl Ranges {
-    /// Every position of an epoch of `n`.
-    pub(crate) fn whole(n: u64) -> Self {
-        Self::from_sorted(if n == 0 { Vec::new() } else { vec![(0, n)] })
+    /// Every position of an epoch of `n`, its order cut into `blocks`
+    /// blocks (the consumers that deal it).
+    pub(crate) fn whole(n: u64, blocks: u64) -> Self {
+        Self::from_sorted(
+            if n == 0 { Vec::new() } else { vec![(0, n)] },
+            blocks.clamp(1, MAX_BLOCKS),
+        )
     }
 
-    /// The ranges of a state, checked against the epoch's `n` positions.
-    pub(crate) fn try_new(ranges: &[[u64; 2]], n: u64) -> Result<Self> {
+    /// The blocks the epoch's order was cut into.
+    pub(crate) fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// The ranges of a state, checked against the epoch's `n` positions,
+    /// and its order's `blocks`.
+    pub(crate) fn try_new(ranges: &[[u64; 2]], n: u64, blocks: u64) -> Result<Self> {
+        if !(1..=MAX_BLOCKS).contains(&blocks) {
+            return Err(DatasetError::BadState {
+                reason: format!(
+                    "`blocks` is {blocks}: the order of an epoch is cut into 1 to {MAX_BLOCKS} blocks"
+                ),
+            });
+        }
         let mut last_end = 0u64;
         for (k, &[a, b]) in ranges.iter().enumerate() {
             if a >= b || b > n || (k > 0 && a <= last_end) {
@@ -56,10 +80,11 @@ impl Ranges {
         }
         Ok(Self::from_sorted(
             ranges.iter().map(|r| (r[0], r[1])).collect(),
+            blocks,
         ))
     }
 
-    fn from_sorted(ranges: Vec<(u64, u64)>) -> Self {
+    fn from_sorted(ranges: Vec<(u64, u64)>, blocks: u64) -> Self {
         let mut starts = Vec::with_capacity(ranges.len());
         let mut len = 0u64;
         for &(a, b) in &ranges {
@@ -70,6 +95,7 @@ impl Ranges {
             ranges,
             starts,
             len,
+            blocks,
         }
     }
 
@@ -149,7 +175,7 @@ impl Ranges {
                 _ => joined.push((a, b)),
             }
         }
-        Self::from_sorted(joined)
+        Self::from_sorted(joined, self.blocks)
     }
 
     /// Appends the positions of tail indices `[a, b)` as ranges.
@@ -186,12 +212,21 @@ pub(crate) struct WindowOrder {
     shard_order: Vec<usize>,
     starts: Vec<u64>,
     window: u64,
-    /// The window last read: its number and its sequences in order.
+    /// The blocks the order is cut into before its windows.
+    blocks: u64,
+    /// The window last read: its first position and its sequences in order.
     current: Option<(u64, Vec<SequenceLocation>)>,
 }
 
 impl WindowOrder {
-    pub(crate) fn new(counts: Arc<ShardCounts>, shuffle: Option<Shuffle>, epoch: u64) -> Self {
+    /// The order of epoch `epoch`, cut into `blocks` blocks (the consumers
+    /// of the epoch's first deal) and each block into windows.
+    pub(crate) fn new(
+        counts: Arc<ShardCounts>,
+        shuffle: Option<Shuffle>,
+        epoch: u64,
+        blocks: u64,
+    ) -> Self {
         let mut shard_order: Vec<usize> = (0..counts.num_shards()).collect();
         if let Some(s) = shuffle {
             Rng::stream(s.seed, epoch, PURPOSE_SHARDS, 0).shuffle(&mut shard_order);
@@ -211,6 +246,7 @@ impl WindowOrder {
             shard_order,
             starts,
             window,
+            blocks: blocks.clamp(1, MAX_BLOCKS),
             current: None,
         }
     }
@@ -228,23 +264,49 @@ impl WindowOrder {
                 self.len()
             )));
         }
-        let w = p / self.window;
-        if self.current.as_ref().map(|c| c.0) != Some(w) {
+        let (b, k, start, len) = self.window_of(p);
+        if self.current.as_ref().map(|c| c.0) != Some(start) {
             self.current = None;
-            let window = self.load(w)?;
-            self.current = Some((w, window));
+            let window = self.load(b, k, start, len)?;
+            self.current = Some((start, window));
         }
-        let i = (p - w * self.window) as usize;
+        let i = (p - start) as usize;
         self.current
             .as_ref()
             .and_then(|(_, seqs)| seqs.get(i).copied())
-            .ok_or_else(|| DatasetError::Loader(format!("window {w} has no position {p}")))
+            .ok_or_else(|| {
+                DatasetError::Loader(format!("window {k} of block {b} has no position {p}"))
+            })
     }
 
-    /// Window `w`'s sequences, in order.
-    fn load(&self, w: u64) -> Result<Vec<SequenceLocation>> {
-        let start = w * self.window;
-        let len = self.window.min(self.len() - start) as usize;
+    /// Block `b`'s first position, `floor(b·N / blocks)` (`N` for `b = blocks`).
+    fn block_start(&self, b: u64) -> u64 {
+        (u128::from(b) * u128::from(self.len()) / u128::from(self.blocks)) as u64
+    }
+
+    /// The window holding position `p` (below the order's length): its
+    /// block, its number within the block, its first position and its
+    /// length.
+    fn window_of(&self, p: u64) -> (u64, u64, u64, u64) {
+        let n = self.len().max(1);
+        let mut b = ((u128::from(p) * u128::from(self.blocks)) / u128::from(n)) as u64;
+        b = b.min(self.blocks - 1);
+        while b > 0 && self.block_start(b) > p {
+            b -= 1;
+        }
+        while b + 1 < self.blocks && self.block_start(b + 1) <= p {
+            b += 1;
+        }
+        let (lo, hi) = (self.block_start(b), self.block_start(b + 1));
+        let k = (p - lo) / self.window;
+        let start = lo + k * self.window;
+        (b, k, start, self.window.min(hi - start))
+    }
+
+    /// The sequences of window `k` of block `b` (its first position
+    /// `start`, `len` long), in order.
+    fn load(&self, b: u64, k: u64, start: u64, len: u64) -> Result<Vec<SequenceLocation>> {
+        let len = len as usize;
         let mut source = Vec::new();
         source.try_reserve_exact(len).map_err(|_| {
             DatasetError::Loader(format!(
@@ -256,7 +318,9 @@ impl WindowOrder {
             return Ok(source);
         };
         let mut perm: Vec<usize> = (0..source.len()).collect();
-        Rng::stream(s.seed, self.epoch, PURPOSE_WINDOWS, w).shuffle(&mut perm);
+        // Stream `b·2^32 + k`: with one block, window `k`'s stream is `k`.
+        let index = b.wrapping_mul(1 << 32).wrapping_add(k);
+        Rng::stream(s.seed, self.epoch, PURPOSE_WINDOWS, index).shuffle(&mut perm);
         Ok(perm.into_iter().map(|i| source[i]).collect())
     }
 
@@ -368,22 +432,22 @@ mod tests {
     fn the_window_order_is_a_permutation_local_to_its_windows() {
         // Buffer 2: windows of 4.
         let shuffle = Some(Shuffle { seed: 7, buffer: 2 });
-        let mut order = WindowOrder::new(counts(), shuffle, 1);
+        let mut order = WindowOrder::new(counts(), shuffle, 1, 1);
         let got = ids(&mut order, 19);
         let mut sorted = got.clone();
         sorted.sort();
-        let all: Vec<_> = ids(&mut WindowOrder::new(counts(), None, 0), 19);
+        let all: Vec<_> = ids(&mut WindowOrder::new(counts(), None, 0, 1), 19);
         assert_eq!(sorted, all);
         assert!(order.at(19).is_err());
         // Random access agrees with the walk, whatever the order of access.
-        let mut again = WindowOrder::new(counts(), shuffle, 1);
+        let mut again = WindowOrder::new(counts(), shuffle, 1, 1);
         for p in [18u64, 0, 9, 3, 17, 4] {
             let l = again.at(p).unwrap();
             assert_eq!((l.shard, l.batch, l.index), got[p as usize]);
         }
         // Each window of 4 holds 4 consecutive source positions: those of
         // two windows of 2 of a buffer-1 order of the epoch.
-        let mut source = WindowOrder::new(counts(), Some(Shuffle { seed: 7, buffer: 1 }), 1);
+        let mut source = WindowOrder::new(counts(), Some(Shuffle { seed: 7, buffer: 1 }), 1, 1);
         let source = ids(&mut source, 19);
         for w in 0..5 {
             let (a, b) = (w * 4, (w * 4 + 4).min(19));
@@ -397,10 +461,55 @@ mod tests {
     }
 
     #[test]
+    fn windows_lie_within_the_blocks_of_the_first_deal() {
+        // 19 positions in 3 blocks ([0, 6), [6, 12), [12, 19)), windows of
+        // 8 (buffer 4): within a block, never across one.
+        let shuffle = Some(Shuffle { seed: 7, buffer: 4 });
+        let source = ids(&mut WindowOrder::new(counts(), None, 1, 1), 19);
+        // The source stream is the one of the shuffled shard and batch
+        // order: the buffer-less order of the same epoch and seed, unshuffled
+        // windows of 1.
+        let plain = ids(
+            &mut WindowOrder::new(counts(), Some(Shuffle { seed: 7, buffer: 1 }), 1, 19),
+            19,
+        );
+        let mut order = WindowOrder::new(counts(), shuffle, 1, 3);
+        let got = ids(&mut order, 19);
+        for (a, b) in [(0, 6), (6, 12), (12, 19)] {
+            let mut x = got[a..b].to_vec();
+            let mut y = plain[a..b].to_vec();
+            x.sort();
+            y.sort();
+            assert_eq!(x, y, "block [{a}, {b})");
+        }
+        let mut all = got.clone();
+        all.sort();
+        let mut expected = source.clone();
+        expected.sort();
+        assert_eq!(all, expected);
+        // Random access agrees with the walk.
+        let mut again = WindowOrder::new(counts(), shuffle, 1, 3);
+        for p in [18u64, 0, 11, 6, 5, 12] {
+            let l = again.at(p).unwrap();
+            assert_eq!((l.shard, l.batch, l.index), got[p as usize]);
+        }
+        // One block: the windows of the whole order, as before blocks.
+        let one = ids(&mut WindowOrder::new(counts(), shuffle, 1, 1), 19);
+        assert_eq!(
+            one[..8].iter().collect::<std::collections::BTreeSet<_>>(),
+            plain[..8].iter().collect()
+        );
+        // More blocks than positions: empty blocks, every position once.
+        let mut many = ids(&mut WindowOrder::new(counts(), shuffle, 1, 40), 19);
+        many.sort();
+        assert_eq!(many, expected);
+    }
+
+    #[test]
     fn blocks_cover_the_tail_once_with_balanced_counts() {
         for n in [0u64, 1, 5, 13, 100] {
             for consumers in 1..7u64 {
-                let r = Ranges::whole(n);
+                let r = Ranges::whole(n, 1);
                 let mut seen = Vec::new();
                 for c in 0..consumers {
                     let share = r.share(consumers, c, Remainder::Keep);
@@ -419,7 +528,7 @@ mod tests {
 
     #[test]
     fn advancing_keeps_what_no_consumer_delivered() {
-        let r = Ranges::whole(20);
+        let r = Ranges::whole(20, 1);
         // 3 consumers: blocks [0,6) [6,13) [13,20); they delivered 2, 7 (all), 0.
         let consumed: BTreeMap<u64, u64> = [(0, 2), (1, 7), (2, 0)].into();
         let left = r.advance(3, &consumed);
@@ -438,14 +547,14 @@ mod tests {
 
     #[test]
     fn a_state_s_ranges_are_checked() {
-        assert!(Ranges::try_new(&[[0, 3], [5, 9]], 9).is_ok());
+        assert!(Ranges::try_new(&[[0, 3], [5, 9]], 9, 1).is_ok());
         for bad in [
             &[[3u64, 3]][..],
             &[[0, 10]],
             &[[0, 3], [3, 5]],
             &[[4, 6], [0, 2]],
         ] {
-            let err = Ranges::try_new(bad, 9).unwrap_err().to_string();
+            let err = Ranges::try_new(bad, 9, 1).unwrap_err().to_string();
             assert!(err.contains("ranges must be non-empty"), "{err}");
         }
     }
@@ -454,8 +563,8 @@ mod tests {
     fn a_walk_delivers_its_block_and_repeats_its_first() {
         let counts = Arc::new(ShardCounts::from_batches([&[5u64][..]].into_iter()));
         let walk = |c, remainder, start| {
-            let order = WindowOrder::new(counts.clone(), None, 0);
-            let mut w = LocalityWalk::new(Ranges::whole(5), order, (2, c), remainder, start);
+            let order = WindowOrder::new(counts.clone(), None, 0, 1);
+            let mut w = LocalityWalk::new(Ranges::whole(5, 1), order, (2, c), remainder, start);
             std::iter::from_fn(|| w.next_location())
                 .map(|l| l.unwrap().index)
                 .collect::<Vec<_>>()

@@ -15,8 +15,22 @@ pub(crate) const STATE_VERSION: u32 = 1;
 const PACK_VERSION: u32 = 2;
 /// The loader state version of a packing consumer with equal counts.
 const PACK_EQUAL_VERSION: u32 = 3;
-/// The loader state version of the locality partition (`ranges`).
+/// The loader state version of the locality partition (`ranges`) whose
+/// order is cut into one block.
 pub(crate) const LOCALITY_VERSION: u32 = 4;
+/// The loader state version of the locality partition whose order is cut
+/// into several blocks (`blocks`, `spec/DATASET.md` 7.6).
+pub(crate) const LOCALITY_BLOCKS_VERSION: u32 = 5;
+
+/// The state version of the locality partition with an order of `blocks`
+/// blocks: 4 for one (what a 1.4 reader reads the same), 5 for more.
+pub(crate) fn locality_version(blocks: u64) -> u32 {
+    if blocks > 1 {
+        LOCALITY_BLOCKS_VERSION
+    } else {
+        LOCALITY_VERSION
+    }
+}
 
 /// Where a loader is in an epoch: see [`Loader`](super::Loader) and
 /// `spec/DATASET.md` section 7. Serialize it with [`LoaderState::to_json`]
@@ -66,6 +80,11 @@ pub struct LoaderState {
     /// contiguous blocks; absent in the round-robin partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranges: Option<Vec<[u64; 2]>>,
+    /// The number of blocks the locality partition's order was cut into
+    /// (version 5, `spec/DATASET.md` 7.6: the consumers of the epoch's
+    /// first deal); absent: one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<u64>,
 }
 
 impl LoaderState {
@@ -161,9 +180,13 @@ impl LoaderState {
                     s.epoch.to_string(),
                 ));
             }
-            if s.frontier != first.frontier || s.skip != first.skip || s.ranges != first.ranges {
+            if s.frontier != first.frontier
+                || s.skip != first.skip
+                || s.ranges != first.ranges
+                || s.blocks != first.blocks
+            {
                 return Err(differ(
-                    "the base of the order (frontier, skip list and ranges)",
+                    "the base of the order (frontier, skip list, ranges and blocks)",
                     first.frontier.to_string(),
                     s.frontier.to_string(),
                 ));
@@ -343,12 +366,17 @@ impl PackState {
 
 /// Checks a state's version against its `packing` field.
 pub(crate) fn check_version(state: &LoaderState) -> Result<()> {
+    let blocks = state.blocks.unwrap_or(1);
     match (state.version, &state.packing) {
-        (LOCALITY_VERSION, None) if state.ranges.is_some() => return Ok(()),
-        _ if state.ranges.is_some() || state.version == LOCALITY_VERSION => {
+        (v, None) if state.ranges.is_some() && v == locality_version(blocks) => return Ok(()),
+        _ if state.ranges.is_some()
+            || state.blocks.is_some()
+            || state.version == LOCALITY_VERSION
+            || state.version == LOCALITY_BLOCKS_VERSION =>
+        {
             return Err(DatasetError::BadState {
                 reason: format!(
-                    "state version {} {} `ranges` and {} `packing`: this lodt reads the locality partition's `ranges` in version {LOCALITY_VERSION} states without `packing`",
+                    "state version {} {} `ranges` and {} `packing`: this lodt reads the locality partition's `ranges` in version {LOCALITY_VERSION} states without `packing`, and in version {LOCALITY_BLOCKS_VERSION} ones with `blocks` above 1",
                     state.version,
                     if state.ranges.is_some() {
                         "with"
@@ -561,7 +589,11 @@ fn check_locality(
 ) -> Result<Ranges> {
     check_common(feed, options, state)?;
     let n = feed.len(state.epoch);
-    let ranges = Ranges::try_new(state.ranges.as_deref().unwrap_or(&[]), n)?;
+    let ranges = Ranges::try_new(
+        state.ranges.as_deref().unwrap_or(&[]),
+        n,
+        state.blocks.unwrap_or(1),
+    )?;
     if state.frontier != ranges.first(n) || !state.skip.is_empty() {
         return Err(DatasetError::BadState {
             reason: format!(
@@ -597,11 +629,12 @@ pub(crate) enum Deal {
 }
 
 impl Deal {
-    /// The start of an epoch of `n` positions in `partition`.
-    pub(crate) fn start(partition: Partition, n: u64) -> Deal {
+    /// The start of an epoch of `n` positions in `partition`, dealt to
+    /// `consumers` (whose blocks cut the locality partition's order).
+    pub(crate) fn start(partition: Partition, n: u64, consumers: u64) -> Deal {
         match partition {
             Partition::RoundRobin => Deal::RoundRobin(Base::default()),
-            Partition::Locality => Deal::Locality(Ranges::whole(n)),
+            Partition::Locality => Deal::Locality(Ranges::whole(n, consumers)),
         }
     }
 
@@ -651,11 +684,11 @@ pub(crate) fn resume_point(
     }
     let expected = match saved {
         Partition::RoundRobin => STATE_VERSION,
-        Partition::Locality => LOCALITY_VERSION,
+        Partition::Locality => locality_version(state.blocks.unwrap_or(1)),
     };
     if state.version != expected {
         return bad(format!(
-            "state version {}, this lodt reads version {STATE_VERSION} (round robin) and {LOCALITY_VERSION} (locality) here",
+            "state version {}, this lodt reads version {STATE_VERSION} (round robin), {LOCALITY_VERSION} (locality) and {LOCALITY_BLOCKS_VERSION} (locality with `blocks`) here",
             state.version
         ));
     }

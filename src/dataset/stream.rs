@@ -12,7 +12,7 @@ use super::read_ahead::ReadAhead;
 use super::reader::SequenceLocation;
 use super::shuffle::Shuffle;
 use super::state::{
-    Base, Deal, LOCALITY_VERSION, LoaderState, STATE_VERSION, Subject, resume_point,
+    Base, Deal, LoaderState, STATE_VERSION, Subject, locality_version, resume_point,
 };
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
@@ -390,7 +390,7 @@ impl Stream {
         let (epoch, deal, start) = match state {
             None => (
                 epoch,
-                Deal::start(feed.partition(&options)?, feed.len(epoch)),
+                Deal::start(feed.partition(&options)?, feed.len(epoch), consumers),
                 0,
             ),
             Some(state) => resume_point(
@@ -447,7 +447,8 @@ impl Stream {
             })),
             Deal::Locality(ranges) => Walk::Locality(Box::new(LocalityWalk::new(
                 ranges.clone(),
-                self.feed.window_order(self.epoch, shuffle)?,
+                self.feed
+                    .window_order(self.epoch, shuffle, ranges.blocks())?,
                 (self.consumers, self.consumer),
                 self.options.remainder,
                 self.start,
@@ -541,7 +542,7 @@ impl Stream {
         self.stop_source();
         self.epoch = epoch;
         self.n = self.feed.len(epoch);
-        self.deal = Deal::start(self.deal.partition(), self.n);
+        self.deal = Deal::start(self.deal.partition(), self.n, self.consumers);
         self.start = 0;
         self.delivered = 0;
         self.start_source()
@@ -566,11 +567,15 @@ impl Stream {
         let (version, frontier, skip, ranges) = match &self.deal {
             Deal::RoundRobin(base) => (STATE_VERSION, base.frontier, base.skip.clone(), None),
             Deal::Locality(r) => (
-                LOCALITY_VERSION,
+                locality_version(r.blocks()),
                 r.first(self.n),
                 Vec::new(),
                 Some(r.to_state()),
             ),
+        };
+        let blocks = match &self.deal {
+            Deal::Locality(r) if r.blocks() > 1 => Some(r.blocks()),
+            _ => None,
         };
         LoaderState {
             version,
@@ -586,6 +591,7 @@ impl Stream {
             mixture: self.feed.mixture_state(),
             packing: None,
             ranges,
+            blocks,
         }
     }
 }
