@@ -444,12 +444,12 @@ impl ShardIndex {
                 "the batch offsets and name offsets must end at their sections' lengths".into(),
             ));
         }
-        self.check_shards()
+        self.check_shards(entries)
     }
 
     /// The per-shard rules of [`ShardIndex::check`], the names' uniqueness,
     /// and the fingerprint and total bytes (one pass).
-    fn check_shards(&self) -> Result<(u32, u64)> {
+    fn check_shards(&self, entries: u64) -> Result<(u32, u64)> {
         let bad = |reason: String| DatasetError::bad_manifest(&self.location, reason);
         let starts = self.section(Sec::ShardStarts);
         let offsets = self.section(Sec::BatchOffsets);
@@ -470,9 +470,9 @@ impl ShardIndex {
                     "shard {i}: its shard starts must not decrease and its name must lie in the names section"
                 )));
             };
-            if next <= first {
+            if next <= first || next > entries {
                 return Err(bad(format!(
-                    "shard {i}: expected at least one batch-start entry"
+                    "shard {i}: its batch offsets {first}..{next}: expected at least one batch-start entry, within the {entries} there are"
                 )));
             }
             let mut previous = 0u64;
@@ -772,6 +772,73 @@ mod tests {
         }
         for len in 0..bytes.len() {
             assert!(open(&bytes[..len], &json).is_err(), "truncated to {len}");
+        }
+    }
+
+    /// `bytes` with every CRC made right again (a hostile writer's index).
+    fn recrc(mut bytes: Vec<u8>) -> (Vec<u8>, u32) {
+        for i in 0..SECTIONS {
+            let at = TABLE + 24 * i;
+            let off = u64_at(&bytes[at..at + 8], 0) as usize;
+            let len = u64_at(&bytes[at + 8..at + 16], 0) as usize;
+            if let Some(body) = bytes.get(off..off.saturating_add(len)) {
+                let crc = crc32fast::hash(body);
+                bytes[at + 16..at + 20].copy_from_slice(&crc.to_le_bytes());
+            }
+        }
+        let crc = crc32fast::hash(&bytes[..HEADER_CRC_AT]);
+        bytes[HEADER_CRC_AT..HEADER_CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        (bytes, crc)
+    }
+
+    #[test]
+    fn hostile_counts_with_right_crcs_are_refused_without_a_panic_or_a_hang() {
+        let m = manifest();
+        let (json, _, bytes) = manifest_with_index(&m, "c2");
+        let section = |i: usize| {
+            let at = TABLE + 24 * i;
+            u64_at(&bytes[at..at + 8], 0) as usize
+        };
+        let put =
+            |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+            ("a huge shard count", Box::new(|b| put(b, 16, u64::MAX))),
+            ("a huge entry count", Box::new(|b| put(b, 24, u64::MAX / 4))),
+            (
+                "a batch offset past the entries",
+                Box::new(move |b| put(b, section(2) + 8, 1 << 60)),
+            ),
+            (
+                "decreasing shard starts",
+                Box::new(move |b| put(b, section(1) + 8, 1 << 40)),
+            ),
+            (
+                "a name offset past the names",
+                Box::new(move |b| put(b, section(7) + 8, 1 << 50)),
+            ),
+            (
+                "a section offset past the file",
+                Box::new(|b| put(b, TABLE + 24 * 3, 1 << 40)),
+            ),
+            (
+                "an unaligned section",
+                Box::new(|b| {
+                    let at = TABLE + 24 * 9;
+                    let v = u64_at(&b[at..at + 8], 0) + 1;
+                    put(b, at, v);
+                }),
+            ),
+        ];
+        for (what, damage) in cases {
+            let mut b = bytes.clone();
+            damage(&mut b);
+            let (b, crc) = recrc(b);
+            let pointer = IndexPointer {
+                name: "lodt-dataset.index.c2".into(),
+                crc: format!("{crc:08x}"),
+            };
+            let got = ShardIndex::open(aligned(&b), "mem", &pointer, json.len() as u64);
+            assert!(got.is_err(), "{what}: accepted");
         }
     }
 
