@@ -801,7 +801,8 @@ mod tests {
         };
         let put =
             |b: &mut Vec<u8>, at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
-        let cases: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+        type Damage<'a> = Box<dyn Fn(&mut Vec<u8>) + 'a>;
+        let cases: Vec<(&str, Damage)> = vec![
             ("a huge shard count", Box::new(|b| put(b, 16, u64::MAX))),
             ("a huge entry count", Box::new(|b| put(b, 24, u64::MAX / 4))),
             (

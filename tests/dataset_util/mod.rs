@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use lodt::dataset::{
-    Dataset, DatasetStore, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, LocalStore,
-    MiniBatch,
+    Batching, Dataset, DatasetStore, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions,
+    LoaderState, LocalStore, MiniBatch,
 };
 use lodt::{Batch, Lod, LodTensor};
 use std::path::Path;
@@ -110,6 +110,45 @@ pub fn run(loader: Loader) -> Vec<Vec<u64>> {
 /// The ids of every mini-batch of a new loader with `options`.
 pub fn collect(dataset: &Arc<Dataset>, options: LoaderOptions) -> Vec<Vec<u64>> {
     run(Loader::new(dataset.clone(), options).unwrap())
+}
+
+/// One partial epoch of every consumer of a `world` × `workers` layout,
+/// from `state` (the epoch's start with `None`): each consumer delivers a
+/// random number of mini-batches, up to `steps` (all of its share with
+/// `None`), of 1 to 6 sequences, 0 to 2 of them prefetched, each checked.
+/// `options(rank, world, worker, workers)` gives a consumer's options.
+/// Returns every id delivered and the consumers' states merged.
+pub fn partial_epoch(
+    dataset: &Arc<Dataset>,
+    state: Option<&LoaderState>,
+    (world, workers): (usize, usize),
+    rng: &mut TestRng,
+    steps: Option<u64>,
+    options: impl Fn(usize, usize, usize, usize) -> LoaderOptions,
+) -> (Vec<u64>, LoaderState) {
+    let mut delivered = Vec::new();
+    let mut states = Vec::new();
+    for rank in 0..world {
+        for worker in 0..workers {
+            let o = LoaderOptions {
+                batching: Batching::Sequences(1 + rng.below(6) as usize),
+                prefetch: rng.below(3) as usize,
+                ..options(rank, world, worker, workers)
+            };
+            let mut loader = match state {
+                Some(s) => Loader::resume(dataset.clone(), o, s).unwrap(),
+                None => Loader::new(dataset.clone(), o).unwrap(),
+            };
+            let take = steps.map_or(usize::MAX, |s| rng.below(s + 1) as usize);
+            for b in loader.by_ref().take(take) {
+                let b = b.unwrap();
+                check(&b);
+                delivered.extend(b.ids);
+            }
+            states.push(loader.state());
+        }
+    }
+    (delivered, LoaderState::merge(&states).unwrap())
 }
 
 /// A small deterministic generator (xorshift64*) for test choices.

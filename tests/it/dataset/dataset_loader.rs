@@ -5,7 +5,7 @@
 
 use crate::dataset_util;
 
-use dataset_util::{TestRng, check, collect, open, run, write_dataset};
+use dataset_util::{TestRng, check, collect, open, partial_epoch, run, write_dataset};
 use lodt::dataset::{
     Batching, DatasetError, Loader, LoaderOptions, LoaderState, Remainder, ShuffleOptions,
 };
@@ -244,42 +244,6 @@ fn resuming_at_random_steps_equals_the_uninterrupted_stream() {
     }
 }
 
-/// Runs consumers of a `world x workers` layout from `state` (or the epoch's
-/// start), each taking a random number of steps (`None`: to the end);
-/// returns the ids delivered and the merged state.
-fn partial_epoch(
-    dataset: &std::sync::Arc<lodt::dataset::Dataset>,
-    state: Option<&LoaderState>,
-    world: usize,
-    workers: usize,
-    rng: &mut TestRng,
-    steps: Option<u64>,
-) -> (Vec<u64>, LoaderState) {
-    let mut delivered = Vec::new();
-    let mut states = Vec::new();
-    for rank in 0..world {
-        for worker in 0..workers {
-            let o = LoaderOptions {
-                batching: Batching::Sequences(1 + rng.below(6) as usize),
-                prefetch: rng.below(3) as usize,
-                ..options(rank, world, worker, workers)
-            };
-            let mut loader = match state {
-                Some(s) => Loader::resume(dataset.clone(), o, s).unwrap(),
-                None => Loader::new(dataset.clone(), o).unwrap(),
-            };
-            let take = steps.map_or(usize::MAX, |s| rng.below(s + 1) as usize);
-            for b in loader.by_ref().take(take) {
-                let b = b.unwrap();
-                check(&b);
-                delivered.extend(b.ids);
-            }
-            states.push(loader.state());
-        }
-    }
-    (delivered, LoaderState::merge(&states).unwrap())
-}
-
 #[test]
 fn a_world_size_change_delivers_every_remaining_sequence_exactly_once() {
     let (_dir, dataset, n) = dataset();
@@ -294,10 +258,10 @@ fn a_world_size_change_delivers_every_remaining_sequence_exactly_once() {
             b = (a.0 * a.1 + 1, 1);
         }
         let c = layouts[rng.below(6) as usize];
-        let (mut seen, s1) = partial_epoch(&dataset, None, a.0, a.1, &mut rng, Some(12));
-        let (more, s2) = partial_epoch(&dataset, Some(&s1), b.0, b.1, &mut rng, Some(8));
+        let (mut seen, s1) = partial_epoch(&dataset, None, a, &mut rng, Some(12), options);
+        let (more, s2) = partial_epoch(&dataset, Some(&s1), b, &mut rng, Some(8), options);
         seen.extend(more);
-        let (rest, s3) = partial_epoch(&dataset, Some(&s2), c.0, c.1, &mut rng, None);
+        let (rest, s3) = partial_epoch(&dataset, Some(&s2), c, &mut rng, None, options);
         seen.extend(rest);
         let unique: BTreeSet<u64> = seen.iter().copied().collect();
         assert_eq!(

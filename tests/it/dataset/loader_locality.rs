@@ -6,7 +6,7 @@
 
 use crate::dataset_util;
 
-use dataset_util::{TestRng, check, open, run, write_dataset};
+use dataset_util::{TestRng, open, partial_epoch, run, write_dataset};
 use lodt::dataset::{
     Batching, Loader, LoaderOptions, LoaderState, Mixture, PackOptions, Partition, Remainder,
     ShuffleOptions,
@@ -187,42 +187,6 @@ fn resuming_at_random_steps_equals_the_uninterrupted_stream() {
     }
 }
 
-/// Runs a `world x workers` layout from `state` (or the start), each
-/// consumer taking a random number of mini-batches (`None`: all).
-fn partial_epoch(
-    dataset: &std::sync::Arc<lodt::dataset::Dataset>,
-    state: Option<&LoaderState>,
-    (world, workers): (usize, usize),
-    rng: &mut TestRng,
-    steps: Option<u64>,
-    remainder: Remainder,
-) -> (Vec<u64>, LoaderState) {
-    let mut delivered = Vec::new();
-    let mut states = Vec::new();
-    for rank in 0..world {
-        for worker in 0..workers {
-            let o = LoaderOptions {
-                batching: Batching::Sequences(1 + rng.below(6) as usize),
-                prefetch: rng.below(3) as usize,
-                remainder,
-                ..options(rank, world, worker, workers)
-            };
-            let mut loader = match state {
-                Some(s) => Loader::resume(dataset.clone(), o, s).unwrap(),
-                None => Loader::new(dataset.clone(), o).unwrap(),
-            };
-            let take = steps.map_or(usize::MAX, |s| rng.below(s + 1) as usize);
-            for b in loader.by_ref().take(take) {
-                let b = b.unwrap();
-                check(&b);
-                delivered.extend(b.ids);
-            }
-            states.push(loader.state());
-        }
-    }
-    (delivered, LoaderState::merge(&states).unwrap())
-}
-
 #[test]
 fn a_world_size_change_delivers_every_remaining_sequence_exactly_once() {
     let (_dir, dataset, n) = dataset();
@@ -235,11 +199,10 @@ fn a_world_size_change_delivers_every_remaining_sequence_exactly_once() {
             b = (a.0 * a.1 + 1, 1);
         }
         let c = layouts[rng.below(6) as usize];
-        let keep = Remainder::Keep;
-        let (mut seen, s1) = partial_epoch(&dataset, None, a, &mut rng, Some(12), keep);
-        let (more, s2) = partial_epoch(&dataset, Some(&s1), b, &mut rng, Some(8), keep);
+        let (mut seen, s1) = partial_epoch(&dataset, None, a, &mut rng, Some(12), options);
+        let (more, s2) = partial_epoch(&dataset, Some(&s1), b, &mut rng, Some(8), options);
         seen.extend(more);
-        let (rest, s3) = partial_epoch(&dataset, Some(&s2), c, &mut rng, None, keep);
+        let (rest, s3) = partial_epoch(&dataset, Some(&s2), c, &mut rng, None, options);
         seen.extend(rest);
         assert_eq!(
             seen.len() as u64,
