@@ -455,7 +455,6 @@ impl ShardIndex {
         let offsets = self.section(Sec::BatchOffsets);
         let batch = self.section(Sec::BatchStarts);
         let tensors = self.section(Sec::Tensors);
-        let mut fingerprint = crc32fast::Hasher::new();
         let mut total_bytes = 0u64;
         let mut hashes = Vec::new();
         hashes
@@ -503,12 +502,7 @@ impl ShardIndex {
             )
             .map_err(bad)?;
             hashes.push((fxhash(name.as_bytes()), i));
-            fingerprint.update(&(name.len() as u64).to_le_bytes());
-            fingerprint.update(name.as_bytes());
-            fingerprint.update(&self.bytes(i).to_le_bytes());
             total_bytes = total_bytes.saturating_add(self.bytes(i));
-            fingerprint.update(&self.footer_crc(i).to_le_bytes());
-            fingerprint.update(&sequences.to_le_bytes());
         }
         hashes.sort_unstable();
         for pair in hashes.windows(2) {
@@ -520,7 +514,12 @@ impl ShardIndex {
                 )));
             }
         }
-        Ok((fingerprint.finalize(), total_bytes))
+        let fingerprint = super::manifest::fingerprint_of((0..self.shards).map(|i| {
+            // Starts do not decrease: checked above.
+            let sequences = u64_at(starts, i + 1).saturating_sub(u64_at(starts, i));
+            (self.name(i), self.bytes(i), self.footer_crc(i), sequences)
+        }));
+        Ok((fingerprint, total_bytes))
     }
 
     /// The shards' sizes, summed.
@@ -601,6 +600,27 @@ impl ShardIndex {
                 TensorCounts { levels, rows }
             })
             .collect()
+    }
+
+    /// Shard `shard`'s manifest entry (`counts`: the index's own).
+    pub(crate) fn entry(
+        &self,
+        counts: &super::counts::ShardCounts,
+        shard: usize,
+    ) -> super::manifest::ShardEntry {
+        let batch_sequences: Vec<u64> = (0..counts.batches(shard))
+            .map(|b| counts.batch_sequences(shard, b))
+            .collect();
+        super::manifest::ShardEntry {
+            name: self.name(shard).to_owned(),
+            bytes: self.bytes(shard),
+            footer_crc: self.footer_crc(shard),
+            batches: batch_sequences.len() as u64,
+            sequences: counts.shard_sequences(shard),
+            batch_sequences,
+            tensors: self.tensors(shard),
+            format_version: self.format_version(shard),
+        }
     }
 
     /// The schema.
@@ -702,21 +722,7 @@ mod tests {
     fn entries(index: &ShardIndex) -> Vec<ShardEntry> {
         let counts = crate::dataset::counts::ShardCounts::mapped(index.count_buffers()).unwrap();
         (0..index.num_shards())
-            .map(|s| {
-                let batch_sequences: Vec<u64> = (0..counts.batches(s))
-                    .map(|b| counts.batch_sequences(s, b))
-                    .collect();
-                ShardEntry {
-                    name: index.name(s).into(),
-                    bytes: index.bytes(s),
-                    footer_crc: index.footer_crc(s),
-                    batches: batch_sequences.len() as u64,
-                    sequences: counts.shard_sequences(s),
-                    batch_sequences,
-                    tensors: index.tensors(s),
-                    format_version: index.format_version(s),
-                }
-            })
+            .map(|s| index.entry(&counts, s))
             .collect()
     }
 

@@ -706,6 +706,21 @@ impl Manifest {
     }
 }
 
+/// The fingerprint of a shard list (`spec/DATASET.md` 7.2): the CRC32 of,
+/// per shard in order, its name's length, its name, its bytes, footer CRC
+/// and sequences (`name, bytes, footer_crc, sequences`).
+pub(crate) fn fingerprint_of<'a>(shards: impl Iterator<Item = (&'a str, u64, u32, u64)>) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    for (name, bytes, crc, sequences) in shards {
+        h.update(&(name.len() as u64).to_le_bytes());
+        h.update(name.as_bytes());
+        h.update(&bytes.to_le_bytes());
+        h.update(&crc.to_le_bytes());
+        h.update(&sequences.to_le_bytes());
+    }
+    h.finalize()
+}
+
 /// The rules of section 3 on shard `i` (name `name`) that the JSON manifest
 /// and the shard index share: a valid name; its batches' sequences summing to
 /// its sequence count (`counts`: the sum, the count); one tensor count per

@@ -224,19 +224,6 @@ struct Facts<'a> {
     format_version: Option<crate::format::Version>,
 }
 
-/// The fingerprint of a shard list (`spec/DATASET.md` 7.2).
-fn fingerprint_of<'a>(shards: impl Iterator<Item = (&'a str, u64, u32, u64)>) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    for (name, bytes, crc, sequences) in shards {
-        h.update(&(name.len() as u64).to_le_bytes());
-        h.update(name.as_bytes());
-        h.update(&bytes.to_le_bytes());
-        h.update(&crc.to_le_bytes());
-        h.update(&sequences.to_le_bytes());
-    }
-    h.finalize()
-}
-
 impl Dataset {
     /// Opens the dataset in directory `dir` (reads its manifest only).
     ///
@@ -298,7 +285,7 @@ impl Dataset {
     pub(super) fn from_manifest(store: Arc<dyn DatasetStore>, manifest: Manifest) -> Self {
         let counts =
             ShardCounts::from_batches(manifest.shards.iter().map(|s| s.batch_sequences.as_slice()));
-        let fingerprint = fingerprint_of(
+        let fingerprint = super::manifest::fingerprint_of(
             manifest
                 .shards
                 .iter()
@@ -375,19 +362,7 @@ impl Dataset {
 
     /// Shard `shard`'s manifest entry, from the index.
     fn entry_of(&self, index: &ShardIndex, shard: usize) -> ShardEntry {
-        let batch_sequences: Vec<u64> = (0..self.counts.batches(shard))
-            .map(|b| self.counts.batch_sequences(shard, b))
-            .collect();
-        ShardEntry {
-            name: index.name(shard).to_owned(),
-            bytes: index.bytes(shard),
-            footer_crc: index.footer_crc(shard),
-            batches: batch_sequences.len() as u64,
-            sequences: self.counts.shard_sequences(shard),
-            batch_sequences,
-            tensors: index.tensors(shard),
-            format_version: index.format_version(shard),
-        }
+        index.entry(&self.counts, shard)
     }
 
     /// Shard `shard`'s manifest entry (a copy).
