@@ -13,6 +13,7 @@ mod info;
 mod invocation;
 mod recover;
 mod show;
+mod state;
 mod stats;
 mod suggest;
 mod verify;
@@ -50,6 +51,8 @@ enum Command {
     Convert(convert::Args),
     /// Write a dataset's shard index (what readers open instead of its JSON manifest) if it lacks one.
     Index(index::Args),
+    /// Look into a saved loader state or checkpoint (`state show`).
+    State(state::Args),
 }
 
 /// The last panic's report (message, location and, with `RUST_BACKTRACE`,
@@ -125,6 +128,7 @@ fn run() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Index(args) => index::run(args),
+        Command::State(args) => state::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -30,6 +30,7 @@ __all__ = [
     "checkpoint_from_json",
     "checkpoint_to_json",
     "merge_checkpoints",
+    "inspect_state",
     "checkpoint_workers",
     "checkpoint_first_worker",
     "served_worker",
@@ -623,6 +624,12 @@ def checkpoint_from_json(text: str) -> str:
 def checkpoint_to_json(loader: str, next_worker: int) -> str:
     """The checkpoint (JSON) of a loader state (JSON) whose next mini-batch
     comes from local worker ``next_worker``."""
+
+def inspect_state(
+    text: str, dataset: _PathLike | None = None, storage_options: Mapping[str, str] | None = None
+) -> str:
+    """The facts of a checkpoint or loader state (JSON text) as JSON text, with
+    ``dataset_mismatch`` when ``dataset`` is given."""
 
 def merge_checkpoints(texts: Sequence[str]) -> str:
     """Every rank's checkpoint (JSON texts) merged into one complete checkpoint

@@ -40,6 +40,38 @@ pub fn checkpoint_to_json(loader: &str, next_worker: u64) -> PyResult<String> {
     dump(&Checkpoint::new(loader, next_worker))
 }
 
+/// inspect_state(text, dataset=None, storage_options=None) -> str
+///
+/// The facts of a checkpoint or loader state (JSON text) as JSON text
+/// (`lodt::dataset::StateReport`), with `"dataset_mismatch"`: why the
+/// dataset at `dataset` is not the one it was saved on, or null (absent
+/// when no dataset is given).
+#[pyfunction]
+#[pyo3(signature = (text, dataset = None, storage_options = None))]
+pub fn inspect_state(
+    py: Python<'_>,
+    text: &str,
+    dataset: Option<std::path::PathBuf>,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<String> {
+    let json: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| value(format!("a dataset state is a JSON object: {e}")))?;
+    let report = lodt::dataset::StateReport::of_json(&json).map_err(dataset_err)?;
+    let mut out = serde_json::to_value(&report).map_err(|e| value(e.to_string()))?;
+    if let Some(path) = dataset {
+        let mismatch = py.detach(move || {
+            crate::error::guard("opening the dataset", || {
+                let options = crate::file::open_options(true, false, storage_options);
+                let store = crate::dataset::store_at(&path, &options)?;
+                let dataset = lodt::dataset::Dataset::open_in(store).map_err(dataset_err)?;
+                Ok(report.mismatch(&dataset))
+            })
+        })?;
+        out["dataset_mismatch"] = serde_json::json!(mismatch);
+    }
+    serde_json::to_string(&out).map_err(|e| value(e.to_string()))
+}
+
 /// merge_checkpoints(texts) -> str
 ///
 /// Merges the checkpoints (JSON texts) of every rank into one complete
@@ -111,6 +143,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checkpoint_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(merge_checkpoints, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect_state, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_workers, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_first_worker, m)?)?;
     m.add_function(wrap_pyfunction!(served_worker, m)?)?;

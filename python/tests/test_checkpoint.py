@@ -32,6 +32,35 @@ def test_state_dict_is_the_checkpoint_object(dataset_dir):
     assert first + rest == whole
 
 
+def test_inspect_state_reports_progress_and_the_dataset(dataset_dir, tmp_path):
+    ranks = [lodt.Dataset(dataset_dir, batch_size=4, shuffle=True, seed=3, rank=r, world_size=2) for r in range(2)]
+    for ds, steps in zip(ranks, (2, 1)):
+        it = iter(ds)
+        for _ in range(steps):
+            next(it)
+    states = [ds.state_dict() for ds in ranks]
+    one = lodt.inspect_state(states[0])
+    assert (one["partition"], one["epoch"], one["consumers"], one["complete"]) == ("round_robin", 0, 2, False)
+    assert one["next_worker"] == 0 and one["delivered"] == 8
+    merged = lodt.Dataset.merge_states(states)
+    r = lodt.inspect_state(merged, dataset=dataset_dir)
+    assert r["complete"] and r["delivered"] == 12 and r["remaining"] == TOTAL - 12
+    assert [(c["consumer"], c["delivered"]) for c in r["per_consumer"]] == [(0, 8), (1, 4)]
+    assert sum(c["share"] for c in r["per_consumer"]) == TOTAL
+    assert r["shuffle"] == {"seed": 3, "buffer": 16384} and r["remainder"] == "keep"
+    assert r["dataset_mismatch"] is None
+    # The bare loader state says the same, without a next worker.
+    assert lodt.inspect_state(merged["loader"])["delivered"] == 12
+    assert lodt.inspect_state(merged["loader"])["next_worker"] is None
+    other = tmp_path / "other"
+    lodt.write_dataset(other, [{"x": np.arange(3, dtype=np.int64)}])
+    assert "saved on a dataset of" in lodt.inspect_state(merged, dataset=other)["dataset_mismatch"]
+    with pytest.raises(ValueError):
+        lodt.inspect_state({"version": 7})
+    with pytest.raises(TypeError):
+        lodt.inspect_state("not a dict")  # type: ignore[arg-type]
+
+
 def test_a_bare_loader_state_and_merged_states_resume_from_worker_0(dataset_dir):
     ds = lodt.Dataset(dataset_dir, batch_size=5)
     it = iter(ds)

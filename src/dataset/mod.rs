@@ -90,6 +90,7 @@ mod counts;
 mod error;
 mod feed;
 mod index;
+mod inspect;
 mod job;
 mod loader;
 mod locality;
@@ -118,6 +119,7 @@ pub use commit::new_commit_id;
 pub use compat::PackedLoader;
 pub use error::{DatasetError, Result};
 pub use feed::Feed;
+pub use inspect::{ConsumerProgress, MixtureFacts, StateReport};
 pub use job::{JobCleanup, PartJob};
 pub use loader::Loader;
 pub use manifest::{

@@ -197,3 +197,73 @@ fn index_writes_a_missing_shard_index_and_then_has_nothing_to_do() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("none"), "{err}");
 }
+
+#[test]
+fn state_show_reports_a_saved_state_and_checks_it_against_a_dataset() {
+    use lodt::dataset::{Batching, Loader, LoaderOptions, LoaderState, ShuffleOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.lodt");
+    let n = source(&input);
+    let train = dir.path().join("train");
+    let (code, _, err) = lodt(&["convert", path(&input), &format!("{}/", train.display())]);
+    assert_eq!(code, 0, "{err}");
+    let dataset = std::sync::Arc::new(lodt::dataset::Dataset::open(&train).unwrap());
+    let mut states = Vec::new();
+    for (rank, steps) in [(0, 3), (1, 1)] {
+        let options = LoaderOptions {
+            batching: Batching::Sequences(4),
+            shuffle: Some(ShuffleOptions {
+                seed: 3,
+                buffer: 32,
+            }),
+            rank,
+            world_size: 2,
+            prefetch: 0,
+            ..Default::default()
+        };
+        let mut loader = Loader::new(dataset.clone(), options).unwrap();
+        loader.by_ref().take(steps).for_each(|b| drop(b.unwrap()));
+        states.push(loader.state());
+    }
+    let merged = LoaderState::merge(&states).unwrap();
+    let file = dir.path().join("state.json");
+    std::fs::write(&file, merged.to_json().to_string()).unwrap();
+    let (code, stdout, err) = lodt(&["state", "show", path(&file), "--dataset", path(&train)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.starts_with("loader state version 1, round_robin partition, epoch 0\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{n} sequences: 16 delivered, {} remaining; 2 consumers (every count",
+            n - 16
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("consumer 0: 12 of "), "{stdout}");
+    assert!(
+        stdout.contains("dataset: the one it was saved on"),
+        "{stdout}"
+    );
+    let (code, stdout, err) = lodt(&["state", "show", path(&file), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["delivered"], 16);
+    assert_eq!(report["per_consumer"][1]["delivered"], 4);
+    assert_eq!(report["complete"], true);
+    // Another dataset: exit 1, saying why.
+    let other = dir.path().join("other");
+    lodt::dataset::DatasetWriter::create(&other, Default::default())
+        .unwrap()
+        .finish()
+        .unwrap();
+    let (code, stdout, err) = lodt(&["state", "show", path(&file), "--dataset", path(&other)]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(err.contains("saved on a dataset of"), "{err}");
+    // Not a state.
+    std::fs::write(&file, "{\"version\": 9}").unwrap();
+    let (code, _, err) = lodt(&["state", "show", path(&file)]);
+    assert_eq!(code, 1);
+    assert!(err.contains("state.json"), "{err}");
+}
