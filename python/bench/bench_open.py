@@ -15,7 +15,11 @@ numpy and lodt imported):
   first   its first shuffled mini-batch of 32 (consumer 0 of ``--consumers``)
   resume  the first mini-batch after loading a state at 90 % of the epoch
           (every consumer's count at 0 of a tail starting at 90 %: for round
-          robin a frontier, for locality a range)
+          robin a frontier, for locality a range). For round robin the state
+          is the one a loader saves there, with its cursor (spec/DATASET.md
+          7.3): made once, before the timed processes, by a loader that walks
+          to the frontier; ``--no-cursor`` times the same state without it
+          (the walk from the epoch's start)
 
 The figures are the medians of ``--reps`` processes.
 """
@@ -49,6 +53,10 @@ ds = lodt.Dataset(path, batch_size=32, shuffle=True, seed=1, rank=0, world_size=
 n = len(ds)
 opened = time.perf_counter() - t
 if what == "resume":
+    with open(sys.argv[5]) as f:
+        ds.load_state_dict(json.load(f))
+if what == "prepare":
+    # The state at 90 %: every consumer's count at 0 of a tail from there.
     state = ds.state_dict()
     loader = state["loader"]
     total = loader["sequences"]
@@ -59,7 +67,19 @@ if what == "resume":
     else:
         loader["frontier"] = start
     ds.load_state_dict(state)
-if what != "open":
+    if partition == "round_robin":
+        # What this loader saves after walking there: the same counts, and
+        # the cursor of its walk (none with --no-cursor).
+        it = iter(ds)
+        next(it)
+        saved = ds.state_dict()
+        cursor = saved["loader"].pop("cursor", None)
+        assert cursor is not None and cursor["position"] <= start, "a state at 90 % has a cursor"
+        if sys.argv[6] == "cursor":
+            state["loader"]["cursor"] = cursor
+    with open(sys.argv[5], "w") as f:
+        json.dump(state, f)
+if what not in ("open", "prepare"):
     next(iter(ds))
 print(json.dumps({"seconds": time.perf_counter() - t, "open": opened, "rss": rss() - base, "len": n}))
 """
@@ -110,6 +130,7 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--dir", default=None)
     p.add_argument("--listings", default="index,json")
+    p.add_argument("--no-cursor", action="store_true", help="resume round robin from a state without its cursor")
     a = p.parse_args()
     root = a.dir or tempfile.mkdtemp(prefix="lodt-open-")
     print(f"load average {os.getloadavg()[0]:.2f}")
@@ -127,11 +148,17 @@ def main() -> None:
                 os.rename(index, index + ".aside")
             try:
                 for partition in ("round_robin", "locality"):
+                    state = os.path.join(root, f"state-{shards}-{partition}.json")
+                    cursor = "none" if a.no_cursor else "cursor"
+                    subprocess.run(
+                        [sys.executable, "-c", _CHILD, path, str(a.consumers), partition, "prepare", state, cursor],
+                        capture_output=True, text=True, check=True,
+                    )
                     for what in ("open", "first", "resume"):
                         runs = []
                         for _ in range(a.reps):
                             out = subprocess.run(
-                                [sys.executable, "-c", _CHILD, path, str(a.consumers), partition, what],
+                                [sys.executable, "-c", _CHILD, path, str(a.consumers), partition, what, state],
                                 capture_output=True, text=True, check=True,
                             )
                             runs.append(json.loads(out.stdout))

@@ -133,3 +133,36 @@ def test_read_tasks_are_planned_by_the_crate(dataset_dir):
     assert max(rows for _, rows, _ in tasks) <= TOTAL // 3 + biggest
     assert len(_lodt.plan_reads(reader.manifest_json(), 1)) == 1
     assert np.sum([len(p) for p, _, _ in _lodt.plan_reads(reader.manifest_json(), 1000)]) >= len(manifest["shards"])
+
+
+def test_a_late_state_carries_a_cursor_and_resumes_exactly(tmp_path):
+    # 140,000 one-row sequences: a state past 65,536 positions of the
+    # shuffled order holds the order's cursor (spec/DATASET.md 7.3).
+    path = tmp_path / "big"
+    lengths = [1] * 140_000
+    x = lodt.create_lod_tensor(np.arange(140_000, dtype=np.int32).reshape(-1, 1), [lengths])
+    lodt.write_dataset(path, [{"x": x}])
+    opts = dict(batch_size=256, shuffle=True, seed=5, shuffle_buffer=500)
+    whole = [b["x"].numpy().ravel().tolist() for b in lodt.Dataset(path, **opts)]
+    ds = lodt.Dataset(path, **opts)
+    it = iter(ds)
+    first = [next(it)["x"].numpy().ravel().tolist() for _ in range(400)]  # 102,400 positions
+    state = ds.state_dict()
+    cursor = state["loader"]["cursor"]
+    assert cursor["position"] == 65_536 and cursor["drawn"] == 66_036 and len(cursor["buffer"]) == 500
+    assert all(len(w) == 16 for w in cursor["rng"])
+    saved = json.loads(json.dumps(state))  # through JSON, as a checkpoint file
+    resumed = lodt.Dataset(path, **opts)
+    resumed.load_state_dict(saved)
+    rest = [b["x"].numpy().ravel().tolist() for b in resumed]
+    assert first + rest == whole
+    # The same state without its cursor resumes the same sequences.
+    del saved["loader"]["cursor"]
+    walked = lodt.Dataset(path, **opts)
+    walked.load_state_dict(saved)
+    assert [b["x"].numpy().ravel().tolist() for b in walked] == rest
+    # A broken cursor is refused before anything changes.
+    bad = json.loads(json.dumps(state))
+    bad["loader"]["cursor"]["buffer"][0] = bad["loader"]["cursor"]["buffer"][1]
+    with pytest.raises(ValueError, match="twice"):
+        lodt.Dataset(path, **opts).load_state_dict(bad)

@@ -120,6 +120,43 @@ def epoch_order(counts, shuffle, epoch):
     return out
 
 
+def run_buffer(source, drawn, rng, cap, buf, limit=None):
+    """Section 6.2, step 3, from a generator state (the source's next id at
+    `drawn`, the buffer's stream and contents): the ids emitted, up to
+    `limit` (all without), and the ids drawn after them."""
+    out = []
+    while drawn < len(source) and (limit is None or len(out) < limit):
+        item = source[drawn]
+        drawn += 1
+        if len(buf) < cap:
+            buf.append(item)
+        else:
+            j = rng.below(cap)
+            out.append(buf[j])
+            buf[j] = item
+    while buf and (limit is None or len(out) < limit):
+        j = rng.below(len(buf))
+        out.append(buf[j])
+        buf[j] = buf[-1]
+        buf.pop()
+    return out, drawn
+
+
+def check_cursor(counts, shuffle, cursor):
+    """Section 7.3: the cursor is the generator after `position` positions,
+    and restoring it continues the order."""
+    epoch, position, cap = cursor["epoch"], cursor["position"], shuffle["buffer"]
+    source = source_stream(counts, shuffle, epoch)
+    rng, buf = Rng(stream_seed(shuffle["seed"], epoch, BUFFER, 0)), []
+    _, drawn = run_buffer(source, 0, rng, cap, buf, limit=position)
+    want = {"epoch": epoch, "position": position, "drawn": drawn, "rng": ["%016x" % w for w in rng.s], "buffer": buf}
+    need(cursor == want, "cursor: the generator after its position")
+    restored = Rng(0)
+    restored.s = [int(w, 16) for w in cursor["rng"]]
+    rest, _ = run_buffer(source, cursor["drawn"], restored, cap, list(cursor["buffer"]))
+    need(rest == epoch_order(counts, shuffle, epoch)[position:], "cursor: the order continued from it")
+
+
 def advance(n, state):
     """Section 7.3: the base after the consumers of a complete state."""
     c_old, frontier, skip = state["consumers"], state["frontier"], state["skip"]
@@ -403,6 +440,7 @@ def check(directory):
     c_old = state["consumers"]
     old = [order[c + j * c_old] for c, n in state["consumed"].items() for c in [int(c)] for j in range(n)]
     need(sorted(old + rest) == list(range(total)), "every sequence exactly once")
+    check_cursor(counts, shuffle, orders["cursor"])
     need(len(length) == total, "sequence lengths")
     check_packing(directory, counts, length, shuffle)
     check_locality(directory, counts, shuffle)
@@ -574,7 +612,7 @@ def main():
     except Bad as e:
         print("FAILED: " + str(e))
         return 1
-    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the world-size resume, packing, locality and the shard index match" % (shards, total))
+    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the cursor, the world-size resume, packing, locality and the shard index match" % (shards, total))
     return 0
 
 

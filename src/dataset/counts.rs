@@ -3,6 +3,7 @@
 //! from. They come from the JSON manifest (owned arrays) or are views of the
 //! shard index (section 3.2), used in place.
 
+use super::reader::SequenceLocation;
 use crate::buffer::Buffer;
 
 /// An array of `u64`: owned, or a view of an index's bytes (8-aligned, its
@@ -145,6 +146,36 @@ impl ShardCounts {
     pub(crate) fn shard_sequences(&self, shard: usize) -> u64 {
         self.batch_starts(shard).last().copied().unwrap_or(0)
     }
+
+    /// The location of sequence `id` (its dataset order number); None past
+    /// the last.
+    pub(crate) fn locate(&self, id: u64) -> Option<SequenceLocation> {
+        if id >= self.num_sequences() {
+            return None;
+        }
+        let starts = self.shard_starts();
+        let shard = starts.partition_point(|&s| s <= id).saturating_sub(1);
+        let local = id - starts.get(shard).copied().unwrap_or(0);
+        let starts = self.batch_starts(shard);
+        let batch = starts.partition_point(|&s| s <= local).saturating_sub(1);
+        let index = local - starts.get(batch).copied().unwrap_or(0);
+        Some(SequenceLocation {
+            shard,
+            batch,
+            index: usize::try_from(index).ok()?,
+        })
+    }
+
+    /// The id (dataset order number) of the sequence at `at`.
+    pub(crate) fn id_of(&self, at: SequenceLocation) -> u64 {
+        let shard = self.shard_starts().get(at.shard).copied().unwrap_or(0);
+        let batch = self
+            .batch_starts(at.shard)
+            .get(at.batch)
+            .copied()
+            .unwrap_or(0);
+        shard + batch + at.index as u64
+    }
 }
 
 #[cfg(test)]
@@ -167,5 +198,12 @@ mod tests {
         assert_eq!(c.batch_sequences(2, 1), 1);
         assert_eq!(c.batch_sequences(2, 2), 0);
         assert_eq!(c.shard_sequences(2), 6);
+        for id in 0..13 {
+            let at = c.locate(id).unwrap();
+            assert_eq!(c.id_of(at), id);
+        }
+        let at = c.locate(7).unwrap();
+        assert_eq!((at.shard, at.batch, at.index), (2, 0, 0));
+        assert_eq!(c.locate(13), None);
     }
 }

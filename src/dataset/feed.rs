@@ -5,13 +5,14 @@
 //! and [`Tail`] is the one walk of an epoch's order from a state's base
 //! (its frontier and skip list) that the loader and packing share.
 
+use super::cursor::{OrderCursor, SNAPSHOT_EVERY, Snapshots};
 use super::error::{DatasetError, Result};
 use super::locality::WindowOrder;
 use super::manifest::Schema;
 use super::mixture::{MixedOrder, Mixture};
 use super::options::{LoaderOptions, Partition, ShuffleOptions};
 use super::reader::{Dataset, SequenceLocation};
-use super::shuffle::{EpochOrder, Shuffle};
+use super::shuffle::{EpochOrder, OrderSnapshot, Shuffle};
 use super::state::{Base, LoaderState, MixtureState, Subject};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -188,6 +189,14 @@ impl Feed {
         )))
     }
 
+    /// The cursor (7.3) of a snapshot of this feed's order: one dataset's.
+    pub(crate) fn cursor_of(&self, snapshot: &OrderSnapshot) -> Option<OrderCursor> {
+        match &self.kind {
+            Kind::Dataset { counts, .. } => Some(OrderCursor::of_snapshot(snapshot, counts)),
+            Kind::Mixture(_) => None,
+        }
+    }
+
     /// The order of epoch `epoch` in the locality partition (one dataset).
     /// Its windows lie within `blocks` blocks (section 7.6).
     pub(crate) fn window_order(
@@ -231,8 +240,61 @@ impl Feed {
             skip_at: 0,
             index: 0,
             stop: None,
+            snapshots: None,
         }
     }
+
+    /// [`Feed::tail`], started where it can be without walking the
+    /// positions before: one dataset's unshuffled order at the frontier,
+    /// its shuffled order at `cursor` (7.3) when the cursor stands at or
+    /// before tail index `first` (the first one the walk's consumer takes;
+    /// otherwise, or for a mixture, from the order's start).
+    pub(crate) fn tail_from(
+        &self,
+        epoch: u64,
+        shuffle: Option<ShuffleOptions>,
+        base: Base,
+        cursor: Option<&OrderCursor>,
+        first: u64,
+    ) -> Result<Tail> {
+        let Kind::Dataset { counts, .. } = &self.kind else {
+            return Ok(self.tail(epoch, shuffle, base));
+        };
+        let (order, pos) = match (shuffle, cursor) {
+            (None, _) => (
+                EpochOrder::unshuffled_from(counts.clone(), epoch, base.frontier),
+                base.frontier,
+            ),
+            (Some(s), Some(c)) if tail_index_at(&base, c.position) <= first => {
+                let shuffle = Shuffle {
+                    seed: s.seed,
+                    buffer: s.buffer,
+                };
+                let snapshot = c.to_snapshot(counts)?;
+                let order = EpochOrder::resume(counts.clone(), shuffle, epoch, snapshot);
+                (order, c.position)
+            }
+            _ => return Ok(self.tail(epoch, shuffle, base)),
+        };
+        let skip_at = base.skip.partition_point(|&p| p < pos);
+        Ok(Tail {
+            order: Order::Single(order),
+            index: tail_index_at(&base, pos),
+            base,
+            pos,
+            skip_at,
+            stop: None,
+            snapshots: None,
+        })
+    }
+}
+
+/// The tail index of the first tail position at or after `position`.
+fn tail_index_at(base: &Base, position: u64) -> u64 {
+    let skipped = base.skip.partition_point(|&p| p < position) as u64;
+    position
+        .saturating_sub(base.frontier)
+        .saturating_sub(skipped)
 }
 
 impl Feed {
@@ -324,6 +386,9 @@ pub(crate) struct Tail {
     index: u64,
     /// Checked every 65,536 positions: set, the walk ends.
     stop: Option<Arc<AtomicBool>>,
+    /// Where the walk keeps a snapshot of a shuffled order every
+    /// [`SNAPSHOT_EVERY`] positions, for its consumer's state.
+    snapshots: Option<Arc<Snapshots>>,
 }
 
 impl Tail {
@@ -338,6 +403,25 @@ impl Tail {
     pub(crate) fn position(&self) -> u64 {
         self.pos
     }
+
+    /// The walk, keeping snapshots of its order in `snapshots` (one of
+    /// where it starts, if it starts past position 0): the walk of one
+    /// dataset's shuffled order only.
+    pub(crate) fn with_snapshots(mut self, snapshots: Arc<Snapshots>) -> Self {
+        if matches!(&self.order, Order::Single(o) if o.is_shuffled()) {
+            self.snapshots = Some(snapshots);
+            if self.pos > 0 {
+                self.snapshot();
+            }
+        }
+        self
+    }
+
+    fn snapshot(&self) {
+        if let (Some(snapshots), Order::Single(order)) = (&self.snapshots, &self.order) {
+            snapshots.push(self.index, order.snapshot(self.pos));
+        }
+    }
 }
 
 impl Iterator for Tail {
@@ -345,6 +429,9 @@ impl Iterator for Tail {
 
     fn next(&mut self) -> Option<TailItem> {
         loop {
+            if self.snapshots.is_some() && self.pos.is_multiple_of(SNAPSHOT_EVERY) && self.pos > 0 {
+                self.snapshot();
+            }
             let (source, at) = self.order.next()?;
             let p = self.pos;
             self.pos += 1;

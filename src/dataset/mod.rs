@@ -87,6 +87,7 @@ mod checkpoint;
 mod commit;
 mod compat;
 mod counts;
+mod cursor;
 mod error;
 mod feed;
 mod index;
@@ -117,6 +118,7 @@ pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, consumer, next_worker, serv
 pub use commit::new_commit_id;
 #[allow(deprecated)]
 pub use compat::PackedLoader;
+pub use cursor::OrderCursor;
 pub use error::{DatasetError, Result};
 pub use feed::Feed;
 pub use inspect::{ConsumerProgress, MixtureFacts, StateReport};

@@ -542,12 +542,6 @@ impl Dataset {
         self.counts.shard_starts()
     }
 
-    /// The first sequence of each batch of shard `shard`, counted within the
-    /// shard, then the shard's total.
-    pub(crate) fn batch_starts(&self, shard: usize) -> &[u64] {
-        self.counts.batch_starts(shard)
-    }
-
     /// A fingerprint of the shard list (names, sizes, footer CRCs, sequence
     /// counts): a loader state saved on one dataset is refused on another.
     ///
@@ -802,24 +796,10 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn locate(&self, id: u64) -> Result<SequenceLocation> {
-        let total = self.num_sequences();
-        if id >= total {
-            return Err(DatasetError::OutOfRange {
-                what: "sequence",
-                index: id,
-                len: total,
-            });
-        }
-        let starts = self.counts.shard_starts();
-        let shard = starts.partition_point(|&s| s <= id).saturating_sub(1);
-        let local = id - starts.get(shard).copied().unwrap_or(0);
-        let starts = self.batch_starts(shard);
-        let batch = starts.partition_point(|&s| s <= local).saturating_sub(1);
-        let index = local - starts.get(batch).copied().unwrap_or(0);
-        Ok(SequenceLocation {
-            shard,
-            batch,
-            index: index as usize,
+        self.counts.locate(id).ok_or(DatasetError::OutOfRange {
+            what: "sequence",
+            index: id,
+            len: self.num_sequences(),
         })
     }
 
@@ -831,17 +811,7 @@ impl Dataset {
 
     /// The global id of the sequence at `at`.
     pub(crate) fn id_of(&self, at: SequenceLocation) -> u64 {
-        self.counts
-            .shard_starts()
-            .get(at.shard)
-            .copied()
-            .unwrap_or(0)
-            + self
-                .batch_starts(at.shard)
-                .get(at.batch)
-                .copied()
-                .unwrap_or(0)
-            + at.index as u64
+        self.counts.id_of(at)
     }
 
     /// Sequence `id` as a batch of one top-level sequence per tensor, in

@@ -126,6 +126,24 @@ pub(crate) struct EpochOrder {
     buffer: Vec<SequenceLocation>,
     rng: Rng,
     source_done: bool,
+    /// How many ids the source stream gave so far.
+    drawn: u64,
+}
+
+/// An [`EpochOrder`]'s generator between two positions: what it drew from
+/// the source, its buffer's random stream and the buffer's contents (slot
+/// order). Restoring it continues the order exactly (`spec/DATASET.md` 7.3,
+/// the cursor).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OrderSnapshot {
+    /// The positions the order emitted before it.
+    pub(crate) position: u64,
+    /// The ids the source stream gave.
+    pub(crate) drawn: u64,
+    /// The buffer stream's xoshiro256++ state.
+    pub(crate) rng: [u64; 4],
+    /// The buffer, slot by slot.
+    pub(crate) buffer: Vec<SequenceLocation>,
 }
 
 impl EpochOrder {
@@ -149,7 +167,96 @@ impl EpochOrder {
             buffer: Vec::new(),
             rng: Rng::stream(seed, epoch, PURPOSE_BUFFER, 0),
             source_done: false,
+            drawn: 0,
         }
+    }
+
+    /// The order from position `position` on without a shuffle (the
+    /// dataset order): O(shards), not O(position).
+    pub(crate) fn unshuffled_from(counts: Arc<ShardCounts>, epoch: u64, position: u64) -> Self {
+        let mut order = EpochOrder::new(counts, None, epoch);
+        order.seek_source(position);
+        order
+    }
+
+    /// The shuffled order continued from `snapshot` (taken of the order of
+    /// the same counts, shuffle and epoch, and checked by the caller:
+    /// `drawn <= N`, a buffer of at most `shuffle.buffer` valid locations).
+    pub(crate) fn resume(
+        counts: Arc<ShardCounts>,
+        shuffle: Shuffle,
+        epoch: u64,
+        snapshot: OrderSnapshot,
+    ) -> Self {
+        let mut order = EpochOrder::new(counts, Some(shuffle), epoch);
+        order.seek_source(snapshot.drawn);
+        order.rng = Rng { s: snapshot.rng };
+        order.buffer = snapshot.buffer;
+        order
+    }
+
+    /// The generator now, as the snapshot of position `position` (the
+    /// positions emitted so far, which the caller counts).
+    pub(crate) fn snapshot(&self, position: u64) -> OrderSnapshot {
+        OrderSnapshot {
+            position,
+            drawn: self.drawn,
+            rng: self.rng.s,
+            buffer: self.buffer.clone(),
+        }
+    }
+
+    /// Whether the order goes through a shuffle buffer.
+    pub(crate) fn is_shuffled(&self) -> bool {
+        self.shuffle.is_some()
+    }
+
+    /// Moves the source stream (shard order, batch order, sequences) to its
+    /// `drawn`-th id, without drawing from the buffer's stream: the shards
+    /// before it are counted, not walked.
+    fn seek_source(&mut self, drawn: u64) {
+        let mut left = drawn;
+        while let Some(&shard) = self.shard_order.get(self.next_shard) {
+            let n = self.counts.shard_sequences(shard);
+            if left < n {
+                break;
+            }
+            left -= n;
+            self.next_shard += 1;
+        }
+        self.drawn = drawn - left;
+        let Some(shard) = self.open_next_shard() else {
+            return;
+        };
+        while let Some(&batch) = self.batch_order.get(self.next_batch) {
+            self.next_batch += 1;
+            let n = self.counts.batch_sequences(shard, batch);
+            if left < n {
+                self.batch = Some((shard, batch, n));
+                self.next_index = left;
+                self.drawn += left;
+                return;
+            }
+            left -= n;
+            self.drawn += n;
+        }
+    }
+
+    /// Starts the next shard of the shard order: its batches in their
+    /// order. None after the last shard.
+    fn open_next_shard(&mut self) -> Option<usize> {
+        let shard = *self.shard_order.get(self.next_shard)?;
+        self.next_shard += 1;
+        let batches = self.counts.batches(shard);
+        self.batch_order.clear();
+        self.batch_order.extend(0..batches);
+        if let Some(s) = self.shuffle {
+            Rng::stream(s.seed, self.epoch, PURPOSE_BATCHES, shard as u64)
+                .shuffle(&mut self.batch_order);
+        }
+        self.next_batch = 0;
+        self.shard = Some(shard);
+        Some(shard)
     }
 
     /// The next sequence before the shuffle buffer.
@@ -159,6 +266,7 @@ impl EpochOrder {
                 if self.next_index < count {
                     let index = self.next_index as usize;
                     self.next_index += 1;
+                    self.drawn += 1;
                     return Some(SequenceLocation {
                         shard,
                         batch,
@@ -177,17 +285,7 @@ impl EpochOrder {
                 }
                 self.shard = None;
             }
-            let shard = *self.shard_order.get(self.next_shard)?;
-            self.next_shard += 1;
-            let batches = self.counts.batches(shard);
-            self.batch_order.clear();
-            self.batch_order.extend(0..batches);
-            if let Some(s) = self.shuffle {
-                Rng::stream(s.seed, self.epoch, PURPOSE_BATCHES, shard as u64)
-                    .shuffle(&mut self.batch_order);
-            }
-            self.next_batch = 0;
-            self.shard = Some(shard);
+            self.open_next_shard()?;
         }
     }
 }
@@ -287,5 +385,32 @@ mod tests {
         assert_eq!(sorted(e1.clone()), natural);
         assert_ne!(e0, e1);
         assert_eq!(e0, ids(0, s)); // deterministic
+    }
+
+    #[test]
+    fn an_order_resumed_from_a_snapshot_continues_exactly() {
+        let counts = Arc::new(ShardCounts::from_batches(
+            [&[3u64, 0, 4][..], &[], &[5, 1], &[0], &[2, 6, 1]].into_iter(),
+        ));
+        let n = counts.num_sequences() as usize;
+        for buffer in [1, 3, 5, 40] {
+            let s = Shuffle { seed: 9, buffer };
+            let whole: Vec<_> = EpochOrder::new(counts.clone(), Some(s), 2).collect();
+            for p in 0..=n {
+                let mut walked = EpochOrder::new(counts.clone(), Some(s), 2);
+                for _ in 0..p {
+                    walked.next();
+                }
+                let snap = walked.snapshot(p as u64);
+                assert!(snap.buffer.len() <= buffer);
+                let rest: Vec<_> = EpochOrder::resume(counts.clone(), s, 2, snap).collect();
+                assert_eq!(rest, whole[p..], "buffer {buffer}, position {p}");
+            }
+        }
+        let natural: Vec<_> = EpochOrder::new(counts.clone(), None, 0).collect();
+        for p in 0..=n {
+            let rest: Vec<_> = EpochOrder::unshuffled_from(counts.clone(), 0, p as u64).collect();
+            assert_eq!(rest, natural[p..], "position {p}");
+        }
     }
 }

@@ -85,6 +85,12 @@ pub struct LoaderState {
     /// first deal); absent: one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocks: Option<u64>,
+    /// Where the shuffled order's generator was at a position at or before
+    /// every counted consumer's next one (`spec/DATASET.md` 7.3): a resume
+    /// starts the order there instead of walking to it. Absent: the resume
+    /// walks from the frontier (what a state without one always meant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<super::cursor::OrderCursor>,
 }
 
 impl LoaderState {
@@ -151,6 +157,7 @@ impl LoaderState {
         let packing = merge_packing(states)?;
         let mut out = first.clone();
         out.packing = packing;
+        out.cursor = super::cursor::OrderCursor::merged(states.iter().map(|s| s.cursor.as_ref()));
         for (i, s) in states.iter().enumerate().skip(1) {
             let differ = |what: &str, a: String, b: String| DatasetError::BadState {
                 reason: format!("state {i} differs from state 0 in {what}: {b} vs {a}"),
@@ -500,6 +507,14 @@ pub(crate) fn check_state(
             ));
         }
         last = Some(p);
+    }
+    if let Some(cursor) = &state.cursor {
+        let Some(shuffle) = state.shuffle.filter(|_| state.mixture.is_none()) else {
+            return bad(
+                "it has a cursor, which only a shuffled order of one dataset has (7.3)".into(),
+            );
+        };
+        cursor.check(n, shuffle.buffer)?;
     }
     let base = Base {
         frontier: state.frontier,

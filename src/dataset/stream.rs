@@ -4,6 +4,7 @@
 //! [`Loader`](super::Loader) is this stream, or packing over it.
 
 use super::batch_cache::BatchCache;
+use super::cursor::{OrderCursor, Snapshots};
 use super::error::{DatasetError, Result};
 use super::feed::{Feed, Tail};
 use super::locality::LocalityWalk;
@@ -317,6 +318,11 @@ pub(crate) struct Stream {
     start: u64,
     delivered: u64,
     source: Source,
+    /// The cursor of the state it resumed from (7.3), for the walk's start.
+    cursor: Option<OrderCursor>,
+    /// The snapshots of round robin's walk of a shuffled order, for
+    /// [`Stream::state`]'s cursor.
+    snapshots: Option<Arc<Snapshots>>,
 }
 
 impl std::fmt::Debug for Stream {
@@ -415,6 +421,8 @@ impl Stream {
             start,
             delivered: 0,
             source: Source::Done,
+            cursor: state.and_then(|s| s.cursor.clone()),
+            snapshots: None,
         };
         loader.start_source()?;
         Ok(loader)
@@ -427,24 +435,36 @@ impl Stream {
             seed: s.seed,
             buffer: s.buffer,
         });
+        self.snapshots = None;
         let walk = match &self.deal {
-            Deal::RoundRobin(base) => Walk::RoundRobin(Box::new(RoundRobinWalk {
-                feed: self.feed.clone(),
-                epoch: self.epoch,
-                base: base.clone(),
-                consumers: self.consumers,
-                next_index: self
-                    .consumer
-                    .saturating_add(self.start.saturating_mul(self.consumers)),
-                end: base.end(n, self.consumers, self.options.remainder),
-                tail_len: base.tail_len(n),
-                tail: self
+            Deal::RoundRobin(base) => {
+                let next_index = self.next_tail_index();
+                let snapshots = Arc::new(Snapshots::new(next_index));
+                let tail = self
                     .feed
-                    .tail(self.epoch, self.options.shuffle, base.clone())
-                    .with_stop(stop.clone()),
-                shuffle,
-                stop: stop.clone(),
-            })),
+                    .tail_from(
+                        self.epoch,
+                        self.options.shuffle,
+                        base.clone(),
+                        self.cursor.as_ref(),
+                        next_index,
+                    )?
+                    .with_stop(stop.clone())
+                    .with_snapshots(snapshots.clone());
+                self.snapshots = Some(snapshots);
+                Walk::RoundRobin(Box::new(RoundRobinWalk {
+                    feed: self.feed.clone(),
+                    epoch: self.epoch,
+                    base: base.clone(),
+                    consumers: self.consumers,
+                    next_index,
+                    end: base.end(n, self.consumers, self.options.remainder),
+                    tail_len: base.tail_len(n),
+                    tail,
+                    shuffle,
+                    stop: stop.clone(),
+                }))
+            }
             Deal::Locality(ranges) => Walk::Locality(Box::new(LocalityWalk::new(
                 ranges.clone(),
                 self.feed
@@ -496,6 +516,13 @@ impl Stream {
         Ok(())
     }
 
+    /// The tail index this consumer delivers next (round robin, 7.1).
+    fn next_tail_index(&self) -> u64 {
+        let counted = self.start.saturating_add(self.delivered);
+        self.consumer
+            .saturating_add(counted.saturating_mul(self.consumers))
+    }
+
     /// How many mini-batches the prefetch thread has queued so far (tests).
     #[cfg(test)]
     fn queued(&self) -> u64 {
@@ -545,6 +572,7 @@ impl Stream {
         self.deal = Deal::start(self.deal.partition(), self.n, self.consumers);
         self.start = 0;
         self.delivered = 0;
+        self.cursor = None;
         self.start_source()
     }
 
@@ -592,6 +620,11 @@ impl Stream {
             packing: None,
             ranges,
             blocks,
+            cursor: self
+                .snapshots
+                .as_ref()
+                .and_then(|s| s.best())
+                .and_then(|s| self.feed.cursor_of(&s)),
         }
     }
 }
@@ -623,7 +656,12 @@ impl Iterator for Stream {
             Source::Done => None,
         };
         match &item {
-            Some(Ok(batch)) => self.delivered += batch.ids.len() as u64,
+            Some(Ok(batch)) => {
+                self.delivered += batch.ids.len() as u64;
+                if let Some(s) = &self.snapshots {
+                    s.set_needed(self.next_tail_index());
+                }
+            }
             Some(Err(_)) | None => self.stop_source(),
         }
         item

@@ -118,6 +118,9 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
             ids(l)
         })
         .collect();
+    // The cursor of epoch 1's order at position 5 (section 7.3).
+    let mut cursor = serde_json::to_value(dataset.order_cursor(SHUFFLE, 1, 5).unwrap()).unwrap();
+    cursor["epoch"] = 1.into();
     let line = |v: serde_json::Value| v.to_string();
     let orders = [
         format!(
@@ -133,7 +136,8 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
         format!("\"resume_state\": {},", line(merged.to_json())),
         "\"resume_consumers\": 3,".to_string(),
         format!("\"resume_base\": {},", line(advanced.unwrap_or_default())),
-        format!("\"resume_ids\": {}}}\n", line(resumed.into())),
+        format!("\"resume_ids\": {},", line(resumed.into())),
+        format!("\"cursor\": {}}}\n", line(cursor)),
     ];
     files.insert("orders.json".into(), orders.join("\n").into_bytes());
     files.insert("packing.json".into(), packing(&dataset));
@@ -345,6 +349,6 @@ fn an_independent_python_reader_agrees() {
     );
     assert_eq!(
         stdout,
-        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the world-size resume, packing, locality and the shard index match\n"
+        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the cursor, the world-size resume, packing, locality and the shard index match\n"
     );
 }
