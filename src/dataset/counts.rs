@@ -3,8 +3,24 @@
 //! from. They come from the JSON manifest (owned arrays) or are views of the
 //! shard index (section 3.2), used in place.
 
-use super::reader::SequenceLocation;
 use crate::buffer::Buffer;
+
+/// Where a sequence is: shard, batch within the shard, top-level sequence
+/// within the batch.
+///
+/// ```
+/// let at = lodt::dataset::SequenceLocation { shard: 1, batch: 0, index: 4 };
+/// assert_eq!(at.shard, 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SequenceLocation {
+    /// The shard (its position in the manifest).
+    pub shard: usize,
+    /// The batch within the shard.
+    pub batch: usize,
+    /// The top-level sequence within the batch.
+    pub index: usize,
+}
 
 /// An array of `u64`: owned, or a view of an index's bytes (8-aligned, its
 /// length a multiple of 8: checked when made).

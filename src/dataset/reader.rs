@@ -84,22 +84,7 @@ pub(crate) fn read_manifest_versioned(
     }
 }
 
-/// Where a sequence is: shard, batch within the shard, top-level sequence
-/// within the batch.
-///
-/// ```
-/// let at = lodt::dataset::SequenceLocation { shard: 1, batch: 0, index: 4 };
-/// assert_eq!(at.shard, 1);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SequenceLocation {
-    /// The shard (its position in the manifest).
-    pub shard: usize,
-    /// The batch within the shard.
-    pub batch: usize,
-    /// The top-level sequence within the batch.
-    pub index: usize,
-}
+pub use super::counts::SequenceLocation;
 
 /// What [`Dataset::verify_shard`] checked in one shard.
 ///
