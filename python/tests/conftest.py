@@ -195,6 +195,7 @@ HEAVY = {
 _MODULE_MARKS = {
     "test_torch.py": "torch",
     "test_dataset_torch.py": "torch",
+    "test_grown_torch.py": "torch",
     "test_tf.py": "tensorflow",
     "test_jax.py": "jax",
     "test_ray.py": "ray",

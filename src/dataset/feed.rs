@@ -45,6 +45,9 @@ enum Kind {
     Dataset {
         dataset: Arc<Dataset>,
         counts: Arc<super::counts::ShardCounts>,
+        /// The fingerprint of the shard list `counts` covers: the dataset's,
+        /// or a prefix's (a dataset that grew, 7.3).
+        fingerprint: u32,
     },
     /// A weighted mixture (`spec/DATASET.md`, "Mixtures").
     Mixture(Arc<Mixture>),
@@ -53,8 +56,13 @@ enum Kind {
 impl From<Arc<Dataset>> for Feed {
     fn from(dataset: Arc<Dataset>) -> Self {
         let counts = dataset.batch_counts();
+        let fingerprint = dataset.fingerprint();
         Feed {
-            kind: Kind::Dataset { dataset, counts },
+            kind: Kind::Dataset {
+                dataset,
+                counts,
+                fingerprint,
+            },
         }
     }
 }
@@ -187,6 +195,37 @@ impl Feed {
         Err(DatasetError::InvalidArgument(format!(
             "the locality partition reads one dataset's whole sequences; {why} deals round robin (partition \"round_robin\", or the default)"
         )))
+    }
+
+    /// What a loader resuming `state` reads for the rest of the state's
+    /// epoch when the dataset grew since (7.3): the first shards, those the
+    /// state was saved on (None when the state is of this very feed, or of
+    /// a mixture, which the state's checks then judge). A state of shards
+    /// that changed is refused here.
+    pub(crate) fn for_state(&self, state: &LoaderState) -> Result<Option<Feed>> {
+        let Kind::Dataset {
+            dataset,
+            fingerprint,
+            counts,
+        } = &self.kind
+        else {
+            return Ok(None);
+        };
+        if state.mixture.is_some()
+            || (state.sequences, state.fingerprint) == (counts.num_sequences(), *fingerprint)
+        {
+            return Ok(None);
+        }
+        match dataset.shards_of(state.sequences, state.fingerprint)? {
+            Some(k) => Ok(Some(Feed {
+                kind: Kind::Dataset {
+                    dataset: dataset.clone(),
+                    counts: Arc::new(counts.prefix(k)),
+                    fingerprint: state.fingerprint,
+                },
+            })),
+            None => Err(dataset.not_grown_from(state.sequences, state.fingerprint)),
+        }
     }
 
     /// The cursor (7.3) of a snapshot of this feed's order: one dataset's.
@@ -322,14 +361,14 @@ impl Feed {
 impl Subject for Feed {
     fn len(&self, epoch: u64) -> u64 {
         match &self.kind {
-            Kind::Dataset { dataset, .. } => dataset.num_sequences(),
+            Kind::Dataset { counts, .. } => counts.num_sequences(),
             Kind::Mixture(m) => m.num_sequences(epoch),
         }
     }
 
     fn fingerprint(&self) -> u32 {
         match &self.kind {
-            Kind::Dataset { dataset, .. } => dataset.fingerprint(),
+            Kind::Dataset { fingerprint, .. } => *fingerprint,
             Kind::Mixture(m) => m.fingerprint(),
         }
     }

@@ -6,7 +6,7 @@
 //! (`stream.rs`) and the packing stage (`pack/`), and the state by
 //! `state.rs`.
 
-use super::error::Result;
+use super::error::{DatasetError, Result};
 use super::feed::Feed;
 use super::options::LoaderOptions;
 use super::pack::{PackedBatch, Packer};
@@ -274,13 +274,27 @@ impl Loader {
         epoch: u64,
         state: Option<&LoaderState>,
     ) -> Result<Self> {
+        // A dataset appended to since the state: the state's epoch reads the
+        // shards it knew, the next epochs all of them (7.3).
+        let grown = match state {
+            Some(s) => feed.for_state(s)?,
+            None => None,
+        };
+        if let (Some(_), Some(_)) = (&grown, &options.packing) {
+            return Err(DatasetError::BadState {
+                reason: "the dataset grew since the state was saved, and a packing loader resumes only on the shards it was saved on: resume without packing, or start the next epoch".into(),
+            });
+        }
         let stage = match &options.packing {
-            None => Stage::Plain(Box::new(Stream::build(
-                feed,
-                options.clone(),
-                epoch,
-                state,
-            )?)),
+            None => {
+                let (now, later) = match grown {
+                    Some(prefix) => (prefix, Some(feed)),
+                    None => (feed, None),
+                };
+                let mut stream = Stream::build(now, options.clone(), epoch, state)?;
+                stream.then_read(later);
+                Stage::Plain(Box::new(stream))
+            }
             Some(pack) => Stage::Packed(Box::new(Packer::build(
                 feed,
                 options.clone(),

@@ -90,6 +90,7 @@ mod counts;
 mod cursor;
 mod error;
 mod feed;
+mod grown;
 mod index;
 mod inspect;
 mod job;

@@ -423,6 +423,19 @@ impl Dataset {
     }
 
     /// What the listing says of shard `shard`.
+    /// The fingerprint (`spec/DATASET.md` 7.2) of the list of its first
+    /// `shards` shards (all of them past the last).
+    pub(crate) fn prefix_fingerprint(&self, shards: usize) -> Result<u32> {
+        let facts = (0..shards.min(self.num_shards()))
+            .map(|s| Ok((self.facts(s)?, self.counts.shard_sequences(s))))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(super::manifest::fingerprint_of(
+            facts
+                .iter()
+                .map(|(f, n)| (f.name, f.bytes, f.footer_crc, *n)),
+        ))
+    }
+
     fn facts(&self, shard: usize) -> Result<Facts<'_>> {
         let out_of_range = || DatasetError::OutOfRange {
             what: "shard",

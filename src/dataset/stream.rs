@@ -323,6 +323,9 @@ pub(crate) struct Stream {
     /// The snapshots of round robin's walk of a shuffled order, for
     /// [`Stream::state`]'s cursor.
     snapshots: Option<Arc<Snapshots>>,
+    /// What the epochs after this one read, when it differs from `feed`
+    /// (a dataset that grew since the state this epoch resumed, 7.3).
+    later: Option<Feed>,
 }
 
 impl std::fmt::Debug for Stream {
@@ -423,6 +426,7 @@ impl Stream {
             source: Source::Done,
             cursor: state.and_then(|s| s.cursor.clone()),
             snapshots: None,
+            later: None,
         };
         loader.start_source()?;
         Ok(loader)
@@ -564,9 +568,17 @@ impl Stream {
         self.epoch
     }
 
+    /// The epochs after this one read `later` (when given).
+    pub(crate) fn then_read(&mut self, later: Option<Feed>) {
+        self.later = later;
+    }
+
     /// Starts epoch `epoch` from its beginning (a new order when shuffling).
     pub(crate) fn set_epoch(&mut self, epoch: u64) -> Result<()> {
         self.stop_source();
+        if let Some(feed) = self.later.take() {
+            self.feed = feed;
+        }
         self.epoch = epoch;
         self.n = self.feed.len(epoch);
         self.deal = Deal::start(self.deal.partition(), self.n, self.consumers);

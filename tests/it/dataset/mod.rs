@@ -12,6 +12,7 @@ mod dataset_pack_truncate;
 mod dataset_vectors;
 mod dataset_writer;
 mod loader_cursor;
+mod loader_grown;
 mod loader_locality;
 mod loader_one_type;
 mod loader_prefetch_cap;
