@@ -280,7 +280,11 @@ fn refuse_unsupported(feed: &Feed, state: &LoaderState) -> Result<()> {
 /// them (which checks the state against the feed).
 fn streams(feed: &Feed, state: &LoaderState, (w, k): (u64, u64)) -> Result<Vec<Stream>> {
     refuse_unsupported(feed, state)?;
-    let too_big = |_| DatasetError::InvalidArgument(format!("world size {w} × {k} workers"));
+    let too_big = |_| {
+        DatasetError::InvalidArgument(format!(
+            "world size {w} × {k} workers: each must fit this machine's usize"
+        ))
+    };
     let (world_size, num_workers) = (
         usize::try_from(w).map_err(too_big)?,
         usize::try_from(k).map_err(too_big)?,
