@@ -51,7 +51,7 @@ enum Command {
     Convert(convert::Args),
     /// Write a dataset's shard index (what readers open instead of its JSON manifest) if it lacks one.
     Index(index::Args),
-    /// Look into a saved loader state or checkpoint (`state show`).
+    /// Look into a saved loader state or checkpoint (`state show`), or dry-run its resume (`state check`).
     State(state::Args),
 }
 

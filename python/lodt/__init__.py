@@ -60,7 +60,7 @@ from ._lodt import (
     write_paddle,
 )
 
-from ._state import inspect_state
+from ._state import check_state, inspect_state
 from ._writing import DatasetWriter, commit_parts, list_parts, remove_parts, write_dataset, write_index
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,6 +103,7 @@ __all__ = [
     "commit_parts",
     "write_index",
     "inspect_state",
+    "check_state",
     "list_parts",
     "convert",
     "from_nested",

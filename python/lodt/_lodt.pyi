@@ -31,6 +31,7 @@ __all__ = [
     "checkpoint_to_json",
     "merge_checkpoints",
     "inspect_state",
+    "check_state",
     "checkpoint_workers",
     "checkpoint_first_worker",
     "served_worker",
@@ -630,6 +631,16 @@ def inspect_state(
 ) -> str:
     """The facts of a checkpoint or loader state (JSON text) as JSON text, with
     ``dataset_mismatch`` when ``dataset`` is given."""
+
+def check_state(
+    text: str,
+    dataset: _PathLike,
+    world_size: int | None = None,
+    workers: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> str:
+    """A dry run of the rest of a checkpoint's or loader state's (JSON text)
+    epoch on ``dataset``, ids only: the report as JSON text."""
 
 def merge_checkpoints(texts: Sequence[str]) -> str:
     """Every rank's checkpoint (JSON texts) merged into one complete checkpoint

@@ -72,6 +72,35 @@ pub fn inspect_state(
     serde_json::to_string(&out).map_err(|e| value(e.to_string()))
 }
 
+/// check_state(text, dataset, world_size=None, workers=None, storage_options=None) -> str
+///
+/// A dry run of the rest of a checkpoint's or loader state's (JSON text)
+/// epoch on the dataset at `dataset`, ids only, as JSON text
+/// (`lodt::dataset::ResumeCheck`); the GIL is released while it runs.
+#[pyfunction]
+#[pyo3(signature = (text, dataset, world_size = None, workers = None, storage_options = None))]
+pub fn check_state(
+    py: Python<'_>,
+    text: &str,
+    dataset: std::path::PathBuf,
+    world_size: Option<u64>,
+    workers: Option<u64>,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+) -> PyResult<String> {
+    let json: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| value(format!("a dataset state is a JSON object: {e}")))?;
+    let report = py.detach(move || {
+        crate::error::guard("checking the state", || {
+            let options = crate::file::open_options(true, false, storage_options);
+            let store = crate::dataset::store_at(&dataset, &options)?;
+            let dataset = lodt::dataset::Dataset::open_in(store).map_err(dataset_err)?;
+            lodt::dataset::ResumeCheck::of_json(dataset, &json, world_size, workers)
+                .map_err(dataset_err)
+        })
+    })?;
+    serde_json::to_string(&report).map_err(|e| value(e.to_string()))
+}
+
 /// merge_checkpoints(texts) -> str
 ///
 /// Merges the checkpoints (JSON texts) of every rank into one complete
@@ -144,6 +173,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checkpoint_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(merge_checkpoints, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_state, m)?)?;
+    m.add_function(wrap_pyfunction!(check_state, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_workers, m)?)?;
     m.add_function(wrap_pyfunction!(checkpoint_first_worker, m)?)?;
     m.add_function(wrap_pyfunction!(served_worker, m)?)?;

@@ -3,6 +3,7 @@ lodt.Dataset.state_dict() returns, what load_state_dict() refuses, the worker
 rotation and consumer numbering (the crate's), without torch."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -59,6 +60,49 @@ def test_inspect_state_reports_progress_and_the_dataset(dataset_dir, tmp_path):
         lodt.inspect_state({"version": 7})
     with pytest.raises(TypeError):
         lodt.inspect_state("not a dict")  # type: ignore[arg-type]
+
+
+def test_check_state_dry_runs_the_rest_of_the_epoch(dataset_dir, tmp_path):
+    def saved(remainder):
+        ranks = [
+            lodt.Dataset(dataset_dir, batch_size=4, shuffle=True, seed=3, rank=r, world_size=2, remainder=remainder)
+            for r in range(2)
+        ]
+        for ds, steps in zip(ranks, (2, 1)):
+            it = iter(ds)
+            for _ in range(steps):
+                next(it)
+        return lodt.Dataset.merge_states([ds.state_dict() for ds in ranks])
+
+    merged = saved("keep")
+    left = TOTAL - 12
+    same = lodt.check_state(merged, dataset_dir)
+    assert same["holds"] and same["first_offence"] is None
+    assert (same["sequences"], same["delivered_before"], same["remaining"]) == (TOTAL, 12, left)
+    # Shares of 2: ceil((TOTAL - c) / 2), less 8 and 4.
+    assert same["per_consumer"] == [(TOTAL + 1) // 2 - 8, TOTAL // 2 - 4]
+    assert (same["world_size"], same["workers"], same["state_consumers"]) == (2, 1, 2)
+    assert (same["repeated"], same["skipped"], same["dropped"], same["repeats"]) == (0, 0, 0, 0)
+    assert same["seconds"] >= 0
+    # Resumed on 3 ranks of 2 workers: the rest dealt anew to 6.
+    six = lodt.check_state(merged, os.fspath(dataset_dir), world_size=3, workers=2)
+    assert six["holds"] and six["per_consumer"] == [-(-(left - c) // 6) for c in range(6)]
+    # With drop, the tail of the deal that 6 cannot share is counted, not a failure.
+    dropped = lodt.check_state(saved("drop"), dataset_dir, world_size=6)
+    assert dropped["holds"] and dropped["dropped"] == left % 6
+    assert dropped["per_consumer"] == [left // 6] * 6
+    repeated = lodt.check_state(saved("repeat"), dataset_dir, world_size=6)
+    assert repeated["holds"] and repeated["repeats"] == -left % 6
+    # A rank's own checkpoint has one count of two: refused, saying why.
+    ds = lodt.Dataset(dataset_dir, batch_size=4, rank=0, world_size=2)
+    with pytest.raises(ValueError, match="state check needs every consumer's count"):
+        lodt.check_state(ds.state_dict(), dataset_dir)
+    other = tmp_path / "other"
+    lodt.write_dataset(other, [{"x": np.arange(3, dtype=np.int64)}])
+    with pytest.raises(ValueError, match="saved on another dataset"):
+        lodt.check_state(merged, other)
+    with pytest.raises(TypeError):
+        lodt.check_state("not a dict", dataset_dir)  # type: ignore[arg-type]
 
 
 def test_a_bare_loader_state_and_merged_states_resume_from_worker_0(dataset_dir):

@@ -108,6 +108,7 @@ mod plan;
 mod random;
 mod read_ahead;
 mod reader;
+mod resume_check;
 mod shuffle;
 mod state;
 pub mod store;
@@ -147,6 +148,7 @@ pub use parts::Part;
 pub use plan::{ReadTask, plan_reads};
 pub use random::SequenceArray;
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
+pub use resume_check::{Fault, Offence, ResumeCheck};
 pub use state::{
     LoaderState, MIXTURE_STATE_VERSION, MixtureState, PackState, PackWindow, SourceState,
 };

@@ -639,6 +639,24 @@ impl Stream {
                 .and_then(|s| self.feed.cursor_of(&s)),
         }
     }
+
+    /// The ids of the sequences this consumer still delivers in the epoch,
+    /// in order (`f(id)` each), from its walk alone: no batch is read. For
+    /// a stream without a prefetch thread (`prefetch: 0`); the dry run of
+    /// `lodt state check` (`resume_check.rs`).
+    pub(crate) fn walk_ids(&mut self, mut f: impl FnMut(u64)) -> Result<()> {
+        let Source::Inline(producer) = &mut self.source else {
+            return Err(DatasetError::InvalidArgument(
+                "walking a consumer's ids needs a stream without a prefetch thread (prefetch 0)"
+                    .into(),
+            ));
+        };
+        while let Some(item) = producer.next_location() {
+            let (source, at) = item?;
+            f(producer.feed.id_of(source, at));
+        }
+        Ok(())
+    }
 }
 
 impl Iterator for Stream {

@@ -267,3 +267,96 @@ fn state_show_reports_a_saved_state_and_checks_it_against_a_dataset() {
     assert_eq!(code, 1);
     assert!(err.contains("state.json"), "{err}");
 }
+
+#[test]
+fn state_check_dry_runs_the_rest_of_the_epoch_and_says_it_holds() {
+    use lodt::dataset::{Batching, Loader, LoaderOptions, LoaderState, ShuffleOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.lodt");
+    let n = source(&input);
+    let train = dir.path().join("train");
+    let (code, _, err) = lodt(&["convert", path(&input), &format!("{}/", train.display())]);
+    assert_eq!(code, 0, "{err}");
+    let dataset = std::sync::Arc::new(lodt::dataset::Dataset::open(&train).unwrap());
+    // 2 ranks × 2 workers take 3, 1, 2 and 0 steps of 4.
+    let mut states = Vec::new();
+    for (c, steps) in [3, 1, 2, 0].into_iter().enumerate() {
+        let options = LoaderOptions {
+            batching: Batching::Sequences(4),
+            shuffle: Some(ShuffleOptions {
+                seed: 3,
+                buffer: 32,
+            }),
+            rank: c / 2,
+            world_size: 2,
+            worker: c % 2,
+            num_workers: 2,
+            prefetch: 0,
+            ..Default::default()
+        };
+        let mut loader = Loader::new(dataset.clone(), options).unwrap();
+        loader.by_ref().take(steps).for_each(|b| drop(b.unwrap()));
+        states.push(loader.state());
+    }
+    let merged = LoaderState::merge(&states).unwrap();
+    let file = dir.path().join("state.json");
+    std::fs::write(&file, merged.to_json().to_string()).unwrap();
+    let left = n - 24;
+    let (code, stdout, err) = lodt(&["state", "check", path(&file), "--dataset", path(&train)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.starts_with(
+            "round_robin partition, epoch 0: saved by 4 consumers, resumed on 4 ranks × 1 workers\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{n} sequences of the epoch: 24 delivered before, {left} remaining\n"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("delivered by the dry run: {left}; repeated 0, skipped 0; dropped (drop) 0, repeats (repeat) 0\nholds: ")),
+        "{stdout}"
+    );
+    // Resumed as 3 × 1: the rest dealt anew, in JSON.
+    let (code, stdout, err) = lodt(&[
+        "state",
+        "check",
+        path(&file),
+        "--dataset",
+        path(&train),
+        "--world-size",
+        "3",
+        "--workers",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let share = |c: u64| (left - c).div_ceil(3);
+    assert_eq!(
+        report["per_consumer"],
+        serde_json::json!([share(0), share(1), share(2)])
+    );
+    assert_eq!(
+        (
+            report["delivered_before"].as_u64(),
+            report["delivered"].as_u64()
+        ),
+        (Some(24), Some(left))
+    );
+    assert_eq!(
+        (report["holds"].as_bool(), report["first_offence"].is_null()),
+        (Some(true), true)
+    );
+    // One rank's state: not every count, exit 1 saying so.
+    std::fs::write(&file, states[0].to_json().to_string()).unwrap();
+    let (code, _, err) = lodt(&["state", "check", path(&file), "--dataset", path(&train)]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("state check needs every consumer's count"),
+        "{err}"
+    );
+}

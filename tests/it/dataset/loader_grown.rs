@@ -9,7 +9,7 @@ use crate::dataset_util;
 use dataset_util::{TestRng, make_batch, open, partial_epoch, run, store, write_dataset};
 use lodt::dataset::{
     Batching, DatasetWriter, DatasetWriterOptions, Loader, LoaderOptions, LoaderState, PackOptions,
-    Partition, ShuffleOptions,
+    Partition, ResumeCheck, ShuffleOptions,
 };
 use std::collections::BTreeSet;
 
@@ -87,6 +87,12 @@ fn the_epoch_of_a_state_continues_over_what_it_knew_and_the_appended_join_next()
             grown.shards_of(state.sequences, state.fingerprint).unwrap(),
             Some(old.num_shards())
         );
+        // The dry run (lodt state check) agrees, on the grown dataset.
+        let check = ResumeCheck::run(grown.clone(), &state, Some(3), Some(1)).unwrap();
+        assert!(check.holds, "{check:?}");
+        assert_eq!(check.sequences, n_old);
+        assert_eq!(check.delivered_before + check.remaining, n_old);
+        assert_eq!(check.delivered_before, before.len() as u64);
         for layout in [(2, 2), (3, 1)] {
             let rest = epoch_ids(&grown, Some(&state), layout, &o);
             let mut all: Vec<u64> = before.iter().copied().chain(rest).collect();

@@ -17,3 +17,4 @@ mod loader_locality;
 mod loader_one_type;
 mod loader_prefetch_cap;
 mod loader_recycling;
+mod state_check;
