@@ -472,6 +472,11 @@ class DatasetLoader:
         """The next mini-batch with its sequence ids; None at the end of the epoch."""
     def state(self) -> str:
         """Where the loader is (what it delivered), as JSON text (spec/DATASET.md 7.2)."""
+    def progress(self) -> tuple[str, int | None]:
+        """The state without its cursor (JSON text) and the cursor's position: cheap enough for
+        every mini-batch."""
+    def cursor(self) -> str | None:
+        """The cursor of the loader's state (JSON text; spec/DATASET.md 7.3), if it has one."""
     @property
     def epoch(self) -> int:
         """The epoch."""
@@ -612,8 +617,9 @@ class PartJob:
         family's writers: ``{"kept", "removed", "sequences"}``."""
     def __reduce__(self) -> tuple[type[PartJob], tuple[str, str]]: ...
 
-def merge_loader_states(states: Sequence[str]) -> str:
-    """Merges every consumer's loader state (JSON texts) into one complete state."""
+def merge_loader_states(states: Sequence[str], cursors: Sequence[str | None] | None = None) -> str:
+    """Merges every consumer's loader state (JSON texts) into one complete state; ``cursors``, one
+    per state, replaces each state's cursor where given."""
 
 #: The version of a rank's checkpoint object (``spec/DATASET.md`` 7.5).
 CHECKPOINT_VERSION: int

@@ -167,19 +167,22 @@ class _Delivered:
     """A mini-batch sent by a ``DataLoader`` worker with its consumer's
     position after it (unwrapped by :class:`lodt.torch.DataLoader`)."""
 
-    __slots__ = ("value", "consumer", "local", "state")
+    __slots__ = ("value", "consumer", "local", "state", "cursor")
 
-    def __init__(self, value: Any, consumer: int, local: int, state: str) -> None:
+    def __init__(self, value: Any, consumer: int, local: int, state: str, cursor: str | None) -> None:
         self.value = value
         self.consumer = consumer
         self.local = local
         self.state = state
+        # The consumer's new cursor (spec/DATASET.md 7.3), sent only when it
+        # changed (every 65,536 positions); None otherwise.
+        self.cursor = cursor
 
-    def __getstate__(self) -> tuple[Any, int, int, str]:
-        return (self.value, self.consumer, self.local, self.state)
+    def __getstate__(self) -> tuple[Any, int, int, str, str | None]:
+        return (self.value, self.consumer, self.local, self.state, self.cursor)
 
-    def __setstate__(self, s: tuple[Any, int, int, str]) -> None:
-        self.value, self.consumer, self.local, self.state = s
+    def __setstate__(self, s: tuple[Any, int, int, str, str | None]) -> None:
+        self.value, self.consumer, self.local, self.state, self.cursor = s
 
 
 class Dataset:
@@ -438,6 +441,10 @@ class Dataset:
             # each mini-batch is handed out, read by state_dict() (from any
             # thread) without touching a live loader.
             self._states: dict[int, str] = {}
+            # Per consumer, the latest cursor of its order (JSON text): the
+            # states above are saved without it (it changes rarely and is
+            # large), and state_dict() puts it back.
+            self._cursors: dict[int, str] = {}
             self._live: dict[int, Any] = {}
             self._last: int | None = None
 
@@ -454,6 +461,8 @@ class Dataset:
         """The main process received a worker's mini-batch."""
         with self._progress_lock:
             self._states[item.consumer] = item.state
+            if item.cursor is not None:
+                self._cursors[item.consumer] = item.cursor
             self._last = item.local
 
     # -- iteration -------------------------------------------------------
@@ -471,9 +480,17 @@ class Dataset:
         _, consumer = _lodt.consumer(rank, world, local, workers)
         report = self._report and info is not None
         loader = self._loader(rank, world, local, workers, self.prefetch)
+        state, _ = loader.progress()
+        cursor = loader.cursor()
+        # The cursor position last sent with a mini-batch (-1: none sent yet,
+        # so the first one carries the cursor a resumed loader starts from).
+        at = -1
         with self._progress_lock:
             self._live[consumer] = loader
-            self._states[consumer] = loader.state()
+            self._states[consumer] = state
+            self._cursors.pop(consumer, None)
+            if cursor is not None:
+                self._cursors[consumer] = cursor
         try:
             while True:
                 item = loader.next_with_ids()
@@ -481,14 +498,20 @@ class Dataset:
                     break
                 ids, batch = item
                 out = (np.asarray(ids, dtype=np.int64), batch) if self.return_ids else batch
-                state = loader.state()
+                # The state without its cursor, and the cursor only when it
+                # moved: the cursor holds the shuffle buffer's ids.
+                state, now = loader.progress()
+                cursor = loader.cursor() if now != at else None
+                at = now
                 with self._progress_lock:
                     # Handed out from here on: a state_dict() of any thread
                     # now counts this mini-batch (and only it) as delivered.
                     if self._live.get(consumer) is loader:
                         self._states[consumer] = state
+                        if cursor is not None:
+                            self._cursors[consumer] = cursor
                     self._last = local
-                yield _Delivered(out, consumer, local, state) if report else out
+                yield _Delivered(out, consumer, local, state, cursor) if report else out
                 # Not held while the next one is gathered: its buffers go back
                 # to the dataset's pool once the caller drops it too.
                 del item, batch, out
@@ -558,8 +581,9 @@ class Dataset:
         pairs = [(_lodt.consumer(rank, world, w, workers)[1], w) for w in locals_]
         with self._progress_lock:
             states = [self._consumer_state(c, rank, world, local, workers) for c, local in pairs]
+            cursors = [self._cursors.get(c) for c, _ in pairs]
             last = self._last
-        merged = _lodt.merge_loader_states(states)
+        merged = _lodt.merge_loader_states(states, cursors)
         next_worker = _lodt.next_worker(last, self._rotation(workers), workers)
         return dict(json.loads(_lodt.checkpoint_to_json(merged, next_worker)))
 

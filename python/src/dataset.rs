@@ -7,7 +7,7 @@
 use crate::batch::PyBatch;
 use crate::dtype::descr;
 use crate::error::{PyResult, dataset as dataset_err, guard, value};
-use lodt::dataset::{Dataset, LoaderState};
+use lodt::dataset::{Dataset, LoaderState, OrderCursor};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -275,16 +275,29 @@ impl PyDatasetReader {
     }
 }
 
-/// merge_loader_states(states) -> str
+/// merge_loader_states(states, cursors=None) -> str
 ///
 /// Merges the states (JSON texts) of every consumer of one checkpoint into
-/// one complete state, to resume on another world size.
+/// one complete state, to resume on another world size. `cursors`, one per
+/// state (JSON text or None), is each state's cursor when the state was
+/// saved without it (`Loader::progress`): given, it replaces the state's.
 #[pyfunction]
-pub fn merge_loader_states(states: Vec<String>) -> PyResult<String> {
-    let states = states
+#[pyo3(signature = (states, cursors = None))]
+pub fn merge_loader_states(
+    states: Vec<String>,
+    cursors: Option<Vec<Option<String>>>,
+) -> PyResult<String> {
+    let mut states = states
         .iter()
         .map(|s| state_json(s))
         .collect::<PyResult<Vec<_>>>()?;
+    for (state, cursor) in states.iter_mut().zip(cursors.unwrap_or_default()) {
+        if let Some(text) = cursor {
+            let cursor: OrderCursor = serde_json::from_str(&text)
+                .map_err(|e| value(format!("not a cursor (spec/DATASET.md 7.3): {e}")))?;
+            state.cursor = Some(cursor);
+        }
+    }
     let merged = LoaderState::merge(&states).map_err(dataset_err)?;
     serde_json::to_string(&merged).map_err(|e| value(e.to_string()))
 }

@@ -317,6 +317,27 @@ impl PyDatasetLoader {
         serde_json::to_string(&state).map_err(|e| value(e.to_string()))
     }
 
+    /// progress() -> tuple[str, int | None]
+    ///
+    /// The state without its cursor (JSON text) and the cursor's position:
+    /// cheap enough for every mini-batch (`Loader::progress`).
+    fn progress(&self, py: Python<'_>) -> PyResult<(String, Option<u64>)> {
+        let (state, at) = self.with(py, "saving a loader state", |l| Ok(l.progress()))?;
+        let text = serde_json::to_string(&state).map_err(|e| value(e.to_string()))?;
+        Ok((text, at))
+    }
+
+    /// cursor() -> str | None
+    ///
+    /// The cursor of the loader's state (JSON text), if it has one
+    /// (`spec/DATASET.md` 7.3).
+    fn cursor(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let cursor = self.with(py, "saving a loader state", |l| Ok(l.cursor()))?;
+        cursor
+            .map(|c| serde_json::to_string(&c).map_err(|e| value(e.to_string())))
+            .transpose()
+    }
+
     /// The epoch.
     #[getter]
     fn epoch(&self, py: Python<'_>) -> PyResult<u64> {

@@ -221,3 +221,26 @@ def test_states_a_loader_never_wrote_are_refused_at_load(dataset_dir):
     big = {**state, "loader": {**state["loader"], "consumed": {"0": TOTAL + 1}}}
     with pytest.raises(ValueError, match="share"):
         make(dataset_dir).load_state_dict(big)
+
+
+def test_workers_report_their_cursor_and_a_late_checkpoint_resumes_exactly(tmp_path):
+    # Past 65,536 positions each worker's state has a cursor (spec/DATASET.md
+    # 7.3); the workers send it with a mini-batch only when it moves, and
+    # state_dict() puts it back.
+    path = tmp_path / "big"
+    x = lodt.create_lod_tensor(np.arange(140_000, dtype=np.int32).reshape(-1, 1), [[1] * 140_000])
+    lodt.write_dataset(path, [{"x": x}], fsync=False)
+    opts = dict(batch_size=512, shuffle=True, seed=3, shuffle_buffer=300)
+    ids = lambda b: b["x"].numpy().ravel().tolist()  # noqa: E731
+    whole = [ids(b) for b in lt.DataLoader(lodt.Dataset(path, **opts), num_workers=2)]
+    ds = lodt.Dataset(path, **opts)
+    it = iter(lt.DataLoader(ds, num_workers=2))
+    head = [ids(next(it)) for _ in range(200)]  # 102,400 sequences
+    state = ds.state_dict()
+    del it
+    cursor = state["loader"]["cursor"]
+    assert cursor["epoch"] == 0 and cursor["position"] == 65_536 and len(cursor["buffer"]) == 300
+    resumed = lodt.Dataset(path, **opts)
+    resumed.load_state_dict(state)
+    rest = [ids(b) for b in lt.DataLoader(resumed, num_workers=2)]
+    assert head + rest == whole

@@ -11,8 +11,8 @@ use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, OrderSnapshot, Shuffle};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A walk snapshots its order every this many positions.
 pub(crate) const SNAPSHOT_EVERY: u64 = 1 << 16;
@@ -26,7 +26,7 @@ const MAX_HELD: usize = 8;
 /// buffer's random stream and the ids in the buffer, slot by slot.
 ///
 /// ```
-/// let json = serde_json::json!({"position": 2, "drawn": 6, "rng": ["0000000000000001",
+/// let json = serde_json::json!({"epoch": 0, "position": 2, "drawn": 6, "rng": ["0000000000000001",
 ///     "0000000000000002", "0000000000000003", "0000000000000004"], "buffer": [5, 0, 3, 4]});
 /// let cursor: lodt::dataset::OrderCursor = serde_json::from_value(json.clone())?;
 /// assert_eq!((cursor.position, cursor.buffer.len()), (2, 4));
@@ -35,6 +35,8 @@ const MAX_HELD: usize = 8;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderCursor {
+    /// The epoch whose order it is in.
+    pub epoch: u64,
     /// The positions of the epoch's order before it.
     pub position: u64,
     /// How many ids the source stream (shard and batch orders) gave.
@@ -47,14 +49,21 @@ pub struct OrderCursor {
 }
 
 impl OrderCursor {
-    /// Checks what a cursor of an order of `n` positions through a buffer
-    /// of `capacity` sequences must satisfy, before anything is read.
-    pub(crate) fn check(&self, n: u64, capacity: usize) -> Result<()> {
+    /// Checks what a cursor of epoch `epoch`'s order of `n` positions
+    /// through a buffer of `capacity` sequences must satisfy, before
+    /// anything is read.
+    pub(crate) fn check(&self, epoch: u64, n: u64, capacity: usize) -> Result<()> {
         let bad = |reason: String| {
             Err(DatasetError::BadState {
                 reason: format!("its cursor {reason}"),
             })
         };
+        if self.epoch != epoch {
+            return bad(format!(
+                "is of epoch {}, the state of epoch {epoch}",
+                self.epoch
+            ));
+        }
         let len = self.buffer.len() as u64;
         if self.drawn > n || self.position.checked_add(len) != Some(self.drawn) {
             return bad(format!(
@@ -89,9 +98,11 @@ impl OrderCursor {
         Ok(())
     }
 
-    /// The cursor of `snapshot`, its locations as ids of `counts`.
-    pub(crate) fn of_snapshot(snapshot: &OrderSnapshot, counts: &ShardCounts) -> Self {
+    /// The cursor of `snapshot` of epoch `epoch`'s order, its locations as
+    /// ids of `counts`.
+    pub(crate) fn of_snapshot(snapshot: &OrderSnapshot, counts: &ShardCounts, epoch: u64) -> Self {
         OrderCursor {
+            epoch,
             position: snapshot.position,
             drawn: snapshot.drawn,
             rng: snapshot.rng.map(|w| format!("{w:016x}")),
@@ -182,7 +193,11 @@ impl Dataset {
         for _ in 0..position {
             order.next();
         }
-        Ok(OrderCursor::of_snapshot(&order.snapshot(position), &counts))
+        Ok(OrderCursor::of_snapshot(
+            &order.snapshot(position),
+            &counts,
+            epoch,
+        ))
     }
 }
 
@@ -202,7 +217,7 @@ fn parse_word(text: &str) -> Option<u64> {
 pub(crate) struct Snapshots {
     /// The tail index the consumer delivers next.
     needed: AtomicU64,
-    held: Mutex<VecDeque<(u64, OrderSnapshot)>>,
+    held: Mutex<VecDeque<(u64, Arc<OrderSnapshot>)>>,
 }
 
 impl Snapshots {
@@ -219,7 +234,7 @@ impl Snapshots {
         self.needed.store(needed, Ordering::Release);
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, OrderSnapshot)>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, Arc<OrderSnapshot>)>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -233,12 +248,13 @@ impl Snapshots {
             held.pop_front();
         }
         if held.len() < MAX_HELD {
-            held.push_back((index, snapshot));
+            held.push_back((index, Arc::new(snapshot)));
         }
     }
 
-    /// The newest snapshot at or before the needed tail index.
-    pub(crate) fn best(&self) -> Option<OrderSnapshot> {
+    /// The newest snapshot at or before the needed tail index (shared, not
+    /// copied).
+    pub(crate) fn best(&self) -> Option<Arc<OrderSnapshot>> {
         let needed = self.needed.load(Ordering::Acquire);
         let held = self.held();
         held.iter()
@@ -286,6 +302,7 @@ mod tests {
     #[test]
     fn bad_cursors_are_refused_with_what_is_wrong() {
         let good = OrderCursor {
+            epoch: 3,
             position: 2,
             drawn: 6,
             rng: [
@@ -296,9 +313,15 @@ mod tests {
             ],
             buffer: vec![5, 0, 3, 4],
         };
-        assert!(good.check(10, 4).is_ok());
+        assert!(good.check(3, 10, 4).is_ok());
+        assert!(
+            good.check(2, 10, 4)
+                .unwrap_err()
+                .to_string()
+                .contains("epoch 3")
+        );
         let fails = |c: OrderCursor, n: u64, cap: usize, what: &str| {
-            let e = c.check(n, cap).unwrap_err().to_string();
+            let e = c.check(3, n, cap).unwrap_err().to_string();
             assert!(e.contains(what), "{e}");
         };
         fails(
@@ -313,7 +336,7 @@ mod tests {
         fails(good.clone(), 5, 4, "inconsistent");
         fails(good.clone(), 10, 3, "holds 4 ids");
         fails(good.clone(), 10, 5, "holds 4 ids");
-        assert!(good.check(6, 5).is_ok()); // drawn to the end: the buffer drains
+        assert!(good.check(3, 6, 5).is_ok()); // drawn to the end: the buffer drains
         fails(
             OrderCursor {
                 buffer: vec![5, 0, 3, 3],

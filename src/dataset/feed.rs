@@ -228,10 +228,11 @@ impl Feed {
         }
     }
 
-    /// The cursor (7.3) of a snapshot of this feed's order: one dataset's.
-    pub(crate) fn cursor_of(&self, snapshot: &OrderSnapshot) -> Option<OrderCursor> {
+    /// The cursor (7.3) of a snapshot of epoch `epoch`'s order: one
+    /// dataset's.
+    pub(crate) fn cursor_of(&self, snapshot: &OrderSnapshot, epoch: u64) -> Option<OrderCursor> {
         match &self.kind {
-            Kind::Dataset { counts, .. } => Some(OrderCursor::of_snapshot(snapshot, counts)),
+            Kind::Dataset { counts, .. } => Some(OrderCursor::of_snapshot(snapshot, counts, epoch)),
             Kind::Mixture(_) => None,
         }
     }

@@ -435,6 +435,52 @@ impl Loader {
         }
     }
 
+    /// [`Loader::state`] without its cursor (`spec/DATASET.md` 7.3), and
+    /// the cursor's position: cheap enough to save after every mini-batch.
+    /// The cursor changes every 65,536 positions of the order; take it with
+    /// [`Loader::cursor`] when its position changes and put it back in the
+    /// state to save ([`LoaderState::cursor`]): a state whose cursor is
+    /// older than its counts resumes the same (the cursor only saves the
+    /// walk to it).
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # use lodt::{Batch, Lod, LodTensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![1u8; 6], vec![6], Lod::try_from_lengths(&[vec![1; 6]])?)?)])?)?;
+    /// # w.finish()?;
+    /// let dataset = std::sync::Arc::new(Dataset::open(dir.path())?);
+    /// let options = LoaderOptions { shuffle: Some(ShuffleOptions { seed: 1, buffer: 4 }), ..Default::default() };
+    /// let mut loader = Loader::new(dataset, options)?;
+    /// loader.next();
+    /// let (state, at) = loader.progress();
+    /// assert_eq!((state.cursor, at), (None, None)); // none before 65,536 positions
+    /// assert_eq!(loader.cursor(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn progress(&self) -> (LoaderState, Option<u64>) {
+        match &self.stage {
+            Stage::Plain(s) => (s.state_without_cursor(), s.cursor_position()),
+            Stage::Packed(p) => {
+                let mut state = p.state();
+                let at = state.cursor.take().map(|c| c.position);
+                (state, at)
+            }
+        }
+    }
+
+    /// The cursor [`Loader::state`] holds (`spec/DATASET.md` 7.3), if any:
+    /// see [`Loader::progress`].
+    ///
+    /// See [`Loader::progress`].
+    pub fn cursor(&self) -> Option<super::OrderCursor> {
+        match &self.stage {
+            Stage::Plain(s) => s.cursor(),
+            Stage::Packed(p) => p.state().cursor,
+        }
+    }
+
     /// The next mini-batch with its bins: for a packing loader, where each
     /// bin starts and what was cut; for a plain one, one bin of all its
     /// sequences. The same stream as [`Iterator::next`] (either call takes

@@ -514,7 +514,7 @@ pub(crate) fn check_state(
                 "it has a cursor, which only a shuffled order of one dataset has (7.3)".into(),
             );
         };
-        cursor.check(n, shuffle.buffer)?;
+        cursor.check(state.epoch, n, shuffle.buffer)?;
     }
     let base = Base {
         frontier: state.frontier,

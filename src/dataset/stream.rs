@@ -602,8 +602,16 @@ impl Stream {
     }
 
     /// Where the stream is: what it has delivered (never what it has only
-    /// prefetched).
+    /// prefetched), with the cursor of its order (7.3).
     pub(crate) fn state(&self) -> LoaderState {
+        LoaderState {
+            cursor: self.cursor(),
+            ..self.state_without_cursor()
+        }
+    }
+
+    /// [`Stream::state`] without its cursor (cheap: no buffer copied).
+    pub(crate) fn state_without_cursor(&self) -> LoaderState {
         let (version, frontier, skip, ranges) = match &self.deal {
             Deal::RoundRobin(base) => (STATE_VERSION, base.frontier, base.skip.clone(), None),
             Deal::Locality(r) => (
@@ -632,12 +640,21 @@ impl Stream {
             packing: None,
             ranges,
             blocks,
-            cursor: self
-                .snapshots
-                .as_ref()
-                .and_then(|s| s.best())
-                .and_then(|s| self.feed.cursor_of(&s)),
+            cursor: None,
         }
+    }
+
+    /// The cursor [`Stream::state`] holds (7.3): converted to ids on each
+    /// call, so a caller that saves a state after every mini-batch asks
+    /// for it only when [`Stream::cursor_position`] changes.
+    pub(crate) fn cursor(&self) -> Option<OrderCursor> {
+        let snapshot = self.snapshots.as_ref()?.best()?;
+        self.feed.cursor_of(&snapshot, self.epoch)
+    }
+
+    /// The position of the cursor [`Stream::state`] holds (cheap).
+    pub(crate) fn cursor_position(&self) -> Option<u64> {
+        Some(self.snapshots.as_ref()?.best()?.position)
     }
 
     /// The ids of the sequences this consumer still delivers in the epoch,
