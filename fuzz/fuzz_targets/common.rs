@@ -130,3 +130,11 @@ pub fn scratch_dir() -> &'static std::path::Path {
         dir
     })
 }
+
+/// Whether `LODT_FUZZ_VERBOSE` is set: then the targets that support it say
+/// on stderr what each input read to (to check that seeds read), e.g.
+/// `LODT_FUZZ_VERBOSE=1 target/x86_64-unknown-linux-gnu/release/TARGET -runs=0 seeds/TARGET`.
+pub fn verbose() -> bool {
+    static VERBOSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *VERBOSE.get_or_init(|| std::env::var_os("LODT_FUZZ_VERBOSE").is_some())
+}

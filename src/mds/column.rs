@@ -183,6 +183,19 @@ impl Column {
                     return Err("an ndarray of at least one dimension".into());
                 }
                 let inner = dims[1..].to_vec();
+                // A row's bytes must fit a usize even when the array has no
+                // rows (dims[0] = 0 makes the count below 0 whatever the
+                // other dimensions are).
+                if inner
+                    .iter()
+                    .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
+                    .is_none()
+                {
+                    return Err(format!(
+                        "ndarray rows of at most {} bytes, found rows of shape {inner:?} of {dtype}",
+                        usize::MAX
+                    ));
+                }
                 match &self.inner {
                     Some(known) if *known != inner && shape.is_none() => {
                         return Err(format!(
@@ -192,11 +205,20 @@ impl Column {
                     _ => self.inner = Some(inner),
                 }
                 let count = dims.iter().try_fold(dtype.size(), |a, &d| a.checked_mul(d));
-                if count != Some(value.len()) {
-                    return Err(format!(
-                        "{count:?} bytes of ndarray values, found {}",
-                        value.len()
-                    ));
+                match count {
+                    Some(count) if count == value.len() => {}
+                    Some(count) => {
+                        return Err(format!(
+                            "{count} bytes of ndarray values, found {}",
+                            value.len()
+                        ));
+                    }
+                    None => {
+                        return Err(format!(
+                            "an ndarray of at most {} bytes, found shape {dims:?} of {dtype}",
+                            usize::MAX
+                        ));
+                    }
                 }
                 if shape.is_some() { 1 } else { dims[0] as u64 }
             }
@@ -223,7 +245,12 @@ impl Column {
             self.encoding,
             Encoding::Scalar(_) | Encoding::NdArray { shape: Some(_), .. }
         );
-        let row_bytes = inner.iter().product::<usize>() * dtype.size();
+        let row_bytes = inner
+            .iter()
+            .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
+            .ok_or(crate::Error::Overflow {
+                what: "the bytes of an MDS ndarray row",
+            })?;
         let rows = self.data.len().checked_div(row_bytes).unwrap_or(0);
         let (mut shape, lod) = if fixed {
             let mut shape = vec![self.lengths.len()];

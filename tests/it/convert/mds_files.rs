@@ -289,3 +289,51 @@ fn directories_written_by_mosaicml_streaming_read_as_written() {
         assert_eq!(i, expected.len(), "{layout}");
     }
 }
+
+/// An `ndarray` value whose rows would take more bytes than a `usize`
+/// holds is an error naming the shape, also when the array has no rows
+/// (its first dimension 0 makes its byte count 0 whatever the others are;
+/// the reader once multiplied the row's dimensions unchecked, a panic in a
+/// debug build and a tensor of impossible rows in a release build), and
+/// one whose byte count overflows says so instead of `None bytes`.
+#[test]
+fn ndarray_shapes_whose_bytes_overflow_are_named_errors() {
+    let config =
+        r#"{"column_encodings": ["ndarray:int32"], "column_names": ["x"], "column_sizes": [null]}"#;
+    for (dims, needle) in [
+        (vec![0u64, 1 << 62, 1 << 62], "ndarray rows of at most"),
+        (vec![0, 1 << 62], "ndarray rows of at most"),
+        (vec![1 << 62, 1], "an ndarray of at most"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // ndim dims of 8 bytes each, no values.
+        let mut value = vec![((dims.len() as u8) << 2) | 3];
+        for x in &dims {
+            value.extend_from_slice(&x.to_le_bytes());
+        }
+        let bytes = shard(config, &[None], &[vec![value]]);
+        std::fs::write(d.join("shard.00000.mds"), &bytes).unwrap();
+        std::fs::write(
+            d.join("index.json"),
+            format!(
+                r#"{{"version": 2, "shards": [{{"format": "mds", "version": 2, "column_encodings": ["ndarray:int32"],
+                  "column_names": ["x"], "column_sizes": [null], "compression": null, "samples": 1,
+                  "raw_data": {{"basename": "shard.00000.mds", "bytes": {}}}, "zip_data": null}}]}}"#,
+                bytes.len()
+            ),
+        )
+        .unwrap();
+        let err = MdsReader::open(d)
+            .unwrap()
+            .next()
+            .unwrap()
+            .err()
+            .unwrap_or_else(|| panic!("{dims:?} read"))
+            .to_string();
+        assert!(
+            err.contains(needle) && err.contains("shard.00000.mds") && err.contains("sample 0"),
+            "{dims:?}: {err}"
+        );
+    }
+}
