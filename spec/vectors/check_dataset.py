@@ -104,19 +104,7 @@ def epoch_order(counts, shuffle, epoch):
     source = source_stream(counts, shuffle, epoch)
     if not shuffle:
         return source
-    rng, cap, buf, out = Rng(stream_seed(shuffle["seed"], epoch, BUFFER, 0)), shuffle["buffer"], [], []
-    for item in source:
-        if len(buf) < cap:
-            buf.append(item)
-        else:
-            j = rng.below(cap)
-            out.append(buf[j])
-            buf[j] = item
-    while buf:
-        j = rng.below(len(buf))
-        out.append(buf[j])
-        buf[j] = buf[-1]
-        buf.pop()
+    out, _ = run_buffer(source, 0, Rng(stream_seed(shuffle["seed"], epoch, BUFFER, 0)), shuffle["buffer"], [])
     return out
 
 
