@@ -14,6 +14,8 @@ with the JSON.
 Usage: python3 check_dataset.py [DIR]   (DIR defaults to ./dataset)
        python3 check_dataset.py --mixture [FILE]   (the Mixtures section; FILE defaults
        to ./mixture/mixture.json, its sources named relative to it)
+       python3 check_dataset.py --evolve [FILE]   (a mixture changed at a resume, section
+       10.6; FILE defaults to ./mixture/evolve.json)
 Exit status 0 when everything agrees.
 """
 
@@ -558,6 +560,135 @@ def mixture_stream(counts, weights, seed, stop, shuffle, epoch):
                 return out
 
 
+EVOLVED_DRAWS = 7  # the purpose of the draws after a change (section 10.6)
+
+
+def fingerprint(directory):
+    """Section 7.2: the CRC32 of the shard list."""
+    with open(os.path.join(directory, "lodt-dataset.json"), "rb") as f:
+        shards = json.load(f)["shards"]
+    data = b""
+    for e in shards:
+        name = e["name"].encode()
+        data += len(name).to_bytes(8, "little") + name + e["bytes"].to_bytes(8, "little")
+        data += e["footer_crc"].to_bytes(4, "little") + e["sequences"].to_bytes(8, "little")
+    return zlib.crc32(data)
+
+
+def draws(weights, sizes, seed, stop, epoch, evolved=None):
+    """Sections 10.2, 10.4 and 10.6: the (source, draw index) of every
+    position of an epoch, from its start or after a change `evolved`."""
+    exponent = math.frexp(max(weights))[1] - 1
+    weights = [math.ldexp(w, -exponent) for w in weights]
+    cumulative, total = [], 0.0
+    for w in weights:
+        total += w
+        cumulative.append(total)
+    last = max(k for k, w in enumerate(weights) if w > 0)
+    if evolved is None:
+        rng, delivered = Rng(stream_seed(seed, epoch, DRAWS, 0)), 0
+        done = [(0, set()) for _ in sizes]
+    else:
+        rng, delivered = Rng(stream_seed(seed, epoch, EVOLVED_DRAWS, evolved["delivered"])), evolved["delivered"]
+        done = [(p["frontier"], set(p["skip"])) for p in evolved["sources"]]
+    nxt = []
+    for frontier, skip in done:
+        j = frontier
+        while j in skip:
+            j += 1
+        nxt.append(j)
+
+    def take(k):
+        j = nxt[k]
+        nxt[k] += 1
+        while nxt[k] in done[k][1]:
+            nxt[k] += 1
+        return j
+
+    out = []
+    unfinished = sum(1 for k, w in enumerate(weights) if w > 0 and nxt[k] < sizes[k])
+    if stop == "all_exhausted" and unfinished == 0:
+        return out
+    while True:
+        if isinstance(stop, dict) and delivered + len(out) >= stop["sequences"]:
+            return out
+        x = ((rng.next() >> 11) * 2.0**-53) * total
+        k = next((k for k, c in enumerate(cumulative) if c > x), last)
+        if stop == "first_exhausted" and nxt[k] >= sizes[k]:
+            return out
+        was = nxt[k] < sizes[k]
+        out.append((k, take(k)))
+        if stop == "all_exhausted" and was and nxt[k] >= sizes[k]:
+            unfinished -= 1
+            if unfinished == 0:
+                return out
+
+
+def evolved_stream(counts, shuffle, epoch, stream, orders):
+    """Section 10.3 with 10.6's order indices: the id of each draw."""
+    out = []
+    for k, j in stream:
+        n = sum(sum(c) for c in counts[k])
+        s = None if shuffle is None else {"seed": stream_seed(shuffle["seed"], epoch, SOURCE, orders[k]), "buffer": shuffle["buffer"]}
+        out.append([k, epoch_order(counts[k], s, j // n)[j % n]])
+    return out
+
+
+def change(old_sources, progress, removed, consumed, delivered, new_sources, epoch):
+    """Section 10.6: the progress after the consumed positions, matched with
+    the new sources (by sequences and fingerprint, in order)."""
+    for p, (k, j) in consumed:
+        progress[k][1].add(j)
+        delivered += 1
+    entries = []
+    for (n, f), (order, js) in list(zip(old_sources, progress)) + [((r["sequences"], r["fingerprint"]), (r["order"], set(range(r["frontier"])) | set(r["skip"]))) for r in removed]:
+        frontier = 0
+        while frontier in js:
+            frontier += 1
+        entries.append({"sequences": n, "fingerprint": f, "order": order, "frontier": frontier, "skip": sorted(j for j in js if j > frontier)})
+    fresh = max(e["order"] for e in entries) + 1
+    sources, taken = [], set()
+    for n, f in new_sources:
+        i = next((i for i, e in enumerate(entries) if i not in taken and (e["sequences"], e["fingerprint"]) == (n, f)), None)
+        if i is None:
+            sources.append({"sequences": n, "fingerprint": f, "order": fresh, "frontier": 0, "skip": []})
+            fresh += 1
+        else:
+            taken.add(i)
+            sources.append(entries[i])
+    left = [e for i, e in enumerate(entries) if i not in taken and (e["frontier"] > 0 or e["skip"])]
+    return {"epoch": epoch, "delivered": delivered, "sources": sources, "removed": left}
+
+
+def check_evolve(path):
+    with open(path, "rb") as f:
+        vector = json.load(f)
+    directory = os.path.join(os.path.dirname(os.path.abspath(path)), vector["sources"])
+    counts, key = dataset_counts(directory), None
+    key = (sum(sum(c) for c in counts), fingerprint(directory))
+    seed, shuffle, epoch = vector["seed"], vector["shuffle"], vector["epoch"]
+    first, second, third = vector["first"], vector["second"], vector["third"]
+    # The first parameters, and what their two consumers consumed.
+    old = draws(first["weights"], [key[0]] * 2, seed, first["stop"], epoch)
+    frontier, skip = advance(len(old), first)
+    taken = [(p, d) for p, d in enumerate(old) if p < frontier or p in set(skip)]
+    evolved = change([key] * 2, [(k, set()) for k in range(2)], [], taken, 0, [key] * 3, epoch)
+    need(evolved == second["evolved"], "the change to three sources")
+    stream = draws(second["weights"], [key[0]] * 3, seed, second["stop"], epoch, evolved)
+    orders = [p["order"] for p in evolved["sources"]]
+    need(evolved_stream([counts] * 3, shuffle, epoch, stream, orders) == second["stream"], "the stream after the first change")
+    # One consumer takes `consumed` positions; then the third source alone.
+    progress = [(p["order"], set(range(p["frontier"])) | set(p["skip"])) for p in evolved["sources"]]
+    taken = list(enumerate(stream[: second["consumed"]]))
+    again = change([key] * 3, progress, evolved["removed"], taken, evolved["delivered"], [key], epoch)
+    need(again == third["evolved"], "the change to one source")
+    stream = draws(third["weights"], [key[0]], seed, third["stop"], epoch, again)
+    orders = [p["order"] for p in again["sources"]]
+    need(evolved_stream([counts], shuffle, epoch, stream, orders) == third["stream"], "the stream after the second change")
+    ids = second["stream"][: second["consumed"]] + third["stream"]
+    need(len(set(map(tuple, ids))) == len(ids), "the changed epoch delivers no draw twice")
+
+
 def check_mixture(path):
     with open(path, "rb") as f:
         vector = json.load(f)
@@ -585,6 +716,15 @@ def check_mixture(path):
 
 
 def main():
+    if sys.argv[1:2] == ["--evolve"]:
+        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixture", "evolve.json")
+        try:
+            check_evolve(sys.argv[2] if len(sys.argv) > 2 else default)
+        except Bad as e:
+            print("FAILED: " + str(e))
+            return 1
+        print("ok: the mixture changed twice in an epoch continues each source as section 10.6 says")
+        return 0
     if sys.argv[1:2] == ["--mixture"]:
         default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixture", "mixture.json")
         try:

@@ -199,17 +199,37 @@ impl Feed {
 
     /// What a loader resuming `state` reads for the rest of the state's
     /// epoch when the dataset grew since (7.3): the first shards, those the
-    /// state was saved on (None when the state is of this very feed, or of
-    /// a mixture, which the state's checks then judge). A state of shards
-    /// that changed is refused here.
+    /// state was saved on (None when the state is of this very feed, which
+    /// the state's checks then judge). A state of shards that changed is
+    /// refused here. For a mixture whose state continues a change of
+    /// parameters (10.6): the mixture continuing it, in every epoch.
     pub(crate) fn for_state(&self, state: &LoaderState) -> Result<Option<Feed>> {
-        let Kind::Dataset {
-            dataset,
-            fingerprint,
-            counts,
-        } = &self.kind
-        else {
-            return Ok(None);
+        let (dataset, fingerprint, counts) = match &self.kind {
+            Kind::Dataset {
+                dataset,
+                fingerprint,
+                counts,
+            } => (dataset, fingerprint, counts),
+            Kind::Mixture(m) => {
+                let Some(saved) = &state.mixture else {
+                    return Ok(None);
+                };
+                let same = MixtureState {
+                    version: m.state().version,
+                    evolved: None,
+                    ..saved.clone()
+                } == m.state();
+                return match &saved.evolved {
+                    Some(e)
+                        if same
+                            && m.evolved_in(state.epoch).is_none()
+                            && e.epoch == state.epoch =>
+                    {
+                        Ok(Some(Feed::from(m.with_evolved(e.clone())?)))
+                    }
+                    _ => Ok(None),
+                };
+            }
         };
         if state.mixture.is_some()
             || (state.sequences, state.fingerprint) == (counts.num_sequences(), *fingerprint)
@@ -374,10 +394,10 @@ impl Subject for Feed {
         }
     }
 
-    fn mixture_state(&self) -> Option<MixtureState> {
+    fn mixture_state(&self, epoch: u64) -> Option<MixtureState> {
         match &self.kind {
             Kind::Dataset { .. } => None,
-            Kind::Mixture(m) => Some(m.state()),
+            Kind::Mixture(m) => Some(m.state_in(epoch)),
         }
     }
 }

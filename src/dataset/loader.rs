@@ -280,6 +280,12 @@ impl Loader {
             Some(s) => feed.for_state(s)?,
             None => None,
         };
+        // A mixture continuing a change of parameters (10.6) reads the
+        // changed epoch, and the next ones, as that mixture.
+        let (feed, grown) = match grown {
+            Some(evolved) if evolved.mixture().is_some() => (evolved, None),
+            other => (feed, other),
+        };
         if let (Some(_), Some(_)) = (&grown, &options.packing) {
             return Err(DatasetError::BadState {
                 reason: "the dataset grew since the state was saved, and a packing loader resumes only on the shards it was saved on: resume without packing, or start the next epoch".into(),

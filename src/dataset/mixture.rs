@@ -6,16 +6,17 @@
 
 use super::error::{DatasetError, Result};
 use super::manifest::Schema;
+use super::mixture_draws::{DrawRule, Draws};
 use super::options::{MixtureOptions, Stop};
 use super::reader::{Dataset, SequenceLocation};
-use super::shuffle::{EpochOrder, Rng, Shuffle, stream_seed};
-use super::state::{MIXTURE_STATE_VERSION, MixtureState, SourceState};
+use super::shuffle::{EpochOrder, Shuffle, stream_seed};
+use super::state::{
+    Evolved, MIXTURE_EVOLVED_VERSION, MIXTURE_STATE_VERSION, MixtureState, SourceState,
+};
 use std::sync::{Arc, Mutex};
 
 /// The stream of the per-source order seeds (`spec/DATASET.md`, "Mixtures").
 const PURPOSE_SOURCE: u64 = 4;
-/// The stream of the draws.
-const PURPOSE_DRAWS: u64 = 5;
 
 /// The longest expected epoch (in draws) of an exhaustion rule: `2^36`.
 /// Finding where such an epoch ends takes one draw per position, so a
@@ -72,11 +73,12 @@ pub struct Mixture {
     /// The id of each source's sequence 0.
     offsets: Vec<u64>,
     weights: Vec<f64>,
-    /// The weights scaled by the power of two that brings the largest into
-    /// `[1, 2)` ([`scale_weights`]): what the draws use.
-    scaled: Vec<f64>,
-    /// The running sums of the scaled weights, in source order.
-    cumulative: Vec<f64>,
+    /// What the draws use: the weights scaled by the power of two that
+    /// brings the largest into `[1, 2)` ([`scale_weights`]), their running
+    /// sums, the sources' sizes, the seed and the rule.
+    rule: Arc<DrawRule>,
+    /// The epoch it continues under changed parameters (10.6), if any.
+    evolved: Option<Arc<Evolved>>,
     /// The source whose schema is the mixture's: the first one that holds
     /// sequences (an empty source of weight 0 may have no schema).
     schema_source: usize,
@@ -137,8 +139,6 @@ impl Mixture {
         if weights.iter().all(|&w| w == 0.0) {
             return bad("the weights are all 0: at least one must be positive".into());
         }
-        let scaled = scale_weights(weights);
-        let cumulative = running_sums(&scaled);
         // The schema: that of the first source with sequences (every source
         // of positive weight has some); an empty source of weight 0 draws
         // nothing, and its schema (none, for a dataset with no shards) is
@@ -170,13 +170,14 @@ impl Mixture {
                 DatasetError::InvalidArgument("the sources hold more than 2^64 sequences".into())
             })?;
         }
+        let sizes = sources.iter().map(|s| s.num_sequences()).collect();
         let mixture = Mixture {
             counts: sources.iter().map(|s| s.batch_counts()).collect(),
             sources,
             offsets,
             weights: weights.to_vec(),
-            scaled,
-            cumulative,
+            rule: Arc::new(DrawRule::new(weights, sizes, options.seed, options.stop)),
+            evolved: None,
             schema_source,
             options,
             last_len: Mutex::new(None),
@@ -189,6 +190,7 @@ impl Mixture {
     fn check_length(&self) -> Result<()> {
         let total = self.total();
         let times = self
+            .rule
             .scaled
             .iter()
             .zip(&self.sources)
@@ -209,7 +211,7 @@ impl Mixture {
     }
 
     fn total(&self) -> f64 {
-        self.cumulative.last().copied().unwrap_or(0.0)
+        self.rule.cumulative.last().copied().unwrap_or(0.0)
     }
 
     /// The sources, in order.
@@ -299,7 +301,7 @@ impl Mixture {
     /// ```
     pub fn num_sequences(&self, epoch: u64) -> u64 {
         if let Stop::Sequences(n) = self.options.stop {
-            return n;
+            return n.saturating_sub(self.evolved_in(epoch).map_or(0, |e| e.delivered));
         }
         let cached = self.last_len.lock().ok().and_then(|c| *c);
         if let Some((e, n)) = cached
@@ -317,48 +319,41 @@ impl Mixture {
     /// The length of epoch `epoch` under an exhaustion rule: the draws
     /// until the rule stops them.
     fn stream_len(&self, epoch: u64) -> u64 {
-        let stop = self.options.stop;
-        if let Stop::Sequences(n) = stop {
-            return n;
-        }
-        let mut rng = self.draws(epoch);
-        let mut drawn = vec![0u64; self.sources.len()];
-        let sizes: Vec<u64> = self.sources.iter().map(|s| s.num_sequences()).collect();
-        let mut unfinished = self.scaled.iter().filter(|w| **w > 0.0).count();
-        let mut t = 0u64;
-        loop {
-            let k = self.pick(&mut rng);
-            if stop == Stop::FirstExhausted && drawn[k] == sizes[k] {
-                return t;
-            }
-            drawn[k] += 1;
-            t += 1;
-            if stop == Stop::AllExhausted && drawn[k] == sizes[k] {
-                unfinished -= 1;
-                if unfinished == 0 {
-                    return t;
-                }
-            }
-        }
+        self.draws(epoch).count() as u64
     }
 
-    /// The generator of epoch `epoch`'s draws: stream `(seed, epoch, 5, 0)`.
-    fn draws(&self, epoch: u64) -> Rng {
-        Rng::stream(self.options.seed, epoch, PURPOSE_DRAWS, 0)
+    /// The draws of epoch `epoch` (continuing the change of parameters of
+    /// 10.6 in its epoch).
+    pub(crate) fn draws(&self, epoch: u64) -> Draws {
+        self.rule.draws(epoch, self.evolved.as_deref())
     }
 
-    /// One draw: `u = (next() >> 11) · 2^-53`, and the first source whose
-    /// running sum of scaled weights exceeds `u · total` (the last source of
-    /// positive weight when rounding makes `u · total` reach the total).
-    pub(crate) fn pick(&self, rng: &mut Rng) -> usize {
-        let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-        let x = u * self.total();
-        let k = self.cumulative.partition_point(|&c| c <= x);
-        if k < self.cumulative.len() {
-            k
-        } else {
-            self.scaled.iter().rposition(|w| *w > 0.0).unwrap_or(0)
-        }
+    /// The change of parameters its epoch `epoch` continues, if any.
+    pub(crate) fn evolved_in(&self, epoch: u64) -> Option<&Evolved> {
+        self.evolved.as_deref().filter(|e| e.epoch == epoch)
+    }
+
+    /// This mixture continuing the epoch of `evolved` (10.6), checked
+    /// against its sources.
+    pub(crate) fn with_evolved(&self, evolved: Evolved) -> Result<Mixture> {
+        super::mixture_evolve::check_evolved(self, &evolved)?;
+        Ok(Mixture {
+            sources: self.sources.clone(),
+            counts: self.counts.clone(),
+            offsets: self.offsets.clone(),
+            weights: self.weights.clone(),
+            rule: self.rule.clone(),
+            evolved: Some(Arc::new(evolved)),
+            schema_source: self.schema_source,
+            options: self.options,
+            last_len: Mutex::new(None),
+        })
+    }
+
+    /// One draw (10.2).
+    #[cfg(test)]
+    pub(crate) fn pick(&self, rng: &mut super::shuffle::Rng) -> usize {
+        self.rule.pick(rng)
     }
 
     /// The source of mixture id `id` and its id in that source (`None`
@@ -500,6 +495,7 @@ impl Mixture {
     pub fn state(&self) -> MixtureState {
         MixtureState {
             version: MIXTURE_STATE_VERSION,
+            evolved: None,
             seed: self.options.seed,
             weights: self.weights.clone(),
             stop: self.options.stop,
@@ -513,32 +509,52 @@ impl Mixture {
                 .collect(),
         }
     }
+
+    /// The mixture part of a state of its loaders in epoch `epoch`: with
+    /// the change of parameters it continues there (version 2), if any.
+    pub(crate) fn state_in(&self, epoch: u64) -> MixtureState {
+        match self.evolved_in(epoch) {
+            None => self.state(),
+            Some(e) => MixtureState {
+                version: MIXTURE_EVOLVED_VERSION,
+                evolved: Some(e.clone()),
+                ..self.state()
+            },
+        }
+    }
 }
 
 /// The stream of one epoch of a mixture: per position, the drawn source and
-/// its next sequence (its pass `r` is the order of section 6 with seed
-/// `stream_seed(shuffle seed, epoch, 4, k)` and epoch `r`).
+/// its next sequence: draw `j` of source `k` is position `j mod N_k` of its
+/// pass `r = j / N_k`, the order of section 6 with seed
+/// `stream_seed(shuffle seed, epoch, 4, o_k)` and epoch `r` (`o_k = k`, or
+/// the source's `order` in an epoch of 10.6).
 #[derive(Debug)]
 pub(crate) struct MixedOrder {
     mixture: Arc<Mixture>,
     shuffle: Option<Shuffle>,
     epoch: u64,
-    rng: Rng,
-    drawn: Vec<u64>,
-    orders: Vec<Option<EpochOrder>>,
-    left: u64,
+    draws: Draws,
+    /// Per source: its current pass, that pass's order and the position
+    /// the order's next item has.
+    passes: Vec<Option<(u64, EpochOrder, u64)>>,
+    /// Per source, the index its pass orders are seeded with.
+    order_index: Vec<u64>,
 }
 
 impl MixedOrder {
     pub(crate) fn new(mixture: Arc<Mixture>, shuffle: Option<Shuffle>, epoch: u64) -> Self {
         let k = mixture.sources.len();
+        let order_index = match mixture.evolved_in(epoch) {
+            Some(e) => e.sources.iter().map(|s| s.order).collect(),
+            None => (0..k as u64).collect(),
+        };
         MixedOrder {
-            rng: mixture.draws(epoch),
-            left: mixture.num_sequences(epoch),
+            draws: mixture.draws(epoch),
             shuffle,
             epoch,
-            drawn: vec![0; k],
-            orders: (0..k).map(|_| None).collect(),
+            passes: (0..k).map(|_| None).collect(),
+            order_index,
             mixture,
         }
     }
@@ -546,7 +562,7 @@ impl MixedOrder {
     /// The order of pass `pass` of source `k`.
     fn pass(&self, k: usize, pass: u64) -> EpochOrder {
         let shuffle = self.shuffle.map(|s| Shuffle {
-            seed: stream_seed(s.seed, self.epoch, PURPOSE_SOURCE, k as u64),
+            seed: stream_seed(s.seed, self.epoch, PURPOSE_SOURCE, self.order_index[k]),
             buffer: s.buffer,
         });
         EpochOrder::new(self.mixture.counts[k].clone(), shuffle, pass)
@@ -557,19 +573,20 @@ impl Iterator for MixedOrder {
     type Item = (usize, SequenceLocation);
 
     fn next(&mut self) -> Option<(usize, SequenceLocation)> {
-        if self.left == 0 {
-            return None;
+        let (k, j) = self.draws.next()?;
+        let size = self.mixture.sources[k].num_sequences().max(1);
+        let (pass, at) = (j / size, j % size);
+        let fresh = !matches!(&self.passes[k], Some((p, _, next)) if *p == pass && *next <= at);
+        if fresh {
+            self.passes[k] = Some((pass, self.pass(k, pass), 0));
         }
-        self.left -= 1;
-        let k = self.mixture.pick(&mut self.rng);
-        let size = self.mixture.sources[k].num_sequences();
-        let j = self.drawn[k];
-        self.drawn[k] += 1;
-        if j.is_multiple_of(size.max(1)) {
-            self.orders[k] = Some(self.pass(k, j / size.max(1)));
+        let (_, order, next) = self.passes[k].as_mut()?;
+        while *next < at {
+            order.next()?;
+            *next += 1;
         }
-        let at = self.orders[k].as_mut()?.next()?;
-        Some((k, at))
+        *next += 1;
+        Some((k, order.next()?))
     }
 }
 
@@ -587,7 +604,7 @@ pub(crate) fn scale_weights(weights: &[f64]) -> Vec<f64> {
 }
 
 /// The running sums of `weights` (double additions in order, from 0.0).
-fn running_sums(weights: &[f64]) -> Vec<f64> {
+pub(crate) fn running_sums(weights: &[f64]) -> Vec<f64> {
     let mut total = 0.0f64;
     weights
         .iter()
@@ -634,16 +651,21 @@ fn ldexp(w: f64, n: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dataset::shuffle::Rng;
 
     fn with_weights(weights: &[f64]) -> Mixture {
-        let scaled = scale_weights(weights);
         Mixture {
             sources: Vec::new(),
             counts: Vec::new(),
             offsets: Vec::new(),
             weights: weights.to_vec(),
-            cumulative: running_sums(&scaled),
-            scaled,
+            rule: Arc::new(DrawRule::new(
+                weights,
+                vec![1; weights.len()],
+                0,
+                Stop::FirstExhausted,
+            )),
+            evolved: None,
             schema_source: 0,
             options: MixtureOptions::default(),
             last_len: Mutex::new(None),

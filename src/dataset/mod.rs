@@ -98,6 +98,8 @@ mod loader;
 mod locality;
 pub mod manifest;
 mod mixture;
+mod mixture_draws;
+mod mixture_evolve;
 mod mixture_totals;
 mod moved;
 pub mod names;
@@ -150,7 +152,8 @@ pub use random::SequenceArray;
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use resume_check::{Fault, Offence, ResumeCheck};
 pub use state::{
-    LoaderState, MIXTURE_STATE_VERSION, MixtureState, PackState, PackWindow, SourceState,
+    Evolved, LoaderState, MIXTURE_EVOLVED_VERSION, MIXTURE_STATE_VERSION, MixtureState, PackState,
+    PackWindow, SourceProgress, SourceState,
 };
 pub use store::{DatasetStore, LocalStore};
 // Moved to store::ShardSink; kept here for one release, hidden (a trait has

@@ -470,8 +470,9 @@ pub(crate) trait Subject {
     fn len(&self, epoch: u64) -> u64;
     /// The fingerprint a state records.
     fn fingerprint(&self) -> u32;
-    /// The mixture part of a state (`None` for a single dataset).
-    fn mixture_state(&self) -> Option<MixtureState>;
+    /// The mixture part of a state of epoch `epoch` (`None` for a single
+    /// dataset).
+    fn mixture_state(&self, epoch: u64) -> Option<MixtureState>;
 }
 
 /// Checks that `state` is one a loader of `feed` with `options` could have
@@ -553,7 +554,7 @@ pub(crate) fn check_state(
 /// mixture), shuffle, remainder and consumers.
 fn check_common(feed: &impl Subject, options: &LoaderOptions, state: &LoaderState) -> Result<()> {
     let bad = |reason: String| Err(DatasetError::BadState { reason });
-    let mixture = feed.mixture_state();
+    let mixture = feed.mixture_state(state.epoch);
     if state.mixture != mixture {
         return bad(match (&state.mixture, &mixture) {
             (None, Some(_)) => {
@@ -763,6 +764,7 @@ pub struct SourceState {
 ///     {"sequences": 4, "fingerprint": 2}]});
 /// let m: lodt::dataset::MixtureState = serde_json::from_value(json.clone())?;
 /// assert_eq!(serde_json::to_value(&m)?, json);
+/// assert!(m.evolved.is_none());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -777,6 +779,71 @@ pub struct MixtureState {
     pub stop: Stop,
     /// The sources, in order.
     pub sources: Vec<SourceState>,
+    /// Set (and `version` [`MIXTURE_EVOLVED_VERSION`]) in the epoch of a
+    /// resume on changed parameters ([`Mixture::evolve_state`](super::Mixture::evolve_state),
+    /// `spec/DATASET.md` 10.6): where each source was when the parameters
+    /// changed. Absent otherwise (every state of version 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evolved: Option<Evolved>,
+}
+
+/// The version of a [`MixtureState`] with [`MixtureState::evolved`]: a
+/// reader that knows only version 1 refuses it (as another mixture).
+///
+/// ```
+/// assert_eq!(lodt::dataset::MIXTURE_EVOLVED_VERSION, 2);
+/// ```
+pub const MIXTURE_EVOLVED_VERSION: u32 = 2;
+
+/// The epoch of a mixture that continues under changed parameters
+/// (`spec/DATASET.md` 10.6): how many positions of the epoch were
+/// delivered before the change, and each source's progress through its
+/// draws then.
+///
+/// ```
+/// let json = serde_json::json!({"epoch": 0, "delivered": 5, "sources": [
+///     {"sequences": 8, "fingerprint": 1, "order": 0, "frontier": 3, "skip": [5]}],
+///     "removed": []});
+/// let e: lodt::dataset::Evolved = serde_json::from_value(json.clone())?;
+/// assert_eq!(e.sources[0].frontier, 3);
+/// assert_eq!(serde_json::to_value(&e)?, json);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evolved {
+    /// The epoch it continues (the state's).
+    pub epoch: u64,
+    /// The positions of the epoch delivered before the change (the stream
+    /// of the draws after it is `(seed, epoch, 7, delivered)`).
+    pub delivered: u64,
+    /// Per source of the mixture, in order: its progress.
+    pub sources: Vec<SourceProgress>,
+    /// The sources of earlier parameters that the mixture no longer has,
+    /// with their progress (a source added back continues from it).
+    #[serde(default)]
+    pub removed: Vec<SourceProgress>,
+}
+
+/// One source's progress through its draws in an epoch (`spec/DATASET.md`
+/// 10.6): the draws `j < frontier` and those in `skip` were delivered.
+///
+/// ```
+/// let p = lodt::dataset::SourceProgress { sequences: 4, fingerprint: 9, order: 1, frontier: 2, skip: vec![3] };
+/// assert_eq!(serde_json::to_value(&p)?["order"], 1);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceProgress {
+    /// The source's number of sequences.
+    pub sequences: u64,
+    /// Its [`Dataset::fingerprint`](super::Dataset::fingerprint).
+    pub fingerprint: u32,
+    /// The index its pass orders are seeded with: `stream_seed(S, e, 4, order)`.
+    pub order: u64,
+    /// Every draw index below it was delivered.
+    pub frontier: u64,
+    /// Draw indices above the frontier that were delivered, increasing.
+    pub skip: Vec<u64>,
 }
 
 // JSON has no NaN: every weight read or written is a finite number, so the

@@ -636,7 +636,7 @@ impl Stream {
             skip,
             consumers: self.consumers,
             consumed: [(self.consumer, self.start + self.delivered)].into(),
-            mixture: self.feed.mixture_state(),
+            mixture: self.feed.mixture_state(self.epoch),
             packing: None,
             ranges,
             blocks,

@@ -40,3 +40,46 @@ pub use batch::{BINS_KEY, PackedBatch, Varlen, row_cu_seqlens, varlen};
 pub use plan::best_fit;
 pub use truncate::TRUNCATED_KEY;
 pub(crate) use window::Packer;
+
+use super::error::{DatasetError, Result};
+use super::feed::Feed;
+use super::options::{LoaderOptions, PackOptions};
+use super::state::{Base, LoaderState, check_state};
+
+/// The base (frontier and skip list of `feed`'s epoch order) that leaves
+/// exactly the sequences the consumers of `state`, a complete packing
+/// state saved with `pack`, did not deliver.
+pub(crate) fn undelivered_base(
+    feed: &Feed,
+    options: &LoaderOptions,
+    state: &LoaderState,
+    pack: &PackOptions,
+) -> Result<Base> {
+    let (tensor, name) = window::resolve(feed, pack)?;
+    let Some(p) = &state.packing else {
+        return Err(DatasetError::BadState {
+            reason: "the state is not a packing loader's (it has no `packing`)".into(),
+        });
+    };
+    let mine = (
+        pack.capacity,
+        pack.rows,
+        pack.buffer,
+        name.as_str(),
+        pack.truncate,
+    );
+    if p.options() != mine {
+        return Err(DatasetError::BadState {
+            reason: format!(
+                "it was saved with packing (capacity, rows, buffer, tensor, truncate) {:?}, the options say {mine:?}",
+                p.options()
+            ),
+        });
+    }
+    check_state(feed, options, state)?;
+    let plain = elastic::unpack_state(feed, state, p, pack, tensor)?;
+    Ok(Base {
+        frontier: plain.frontier,
+        skip: plain.skip,
+    })
+}

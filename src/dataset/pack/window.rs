@@ -441,7 +441,7 @@ struct Shape {
 }
 
 /// The index and name of the tensor whose rows count.
-fn resolve(feed: &Feed, pack: &PackOptions) -> Result<(usize, String)> {
+pub(super) fn resolve(feed: &Feed, pack: &PackOptions) -> Result<(usize, String)> {
     let schema = feed.schema();
     let tensor = match &pack.tensor {
         None => 0,

@@ -17,4 +17,5 @@ mod loader_locality;
 mod loader_one_type;
 mod loader_prefetch_cap;
 mod loader_recycling;
+mod mixture_evolve;
 mod state_check;
