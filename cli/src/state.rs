@@ -218,6 +218,29 @@ fn write_text(
             m.seed,
             m.stop
         )?;
+        for (k, s) in m.sources.iter().enumerate() {
+            let drawn = m
+                .delivered
+                .as_ref()
+                .and_then(|d| d.get(k))
+                .map_or(String::new(), |d| format!(", {d} of its draws delivered"));
+            writeln!(
+                out,
+                "  source {k}: {} sequences, fingerprint {:#010x}, weight {}{drawn}",
+                s.sequences,
+                s.fingerprint,
+                m.weights.get(k).copied().unwrap_or(0.0)
+            )?;
+        }
+        if let Some(e) = &m.evolved {
+            writeln!(
+                out,
+                "  continues a change of parameters made after {} positions of epoch {} ({} sources removed since)",
+                e.delivered,
+                e.epoch,
+                e.removed.len()
+            )?;
+        }
     }
     if let Some(w) = r.next_worker {
         writeln!(out, "next worker: {w}")?;

@@ -504,8 +504,19 @@ class MixtureReader:
         """``stop``: ``"first_exhausted"`` (default), ``"all_exhausted"`` or a number of sequences."""
     def manifest_json(self) -> str:
         """The schema and every source's shards, as manifest JSON text."""
-    def num_sequences(self, epoch: int = 0) -> int:
-        """The positions of epoch ``epoch``'s stream."""
+    def num_sequences(self, epoch: int = 0, state: str | None = None) -> int:
+        """The positions of epoch ``epoch``'s stream (the one loader state ``state``, JSON text, resumes)."""
+    def evolve_checkpoint(
+        self,
+        text: str,
+        *,
+        seed: int | None = None,
+        shuffle_buffer: int = 16384,
+        remainder: str = "keep",
+        packing: Packing | None = None,
+        rows_of: str | None = None,
+    ) -> str:
+        """A complete checkpoint (JSON text) of another mixture as one of this mixture that continues its epoch (spec/DATASET.md 10.6)."""
     def source_of(self, id: int) -> tuple[int, int] | None:
         """The source of mixture id ``id`` and its id there (None past the end)."""
     def totals(self) -> dict[str, int]:

@@ -10,11 +10,12 @@ the mixing itself is the Rust crate's ``lodt::dataset::Mixture``.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Sequence
 
 from ._lodt import Batch, MixtureReader
-from .dataset import Dataset
+from .dataset import Dataset, _checkpoint_text
 
 __all__ = ["Mixture"]
 
@@ -47,7 +48,9 @@ class Mixture(Dataset):
     dataset: round robin, disjoint, together the whole stream.
     :meth:`state_dict` / :meth:`load_state_dict` / :meth:`merge_states`
     resume exactly, also on another world size; a state of another mixture
-    (sources, weights, seed, stop) or of a single dataset is a ValueError.
+    (sources, weights, seed, stop) or of a single dataset is a ValueError,
+    unless ``load_state_dict(state, allow_changes=True)`` is asked to
+    continue the epoch under this mixture's parameters.
     With ``return_ids``, ids number the sources one after the other
     (:meth:`source_of` splits one).
     """
@@ -94,8 +97,36 @@ class Mixture(Dataset):
     def __len__(self) -> int:
         """The number of sequences of the current epoch's stream (all ranks
         together; under ``"first_exhausted"``/``"all_exhausted"`` it
-        depends on the epoch's draws)."""
-        return int(self._native().num_sequences(self._epoch))
+        depends on the epoch's draws; in an epoch continued under changed
+        parameters, that stream's)."""
+        resume = self._resume
+        state = None if resume is None else json.dumps(resume["loader"])
+        return int(self._native().num_sequences(self._epoch, state))
+
+    def load_state_dict(self, state: dict[str, Any], allow_changes: bool = False) -> None:
+        """Makes the next pass continue from ``state``, as
+        :meth:`lodt.Dataset.load_state_dict`. A state saved on another
+        mixture (other weights, sources added or removed, another ``stop``
+        or ``seed``) is a ValueError, unless ``allow_changes``: then the
+        rest of its epoch is drawn under this mixture's parameters, each
+        source continuing its own draws where they were (nothing of a
+        source's epoch twice, nothing skipped), a removed source drawing
+        nothing (its progress kept in the state, so adding it back
+        continues it) and a new one starting at its first sequence
+        (``spec/DATASET.md`` 10.6). Sources are matched by their
+        sequences and fingerprint. The state must be complete: one rank's
+        own with one rank, else :meth:`merge_states` of every rank's."""
+        if allow_changes:
+            evolved = self._native().evolve_checkpoint(
+                _checkpoint_text(state),
+                seed=self.seed if self.shuffle else None,
+                shuffle_buffer=self.shuffle_buffer,
+                remainder=self.remainder,
+                packing=self.packing,
+                rows_of=self.rows_of,
+            )
+            state = json.loads(evolved)
+        super().load_state_dict(state)
 
     @property
     def num_sequences(self) -> int:

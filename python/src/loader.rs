@@ -197,10 +197,7 @@ pub fn loader(
         remainder: remainder.parse().map_err(dataset_err)?,
         prefetch,
         // When packing, `rows_of` names the tensor whose rows fill a bin.
-        packing: packing.map(|p| PackOptions {
-            tensor: rows_of,
-            ..p.options.clone()
-        }),
+        packing: packing.map(|p| pack_options(&p, rows_of)),
         partition: partition
             .map(str::parse::<Partition>)
             .transpose()
@@ -221,6 +218,15 @@ pub fn loader(
     Ok(PyDatasetLoader {
         loader: Mutex::new(Some(ForkSafe::new(loader))),
     })
+}
+
+/// The crate's packing options of `packing`, counting the rows of
+/// `rows_of` (None: the schema's first tensor).
+pub(crate) fn pack_options(packing: &PyPacking, rows_of: Option<String>) -> PackOptions {
+    PackOptions {
+        tensor: rows_of,
+        ..packing.options.clone()
+    }
 }
 
 /// A value that is leaked instead of dropped in a process forked from the

@@ -98,13 +98,72 @@ impl PyMixtureReader {
         serde_json::to_string(&json).map_err(|e| value(e.to_string()))
     }
 
-    /// num_sequences(epoch=0) -> int
+    /// num_sequences(epoch=0, state=None) -> int
     ///
-    /// The positions of epoch `epoch`'s stream (all consumers together).
-    #[pyo3(signature = (epoch = 0))]
-    fn num_sequences(&self, py: Python<'_>, epoch: u64) -> PyResult<u64> {
+    /// The positions of epoch `epoch`'s stream (all consumers together);
+    /// with `state` (a loader state's JSON text of this mixture), the stream
+    /// that state resumes (another length in an epoch it continues under
+    /// changed parameters, `spec/DATASET.md` 10.6).
+    #[pyo3(signature = (epoch = 0, state = None))]
+    fn num_sequences(&self, py: Python<'_>, epoch: u64, state: Option<&str>) -> PyResult<u64> {
         let mixture = self.mixture.clone();
-        py.detach(move || guard("counting", || Ok(mixture.num_sequences(epoch))))
+        let state = state.map(crate::dataset::state_json).transpose()?;
+        py.detach(move || {
+            guard("counting", || {
+                let feed = match &state {
+                    Some(s) => lodt::dataset::Feed::from(mixture.clone())
+                        .resumed(s)
+                        .map_err(dataset_err)?,
+                    None => lodt::dataset::Feed::from(mixture.clone()),
+                };
+                Ok(feed.num_sequences(epoch))
+            })
+        })
+    }
+
+    /// evolve_checkpoint(text, *, seed=None, shuffle_buffer=16384,
+    ///                   remainder="keep", packing=None, rows_of=None) -> str
+    ///
+    /// A checkpoint (JSON text, `spec/DATASET.md` 7.5) of a loader of
+    /// another mixture (other weights, sources, seed or stop) as one of this
+    /// mixture that continues its epoch (`Mixture::evolve_state`, 10.6),
+    /// JSON text; the options are the loader's (`seed`: the shuffle's, None
+    /// unshuffled). The checkpoint must be complete (merged).
+    #[pyo3(signature = (text, *, seed = None, shuffle_buffer = 16384, remainder = "keep",
+        packing = None, rows_of = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn evolve_checkpoint(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        seed: Option<u64>,
+        shuffle_buffer: usize,
+        remainder: &str,
+        packing: Option<PyRef<'_, crate::loader::PyPacking>>,
+        rows_of: Option<String>,
+    ) -> PyResult<String> {
+        let json: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| value(format!("a dataset state is a JSON object: {e}")))?;
+        let checkpoint = lodt::dataset::Checkpoint::from_json(&json).map_err(dataset_err)?;
+        let options = lodt::dataset::LoaderOptions {
+            shuffle: seed.map(|seed| lodt::dataset::ShuffleOptions {
+                seed,
+                buffer: shuffle_buffer,
+            }),
+            remainder: remainder.parse().map_err(dataset_err)?,
+            packing: packing.map(|p| crate::loader::pack_options(&p, rows_of)),
+            ..Default::default()
+        };
+        let mixture = self.mixture.clone();
+        let evolved = py.detach(move || {
+            guard("changing a mixture's state", || {
+                mixture
+                    .evolve_state(&options, &checkpoint.loader)
+                    .map_err(dataset_err)
+            })
+        })?;
+        serde_json::to_string(&lodt::dataset::Checkpoint::new(evolved, 0).to_json())
+            .map_err(|e| value(e.to_string()))
     }
 
     /// source_of(id) -> tuple[int, int] | None

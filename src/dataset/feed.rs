@@ -108,6 +108,43 @@ impl Feed {
         }
     }
 
+    /// The number of positions of epoch `epoch`'s stream: the dataset's
+    /// sequences, or a mixture's epoch length.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// let feed = Feed::from(Dataset::open(dir.path())?);
+    /// assert_eq!(feed.num_sequences(0), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn num_sequences(&self, epoch: u64) -> u64 {
+        Subject::len(self, epoch)
+    }
+
+    /// What a loader resuming `state` reads in the state's epoch: the shards
+    /// the state was saved on, for a dataset that grew since (7.3); the
+    /// mixture continuing a change of parameters (10.6); else this feed.
+    /// A state of shards that changed is an error.
+    ///
+    /// ```
+    /// # use lodt::dataset::*;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let mut w = DatasetWriter::create(dir.path(), Default::default())?;
+    /// # w.write(&lodt::Batch::try_from_tensors([("x", lodt::LodTensor::from_vec(vec![1u8; 4], vec![4], Default::default())?)])?)?;
+    /// # w.finish()?;
+    /// let feed = Feed::from(Dataset::open(dir.path())?);
+    /// let state = Loader::new(feed.clone(), LoaderOptions::default())?.state();
+    /// assert_eq!(feed.resumed(&state)?.num_sequences(0), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resumed(&self, state: &LoaderState) -> Result<Feed> {
+        Ok(self.for_state(state)?.unwrap_or_else(|| self.clone()))
+    }
+
     /// The schema every mini-batch has.
     ///
     /// ```

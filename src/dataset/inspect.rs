@@ -83,7 +83,8 @@ pub struct StateReport {
 /// What a mixture's state records of the mixture.
 ///
 /// ```
-/// let m = lodt::dataset::MixtureFacts { seed: 1, weights: vec![0.5, 0.5], stop: "first_exhausted".into(), sources: vec![] };
+/// let m = lodt::dataset::MixtureFacts { seed: 1, weights: vec![0.5, 0.5], stop: "first_exhausted".into(),
+///     sources: vec![], delivered: None, evolved: None };
 /// assert_eq!(m.weights.len(), 2);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -96,6 +97,14 @@ pub struct MixtureFacts {
     pub stop: String,
     /// Per source, its sequences and fingerprint.
     pub sources: Vec<SourceState>,
+    /// For a complete state without packing: per source, how many of its
+    /// draws of the epoch were delivered (a source that ran out and started
+    /// over counts each pass).
+    pub delivered: Option<Vec<u64>>,
+    /// For a state that continues a change of parameters
+    /// (`spec/DATASET.md` 10.6): each source's progress at the change, and
+    /// the sources removed.
+    pub evolved: Option<super::state::Evolved>,
 }
 
 impl StateReport {
@@ -167,12 +176,17 @@ impl StateReport {
             remainder: state.remainder,
             fingerprint: state.fingerprint,
             packing_windows: state.packing.as_ref().map(|p| p.windows.len()),
-            mixture: state.mixture.as_ref().map(|m| MixtureFacts {
-                seed: m.seed,
-                weights: m.weights.clone(),
-                stop: serde_json::to_string(&m.stop).unwrap_or_default(),
-                sources: m.sources.clone(),
-            }),
+            mixture: match &state.mixture {
+                None => None,
+                Some(m) => Some(MixtureFacts {
+                    seed: m.seed,
+                    weights: m.weights.clone(),
+                    stop: serde_json::to_string(&m.stop).unwrap_or_default(),
+                    sources: m.sources.clone(),
+                    delivered: super::mixture_evolve::delivered_draws(state)?,
+                    evolved: m.evolved.clone(),
+                }),
+            },
             next_worker: None,
         })
     }

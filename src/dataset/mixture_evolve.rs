@@ -10,7 +10,7 @@ use super::mixture::Mixture;
 use super::mixture_draws::DrawRule;
 use super::options::LoaderOptions;
 use super::state::{
-    Evolved, LoaderState, MixtureState, PackState, PackWindow, STATE_VERSION, SourceProgress,
+    Base, Evolved, LoaderState, MixtureState, PackState, PackWindow, STATE_VERSION, SourceProgress,
     Subject, check_state, check_version,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -131,30 +131,7 @@ impl Mixture {
                 super::pack::undelivered_base(&feed, options, state, pack)?
             }
         };
-        // Each old source's progress: what it had before (a change earlier
-        // in the epoch), and the draws of the consumed positions.
-        let mut progress: Vec<Progress> = match old_evolved {
-            Some(e) => e.sources.iter().map(Progress::of).collect(),
-            None => (0..old.sources.len())
-                .map(|k| Progress {
-                    order: k as u64,
-                    ..Progress::default()
-                })
-                .collect(),
-        };
-        let mut delivered = old_evolved.map_or(0, |e| e.delivered);
-        let last = base
-            .skip
-            .last()
-            .map_or(base.frontier, |&p| p.max(base.frontier));
-        let mut skip = base.skip.iter().peekable();
-        for (p, (k, j)) in (0..last.saturating_add(1)).zip(rule.draws(state.epoch, old_evolved)) {
-            let consumed = p < base.frontier || skip.next_if_eq(&&p).is_some();
-            if consumed {
-                progress[k].mark(j);
-                delivered += 1;
-            }
-        }
+        let (progress, delivered) = replay(&rule, state.epoch, old, old_evolved, &base);
         let removed_before = old_evolved.map_or(&[][..], |e| &e.removed[..]);
         let evolved = self.match_sources(state.epoch, delivered, old, progress, removed_before);
         let mixture = self.with_evolved(evolved)?;
@@ -278,6 +255,76 @@ impl Mixture {
             removed,
         }
     }
+}
+
+/// Each source's progress after the positions of `base` were consumed
+/// in epoch `epoch` of the mixture `old` (with the rule `rule`; its change
+/// `evolved`, if any, is where the progress starts), and the positions
+/// delivered in the epoch.
+fn replay(
+    rule: &Arc<DrawRule>,
+    epoch: u64,
+    old: &MixtureState,
+    evolved: Option<&Evolved>,
+    base: &Base,
+) -> (Vec<Progress>, u64) {
+    let mut progress: Vec<Progress> = match evolved {
+        Some(e) => e.sources.iter().map(Progress::of).collect(),
+        None => (0..old.sources.len())
+            .map(|k| Progress {
+                order: k as u64,
+                ..Progress::default()
+            })
+            .collect(),
+    };
+    let mut delivered = evolved.map_or(0, |e| e.delivered);
+    let last = base.skip.last().map_or(base.frontier, |&p| p.max(base.frontier));
+    let mut skip = base.skip.iter().peekable();
+    for (p, (k, j)) in (0..last.saturating_add(1)).zip(rule.draws(epoch, evolved)) {
+        let consumed = p < base.frontier || skip.next_if_eq(&&p).is_some();
+        if consumed {
+            progress[k].mark(j);
+            delivered += 1;
+        }
+    }
+    (progress, delivered)
+}
+
+/// How many draws of each source of a complete, plain mixture state were
+/// delivered in its epoch (`spec/DATASET.md` 10.6, "Progress"): `None` for
+/// a state that is not a mixture's, not complete, or a packing one (whose
+/// delivered sequences need the datasets).
+pub(crate) fn delivered_draws(state: &LoaderState) -> Result<Option<Vec<u64>>> {
+    let Some(old) = &state.mixture else {
+        return Ok(None);
+    };
+    if state.packing.is_some() || !state.is_complete() {
+        return Ok(None);
+    }
+    let rule = Arc::new(DrawRule::of_state(old)?);
+    let evolved = old.evolved.as_ref().filter(|e| e.epoch == state.epoch);
+    if let Some(e) = evolved {
+        check_progress(&e.sources, &old.sources, &e.removed)?;
+    }
+    let n = rule.draws(state.epoch, evolved).count() as u64;
+    let subject = OldMixture {
+        n,
+        fingerprint: state.fingerprint,
+        mixture: old.clone(),
+    };
+    let options = LoaderOptions {
+        shuffle: state.shuffle,
+        remainder: state.remainder,
+        ..Default::default()
+    };
+    let base = check_state(&subject, &options, state)?.advance(n, state);
+    let (progress, _) = replay(&rule, state.epoch, old, evolved, &base);
+    Ok(Some(
+        progress
+            .iter()
+            .map(|p| p.frontier + p.ahead.len() as u64)
+            .collect(),
+    ))
 }
 
 /// The old parameters a plain state is checked against.
