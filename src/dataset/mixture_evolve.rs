@@ -278,7 +278,10 @@ fn replay(
             .collect(),
     };
     let mut delivered = evolved.map_or(0, |e| e.delivered);
-    let last = base.skip.last().map_or(base.frontier, |&p| p.max(base.frontier));
+    let last = base
+        .skip
+        .last()
+        .map_or(base.frontier, |&p| p.max(base.frontier));
     let mut skip = base.skip.iter().peekable();
     for (p, (k, j)) in (0..last.saturating_add(1)).zip(rule.draws(epoch, evolved)) {
         let consumed = p < base.frontier || skip.next_if_eq(&&p).is_some();

@@ -103,12 +103,23 @@ fn a_reweighted_mixture_with_a_new_source_continues_each_source_exactly_once() {
     // What `lodt state show` reports: each source's delivered draws.
     let report = lodt::dataset::StateReport::of(&saved).unwrap();
     let per_source: Vec<u64> = (0..2)
-        .map(|k| counts.get(&s[k].fingerprint()).map_or(0, |c| c.len() as u64))
+        .map(|k| {
+            counts
+                .get(&s[k].fingerprint())
+                .map_or(0, |c| c.len() as u64)
+        })
         .collect();
     assert_eq!(report.mixture.unwrap().delivered, Some(per_source.clone()));
-    let after = mixture(&[&s[0], &s[1], &s[2]], &[1.0, 3.0, 2.0], Stop::FirstExhausted);
+    let after = mixture(
+        &[&s[0], &s[1], &s[2]],
+        &[1.0, 3.0, 2.0],
+        Stop::FirstExhausted,
+    );
     let evolved = after.evolve_state(&options(0, 3), &saved).unwrap();
-    let report = lodt::dataset::StateReport::of(&evolved).unwrap().mixture.unwrap();
+    let report = lodt::dataset::StateReport::of(&evolved)
+        .unwrap()
+        .mixture
+        .unwrap();
     // The epoch's draws so far: the same, and none of the new source's.
     assert_eq!(report.delivered, Some([per_source, vec![0]].concat()));
     assert!(report.evolved.is_some());
