@@ -402,6 +402,8 @@ class DatasetReader:
         ``"name.lod1"`` ... the inner offsets of a tensor of 2 or more LoD levels."""
     def take(self, ids: Sequence[int]) -> Batch:
         """Sequences ``ids`` gathered into one batch (a copy)."""
+    def join_appended(self, text: str) -> str:
+        """A checkpoint (JSON text) saved before shards were appended, as one whose epoch takes in the appended sequences after the rest (spec/DATASET.md 7.3)."""
     def verify(self) -> dict[str, int]:
         """Checks every shard completely: ``{"shards", "bytes", "batches", "sequences"}``."""
 

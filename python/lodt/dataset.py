@@ -587,16 +587,26 @@ class Dataset:
         next_worker = _lodt.next_worker(last, self._rotation(workers), workers)
         return dict(json.loads(_lodt.checkpoint_to_json(merged, next_worker)))
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], *, appended: str = "next_epoch") -> None:
         """Makes the next pass continue from ``state`` (of
         :meth:`state_dict`, or a bare loader state of ``spec/DATASET.md``
         7.2, e.g. :meth:`merge_states` of every rank's): with the same
         world size and workers, exactly with the mini-batch that would have
         come next; with others (a merged, complete state), with the rest of
         the epoch, no sequence twice or skipped. Raises ValueError for a
-        state of another dataset or other shuffle/remainder options."""
+        state of another dataset or other shuffle/remainder options.
+
+        On a dataset appended to since the state was saved, the rest of the
+        state's epoch delivers the sequences it knew; the appended ones
+        join from the next epoch (``appended="next_epoch"``), or after the
+        rest of this one (``appended="now"``: every sequence, old and
+        appended, once in the epoch; round robin, not packing)."""
+        if appended not in ("next_epoch", "now"):
+            raise ValueError(f'appended must be "next_epoch" or "now", found {appended!r}')
         # The checkpoint object (spec/DATASET.md 7.5), checked by the crate.
         text = _checkpoint_text(state)
+        if appended == "now":
+            text = self._native().join_appended(text)
         rank, world = self._ranks()
         workers = _lodt.checkpoint_workers(text, world)
         wrapped: dict[str, Any] = json.loads(text)

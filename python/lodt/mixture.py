@@ -103,7 +103,9 @@ class Mixture(Dataset):
         state = None if resume is None else json.dumps(resume["loader"])
         return int(self._native().num_sequences(self._epoch, state))
 
-    def load_state_dict(self, state: dict[str, Any], allow_changes: bool = False) -> None:
+    def load_state_dict(
+        self, state: dict[str, Any], *, appended: str = "next_epoch", allow_changes: bool = False
+    ) -> None:
         """Makes the next pass continue from ``state``, as
         :meth:`lodt.Dataset.load_state_dict`. A state saved on another
         mixture (other weights, sources added or removed, another ``stop``
@@ -115,7 +117,11 @@ class Mixture(Dataset):
         continues it) and a new one starting at its first sequence
         (``spec/DATASET.md`` 10.6). Sources are matched by their
         sequences and fingerprint. The state must be complete: one rank's
-        own with one rank, else :meth:`merge_states` of every rank's."""
+        own with one rank, else :meth:`merge_states` of every rank's.
+        ``appended`` is :class:`lodt.Dataset`'s: a mixture's state resumes
+        only on the sources it was saved on, so only ``"next_epoch"``."""
+        if appended != "next_epoch":
+            raise ValueError('a mixture\'s state resumes on the sources it was saved on: appended="now" reads one dataset')
         if allow_changes:
             evolved = self._native().evolve_checkpoint(
                 _checkpoint_text(state),

@@ -245,6 +245,28 @@ impl PyDatasetReader {
         Ok(PyBatch::new(batch))
     }
 
+    /// join_appended(text) -> str
+    ///
+    /// A checkpoint (JSON text, `spec/DATASET.md` 7.5) saved before shards
+    /// were appended, as one whose epoch takes in the appended sequences
+    /// after the rest (`Dataset::join_appended`, 7.3 "Joining now"), JSON
+    /// text; its next worker is kept.
+    fn join_appended(&self, py: Python<'_>, text: &str) -> PyResult<String> {
+        let json: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| crate::error::value(format!("a dataset state is a JSON object: {e}")))?;
+        let checkpoint = lodt::dataset::Checkpoint::from_json(&json).map_err(dataset_err)?;
+        let dataset = self.dataset.clone();
+        let joined = py.detach(move || {
+            guard("joining appended shards", || {
+                dataset
+                    .join_appended(&checkpoint.loader)
+                    .map_err(dataset_err)
+            })
+        })?;
+        let out = lodt::dataset::Checkpoint::new(joined, checkpoint.next_worker);
+        serde_json::to_string(&out.to_json()).map_err(|e| crate::error::value(e.to_string()))
+    }
+
     /// verify() -> dict
     ///
     /// Checks every shard completely (sizes, footer CRCs, every checksum, the

@@ -48,6 +48,9 @@ enum Kind {
         /// The fingerprint of the shard list `counts` covers: the dataset's,
         /// or a prefix's (a dataset that grew, 7.3).
         fingerprint: u32,
+        /// An epoch that took in appended shards (7.3, "Joining now"): its
+        /// order is the first shards' then the rest's.
+        joined: Option<Arc<JoinedOrder>>,
     },
     /// A weighted mixture (`spec/DATASET.md`, "Mixtures").
     Mixture(Arc<Mixture>),
@@ -62,6 +65,7 @@ impl From<Arc<Dataset>> for Feed {
                 dataset,
                 counts,
                 fingerprint,
+                joined: None,
             },
         }
     }
@@ -246,6 +250,7 @@ impl Feed {
                 dataset,
                 fingerprint,
                 counts,
+                ..
             } => (dataset, fingerprint, counts),
             Kind::Mixture(m) => {
                 let Some(saved) = &state.mixture else {
@@ -269,19 +274,55 @@ impl Feed {
             }
         };
         if state.mixture.is_some()
-            || (state.sequences, state.fingerprint) == (counts.num_sequences(), *fingerprint)
+            || (state.joined.is_none()
+                && (state.sequences, state.fingerprint) == (counts.num_sequences(), *fingerprint))
         {
             return Ok(None);
         }
-        match dataset.shards_of(state.sequences, state.fingerprint)? {
-            Some(k) => Ok(Some(Feed {
-                kind: Kind::Dataset {
-                    dataset: dataset.clone(),
-                    counts: Arc::new(counts.prefix(k)),
-                    fingerprint: state.fingerprint,
+        let Some(k) = dataset.shards_of(state.sequences, state.fingerprint)? else {
+            return Err(dataset.not_grown_from(state.sequences, state.fingerprint));
+        };
+        let joined = match state.joined {
+            None => None,
+            Some(j) => match dataset.shards_of(j.sequences, j.fingerprint)? {
+                Some(first) if first <= k => Some(Arc::new(JoinedOrder {
+                    first: Arc::new(counts.prefix(first)),
+                    rest: Arc::new(counts.range(first, k)),
+                    shards: first,
+                    state: j,
+                })),
+                _ => {
+                    return Err(DatasetError::BadState {
+                        reason: format!(
+                            "its `joined` names {} sequences with fingerprint {:#010x}, which are not the first shards of its shard list",
+                            j.sequences, j.fingerprint
+                        ),
+                    });
+                }
+            },
+        };
+        Ok(Some(Feed {
+            kind: Kind::Dataset {
+                dataset: dataset.clone(),
+                counts: if k == counts.num_shards() {
+                    counts.clone()
+                } else {
+                    Arc::new(counts.prefix(k))
                 },
-            })),
-            None => Err(dataset.not_grown_from(state.sequences, state.fingerprint)),
+                fingerprint: state.fingerprint,
+                joined,
+            },
+        }))
+    }
+
+    /// The first shards of an epoch that took in appended ones, as its
+    /// state records them (7.3, "Joining now").
+    pub(crate) fn joined(&self) -> Option<super::state::Joined> {
+        match &self.kind {
+            Kind::Dataset {
+                joined: Some(j), ..
+            } => Some(j.state),
+            _ => None,
         }
     }
 
@@ -289,7 +330,12 @@ impl Feed {
     /// dataset's.
     pub(crate) fn cursor_of(&self, snapshot: &OrderSnapshot, epoch: u64) -> Option<OrderCursor> {
         match &self.kind {
-            Kind::Dataset { counts, .. } => Some(OrderCursor::of_snapshot(snapshot, counts, epoch)),
+            Kind::Dataset {
+                counts,
+                joined: None,
+                ..
+            } => Some(OrderCursor::of_snapshot(snapshot, counts, epoch)),
+            Kind::Dataset { .. } => None,
             Kind::Mixture(_) => None,
         }
     }
@@ -303,9 +349,14 @@ impl Feed {
         blocks: u64,
     ) -> Result<WindowOrder> {
         match &self.kind {
-            Kind::Dataset { counts, .. } => {
-                Ok(WindowOrder::new(counts.clone(), shuffle, epoch, blocks))
-            }
+            Kind::Dataset {
+                counts,
+                joined: None,
+                ..
+            } => Ok(WindowOrder::new(counts.clone(), shuffle, epoch, blocks)),
+            Kind::Dataset { .. } => Err(DatasetError::InvalidArgument(
+                "an epoch that took in appended shards (`joined`) is dealt round robin, not in the locality partition".into(),
+            )),
             Kind::Mixture(_) => Err(DatasetError::InvalidArgument(
                 "the locality partition reads one dataset, not a mixture".into(),
             )),
@@ -315,6 +366,13 @@ impl Feed {
     /// The stream of epoch `epoch`, from its first position.
     pub(crate) fn order(&self, epoch: u64, shuffle: Option<Shuffle>) -> Order {
         match &self.kind {
+            Kind::Dataset {
+                joined: Some(j), ..
+            } => Order::Joined {
+                first: EpochOrder::new(j.first.clone(), shuffle, epoch),
+                rest: EpochOrder::new(j.rest.clone(), shuffle, epoch),
+                shards: j.shards,
+            },
             Kind::Dataset { counts, .. } => {
                 Order::Single(EpochOrder::new(counts.clone(), shuffle, epoch))
             }
@@ -354,7 +412,12 @@ impl Feed {
         cursor: Option<&OrderCursor>,
         first: u64,
     ) -> Result<Tail> {
-        let Kind::Dataset { counts, .. } = &self.kind else {
+        let Kind::Dataset {
+            counts,
+            joined: None,
+            ..
+        } = &self.kind
+        else {
             return Ok(self.tail(epoch, shuffle, base));
         };
         let (order, pos) = match (shuffle, cursor) {
@@ -445,6 +508,14 @@ impl Subject for Feed {
 pub(crate) enum Order {
     Single(EpochOrder),
     Mixed(MixedOrder),
+    /// An epoch that took in appended shards (7.3, "Joining now"): the
+    /// order of the first `shards` shards, then that of the rest (whose
+    /// shard numbers count from `shards`).
+    Joined {
+        first: EpochOrder,
+        rest: EpochOrder,
+        shards: usize,
+    },
 }
 
 impl Iterator for Order {
@@ -454,8 +525,33 @@ impl Iterator for Order {
         match self {
             Order::Single(o) => o.next().map(|at| (0, at)),
             Order::Mixed(o) => o.next(),
+            Order::Joined {
+                first,
+                rest,
+                shards,
+            } => first
+                .next()
+                .or_else(|| {
+                    rest.next().map(|at| SequenceLocation {
+                        shard: at.shard + *shards,
+                        ..at
+                    })
+                })
+                .map(|at| (0, at)),
         }
     }
+}
+
+/// The two orders of an epoch that took in appended shards.
+#[derive(Debug)]
+pub(crate) struct JoinedOrder {
+    /// The counts of the first shards, and of the rest (counted from 0).
+    first: Arc<super::counts::ShardCounts>,
+    rest: Arc<super::counts::ShardCounts>,
+    /// The number of first shards.
+    shards: usize,
+    /// What a state records of them.
+    state: super::state::Joined,
 }
 
 /// One item of a [`Tail`]: its tail index, its position in the epoch's

@@ -161,6 +161,7 @@ impl Mixture {
             ranges: None,
             blocks: None,
             cursor: None,
+            joined: None,
         })
     }
 

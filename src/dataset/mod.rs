@@ -152,8 +152,8 @@ pub use random::SequenceArray;
 pub use reader::{Dataset, DatasetReport, SequenceLocation, ShardReport};
 pub use resume_check::{Fault, Offence, ResumeCheck};
 pub use state::{
-    Evolved, LoaderState, MIXTURE_EVOLVED_VERSION, MIXTURE_STATE_VERSION, MixtureState, PackState,
-    PackWindow, SourceProgress, SourceState,
+    Evolved, Joined, LoaderState, MIXTURE_EVOLVED_VERSION, MIXTURE_STATE_VERSION, MixtureState,
+    PackState, PackWindow, SourceProgress, SourceState,
 };
 pub use store::{DatasetStore, LocalStore};
 // Moved to store::ShardSink; kept here for one release, hidden (a trait has

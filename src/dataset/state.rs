@@ -22,6 +22,10 @@ pub(crate) const LOCALITY_VERSION: u32 = 4;
 /// into several blocks (`blocks`, `spec/DATASET.md` 7.6).
 pub(crate) const LOCALITY_BLOCKS_VERSION: u32 = 5;
 
+/// The loader state version of a round-robin epoch whose order takes in
+/// shards appended since (`joined`, `spec/DATASET.md` 7.3, "Joining now").
+pub(crate) const JOINED_VERSION: u32 = 6;
+
 /// The state version of the locality partition with an order of `blocks`
 /// blocks: 4 for one (what a 1.4 reader reads the same), 5 for more.
 pub(crate) fn locality_version(blocks: u64) -> u32 {
@@ -91,6 +95,29 @@ pub struct LoaderState {
     /// walks from the frontier (what a state without one always meant).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<super::cursor::OrderCursor>,
+    /// Set (version 6) in an epoch that took in shards appended since it
+    /// started (`spec/DATASET.md` 7.3, "Joining now", [`Dataset::join_appended`](super::Dataset::join_appended)):
+    /// the shard list whose order comes first; the rest of the state's shard
+    /// list follows it in the order. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined: Option<Joined>,
+}
+
+/// The first shards of an epoch's order that took in appended shards
+/// ([`LoaderState::joined`]): their sequences and fingerprint (as a
+/// state's `sequences` and `fingerprint` name a shard list).
+///
+/// ```
+/// let j = lodt::dataset::Joined { sequences: 40, fingerprint: 7 };
+/// assert_eq!(serde_json::to_value(j)?, serde_json::json!({"sequences": 40, "fingerprint": 7}));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Joined {
+    /// The sequences of those shards.
+    pub sequences: u64,
+    /// The fingerprint of their list (7.2).
+    pub fingerprint: u32,
 }
 
 impl LoaderState {
@@ -171,6 +198,7 @@ impl LoaderState {
                     s.remainder,
                     s.consumers,
                     s.mixture.clone(),
+                    s.joined,
                 )
             };
             if key(s) != key(first) {
@@ -400,6 +428,25 @@ pub(crate) fn check_version(state: &LoaderState) -> Result<()> {
         }
         _ => {}
     }
+    match (state.version, &state.joined) {
+        (JOINED_VERSION, Some(_)) if state.packing.is_none() && state.mixture.is_none() => {
+            return Ok(());
+        }
+        (JOINED_VERSION, _) | (_, Some(_)) => {
+            return Err(DatasetError::BadState {
+                reason: format!(
+                    "state version {} {} `joined`: this lodt reads `joined` in version {JOINED_VERSION} states of one dataset without `packing`",
+                    state.version,
+                    if state.joined.is_some() {
+                        "with"
+                    } else {
+                        "without"
+                    }
+                ),
+            });
+        }
+        _ => {}
+    }
     match (state.version, &state.packing) {
         (STATE_VERSION, None) => Ok(()),
         (v, Some(p)) if v == p.version() => Ok(()),
@@ -510,9 +557,12 @@ pub(crate) fn check_state(
         last = Some(p);
     }
     if let Some(cursor) = &state.cursor {
-        let Some(shuffle) = state.shuffle.filter(|_| state.mixture.is_none()) else {
+        let Some(shuffle) = state
+            .shuffle
+            .filter(|_| state.mixture.is_none() && state.joined.is_none())
+        else {
             return bad(
-                "it has a cursor, which only a shuffled order of one dataset has (7.3)".into(),
+                "it has a cursor, which only a shuffled order of one dataset's shard list has (7.3)".into(),
             );
         };
         cursor.check(state.epoch, n, shuffle.buffer)?;
@@ -699,12 +749,13 @@ pub(crate) fn resume_point(
         ));
     }
     let expected = match saved {
+        Partition::RoundRobin if state.joined.is_some() => JOINED_VERSION,
         Partition::RoundRobin => STATE_VERSION,
         Partition::Locality => locality_version(state.blocks.unwrap_or(1)),
     };
     if state.version != expected {
         return bad(format!(
-            "state version {}, this lodt reads version {STATE_VERSION} (round robin), {LOCALITY_VERSION} (locality) and {LOCALITY_BLOCKS_VERSION} (locality with `blocks`) here",
+            "state version {}, this lodt reads version {STATE_VERSION} (round robin), {JOINED_VERSION} (round robin with `joined`), {LOCALITY_VERSION} (locality) and {LOCALITY_BLOCKS_VERSION} (locality with `blocks`) here",
             state.version
         ));
     }

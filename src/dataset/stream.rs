@@ -13,7 +13,7 @@ use super::read_ahead::ReadAhead;
 use super::reader::SequenceLocation;
 use super::shuffle::Shuffle;
 use super::state::{
-    Base, Deal, LoaderState, STATE_VERSION, Subject, locality_version, resume_point,
+    Base, Deal, JOINED_VERSION, LoaderState, STATE_VERSION, Subject, locality_version, resume_point,
 };
 use crate::batch::Batch;
 use crate::tensor::LodTensor;
@@ -613,6 +613,9 @@ impl Stream {
     /// [`Stream::state`] without its cursor (cheap: no buffer copied).
     pub(crate) fn state_without_cursor(&self) -> LoaderState {
         let (version, frontier, skip, ranges) = match &self.deal {
+            Deal::RoundRobin(base) if self.feed.joined().is_some() => {
+                (JOINED_VERSION, base.frontier, base.skip.clone(), None)
+            }
             Deal::RoundRobin(base) => (STATE_VERSION, base.frontier, base.skip.clone(), None),
             Deal::Locality(r) => (
                 locality_version(r.blocks()),
@@ -641,6 +644,7 @@ impl Stream {
             ranges,
             blocks,
             cursor: None,
+            joined: self.feed.joined(),
         }
     }
 

@@ -171,3 +171,109 @@ fn a_state_of_shards_that_changed_is_refused_naming_them() {
         .to_string();
     assert!(e.contains("packing loader resumes only"), "{e}");
 }
+
+#[test]
+fn appended_sequences_join_now_when_asked_each_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let n_old = write_dataset(dir.path(), &SIZES, 2048);
+    let old = open(dir.path());
+    let o = options(Partition::RoundRobin);
+    let mut rng = TestRng(21);
+    let (before, state) = partial_epoch(&old, None, (2, 2), &mut rng, Some(4), &o);
+    // Nothing appended yet: the state comes back as it is.
+    assert_eq!(old.join_appended(&state).unwrap(), state);
+    let n_new = append(dir.path(), n_old, &[12, 40, 7]);
+    let grown = open(dir.path());
+    let joined = grown.join_appended(&state).unwrap();
+    assert_eq!((joined.version, joined.sequences), (6, n_new));
+    assert_eq!(joined.fingerprint, grown.fingerprint());
+    assert_eq!(
+        joined.joined,
+        Some(lodt::dataset::Joined {
+            sequences: n_old,
+            fingerprint: old.fingerprint()
+        })
+    );
+    // Every sequence, old and appended, exactly once over the epoch, on the
+    // same world and on others; the dry run agrees.
+    for layout in [(2, 2), (3, 1), (1, 1)] {
+        let rest = epoch_ids(&grown, Some(&joined), layout, &o);
+        let mut all: Vec<u64> = before.iter().copied().chain(rest).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..n_new).collect::<Vec<_>>(), "{layout:?}");
+        let check = ResumeCheck::run(
+            grown.clone(),
+            &joined,
+            Some(layout.0 as u64),
+            Some(layout.1 as u64),
+        )
+        .unwrap();
+        assert!(check.holds, "{check:?}");
+        assert_eq!(check.delivered_before + check.remaining, n_new);
+    }
+    // The same consumer delivers what it would have on the old dataset,
+    // then its share of the appended ones; one alone delivers the appended
+    // ones after all the old ones.
+    let alone: Vec<u64> = run(Loader::resume(
+        grown.clone(),
+        o(0, 1, 0, 1),
+        &LoaderState::merge(&[joined.clone()]).unwrap(),
+    )
+    .unwrap())
+    .concat();
+    let cut = alone.iter().position(|&i| i >= n_old).unwrap();
+    assert!(alone[cut..].iter().all(|&i| i >= n_old));
+    for rank in 0..2 {
+        for worker in 0..2 {
+            let on_old =
+                run(Loader::resume(old.clone(), o(rank, 2, worker, 2), &state).unwrap()).concat();
+            let on_joined =
+                run(Loader::resume(grown.clone(), o(rank, 2, worker, 2), &joined).unwrap())
+                    .concat();
+            assert_eq!(
+                on_joined[..on_old.len()],
+                on_old[..],
+                "consumer {rank}/{worker}"
+            );
+        }
+    }
+    // A state saved mid-way through the joined epoch resumes it (JSON
+    // round trip), and the next epoch is the whole dataset's.
+    let mut l = Loader::resume(grown.clone(), o(0, 1, 0, 1), &joined).unwrap();
+    l.next().unwrap().unwrap();
+    let mid = LoaderState::from_json(&l.state().to_json()).unwrap();
+    assert_eq!(mid.joined, joined.joined);
+    assert!(mid.cursor.is_none());
+    let rest: Vec<u64> = run(l).concat();
+    assert_eq!(
+        run(Loader::resume(grown.clone(), o(0, 1, 0, 1), &mid).unwrap()).concat(),
+        rest
+    );
+    let mut l = Loader::resume(grown.clone(), o(0, 1, 0, 1), &mid).unwrap();
+    l.set_epoch(1).unwrap();
+    assert!(l.state().joined.is_none());
+    assert_eq!(l.state().version, 1);
+    let next: BTreeSet<u64> = run(l).concat().into_iter().collect();
+    assert_eq!(next, (0..n_new).collect::<BTreeSet<_>>());
+    // Grown again: the joined state resumes (the newest shards join at the
+    // next epoch) but does not join twice.
+    let n_more = append(dir.path(), n_new, &[5]);
+    let again = open(dir.path());
+    let e = again.join_appended(&mid).unwrap_err().to_string();
+    assert!(e.contains("already took in"), "{e}");
+    let rest_again: Vec<u64> =
+        run(Loader::resume(again.clone(), o(0, 1, 0, 1), &mid).unwrap()).concat();
+    assert_eq!(rest_again, rest);
+    assert!(n_more > n_new);
+    // A packing or locality state is refused.
+    let (_, locality) = partial_epoch(
+        &old,
+        None,
+        (1, 1),
+        &mut rng,
+        Some(2),
+        options(Partition::Locality),
+    );
+    let e = grown.join_appended(&locality).unwrap_err().to_string();
+    assert!(e.contains("locality"), "{e}");
+}
