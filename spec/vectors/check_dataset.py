@@ -147,6 +147,17 @@ def check_cursor(counts, shuffle, cursor):
     need(rest == epoch_order(counts, shuffle, epoch)[position:], "cursor: the order continued from it")
 
 
+def check_joined(directory, counts, shuffle, joined):
+    """Section 7.3, "Joining now": the order of an epoch whose state names
+    its first shards in `joined` is theirs, then the rest's own."""
+    state = joined["state"]
+    need(state["version"] == 6, "a joined state's version")
+    k = next(k for k in range(len(counts) + 1) if sum(sum(c) for c in counts[:k]) == state["joined"]["sequences"] and fingerprint(directory, k) == state["joined"]["fingerprint"])
+    first = sum(sum(c) for c in counts[:k])
+    order = epoch_order(counts[:k], shuffle, state["epoch"]) + [first + i for i in epoch_order(counts[k:], shuffle, state["epoch"])]
+    need(order == joined["ids"], "the joined order")
+
+
 def advance(n, state):
     """Section 7.3: the base after the consumers of a complete state."""
     c_old, frontier, skip = state["consumers"], state["frontier"], state["skip"]
@@ -431,6 +442,7 @@ def check(directory):
     old = [order[c + j * c_old] for c, n in state["consumed"].items() for c in [int(c)] for j in range(n)]
     need(sorted(old + rest) == list(range(total)), "every sequence exactly once")
     check_cursor(counts, shuffle, orders["cursor"])
+    check_joined(directory, counts, shuffle, orders["joined"])
     need(len(length) == total, "sequence lengths")
     check_packing(directory, counts, length, shuffle)
     check_locality(directory, counts, shuffle)
@@ -563,10 +575,10 @@ def mixture_stream(counts, weights, seed, stop, shuffle, epoch):
 EVOLVED_DRAWS = 7  # the purpose of the draws after a change (section 10.6)
 
 
-def fingerprint(directory):
-    """Section 7.2: the CRC32 of the shard list."""
+def fingerprint(directory, first=None):
+    """Section 7.2: the CRC32 of the shard list (of its first `first` shards)."""
     with open(os.path.join(directory, "lodt-dataset.json"), "rb") as f:
-        shards = json.load(f)["shards"]
+        shards = json.load(f)["shards"][:first]
     data = b""
     for e in shards:
         name = e["name"].encode()
@@ -740,7 +752,7 @@ def main():
     except Bad as e:
         print("FAILED: " + str(e))
         return 1
-    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the cursor, the world-size resume, packing, locality and the shard index match" % (shards, total))
+    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the cursor, the joined order, the world-size resume, packing, locality and the shard index match" % (shards, total))
     return 0
 
 

@@ -120,6 +120,28 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
         .collect();
     // The cursor of epoch 1's order at position 5 (section 7.3).
     let cursor = serde_json::to_value(dataset.order_cursor(SHUFFLE, 1, 5).unwrap()).unwrap();
+    // Epoch 1 as an epoch that took in its last shard as appended (7.3,
+    // "Joining now"): the state names the first two shards in `joined`.
+    let mut prefix = Vec::new();
+    let mut first_two = 0;
+    for k in 0..2 {
+        let e = dataset.shard_entry(k).unwrap();
+        prefix.extend((e.name.len() as u64).to_le_bytes());
+        prefix.extend(e.name.as_bytes());
+        prefix.extend(e.bytes.to_le_bytes());
+        prefix.extend(e.footer_crc.to_le_bytes());
+        prefix.extend(e.sequences.to_le_bytes());
+        first_two += e.sequences;
+    }
+    let joined_state = LoaderState::from_json(&serde_json::json!({"version": 6,
+        "sequences": dataset.num_sequences(), "fingerprint": dataset.fingerprint(),
+        "shuffle": SHUFFLE, "remainder": "keep", "epoch": 1, "frontier": 0, "skip": [],
+        "consumers": 1, "consumed": {"0": 0},
+        "joined": {"sequences": first_two, "fingerprint": crc32fast::hash(&prefix)}}))
+    .unwrap();
+    let joined_ids =
+        ids(Loader::resume(dataset.clone(), options(Some(SHUFFLE), 0, 1), &joined_state).unwrap());
+    let joined = serde_json::json!({"state": joined_state.to_json(), "ids": joined_ids});
     let line = |v: serde_json::Value| v.to_string();
     let orders = [
         format!(
@@ -136,7 +158,8 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
         "\"resume_consumers\": 3,".to_string(),
         format!("\"resume_base\": {},", line(advanced.unwrap_or_default())),
         format!("\"resume_ids\": {},", line(resumed.into())),
-        format!("\"cursor\": {}}}\n", line(cursor)),
+        format!("\"cursor\": {},", line(cursor)),
+        format!("\"joined\": {}}}\n", line(joined)),
     ];
     files.insert("orders.json".into(), orders.join("\n").into_bytes());
     files.insert("packing.json".into(), packing(&dataset));
@@ -348,6 +371,6 @@ fn an_independent_python_reader_agrees() {
     );
     assert_eq!(
         stdout,
-        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the cursor, the world-size resume, packing, locality and the shard index match\n"
+        "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the cursor, the joined order, the world-size resume, packing, locality and the shard index match\n"
     );
 }
