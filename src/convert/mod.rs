@@ -143,7 +143,9 @@ pub fn convert(
 /// let dir = tempfile::tempdir()?;
 /// let out = dir.path().join("parquet");
 /// let to = Endpoint::from_name("parquet-dir")?;
-/// let stats = convert_to("spec/vectors/multi_batch.lodt", &out, to, &ConvertOptions::default(), |_| {})?;
+/// // The three batches' metadata differ: Parquet keeps one map, the first's.
+/// let options = ConvertOptions { metadata_policy: lodt::arrow::MetadataPolicy::KeepFirst, ..Default::default() };
+/// let stats = convert_to("spec/vectors/multi_batch.lodt", &out, to, &options, |_| {})?;
 /// assert_eq!(stats.batches, 3);
 /// assert!(out.join("part-00000.parquet").is_file()); // 256 MiB shards by default: one here
 /// let back = convert_to(&out, dir.path().join("back.lodt"), Endpoint::from_name("lodt")?, &Default::default(), |_| {})?;
