@@ -493,12 +493,15 @@ fn is_temp_of(entry: &str, dest: &Path) -> bool {
 }
 
 /// Deletes the temporary files of `dest` (named as [`AtomicFile`] names
-/// them, beside the symlink-resolved `dest`) whose writer is gone: those
+/// them, beside the symlink-resolved `dest`), and the temporary directories
+/// of an [`AtomicDir`] with what is in them, whose writer is gone: those
 /// whose lock can be taken. A live writer holds the lock of its temporary
-/// file from the moment it exists, so its file is never deleted. Returns how
-/// many were deleted; errors are ignored (it is a best-effort cleanup).
+/// file (or directory) from the moment it exists, so it is never deleted.
+/// Returns how many were deleted; errors are ignored (it is a best-effort
+/// cleanup).
 ///
-/// [`AtomicFile::create`], [`Writer::append`](crate::format::Writer::append)
+/// [`AtomicFile::create`], [`AtomicDir::create`],
+/// [`Writer::append`](crate::format::Writer::append)
 /// and [`recover`](crate::format::recover) call it for their destination.
 ///
 /// ```
@@ -507,6 +510,14 @@ fn is_temp_of(entry: &str, dest: &Path) -> bool {
 /// // What a writer killed with SIGKILL leaves behind:
 /// std::fs::write(dir.path().join(".data.lodt.4242.0.tmp"), b"partial")?;
 /// std::fs::write(dir.path().join("unrelated.tmp"), b"keep")?;
+/// std::fs::create_dir(dir.path().join(".data.lodt.4242.1.tmp"))?; // an AtomicDir's
+/// std::fs::write(dir.path().join(".data.lodt.4242.1.tmp/part-0"), b"partial")?;
+/// let live = lodt::atomic::AtomicDir::create(&dest)?; // cleans first, then holds its lock
+/// assert_eq!(lodt::atomic::clean_stale_temps(&dest), 0); // the live one is kept
+/// assert!(live.temp_path().is_dir());
+/// assert_eq!(std::fs::read_dir(dir.path())?.count(), 2); // unrelated.tmp and the live one
+/// drop(live);
+/// std::fs::write(dir.path().join(".data.lodt.4242.2.tmp"), b"partial")?;
 /// assert_eq!(lodt::atomic::clean_stale_temps(&dest), 1);
 /// assert!(dir.path().join("unrelated.tmp").exists());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -525,17 +536,25 @@ pub fn clean_stale_temps(dest: impl AsRef<Path>) -> usize {
             continue;
         }
         let path = entry.path();
-        if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_file() && !meta.is_dir() {
             continue;
         }
         let Ok(file) = File::open(&path) else {
             continue;
         };
         // A live writer holds this lock; a dead one's was released by the
-        // kernel. Check that the name still is the file locked before
-        // deleting it.
-        if file.try_lock().is_ok() && names(&path, &file) && fs::remove_file(&path).is_ok() {
-            removed += 1;
+        // kernel. Check that the name still is the file (or directory)
+        // locked before deleting it.
+        if file.try_lock().is_ok() && names(&path, &file) {
+            let gone = if meta.is_dir() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            removed += usize::from(gone.is_ok());
         }
     }
     removed
@@ -773,7 +792,9 @@ impl Drop for AtomicFile {
 /// does and refuses a destination that exists, unless it is an empty
 /// directory ([`AtomicError::Occupied`]); the files are written into
 /// [`AtomicDir::temp_path`], a new directory named as [`AtomicFile`] names
-/// its temporary files. [`AtomicDir::commit`] syncs the directory, renames
+/// its temporary files, locked while it is written (so that
+/// [`clean_stale_temps`] deletes it only once its writer is gone).
+/// [`AtomicDir::commit`] syncs the directory, renames
 /// it to the destination (over an empty directory, atomically; a
 /// destination that gained files meanwhile is an error and stays as it is)
 /// and syncs the parent. Dropped without a commit, it deletes the temporary
@@ -797,6 +818,8 @@ impl Drop for AtomicFile {
 /// ```
 #[derive(Debug)]
 pub struct AtomicDir {
+    /// The temporary directory, opened and locked while it is written.
+    lock: File,
     tmp: PathBuf,
     dest: PathBuf,
     fsync: bool,
@@ -826,6 +849,7 @@ impl AtomicDir {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let dest = resolve(path)?;
         check_vacant(&dest)?;
+        clean_stale_temps(&dest);
         let parent = parent_dir(&dest);
         let mut last = None;
         for _ in 0..64 {
@@ -833,7 +857,17 @@ impl AtomicDir {
             let tmp = parent.join(temp_name(&dest, std::process::id(), n));
             match fs::create_dir(&tmp) {
                 Ok(()) => {
+                    let lock = File::open(&tmp).map_err(|e| {
+                        AtomicError::io("opening the temporary directory of", &dest, e)
+                    })?;
+                    // A cleaner may have taken the lock (and deleted the
+                    // directory) between the creation and here: then use
+                    // another name.
+                    if lock.try_lock().is_err() || !names(&tmp, &lock) {
+                        continue;
+                    }
                     return Ok(AtomicDir {
+                        lock,
                         tmp,
                         dest,
                         fsync,
@@ -888,10 +922,9 @@ impl AtomicDir {
     ///
     /// See the [type-level example](AtomicDir).
     pub fn commit(mut self) -> Result<()> {
-        if self.fsync
-            && let Ok(d) = File::open(&self.tmp)
-        {
-            d.sync_all()
+        if self.fsync {
+            self.lock
+                .sync_all()
                 .map_err(|e| AtomicError::io("syncing", &self.tmp, e))?;
         }
         check_vacant(&self.dest)?;

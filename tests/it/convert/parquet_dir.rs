@@ -487,3 +487,22 @@ print(json.dumps({
     assert_eq!(got["ids"], serde_json::Value::Array(ids));
     assert_eq!(got["label"], serde_json::Value::Array(labels));
 }
+
+#[test]
+fn the_temporary_directory_of_a_killed_conversion_is_deleted_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.lodt");
+    write(Format::Lodt, &input, &batches());
+    // What a conversion killed with SIGKILL leaves: its temporary directory,
+    // named as lodt names it, whose lock died with the process.
+    let stale = dir.path().join(".shards.4242.0.tmp");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("part-00000.parquet"), b"partial").unwrap();
+    let unrelated = dir.path().join(".other.4242.0.tmp");
+    std::fs::create_dir(&unrelated).unwrap();
+    let out = dir.path().join("shards");
+    to_parquet_dir(&input, &out, &ConvertOptions::default());
+    assert!(!stale.exists());
+    assert!(unrelated.is_dir());
+    assert_eq!(read_dir(&out), batches());
+}
