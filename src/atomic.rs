@@ -6,6 +6,9 @@
 //!   permissions and owner, synced, then renamed over the destination (and
 //!   the directory synced). Until [`AtomicFile::commit`], the destination is
 //!   untouched; dropped uncommitted, the temporary file is deleted.
+//! - [`AtomicDir`]: the same for a directory of files (shards written
+//!   together): a temporary directory beside the destination, renamed to it
+//!   when every file is in it.
 //! - [`WriterLock`]: the advisory lock a writer holds on the file it changes
 //!   (an append, a recovery, the rename of a replacement), so that a second
 //!   writer is refused with [`AtomicError::Locked`] instead of losing data.
@@ -93,6 +96,19 @@ pub enum AtomicError {
         input: PathBuf,
         /// The output path, as given.
         output: PathBuf,
+    },
+    /// A directory's destination exists and is not an empty directory, so
+    /// a directory written beside it cannot take its place
+    /// ([`AtomicDir`]).
+    #[error(
+        "refusing to write the directory {}: it exists, and is {found}; remove it or write to a new path",
+        path.display()
+    )]
+    Occupied {
+        /// The destination (symlinks resolved).
+        path: PathBuf,
+        /// What is there.
+        found: &'static str,
     },
     /// The destination exists and is not a regular file (a directory, a
     /// device, a pipe), so it cannot be replaced by one.
@@ -477,12 +493,15 @@ fn is_temp_of(entry: &str, dest: &Path) -> bool {
 }
 
 /// Deletes the temporary files of `dest` (named as [`AtomicFile`] names
-/// them, beside the symlink-resolved `dest`) whose writer is gone: those
+/// them, beside the symlink-resolved `dest`), and the temporary directories
+/// of an [`AtomicDir`] with what is in them, whose writer is gone: those
 /// whose lock can be taken. A live writer holds the lock of its temporary
-/// file from the moment it exists, so its file is never deleted. Returns how
-/// many were deleted; errors are ignored (it is a best-effort cleanup).
+/// file (or directory) from the moment it exists, so it is never deleted.
+/// Returns how many were deleted; errors are ignored (it is a best-effort
+/// cleanup).
 ///
-/// [`AtomicFile::create`], [`Writer::append`](crate::format::Writer::append)
+/// [`AtomicFile::create`], [`AtomicDir::create`],
+/// [`Writer::append`](crate::format::Writer::append)
 /// and [`recover`](crate::format::recover) call it for their destination.
 ///
 /// ```
@@ -491,6 +510,14 @@ fn is_temp_of(entry: &str, dest: &Path) -> bool {
 /// // What a writer killed with SIGKILL leaves behind:
 /// std::fs::write(dir.path().join(".data.lodt.4242.0.tmp"), b"partial")?;
 /// std::fs::write(dir.path().join("unrelated.tmp"), b"keep")?;
+/// std::fs::create_dir(dir.path().join(".data.lodt.4242.1.tmp"))?; // an AtomicDir's
+/// std::fs::write(dir.path().join(".data.lodt.4242.1.tmp/part-0"), b"partial")?;
+/// let live = lodt::atomic::AtomicDir::create(&dest)?; // cleans first, then holds its lock
+/// assert_eq!(lodt::atomic::clean_stale_temps(&dest), 0); // the live one is kept
+/// assert!(live.temp_path().is_dir());
+/// assert_eq!(std::fs::read_dir(dir.path())?.count(), 2); // unrelated.tmp and the live one
+/// drop(live);
+/// std::fs::write(dir.path().join(".data.lodt.4242.2.tmp"), b"partial")?;
 /// assert_eq!(lodt::atomic::clean_stale_temps(&dest), 1);
 /// assert!(dir.path().join("unrelated.tmp").exists());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -509,17 +536,25 @@ pub fn clean_stale_temps(dest: impl AsRef<Path>) -> usize {
             continue;
         }
         let path = entry.path();
-        if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_file() && !meta.is_dir() {
             continue;
         }
         let Ok(file) = File::open(&path) else {
             continue;
         };
         // A live writer holds this lock; a dead one's was released by the
-        // kernel. Check that the name still is the file locked before
-        // deleting it.
-        if file.try_lock().is_ok() && names(&path, &file) && fs::remove_file(&path).is_ok() {
-            removed += 1;
+        // kernel. Check that the name still is the file (or directory)
+        // locked before deleting it.
+        if file.try_lock().is_ok() && names(&path, &file) {
+            let gone = if meta.is_dir() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            removed += usize::from(gone.is_ok());
         }
     }
     removed
@@ -746,6 +781,193 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if !self.committed {
             let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// A directory written beside its destination and renamed into place by
+/// [`AtomicDir::commit`]: the destination appears whole or not at all.
+///
+/// [`AtomicDir::create`] follows symbolic links as [`AtomicFile::create`]
+/// does and refuses a destination that exists, unless it is an empty
+/// directory ([`AtomicError::Occupied`]); the files are written into
+/// [`AtomicDir::temp_path`], a new directory named as [`AtomicFile`] names
+/// its temporary files, locked while it is written (so that
+/// [`clean_stale_temps`] deletes it only once its writer is gone).
+/// [`AtomicDir::commit`] syncs the directory, renames
+/// it to the destination (over an empty directory, atomically; a
+/// destination that gained files meanwhile is an error and stays as it is)
+/// and syncs the parent. Dropped without a commit, it deletes the temporary
+/// directory and what is in it.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let dest = dir.path().join("shards");
+/// let out = lodt::atomic::AtomicDir::create(&dest)?;
+/// std::fs::write(out.temp_path().join("part-0"), b"rows")?;
+/// assert!(!dest.exists()); // nothing until the commit
+/// out.commit()?;
+/// assert_eq!(std::fs::read(dest.join("part-0"))?, b"rows");
+/// let err = lodt::atomic::AtomicDir::create(&dest).unwrap_err(); // not empty now
+/// assert!(matches!(err, lodt::atomic::AtomicError::Occupied { .. }), "{err}");
+/// let out = lodt::atomic::AtomicDir::create(dir.path().join("other"))?;
+/// std::fs::write(out.temp_path().join("part-0"), b"rows")?;
+/// drop(out); // not committed: nothing is left behind
+/// assert_eq!(std::fs::read_dir(dir.path())?.count(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct AtomicDir {
+    /// The temporary directory, opened and locked while it is written.
+    lock: File,
+    tmp: PathBuf,
+    dest: PathBuf,
+    fsync: bool,
+    committed: bool,
+}
+
+impl AtomicDir {
+    /// Starts writing the directory `path` (synced to disk before the
+    /// rename).
+    ///
+    /// See the [type-level example](AtomicDir).
+    pub fn create(path: impl AsRef<Path>) -> Result<Self> {
+        Self::create_with(path, true)
+    }
+
+    /// [`AtomicDir::create`], syncing the directory and its parent on
+    /// commit only if `fsync` (the files in it are the caller's to sync).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let out = lodt::atomic::AtomicDir::create_with(dir.path().join("d"), false)?;
+    /// out.commit()?;
+    /// assert!(dir.path().join("d").is_dir());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_with(path: impl AsRef<Path>, fsync: bool) -> Result<Self> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dest = resolve(path)?;
+        check_vacant(&dest)?;
+        clean_stale_temps(&dest);
+        let parent = parent_dir(&dest);
+        let mut last = None;
+        for _ in 0..64 {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let tmp = parent.join(temp_name(&dest, std::process::id(), n));
+            match fs::create_dir(&tmp) {
+                Ok(()) => {
+                    let lock = File::open(&tmp).map_err(|e| {
+                        AtomicError::io("opening the temporary directory of", &dest, e)
+                    })?;
+                    // A cleaner may have taken the lock (and deleted the
+                    // directory) between the creation and here: then use
+                    // another name.
+                    if lock.try_lock().is_err() || !names(&tmp, &lock) {
+                        continue;
+                    }
+                    return Ok(AtomicDir {
+                        lock,
+                        tmp,
+                        dest,
+                        fsync,
+                        committed: false,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => {
+                    return Err(AtomicError::io(
+                        "creating a temporary directory for",
+                        &dest,
+                        e,
+                    ));
+                }
+            }
+        }
+        Err(AtomicError::io(
+            "creating a temporary directory for",
+            &dest,
+            last.unwrap_or_else(|| io::Error::other("no free temporary name")),
+        ))
+    }
+
+    /// The destination (symlinks resolved).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let out = lodt::atomic::AtomicDir::create(dir.path().join("d"))?;
+    /// assert_eq!(out.path(), dir.path().join("d"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn path(&self) -> &Path {
+        &self.dest
+    }
+
+    /// The temporary directory, where the files go.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let out = lodt::atomic::AtomicDir::create(dir.path().join("d"))?;
+    /// assert!(out.temp_path().is_dir() && out.temp_path().parent() == Some(dir.path()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Syncs the temporary directory and renames it to the destination,
+    /// which must still be absent or an empty directory
+    /// ([`AtomicError::Occupied`] otherwise, and the destination is left as
+    /// it is).
+    ///
+    /// See the [type-level example](AtomicDir).
+    pub fn commit(mut self) -> Result<()> {
+        if self.fsync {
+            self.lock
+                .sync_all()
+                .map_err(|e| AtomicError::io("syncing", &self.tmp, e))?;
+        }
+        check_vacant(&self.dest)?;
+        if let Err(e) = fs::rename(&self.tmp, &self.dest) {
+            // Files that appeared in the destination since the check.
+            return Err(match check_vacant(&self.dest) {
+                Err(occupied) => occupied,
+                Ok(()) => AtomicError::io("renaming the temporary directory to", &self.dest, e),
+            });
+        }
+        self.committed = true;
+        if self.fsync {
+            sync_dir(&self.dest);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for AtomicDir {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// Refuses a destination directory that exists, unless it is empty.
+fn check_vacant(dest: &Path) -> Result<()> {
+    let occupied = |found: &'static str| AtomicError::Occupied {
+        path: dest.to_path_buf(),
+        found,
+    };
+    match fs::symlink_metadata(dest) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(AtomicError::io("inspecting", dest, e)),
+        Ok(m) if !m.is_dir() => Err(occupied(if m.is_file() { "a file" } else { kind_name(&m) })),
+        Ok(_) => {
+            let mut entries =
+                fs::read_dir(dest).map_err(|e| AtomicError::io("listing", dest, e))?;
+            match entries.next() {
+                None => Ok(()),
+                Some(_) => Err(occupied("a directory that is not empty")),
+            }
         }
     }
 }

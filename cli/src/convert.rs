@@ -1,7 +1,7 @@
 //! `lodt convert IN OUT [--columns a,b] [--batch-rows N | --batch-bytes N|auto] [--compression C] [--format-version V]
 //! [--null-lists error|empty] [--metadata error|first] [--small-lists]
 //! [--tensor-type nested_lists|fixed_shape|variable_shape] [--format F]
-//! [--names a,b,c] [--shard-bytes N]`.
+//! [--names a,b,c] [--shard-bytes N] [--from F] [--to F|dataset|parquet-dir]`.
 //!
 //! The flags become a [`ConvertOptions`] and the conversion is the crate's
 //! ([`Conversion`], what `lodt::convert::convert` and Python's
@@ -27,18 +27,20 @@ pub struct Args {
     /// read in order as stdin is (those formats only).
     input: PathBuf,
     /// The output, in the format its extension names; a dataset directory (an existing
-    /// directory, a path ending in /, or a new path with no extension); or - (stdout, with
-    /// --format or --to).
+    /// directory, a path ending in /, or a new path with no extension); a directory of Parquet
+    /// files with --to parquet-dir; or - (stdout, with --format or --to).
     output: PathBuf,
     /// The format of whichever side is - (an extension: lodt, parquet, arrow, arrows, pdtensor, pdparams).
     #[arg(long, value_parser = common::parse_format)]
     format: Option<Format>,
-    /// The input's format, whatever its extension.
-    #[arg(long, value_parser = common::parse_format)]
-    from: Option<Format>,
-    /// The output's format, whatever its extension.
-    #[arg(long, value_parser = common::parse_format)]
-    to: Option<Format>,
+    /// The input's format, whatever its extension (a format's extension, dataset or parquet-dir).
+    #[arg(long, value_parser = parse_endpoint)]
+    from: Option<Endpoint>,
+    /// The output's format, whatever its extension: a format's extension, dataset (a lodt
+    /// dataset directory), or parquet-dir (a new directory of Parquet files part-00000.parquet,
+    /// ... of about --shard-bytes each, put in place when all are written).
+    #[arg(long, value_parser = parse_endpoint)]
+    to: Option<Endpoint>,
     /// Only these tensors (Arrow/Parquet columns), comma-separated, in this order.
     #[arg(long, value_delimiter = ',')]
     columns: Option<Vec<String>>,
@@ -81,7 +83,8 @@ pub struct Args {
     /// arrow.variable_shape_tensor columns, one row per sequence (variable_shape).
     #[arg(long, value_name = "nested_lists|fixed_shape|variable_shape", value_parser = parse_tensor_type, default_value = "nested_lists")]
     tensor_type: TensorType,
-    /// A dataset output: shards of about this size (default 256M; K, M, G suffixes).
+    /// A dataset output or --to parquet-dir: shards of about this size (default 256M; K, M, G
+    /// suffixes); a shard ends at a batch boundary.
     #[arg(long, value_name = "BYTES", value_parser = crate::dataset::parse_bytes)]
     shard_bytes: Option<u64>,
     /// Parquet input: the most bytes one batch may decode to (K, M, G suffixes; default 256M).
@@ -103,6 +106,10 @@ fn parse_tensor_type(text: &str) -> Result<TensorType, String> {
 fn parse_metadata(text: &str) -> Result<MetadataPolicy, String> {
     text.parse()
         .map_err(|e: lodt::arrow::ArrowError| e.to_string())
+}
+
+fn parse_endpoint(text: &str) -> Result<Endpoint, String> {
+    Endpoint::from_name(text).map_err(|e| e.to_string())
 }
 
 fn parse_batch_bytes(text: &str) -> Result<BatchBytes, String> {
@@ -150,15 +157,20 @@ fn options(args: &Args) -> ConvertOptions {
 /// `-`, or what the crate makes of the path.
 fn endpoint(
     path: &Path,
-    explicit: Option<Format>,
+    explicit: Option<Endpoint>,
     dash_format: Option<Format>,
     place: fn(&Path) -> Result<Endpoint, CliError>,
 ) -> Result<Endpoint, CliError> {
     let dash = common::is_dash(path);
-    match explicit.or(if dash { dash_format } else { None }) {
-        Some(format) => Ok(Endpoint::File(format)),
-        None if dash => common::format_of(path, None).map(Endpoint::File),
-        None => place(path),
+    match (explicit, dash) {
+        (Some(Endpoint::File(format)), _) => Ok(Endpoint::File(format)),
+        (Some(other), true) => Err(CliError::usage(format!(
+            "- (stdin or stdout) is a stream, and a {} is a directory: give a path",
+            other.name()
+        ))),
+        (Some(other), false) => Ok(other),
+        (None, true) => common::format_of(path, dash_format).map(Endpoint::File),
+        (None, false) => place(path),
     }
 }
 
@@ -181,7 +193,7 @@ pub fn run(args: Args) -> Result<(), CliError> {
     let (stdin, stdout) = (common::is_dash(&args.input), common::is_dash(&args.output));
     // Warn before converting: a type that changes is not silent.
     let mut notes = std::io::stderr();
-    if let (Endpoint::File(f), Endpoint::File(t), false) = (from, to, stdin) {
+    if let (Endpoint::File(f), Some(t), false) = (from, to.file_format(), stdin) {
         for change in &lodt::convert::type_changes(&args.input, f, t, &options)
             .map_err(common::convert_error)?
         {
@@ -275,7 +287,26 @@ fn wrote(
                 human(m.num_bytes()),
             ));
         }
-        other => other.file_format().unwrap_or(Format::Lodt),
+        Endpoint::Layout(layout) => {
+            let files = layout.files(&args.output).map_err(common::convert_error)?;
+            let bytes: u64 = files
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+                .sum();
+            return Ok(format!(
+                "wrote the {} {} ({}, {}: {}, {}, {}, {}) from {source}",
+                layout.name(),
+                common::path(&args.output),
+                plural(files.len() as u64, "file", "files"),
+                options.compression.unwrap_or_default(),
+                plural(stats.batches, "batch", "batches"),
+                plural(stats.tensors, "tensor", "tensors"),
+                plural(stats.rows, "top-level row", "top-level rows"),
+                human(bytes),
+            ));
+        }
+        Endpoint::File(format) => format,
     };
     let stdout = common::is_dash(&args.output);
     let codec = match format {

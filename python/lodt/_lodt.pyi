@@ -791,12 +791,19 @@ def convert(
     tensor_type: Literal["nested_lists", "fixed_shape", "variable_shape"] = "nested_lists",
     format_version: Literal["1.0", "2.0"] | None = None,
     shard_bytes: int | None = None,
+    to: str | None = None,
 ) -> dict[str, int]:
     """Converts between .lodt, Parquet, Arrow IPC and Paddle files (by
     extension) and dataset directories, as ``lodt convert`` does.
 
     A dataset is an existing directory, a path ending in ``/``, or a new path
     with no extension; ``shard_bytes`` (default 256 MiB) sizes its shards.
+    ``to`` names the output's format whatever ``dst`` looks like (as
+    ``--to``): an extension ("parquet", "lodt", ...), "dataset", or
+    "parquet-dir": a new directory of Parquet files ``part-00000.parquet``,
+    ... of about ``shard_bytes`` each (a shard ends at a batch boundary),
+    renamed into place when every shard is written, and read back as one
+    input by ``convert`` and by ``pyarrow.dataset.dataset(dst)``.
     Every batch is kept as it is unless ``batch_rows`` or ``batch_bytes``
     regroup them.
 

@@ -45,6 +45,7 @@ pub fn atomic(err: AtomicError) -> PyErr {
     match err {
         AtomicError::Io { ref source, .. } => io(source, message),
         AtomicError::Locked { .. } => PyBlockingIOError::new_err(message),
+        AtomicError::Occupied { .. } => PyFileExistsError::new_err(message),
         _ => PyOSError::new_err(message),
     }
 }

@@ -594,7 +594,7 @@ pub enum ByteSize {
 ///         batch_bytes=None, columns=None, compression=None,
 ///         null_lists="error", metadata="error", decode_budget=None,
 ///         tensor_type="nested_lists", format_version=None,
-///         shard_bytes=None) -> dict
+///         shard_bytes=None, to=None) -> dict
 ///
 /// Converts between formats, chosen by extension: `.lodt`, `.parquet`,
 /// `.arrow`/`.feather`, `.arrows`, `.pdtensor`, `.pdparams`/`.pdiparams`
@@ -622,7 +622,11 @@ pub enum ByteSize {
 /// row that needs more is a `ValueError` giving the budget and the need).
 /// A dataset directory is an input or an output too (an existing directory,
 /// a path ending in `/`, or a new path with no extension), written in
-/// shards of about `shard_bytes` (default 256 MiB). This is the crate's
+/// shards of about `shard_bytes` (default 256 MiB). `to` names the output's
+/// format whatever `dst` looks like (as `--to`): an extension (`"parquet"`,
+/// `"lodt"`, ...), `"dataset"`, or `"parquet-dir"`, a new directory of
+/// Parquet files `part-00000.parquet`, ... of about `shard_bytes` each,
+/// renamed into place when every shard is written. This is the crate's
 /// `lodt::convert::convert`, as `lodt convert` runs it: the same options
 /// give the same bytes.
 /// Returns `{"batches", "tensors"}` written.
@@ -631,7 +635,7 @@ pub enum ByteSize {
     src, dst, *, names = None, batch_rows = None, small_lists = false, batch_bytes = None,
     columns = None, compression = None, null_lists = "error", metadata = "error",
     decode_budget = None, tensor_type = "nested_lists", format_version = None,
-    shard_bytes = None
+    shard_bytes = None, to = None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn convert<'py>(
@@ -650,9 +654,10 @@ pub fn convert<'py>(
     tensor_type: &str,
     format_version: Option<&str>,
     shard_bytes: Option<u64>,
+    to: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     use lodt::arrow::{ArrowError, MetadataPolicy, NullLists};
-    use lodt::convert::ConvertError;
+    use lodt::convert::{ConvertError, Endpoint};
     // The option names and their errors are the crate's (as the CLI's).
     let null_lists: NullLists = null_lists
         .parse()
@@ -682,16 +687,20 @@ pub fn convert<'py>(
         shard_bytes,
         lodt: WriteOptions::default(),
     };
+    // The output is named by `to`, else placed by its path (as `--to`).
+    let to = match to {
+        Some(name) => Endpoint::from_name(name).map_err(|e| value(format!("to: {e}")))?,
+        None => Endpoint::output(&dst).map_err(|e| value(e.to_string()))?,
+    };
     // A dataset output is written as .lodt shards.
-    let output = lodt::convert::Endpoint::output(&dst)
-        .map_err(|e| value(e.to_string()))?
-        .file_format()
-        .unwrap_or(lodt::convert::Format::Lodt);
+    let output = to.file_format().unwrap_or(lodt::convert::Format::Lodt);
     options
         .set_output_codec(output, format_version, compression.as_deref())
         .map_err(|e| value(e.to_string()))?;
     let stats = py
-        .detach(move || lodt::convert::convert(&src, &dst, &options, |_| {}).map_err(Box::new))
+        .detach(move || {
+            lodt::convert::convert_to(&src, &dst, to, &options, |_| {}).map_err(Box::new)
+        })
         .map_err(|e| match *e {
             // Name the keyword arguments, not the Rust options.
             ConvertError::Arrow(ArrowError::NullList {

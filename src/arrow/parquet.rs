@@ -164,6 +164,59 @@ impl<W: Write + Send> ParquetWriter<W> {
         }
         Ok(self.state.take("the Parquet writer")?.into_inner()?)
     }
+
+    /// The bytes handed to the current file's sink so far: every row group
+    /// written (by default one per batch, flushed as it is written), not the
+    /// footer. `0` before the first batch of a file.
+    ///
+    /// ```
+    /// use lodt::{arrow::parquet::ParquetWriter, Batch, LodTensor};
+    /// let mut w = ParquetWriter::try_new(Vec::new(), &Default::default())?;
+    /// assert_eq!(w.bytes_written(), 0);
+    /// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![7u32; 100], vec![100], Default::default())?)])?)?;
+    /// let one = w.bytes_written();
+    /// assert!(one > 0); // the row group is written as the batch is
+    /// w.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![8u32; 100], vec![100], Default::default())?)])?)?;
+    /// assert!(w.bytes_written() > one);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bytes_written(&self) -> u64 {
+        match &self.state {
+            LazyWriter::Open(writer) => writer.bytes_written() as u64,
+            _ => 0,
+        }
+    }
+
+    /// Finishes the current file as [`ParquetWriter::finish`] does and
+    /// returns its sink, then goes on writing to `next`: the files are
+    /// shards of one dataset. Every file has the first batch's schema and
+    /// metadata, checked across the files as within one (a batch that
+    /// differs is refused, numbered from the first file's first batch), and
+    /// [`ParquetWriter::stats`] counts them all.
+    ///
+    /// ```
+    /// use lodt::{arrow::parquet::{ParquetReader, ParquetWriter}, Batch, LodTensor};
+    /// let x = |v: i64| Batch::try_from_tensors([("x", LodTensor::from_vec(vec![v], vec![1], Default::default()).unwrap())]).unwrap();
+    /// let (a, b) = (tempfile::tempfile()?, tempfile::tempfile()?);
+    /// let mut w = ParquetWriter::try_new(a.try_clone()?, &Default::default())?;
+    /// w.write(&x(1))?;
+    /// w.finish_file(b.try_clone()?)?;
+    /// w.write(&x(2))?;
+    /// let y = Batch::try_from_tensors([("y", LodTensor::from_vec(vec![3i64], vec![1], Default::default())?)])?;
+    /// assert!(w.write(&y).is_err()); // another schema than the first file's
+    /// w.finish()?;
+    /// assert_eq!(w.stats().batches, 2);
+    /// let read = |f: &std::fs::File| -> Vec<Batch> {
+    ///     ParquetReader::try_new(f.try_clone().unwrap(), &Default::default()).unwrap().map(|b| b.unwrap()).collect()
+    /// };
+    /// assert_eq!((read(&a), read(&b)), (vec![x(1)], vec![x(2)]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn finish_file(&mut self, next: W) -> Result<W> {
+        let done = self.finish()?;
+        self.state = LazyWriter::Pending(next);
+        Ok(done)
+    }
 }
 
 /// The Parquet codec of `compression` (zstd at level 1, pyarrow's default level).

@@ -27,8 +27,10 @@ pub enum Endpoint {
     File(Format),
     /// A sharded dataset directory.
     Dataset,
-    /// A directory in another tool's layout, read as one input (an input
-    /// only).
+    /// A directory in another tool's layout, read as one input; as an
+    /// output, a directory of Parquet shards ([`Layout::ParquetFiles`],
+    /// asked for by name: [`Endpoint::from_name`]); the other layouts are
+    /// inputs only.
     Layout(Layout),
 }
 
@@ -84,6 +86,43 @@ impl Endpoint {
         Format::from_path(path).map(Endpoint::File)
     }
 
+    /// The endpoint a name gives, as the CLI's `--from` and `--to` and
+    /// Python's `to=` spell it: a format's extension (`parquet`, `.lodt`,
+    /// `arrows`, … as [`Format::from_extension`]), `dataset` (a lodt
+    /// dataset directory) or `parquet-dir` (a directory of Parquet files,
+    /// [`Layout::ParquetFiles`]). Case-insensitive. An output is placed by
+    /// its path ([`Endpoint::output`]) unless a name is given: a directory
+    /// of Parquet files is only ever written when asked for by name.
+    ///
+    /// ```
+    /// use lodt::convert::{Endpoint, Format, Layout};
+    /// assert_eq!(Endpoint::from_name("parquet-dir")?, Endpoint::Layout(Layout::ParquetFiles));
+    /// assert_eq!(Endpoint::from_name(".Parquet")?, Endpoint::File(Format::Parquet));
+    /// assert_eq!(Endpoint::from_name("dataset")?, Endpoint::Dataset);
+    /// let err = Endpoint::from_name("csv").unwrap_err().to_string();
+    /// assert!(err.contains("unknown format \"csv\"") && err.contains("parquet-dir"), "{err}");
+    /// # Ok::<(), lodt::convert::ConvertError>(())
+    /// ```
+    pub fn from_name(name: &str) -> Result<Endpoint, ConvertError> {
+        let lower = name.to_ascii_lowercase();
+        match lower.as_str() {
+            "parquet-dir" => Ok(Endpoint::Layout(Layout::ParquetFiles)),
+            "dataset" => Ok(Endpoint::Dataset),
+            other => Format::from_extension(other.trim_start_matches('.'))
+                .map(Endpoint::File)
+                .ok_or_else(|| {
+                    let formats: Vec<&str> = Format::ALL
+                        .iter()
+                        .flat_map(|f| f.extensions().iter().copied())
+                        .collect();
+                    ConvertError::Unsupported(format!(
+                        "unknown format {name:?}: expected {}, dataset (a lodt dataset directory) or parquet-dir (a directory of Parquet files)",
+                        formats.join(", ")
+                    ))
+                }),
+        }
+    }
+
     /// A short name of the endpoint: the format's ([`Format::name`]), or
     /// `lodt dataset`.
     ///
@@ -103,7 +142,7 @@ impl Endpoint {
     /// The format of the files the endpoint is made of: a file's, a
     /// dataset's shards (`.lodt`), a layout's files (none for MDS shards).
     /// An output's codec options ([`ConvertOptions::set_output_codec`]) are
-    /// this format's (an output is never a layout).
+    /// this format's (Parquet's for a directory of Parquet files).
     ///
     /// ```
     /// use lodt::convert::{Endpoint, Format, Layout};
@@ -169,6 +208,40 @@ impl Endpoint {
     /// finishes; one dropped unfinished commits nothing. A dataset that
     /// exists already is refused ([`crate::dataset::DatasetError::AlreadyExists`]).
     ///
+    /// [`Endpoint::Layout`]`(`[`Layout::ParquetFiles`]`)` creates a new
+    /// directory of Parquet shards, `part-00000.parquet`,
+    /// `part-00001.parquet`, …: each file is what [`Format::create_writer`]
+    /// writes for Parquet (the same columns and options; one schema and one
+    /// metadata map across the shards), and a new shard starts at the first
+    /// batch boundary once the current one holds
+    /// [`ConvertOptions::shard_bytes`] (default
+    /// [`DEFAULT_SHARD_BYTES`](crate::dataset::DEFAULT_SHARD_BYTES)) or
+    /// more. The shards are written into a temporary directory beside
+    /// `path`, renamed to `path` when the writer finishes
+    /// ([`AtomicDir`](crate::atomic::AtomicDir)): a writer dropped
+    /// unfinished, or one that fails, leaves nothing. A `path` that exists
+    /// and is not an empty directory is refused
+    /// ([`AtomicError::Occupied`]). The other layouts are not written.
+    ///
+    /// ```
+    /// use lodt::convert::{ConvertOptions, Endpoint, Layout};
+    /// use lodt::{Batch, BatchReader, BatchWriter, LodTensor};
+    /// let dir = tempfile::tempdir()?;
+    /// let out = dir.path().join("shards");
+    /// let options = ConvertOptions { shard_bytes: Some(1), ..Default::default() }; // a shard per batch
+    /// let to = Endpoint::from_name("parquet-dir")?;
+    /// let mut writer = to.create_writer(&out, Default::default(), &options)?;
+    /// for k in 0..2u8 {
+    ///     writer.write(&Batch::try_from_tensors([("x", LodTensor::from_vec(vec![k], vec![1], Default::default())?)])?)?;
+    /// }
+    /// writer.finish()?;
+    /// assert!(out.join("part-00000.parquet").is_file() && out.join("part-00001.parquet").is_file());
+    /// assert_eq!(Endpoint::input(&out)?, Endpoint::Layout(Layout::ParquetFiles)); // read back as one input
+    /// let back = Endpoint::input(&out)?.open_reader(&out, &ConvertOptions::default())?;
+    /// assert_eq!(back.count(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// ```
     /// use lodt::convert::{ConvertOptions, Endpoint};
     /// use lodt::{Batch, BatchWriter, LodTensor};
@@ -190,7 +263,7 @@ impl Endpoint {
         if let Endpoint::File(format) = self {
             if let Some(bytes) = options.shard_bytes {
                 return Err(ConvertError::Unsupported(format!(
-                    "a shard size ({bytes} bytes) applies to a dataset output (a directory: a new path with no extension, or one ending in /); {} is a {} file",
+                    "a shard size ({bytes} bytes) applies to a dataset output (a directory: a new path with no extension, or one ending in /) or a directory of Parquet files (parquet-dir); {} is a {} file",
                     path.display(),
                     format.extension()
                 )));
@@ -198,8 +271,15 @@ impl Endpoint {
             return format.create_writer(path, metadata, options);
         }
         if let Endpoint::Layout(layout) = self {
+            if layout == Layout::ParquetFiles {
+                Format::Parquet.check_writer(options)?;
+                #[cfg(feature = "parquet")]
+                return parquet_dir::create(path, options);
+                #[cfg(not(feature = "parquet"))]
+                return Err(missing(Format::Parquet));
+            }
             return Err(ConvertError::Unsupported(format!(
-                "a {} is read, not written: write {} as a lodt dataset, or as files",
+                "a {} is read, not written: write {} as a lodt dataset, a directory of Parquet files (parquet-dir), or as files",
                 layout.name(),
                 path.display()
             )));

@@ -29,7 +29,9 @@ pub enum Layout {
     /// any Arrow schema does (`spec/ARROW.md`).
     HuggingFace,
     /// A directory of Parquet files (`*.parquet`), read in name order, as
-    /// one input of one schema.
+    /// one input of one schema; the one layout also written, as
+    /// `part-00000.parquet`, `part-00001.parquet`, … (see
+    /// [`Endpoint::create_writer`]).
     ParquetFiles,
     /// MosaicML Streaming's MDS directory: `index.json` and its shards
     /// (raw or zstd), one batch per shard ([`crate::mds`], `spec/MDS.md`).

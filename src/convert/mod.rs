@@ -22,6 +22,10 @@
 //! path with no extension. An input directory that another tool wrote is read
 //! as one input by its [`Layout`] ([`Endpoint::Layout`]): Hugging Face's
 //! `save_to_disk` (by its `state.json`), or a directory of Parquet files.
+//! A directory of Parquet files is written too, when asked for by name
+//! ([`Endpoint::from_name`]: `parquet-dir`, the CLI's `--to parquet-dir`,
+//! Python's `to="parquet-dir"`): shards `part-00000.parquet`, … of about
+//! [`ConvertOptions::shard_bytes`], renamed into place together at the end.
 //!
 //! ```text
 //!  IN ──open_reader──▶ Batch, Batch, … ──[rebatch, if asked]──▶ create_writer ──▶ OUT
@@ -72,6 +76,8 @@ mod fit;
 mod formats;
 mod layout;
 mod options;
+#[cfg(feature = "parquet")]
+mod parquet_dir;
 mod sniff;
 
 use adapters::*;
@@ -121,6 +127,41 @@ pub fn convert(
     progress: impl FnMut(&WriteStats),
 ) -> Result<WriteStats, ConvertError> {
     Ok(Conversion::open(input, output, options)?
+        .run(progress)?
+        .stats)
+}
+
+/// [`convert`] with the output's endpoint given rather than placed by its
+/// path (as the CLI's `--to` and Python's `to=`): how a directory of Parquet
+/// files is written (`to` = [`Endpoint::from_name`]`("parquet-dir")`, shards
+/// of about [`ConvertOptions::shard_bytes`]; see
+/// [`Endpoint::create_writer`]). The input is placed by its path
+/// ([`Endpoint::input`]).
+///
+/// ```
+/// use lodt::convert::{convert_to, ConvertOptions, Endpoint};
+/// let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("parquet");
+/// let to = Endpoint::from_name("parquet-dir")?;
+/// // The three batches' metadata differ: Parquet keeps one map, the first's.
+/// let options = ConvertOptions { metadata_policy: lodt::arrow::MetadataPolicy::KeepFirst, ..Default::default() };
+/// let stats = convert_to("spec/vectors/multi_batch.lodt", &out, to, &options, |_| {})?;
+/// assert_eq!(stats.batches, 3);
+/// assert!(out.join("part-00000.parquet").is_file()); // 256 MiB shards by default: one here
+/// let back = convert_to(&out, dir.path().join("back.lodt"), Endpoint::from_name("lodt")?, &Default::default(), |_| {})?;
+/// assert_eq!(back.rows, stats.rows);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert_to(
+    input: impl AsRef<Path>,
+    output: impl AsRef<Path>,
+    to: Endpoint,
+    options: &ConvertOptions,
+    progress: impl FnMut(&WriteStats),
+) -> Result<WriteStats, ConvertError> {
+    let input = input.as_ref();
+    let from = Endpoint::input(input)?;
+    Ok(Conversion::open_as(input, from, output, to, options)?
         .run(progress)?
         .stats)
 }

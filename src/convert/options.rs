@@ -25,7 +25,8 @@ pub struct ConvertOptions {
     /// keeps batches of 1 MiB to 64 MiB and splits or merges the others to
     /// about 16 MiB); excludes [`ConvertOptions::batch_rows`].
     pub batch_bytes: Option<BatchBytes>,
-    /// A dataset output: the target size of a shard in bytes (`None`:
+    /// A dataset output, or a directory of Parquet files: the target size
+    /// of a shard in bytes (`None`:
     /// [`DEFAULT_SHARD_BYTES`](crate::dataset::DEFAULT_SHARD_BYTES)). An
     /// error for a file output.
     pub shard_bytes: Option<u64>,

@@ -199,3 +199,63 @@ fn show_reads_parquet_and_arrow_ipc() {
         "{err}"
     );
 }
+
+#[test]
+fn to_parquet_dir_writes_shards_in_order_and_reads_back_as_one_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = "../spec/vectors/multi_batch.lodt"; // 3 batches
+    let out = dir.path().join("shards");
+    let (code, stdout, err) = lodt(&[
+        "convert",
+        input,
+        path(&out),
+        "--to",
+        "parquet-dir",
+        "--shard-bytes",
+        "1",
+        "--metadata",
+        "first",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("wrote the directory of Parquet files")
+            && stdout.contains("(3 files, snappy: 3 batches"),
+        "{stdout}"
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "part-00000.parquet",
+            "part-00001.parquet",
+            "part-00002.parquet"
+        ]
+    );
+    // The directory is an input as it is: back to .lodt, the same rows.
+    let back = dir.path().join("back.lodt");
+    let (code, stdout, err) = lodt(&["convert", path(&out), path(&back)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("3 batches") && stdout.contains("from the directory of Parquet files"),
+        "{stdout}"
+    );
+    let (_, a, _) = lodt(&["cat", input]);
+    let (_, b, _) = lodt(&["cat", path(&back)]);
+    assert_eq!(a, b);
+    // An existing directory that is not empty is refused, and kept.
+    let (code, _, err) = lodt(&["convert", input, path(&out), "--to", "parquet-dir"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("not empty"), "{err}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 3);
+    // Not to stdout; and an unknown name lists the ones there are.
+    let (code, _, err) = lodt(&["convert", input, "-", "--to", "parquet-dir"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("a directory: give a path"), "{err}");
+    let (code, _, err) = lodt(&["convert", input, path(&out), "--to", "csv"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("parquet-dir"), "{err}");
+}

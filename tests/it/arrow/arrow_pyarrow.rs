@@ -336,7 +336,7 @@ fn write_files(dir: &Path) {
 /// Reports a skipped test: on stderr, and as a line of
 /// `target/tmp/skipped-tests.txt`, which `scripts/test` prints (and counts)
 /// at the end of its output, so a skip is never mistaken for a pass.
-fn skipped(test: &str, reason: &str) {
+pub(crate) fn skipped(test: &str, reason: &str) {
     use std::io::Write;
     eprintln!("SKIPPED: {reason}");
     let list = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.txt");
@@ -350,7 +350,7 @@ fn skipped(test: &str, reason: &str) {
 }
 
 /// The python to use, if it can import pyarrow and numpy.
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     let python = PathBuf::from(std::env::var_os("LODT_PYTHON")?);
     let ok = Command::new(&python)
         .args(["-c", "import pyarrow, numpy"])

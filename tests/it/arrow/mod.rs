@@ -4,7 +4,7 @@
 mod arrow_edge;
 mod arrow_fixtures;
 mod arrow_mmap;
-mod arrow_pyarrow;
+pub(crate) mod arrow_pyarrow;
 mod arrow_requested;
 mod arrow_roundtrip;
 mod arrow_zero_copy;

@@ -155,18 +155,34 @@ fn a_bad_state_json_or_a_missing_file_is_named() {
 }
 
 #[test]
-fn a_layout_is_an_input_only() {
+fn layouts_but_a_parquet_directory_are_inputs_only() {
     let dir = tempfile::tempdir().unwrap();
-    let err = Endpoint::Layout(Layout::ParquetFiles)
-        .create_writer(
-            dir.path().join("o"),
-            Default::default(),
-            &ConvertOptions::default(),
-        )
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(err.contains("is read, not written"), "{err}");
+    for layout in [Layout::HuggingFace, Layout::Mds] {
+        let err = Endpoint::Layout(layout)
+            .create_writer(
+                dir.path().join("o"),
+                Default::default(),
+                &ConvertOptions::default(),
+            )
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("is read, not written") && err.contains("parquet-dir"),
+            "{err}"
+        );
+        assert!(!dir.path().join("o").exists());
+    }
+    // A directory of Parquet files is written (tests/it/convert/parquet_dir.rs).
+    assert!(
+        Endpoint::Layout(Layout::ParquetFiles)
+            .create_writer(
+                dir.path().join("o"),
+                Default::default(),
+                &ConvertOptions::default()
+            )
+            .is_ok()
+    );
     // A lodt dataset's directory is never taken for a layout.
     let mut w =
         lodt::dataset::DatasetWriter::create(dir.path().join("ds"), Default::default()).unwrap();

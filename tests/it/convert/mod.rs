@@ -5,3 +5,4 @@ mod convert;
 mod convert_matrix;
 mod layouts;
 mod mds_files;
+mod parquet_dir;
