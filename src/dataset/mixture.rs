@@ -188,26 +188,9 @@ impl Mixture {
 
     /// Refuses an exhaustion rule whose epochs would be too long to find.
     fn check_length(&self) -> Result<()> {
-        let total = self.total();
-        let times = self
-            .rule
-            .scaled
-            .iter()
-            .zip(&self.sources)
-            .filter(|(w, _)| **w > 0.0)
-            .map(|(w, s)| s.num_sequences() as f64 / (w / total));
-        let expected = match self.options.stop {
-            Stop::Sequences(_) => return Ok(()),
-            Stop::FirstExhausted => times.fold(f64::INFINITY, f64::min),
-            Stop::AllExhausted => times.fold(0.0, f64::max),
-        };
-        if expected > MAX_MIXTURE_EPOCH as f64 {
-            return Err(DatasetError::InvalidArgument(format!(
-                "with these weights an epoch ({:?}) is expected to take about {expected:.3e} draws, more than {MAX_MIXTURE_EPOCH} (MAX_MIXTURE_EPOCH): raise the small weights, or stop after a number of sequences",
-                self.options.stop
-            )));
-        }
-        Ok(())
+        self.rule
+            .check_length()
+            .map_err(DatasetError::InvalidArgument)
     }
 
     fn total(&self) -> f64 {

@@ -72,7 +72,49 @@ impl DrawRule {
             ));
         }
         let sizes = state.sources.iter().map(|s| s.sequences).collect();
-        Ok(DrawRule::new(&state.weights, sizes, state.seed, state.stop))
+        let rule = DrawRule::new(&state.weights, sizes, state.seed, state.stop);
+        rule.check_length().map_err(|why| DatasetError::BadState {
+            reason: format!("its mixture: {why}"),
+        })?;
+        Ok(rule)
+    }
+
+    /// Refuses an exhaustion rule whose epochs would be too long to find
+    /// (expected to take more than [`MAX_MIXTURE_EPOCH`](super::MAX_MIXTURE_EPOCH) draws), saying why.
+    pub(crate) fn check_length(&self) -> std::result::Result<(), String> {
+        let total = self.total();
+        let times = self
+            .scaled
+            .iter()
+            .zip(&self.sizes)
+            .filter(|(w, _)| **w > 0.0)
+            .map(|(w, &n)| n as f64 / (w / total));
+        let expected = match self.stop {
+            Stop::Sequences(_) => return Ok(()),
+            Stop::FirstExhausted => times.fold(f64::INFINITY, f64::min),
+            Stop::AllExhausted => times.fold(0.0, f64::max),
+        };
+        let max = super::MAX_MIXTURE_EPOCH;
+        if expected > max as f64 {
+            return Err(format!(
+                "with these weights an epoch ({:?}) is expected to take about {expected:.3e} draws, more than {max} (MAX_MIXTURE_EPOCH): raise the small weights, or stop after a number of sequences",
+                self.stop
+            ));
+        }
+        Ok(())
+    }
+
+    /// The number of positions of epoch `epoch` (after `evolved`, if it is
+    /// of this epoch): counted without drawing under `Stop::Sequences`.
+    pub(crate) fn len(self: &Arc<Self>, epoch: u64, evolved: Option<&Evolved>) -> u64 {
+        match self.stop {
+            Stop::Sequences(n) => n.saturating_sub(
+                evolved
+                    .filter(|e| e.epoch == epoch)
+                    .map_or(0, |e| e.delivered),
+            ),
+            _ => self.draws(epoch, evolved).count() as u64,
+        }
     }
 
     fn total(&self) -> f64 {

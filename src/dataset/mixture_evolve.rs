@@ -113,7 +113,7 @@ impl Mixture {
             }
             None => None,
         };
-        let n_old = rule.draws(state.epoch, old_evolved).count() as u64;
+        let n_old = rule.len(state.epoch, old_evolved);
         let base = match &state.packing {
             None => {
                 let subject = OldMixture {
@@ -310,7 +310,7 @@ pub(crate) fn delivered_draws(state: &LoaderState) -> Result<Option<Vec<u64>>> {
     if let Some(e) = evolved {
         check_progress(&e.sources, &old.sources, &e.removed)?;
     }
-    let n = rule.draws(state.epoch, evolved).count() as u64;
+    let n = rule.len(state.epoch, evolved);
     let subject = OldMixture {
         n,
         fingerprint: state.fingerprint,

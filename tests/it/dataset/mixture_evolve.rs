@@ -423,3 +423,39 @@ fn an_independent_python_reader_agrees_on_the_evolve_vector() {
         );
     }
 }
+
+#[test]
+fn a_hostile_state_is_refused_at_once_never_walked_for_hours() {
+    let (_dirs, s) = sources(&[40, 30]);
+    let after = mixture(&[&s[0], &s[1]], &[1.0, 1.0], Stop::FirstExhausted);
+    let state = |stop: serde_json::Value, sequences: u64| {
+        LoaderState::from_json(&serde_json::json!({"version": 1, "sequences": sequences,
+            "fingerprint": 0, "shuffle": {"seed": 9, "buffer": 16}, "remainder": "keep",
+            "epoch": 0, "frontier": 0, "skip": [], "consumers": 1, "consumed": {"0": 0},
+            "mixture": {"version": 1, "seed": 1, "weights": [1.0, 1e-300], "stop": stop,
+                "sources": [{"sequences": 1u64 << 62, "fingerprint": 1}, {"sequences": 1u64 << 62, "fingerprint": 2}]}}))
+        .unwrap()
+    };
+    // An exhaustion rule whose epoch would take ~2^62 draws: refused.
+    let e = after
+        .evolve_state(
+            &options(0, 1),
+            &state(serde_json::json!("all_exhausted"), 5),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("MAX_MIXTURE_EPOCH"), "{e}");
+    // A count of 2^63 sequences is counted, not drawn: another mixture's
+    // state whose counts do not fit it is refused.
+    let e = after
+        .evolve_state(
+            &options(0, 1),
+            &state(serde_json::json!({"sequences": 1u64 << 63}), 7),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("another dataset"), "{e}");
+    // Bad weights in the state.
+    let mut bad = state(serde_json::json!("first_exhausted"), 5);
+    bad.mixture.as_mut().unwrap().weights = vec![0.0, 0.0];
+    let e = after.evolve_state(&options(0, 1), &bad).unwrap_err();
+    assert!(e.to_string().contains("not all 0"), "{e}");
+}
