@@ -369,8 +369,8 @@ impl Feed {
             Kind::Dataset {
                 joined: Some(j), ..
             } => Order::Joined {
-                first: EpochOrder::new(j.first.clone(), shuffle, epoch),
-                rest: EpochOrder::new(j.rest.clone(), shuffle, epoch),
+                first: Box::new(EpochOrder::new(j.first.clone(), shuffle, epoch)),
+                rest: Box::new(EpochOrder::new(j.rest.clone(), shuffle, epoch)),
                 shards: j.shards,
             },
             Kind::Dataset { counts, .. } => {
@@ -512,8 +512,8 @@ pub(crate) enum Order {
     /// order of the first `shards` shards, then that of the rest (whose
     /// shard numbers count from `shards`).
     Joined {
-        first: EpochOrder,
-        rest: EpochOrder,
+        first: Box<EpochOrder>,
+        rest: Box<EpochOrder>,
         shards: usize,
     },
 }

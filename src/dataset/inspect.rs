@@ -4,7 +4,7 @@
 //! loader's ([`Deal::share`]).
 
 use super::checkpoint::Checkpoint;
-use super::error::Result;
+use super::error::{DatasetError, Result};
 use super::locality::Ranges;
 use super::options::{Partition, Remainder, ShuffleOptions};
 use super::reader::Dataset;
@@ -129,6 +129,11 @@ impl StateReport {
     /// # Ok::<(), lodt::dataset::DatasetError>(())
     /// ```
     pub fn of(state: &LoaderState) -> Result<StateReport> {
+        if state.consumers == 0 {
+            return Err(DatasetError::BadState {
+                reason: "it has 0 consumers (a state's `consumers` is at least 1)".into(),
+            });
+        }
         let n = state.sequences;
         let (partition, deal) = match &state.ranges {
             Some(ranges) => {

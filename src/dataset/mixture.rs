@@ -193,10 +193,6 @@ impl Mixture {
             .map_err(DatasetError::InvalidArgument)
     }
 
-    fn total(&self) -> f64 {
-        self.rule.cumulative.last().copied().unwrap_or(0.0)
-    }
-
     /// The sources, in order.
     ///
     /// ```

@@ -221,7 +221,11 @@ impl Mixture {
                     .map(|r| (r.sequences, r.fingerprint, Progress::of(r))),
             )
             .collect();
-        let mut fresh = entries.iter().map(|e| e.2.order + 1).max().unwrap_or(0);
+        let mut fresh = entries
+            .iter()
+            .map(|e| e.2.order.saturating_add(1))
+            .max()
+            .unwrap_or(0);
         let mut taken = vec![false; entries.len()];
         let mut sources = Vec::with_capacity(self.sources().len());
         for s in self.sources() {
@@ -234,7 +238,7 @@ impl Mixture {
                     std::mem::take(&mut entries[i].2)
                 }
                 None => {
-                    fresh += 1;
+                    fresh = fresh.saturating_add(1);
                     Progress {
                         order: fresh - 1,
                         ..Progress::default()
@@ -288,7 +292,7 @@ fn replay(
         let consumed = p < base.frontier || skip.next_if_eq(&&p).is_some();
         if consumed {
             progress[k].mark(j);
-            delivered += 1;
+            delivered = delivered.saturating_add(1);
         }
     }
     (progress, delivered)
@@ -326,7 +330,7 @@ pub(crate) fn delivered_draws(state: &LoaderState) -> Result<Option<Vec<u64>>> {
     Ok(Some(
         progress
             .iter()
-            .map(|p| p.frontier + p.ahead.len() as u64)
+            .map(|p| p.frontier.saturating_add(p.ahead.len() as u64))
             .collect(),
     ))
 }
@@ -370,9 +374,9 @@ impl Progress {
     /// Draw `j` was delivered.
     fn mark(&mut self, j: u64) {
         if j == self.frontier {
-            self.frontier += 1;
+            self.frontier = self.frontier.saturating_add(1);
             while self.ahead.remove(&self.frontier) {
-                self.frontier += 1;
+                self.frontier = self.frontier.saturating_add(1);
             }
         } else if j > self.frontier {
             self.ahead.insert(j);

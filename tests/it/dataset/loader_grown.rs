@@ -217,7 +217,7 @@ fn appended_sequences_join_now_when_asked_each_exactly_once() {
     let alone: Vec<u64> = run(Loader::resume(
         grown.clone(),
         o(0, 1, 0, 1),
-        &LoaderState::merge(&[joined.clone()]).unwrap(),
+        &LoaderState::merge(std::slice::from_ref(&joined)).unwrap(),
     )
     .unwrap())
     .concat();

@@ -459,3 +459,172 @@ fn a_hostile_state_is_refused_at_once_never_walked_for_hours() {
     let e = after.evolve_state(&options(0, 1), &bad).unwrap_err();
     assert!(e.to_string().contains("not all 0"), "{e}");
 }
+
+/// The number of values in `v` (itself included).
+fn nodes(v: &serde_json::Value) -> u64 {
+    1 + match v {
+        serde_json::Value::Array(a) => a.iter().map(nodes).sum(),
+        serde_json::Value::Object(o) => o.values().map(nodes).sum(),
+        _ => 0,
+    }
+}
+
+/// Value `at` of `v` (in the order of [`nodes`]) changed by `change`.
+fn change_at(
+    v: &mut serde_json::Value,
+    at: &mut u64,
+    change: &mut impl FnMut(&mut serde_json::Value),
+) {
+    if *at == 0 {
+        change(v);
+        *at = u64::MAX;
+        return;
+    }
+    *at -= 1;
+    match v {
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| change_at(x, at, change)),
+        serde_json::Value::Object(o) => o.values_mut().for_each(|x| change_at(x, at, change)),
+        _ => {}
+    }
+}
+
+/// `value` with one of its numbers, arrays or fields changed at random:
+/// extremes, off-by-ones, truncations, swaps, removals.
+fn mutate(value: &mut serde_json::Value, rng: &mut dataset_util::TestRng) {
+    use serde_json::Value;
+    let mut at = rng.below(nodes(value));
+    let kind = rng.below(8);
+    let cut = rng.below(1 << 20);
+    change_at(value, &mut at, &mut |slot: &mut Value| {
+        *slot = match (slot.clone(), kind) {
+            (Value::Number(n), 0) => serde_json::json!(n.as_u64().unwrap_or(0).wrapping_add(1)),
+            (Value::Number(n), 1) => serde_json::json!(n.as_u64().unwrap_or(1).saturating_sub(1)),
+            (Value::Number(_), 2) => serde_json::json!(u64::MAX),
+            (Value::Number(_), 3) => serde_json::json!(1u64 << 40),
+            (Value::Number(_), 4) => serde_json::json!(0),
+            (Value::Array(mut a), 5) if !a.is_empty() => {
+                a.truncate(cut as usize % a.len());
+                Value::Array(a)
+            }
+            (Value::Array(mut a), 6) if a.len() > 1 => {
+                let last = a.len() - 1;
+                a.swap(0, last);
+                Value::Array(a)
+            }
+            (Value::Object(mut o), 7) if !o.is_empty() => {
+                let key = o.keys().nth(cut as usize % o.len()).cloned();
+                if let Some(k) = key {
+                    o.remove(&k);
+                }
+                Value::Object(o)
+            }
+            (v, _) => v,
+        };
+    });
+}
+
+#[test]
+fn mutated_mixture_states_are_clear_errors_or_resume_never_panic() {
+    // Valid states to start from: a plain one, an evolved one, and one
+    // saved in the evolved epoch.
+    let (_dirs, s) = sources(&[60, 40, 30]);
+    let before = mixture(&[&s[0], &s[1]], &[1.0, 1.0], Stop::AllExhausted);
+    let after = mixture(
+        &[&s[0], &s[1], &s[2]],
+        &[1.0, 2.0, 1.0],
+        Stop::FirstExhausted,
+    );
+    let mut counts = Counts::new();
+    let saved = run(&before, None, &[Some(3), Some(2)], &mut counts);
+    let evolved = after.evolve_state(&options(0, 1), &saved).unwrap();
+    let mid = run(&after, Some(&evolved), &[Some(2)], &mut counts);
+    let seeds = [saved.to_json(), evolved.to_json(), mid.to_json()];
+    let mut rng = dataset_util::TestRng(77);
+    let (mut ok, mut refused) = (0u32, 0u32);
+    for trial in 0..3000 {
+        let mut json = seeds[trial % seeds.len()].clone();
+        for _ in 0..1 + rng.below(3) {
+            mutate(&mut json, &mut rng);
+        }
+        let Ok(state) = LoaderState::from_json(&json) else {
+            refused += 1;
+            continue;
+        };
+        let _ = lodt::dataset::StateReport::of(&state);
+        for m in [&before, &after] {
+            let resumed = match m.evolve_state(&options(0, 1), &state) {
+                Ok(st) => Loader::resume(m.clone(), options(0, 2), &st),
+                Err(e) => Err(e),
+            };
+            match resumed {
+                Ok(l) => {
+                    // At most a few hundred mini-batches: bounded work.
+                    for b in l.take(300).flatten() {
+                        for &id in &b.ids {
+                            assert!(m.source_of(id).is_some(), "trial {trial}: id {id}");
+                        }
+                    }
+                    ok += 1;
+                }
+                Err(e) => {
+                    assert!(!e.to_string().is_empty());
+                    refused += 1;
+                }
+            }
+        }
+    }
+    assert!(ok > 20 && refused > 20, "ok {ok}, refused {refused}");
+}
+
+#[test]
+fn mutated_joined_states_are_clear_errors_or_resume_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dataset(dir.path(), &[30, 20], 2048);
+    let old = open(dir.path());
+    let mut l = Loader::new(old.clone(), options(0, 1)).unwrap();
+    l.next().unwrap().unwrap();
+    let saved = l.state();
+    let o = lodt::dataset::DatasetWriterOptions {
+        shard_bytes: 2048,
+        ..Default::default()
+    };
+    let mut w = lodt::dataset::DatasetWriter::append(dir.path(), o).unwrap();
+    w.write(&dataset_util::make_batch(50, 25)).unwrap();
+    w.finish().unwrap();
+    let grown = open(dir.path());
+    let joined = grown.join_appended(&saved).unwrap();
+    let seeds = [saved.to_json(), joined.to_json()];
+    let mut rng = dataset_util::TestRng(5);
+    let (mut ok, mut refused) = (0u32, 0u32);
+    for trial in 0..3000 {
+        let mut json = seeds[trial % seeds.len()].clone();
+        for _ in 0..1 + rng.below(3) {
+            mutate(&mut json, &mut rng);
+        }
+        let Ok(state) = LoaderState::from_json(&json) else {
+            refused += 1;
+            continue;
+        };
+        let _ = lodt::dataset::StateReport::of(&state);
+        let resumed = match grown.join_appended(&state) {
+            Ok(st) => Loader::resume(grown.clone(), options(0, 2), &st),
+            Err(_) => Loader::resume(grown.clone(), options(1, 2), &state),
+        };
+        match resumed {
+            Ok(l) => {
+                for b in l.take(300).flatten() {
+                    assert!(
+                        b.ids.iter().all(|&i| i < grown.num_sequences()),
+                        "trial {trial}"
+                    );
+                }
+                ok += 1;
+            }
+            Err(e) => {
+                assert!(!e.to_string().is_empty());
+                refused += 1;
+            }
+        }
+    }
+    assert!(ok > 20 && refused > 20, "ok {ok}, refused {refused}");
+}
