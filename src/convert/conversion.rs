@@ -146,7 +146,7 @@ impl Conversion {
     pub fn run(self, progress: impl FnMut(&WriteStats)) -> Result<Converted, ConvertError> {
         match self.source {
             Source::Plain(reader) => {
-                let ((), stats) = copy(reader, self.writer, progress)?;
+                let ((), stats) = copy_reading_ahead(reader, self.writer, progress)?;
                 Ok(Converted {
                     stats,
                     rebatch: None,
@@ -161,4 +161,29 @@ impl Conversion {
             }
         }
     }
+}
+
+/// [`copy`] with the reader on a thread of its own, one batch ahead: the
+/// next batch is read (decoded, for Parquet or a compressed file) while the
+/// writer writes the current one, so a conversion whose reading and writing
+/// both take CPU uses two cores. At most two batches are in memory (the one
+/// written and the one read ahead). A write that fails stops the reader.
+fn copy_reading_ahead(
+    reader: BoxBatchReader<'static, ConvertError>,
+    writer: BoxBatchWriter<'static, ConvertError>,
+    progress: impl FnMut(&WriteStats),
+) -> Result<((), WriteStats), ConvertError> {
+    let (send, receive) = std::sync::mpsc::sync_channel::<Result<Batch, ConvertError>>(0);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for batch in reader {
+                let failed = batch.is_err();
+                // The writer stopped (an error): read no further.
+                if send.send(batch).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        copy(receive, writer, progress)
+    })
 }

@@ -31,7 +31,9 @@
 //!  IN ──open_reader──▶ Batch, Batch, … ──[rebatch, if asked]──▶ create_writer ──▶ OUT
 //! ```
 //!
-//! Only one batch is in memory at a time (two while re-batching). A `.lodt`
+//! At most two batches are in memory: the one written and the next, read on
+//! a thread of its own meanwhile (re-batched inputs are read on the writer's
+//! thread, two batches at a time). A `.lodt`
 //! input is read sequentially with every body checksum checked. Paddle files
 //! hold one unnamed set of tensors: reading one gives a single batch whose
 //! tensors are named from [`ConvertOptions::names`] (or `tensor0`, `tensor1`,
