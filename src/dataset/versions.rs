@@ -462,6 +462,32 @@ impl Dataset {
         Self::open_version_in(store, found.version)
     }
 
+    /// Opens `at` of the dataset in `store`: a version number (decimal
+    /// digits) or a tag name (never all digits, so the two cannot be taken
+    /// for each other). See [`Dataset::open_version_in`] and
+    /// [`Dataset::open_tag_in`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let store: std::sync::Arc<dyn lodt::dataset::DatasetStore> = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path()));
+    /// lodt::dataset::Dataset::tag_in(store.clone(), "v-one", None)?;
+    /// let by_number = lodt::dataset::Dataset::open_at_in(store.clone(), "1")?;
+    /// let by_tag = lodt::dataset::Dataset::open_at_in(store.clone(), "v-one")?;
+    /// assert_eq!(by_number.manifest(), by_tag.manifest());
+    /// assert!(lodt::dataset::Dataset::open_at_in(store, "a/b").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_at_in(store: Arc<dyn DatasetStore>, at: &str) -> Result<Self> {
+        if !at.is_empty() && at.bytes().all(|b| b.is_ascii_digit()) {
+            let n = at
+                .parse::<u64>()
+                .map_err(|_| DatasetError::InvalidArgument(format!("version {at:?}: too large")))?;
+            return Self::open_version_in(store, n);
+        }
+        Self::open_tag_in(store, at)
+    }
+
     /// The version history of the dataset in directory `dir`. See
     /// [`Dataset::versions_in`].
     ///
