@@ -763,7 +763,8 @@ def check_versions(directory):
         else:
             need(r["version"] == n, "version %d: its manifest records version %d" % (n, r["version"]))
             need(OPERATION.match(r["operation"]) is not None, "version %d: the operation" % n)
-            need(TIME.match(r.get("time", "")) is not None, "version %d: the time" % n)
+            need(TIME.match(r["time"]) is not None if "time" in r else r["operation"] == "unrecorded",
+                 "version %d: the time" % n)
             need((r["sequences"], r["bytes"]) == (sequences, size), "version %d: the totals" % n)
             before = log[-1] if log else {"sequences": 0, "bytes": 0}
             for what in ("sequences", "bytes"):

@@ -243,8 +243,7 @@ fn write_if_absent(store: &dyn DatasetStore, name: &str, bytes: &[u8]) -> Result
 /// Makes sure version `n`'s manifest is kept, backfilling it from the main
 /// manifest if that is still version `n` (a commit that stopped between its
 /// manifest and its copy). Called by every commit before it replaces the
-/// main manifest. Returns the totals of version `n` when it had to read them
-/// (`None` when the copy was there).
+/// main manifest.
 fn ensure_kept(store: &dyn DatasetStore, n: u64) -> Result<()> {
     let name = version_manifest_name(n);
     if store.read_head(&name, 0)?.is_some() {
@@ -479,13 +478,34 @@ impl Dataset {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open_at_in(store: Arc<dyn DatasetStore>, at: &str) -> Result<Self> {
+        let n = Self::resolve_version_in(store.clone(), at)?;
+        Self::open_version_in(store, n)
+    }
+
+    /// The version number `at` names: decimal digits are a number, checked
+    /// to exist; anything else is a tag's name ([`DatasetError::NoSuchTag`]
+    /// if there is none).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let store: std::sync::Arc<dyn lodt::dataset::DatasetStore> = std::sync::Arc::new(lodt::dataset::LocalStore::new(dir.path()));
+    /// lodt::dataset::Dataset::tag_in(store.clone(), "t", None)?;
+    /// assert_eq!(lodt::dataset::Dataset::resolve_version_in(store.clone(), "t")?, 1);
+    /// assert_eq!(lodt::dataset::Dataset::resolve_version_in(store.clone(), "1")?, 1);
+    /// assert!(lodt::dataset::Dataset::resolve_version_in(store, "2").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resolve_version_in(store: Arc<dyn DatasetStore>, at: &str) -> Result<u64> {
         if !at.is_empty() && at.bytes().all(|b| b.is_ascii_digit()) {
             let n = at
                 .parse::<u64>()
                 .map_err(|_| DatasetError::InvalidArgument(format!("version {at:?}: too large")))?;
-            return Self::open_version_in(store, n);
+            // Refuses a version that does not exist.
+            version_manifest(&*store, n)?;
+            return Ok(n);
         }
-        Self::open_tag_in(store, at)
+        Self::tag_version_in(store, at)
     }
 
     /// The version history of the dataset in directory `dir`. See
