@@ -121,7 +121,7 @@ struct Head {
     #[serde(default)]
     commits: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    commit: Option<super::versions::CommitRecord>,
+    commit: Option<Box<super::versions::CommitRecord>>,
 }
 
 /// The index of `manifest`, whose JSON (with the pointer to this index) is
@@ -639,7 +639,7 @@ impl ShardIndex {
 
     /// The record of the commit that made the manifest's version.
     pub(crate) fn commit_record(&self) -> Option<&super::versions::CommitRecord> {
-        self.head.commit.as_ref()
+        self.head.commit.as_deref()
     }
 
     /// The manifest without its shards (format, version, schema, metadata,

@@ -509,7 +509,7 @@ impl Dataset {
     /// ```
     pub fn commit_record(&self) -> Option<&super::versions::CommitRecord> {
         match &self.listing {
-            Listing::Manifest(m) => m.commit.as_ref(),
+            Listing::Manifest(m) => m.commit.as_deref(),
             Listing::Index { index, .. } => index.commit_record(),
         }
     }

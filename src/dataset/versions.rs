@@ -275,7 +275,7 @@ pub(crate) fn prepare_commit(
 ) -> Result<()> {
     let base = if has_base {
         let record = match &manifest.commit {
-            Some(r) => r.clone(),
+            Some(r) => (**r).clone(),
             None => {
                 // Written before versions (or by an older writer): its number
                 // and content are the main manifest's as it is now.
@@ -292,7 +292,7 @@ pub(crate) fn prepare_commit(
             }
         };
         ensure_kept(store, record.version)?;
-        manifest.commit = Some(record.clone());
+        manifest.commit = Some(Box::new(record.clone()));
         Some(record)
     } else {
         None
@@ -302,7 +302,7 @@ pub(crate) fn prepare_commit(
         let (base_n, base_seq, base_bytes) = base
             .as_ref()
             .map_or((0, 0, 0), |r| (r.version, r.sequences, r.bytes));
-        manifest.commit = Some(CommitRecord {
+        manifest.commit = Some(Box::new(CommitRecord {
             version: base_n.saturating_add(1),
             time: Some(time.map_or_else(utc_now, str::to_owned)),
             commit_id: Some(commit_id.to_owned()),
@@ -313,7 +313,7 @@ pub(crate) fn prepare_commit(
             sequences_removed: base_seq.saturating_sub(sequences),
             bytes_added: bytes.saturating_sub(base_bytes),
             bytes_removed: base_bytes.saturating_sub(bytes),
-        });
+        }));
     }
     Ok(())
 }
@@ -556,7 +556,7 @@ impl Dataset {
                 version_manifest(&*store, n)?
             };
             let record = match manifest.commit {
-                Some(r) if r.version == n => r,
+                Some(r) if r.version == n => *r,
                 _ => {
                     let mut r = CommitRecord::unrecorded(n, &manifest);
                     let (seq, bytes) = out.last().map_or((0, 0), |p| (p.sequences, p.bytes));

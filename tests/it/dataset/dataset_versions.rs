@@ -106,7 +106,7 @@ fn every_commit_makes_a_readable_version() {
     check_versions(&s, &made);
     // The main manifest is where it was, and is the latest version.
     let current = Dataset::open_in(s.clone()).unwrap();
-    assert_eq!(current.commit_record(), made[3].commit.as_ref());
+    assert_eq!(current.commit_record(), made[3].commit.as_deref());
     let err = Dataset::open_version_in(s.clone(), 5).unwrap_err();
     assert!(
         matches!(
