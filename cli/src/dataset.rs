@@ -25,10 +25,16 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     lodt::batch::rebatch::parse_byte_count(text).map_err(|e| e.to_string())
 }
 
-/// `lodt info DIR [--json]`: the manifest's summary (no shard is read).
-pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
-    let dataset =
-        Dataset::open_in(common::dataset_store(dir, true).map_err(failure)?).map_err(failure)?;
+/// `lodt info DIR [--json] [--version N|TAG]`: the manifest's summary (no
+/// shard is read), of the current version or the one named.
+pub fn info(dir: &Path, as_json: bool, version: Option<&str>) -> Result<(), CliError> {
+    let store = common::dataset_store(dir, true).map_err(failure)?;
+    let dataset = match version {
+        None => Dataset::open_in(store),
+        Some(at) => Dataset::open_at_in(store, at),
+    }
+    .map_err(failure)?;
+    let record = dataset.commit_record().cloned();
     let m = dataset.manifest();
     let unlisted = dataset.unlisted().map_err(failure)?;
     let totals = m.totals();
@@ -44,6 +50,8 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
             "schema": m.schema,
             "metadata": m.metadata,
             "commits": m.commits,
+            "dataset_version": record.as_ref().map(|r| r.version),
+            "commit": record,
             "totals": totals,
             "shards": m.shards,
             "unlisted": unlisted,
@@ -65,6 +73,16 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
         common::plural(m.num_batches(), "batch", "batches"),
         common::plural(m.num_sequences(), "sequence", "sequences")
     )?;
+    if let Some(r) = &record {
+        writeln!(
+            out,
+            "version   {} ({}, {}, commit {})",
+            r.version,
+            r.operation,
+            r.time.as_deref().unwrap_or("-"),
+            escape_text(r.commit_id.as_deref().unwrap_or("-"))
+        )?;
+    }
     writeln!(out, "metadata  {}", pairs(&m.metadata))?;
     if m.schema.is_empty() {
         writeln!(out, "schema    - (no batch written yet)")?;
@@ -119,6 +137,71 @@ pub fn info(dir: &Path, as_json: bool) -> Result<(), CliError> {
             common::names(unlisted.iter().map(String::as_str))
         )?;
     }
+    common::finish(out)
+}
+
+/// `lodt log DIR [--json]`: one line per version, oldest first: its number,
+/// time, commit id, operation, sequences and bytes added and removed, and
+/// the tags that name it.
+pub fn log(dir: &Path, as_json: bool) -> Result<(), CliError> {
+    let store = common::dataset_store(dir, true).map_err(failure)?;
+    let versions = Dataset::versions_in(store.clone()).map_err(failure)?;
+    let tags = Dataset::tags_in(store).map_err(failure)?;
+    let mut out = common::stdout();
+    if as_json {
+        let v = json!({
+            "dataset": dir.display().to_string(),
+            "versions": versions,
+            "tags": tags,
+        });
+        writeln!(out, "{}", escape_json(&v.to_string()))?;
+        return common::finish(out);
+    }
+    writeln!(
+        out,
+        "{:>7}  {:<20}  {:<32}  {:<10}  {:>12}  {:>10}  {:>12}  {:>10}  tags",
+        "version", "time", "commit", "operation", "+sequences", "-sequences", "+bytes", "-bytes"
+    )?;
+    for r in &versions {
+        let names: Vec<&str> = tags
+            .iter()
+            .filter(|t| t.version == r.version)
+            .map(|t| t.name.as_str())
+            .collect();
+        writeln!(
+            out,
+            "{:>7}  {:<20}  {:<32}  {:<10}  {:>12}  {:>10}  {:>12}  {:>10}  {}",
+            r.version,
+            r.time.as_deref().unwrap_or("-"),
+            escape_text(r.commit_id.as_deref().unwrap_or("-")),
+            r.operation,
+            r.sequences_added,
+            r.sequences_removed,
+            r.bytes_added,
+            r.bytes_removed,
+            if names.is_empty() {
+                "-".to_owned()
+            } else {
+                names.join(",")
+            }
+        )?;
+    }
+    common::finish(out)
+}
+
+/// `lodt tag DIR NAME [N]`: names version `N` (default: the current one)
+/// `NAME`, for good.
+pub fn tag(dir: &Path, name: &str, version: Option<u64>) -> Result<(), CliError> {
+    let store = common::dataset_store(dir, true).map_err(failure)?;
+    let tag = Dataset::tag_in(store, name, version).map_err(failure)?;
+    let mut out = common::stdout();
+    writeln!(
+        out,
+        "tag {} names version {} of {}",
+        escape_text(&tag.name),
+        tag.version,
+        common::path(dir)
+    )?;
     common::finish(out)
 }
 

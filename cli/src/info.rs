@@ -17,6 +17,10 @@ pub struct Args {
     /// Print JSON (every batch and tensor) instead of text.
     #[arg(long)]
     json: bool,
+    /// A dataset's version: its number, or a tag's name (`lodt log DIR`
+    /// lists them). Default: the current one.
+    #[arg(long, value_name = "N|TAG")]
+    version: Option<String>,
     #[command(flatten)]
     read: common::ReadArgs,
 }
@@ -91,7 +95,13 @@ fn summarize(file: &LodtFile, keep_json: bool) -> Result<Summary, CliError> {
 
 pub fn run(args: Args) -> Result<(), CliError> {
     if common::is_dataset(&args.file) {
-        return crate::dataset::info(&args.file, args.json);
+        return crate::dataset::info(&args.file, args.json, args.version.as_deref());
+    }
+    if args.version.is_some() {
+        return Err(CliError::usage(format!(
+            "--version names a dataset's version; {} is not a dataset",
+            common::path(&args.file)
+        )));
     }
     if let Some(e) = common::not_lodt(&args.file, "info") {
         return Err(e);

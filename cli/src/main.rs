@@ -11,6 +11,7 @@ mod head;
 mod index;
 mod info;
 mod invocation;
+mod log;
 mod recover;
 mod show;
 mod state;
@@ -53,6 +54,10 @@ enum Command {
     Index(index::Args),
     /// Look into a saved loader state or checkpoint (`state show`), or dry-run its resume (`state check`).
     State(state::Args),
+    /// A dataset's versions, oldest first: number, time, commit id, operation, sequences and bytes added and removed.
+    Log(log::LogArgs),
+    /// Names a version of a dataset (default: the current one), for good: a tag never moves.
+    Tag(log::TagArgs),
 }
 
 /// The last panic's report (message, location and, with `RUST_BACKTRACE`,
@@ -129,6 +134,8 @@ fn run() -> ExitCode {
         Command::Convert(args) => convert::run(args),
         Command::Index(args) => index::run(args),
         Command::State(args) => state::run(args),
+        Command::Log(args) => log::log(args),
+        Command::Tag(args) => log::tag(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -62,6 +62,7 @@ from ._lodt import (
 
 from ._state import check_state, inspect_state
 from ._writing import DatasetWriter, commit_parts, list_parts, remove_parts, write_dataset, write_index
+from ._versions import log, tag, tags
 
 if TYPE_CHECKING:  # pragma: no cover
     from .dataset import Dataset
@@ -102,6 +103,9 @@ __all__ = [
     "__version__",
     "commit_parts",
     "write_index",
+    "log",
+    "tag",
+    "tags",
     "inspect_state",
     "check_state",
     "list_parts",

@@ -44,6 +44,9 @@ __all__ = [
     "_panic_for_tests",
     "_PanicProbe",
     "commit_parts",
+    "dataset_log",
+    "dataset_tags",
+    "tag_dataset",
     "write_index",
     "PartJob",
     "list_parts",
@@ -367,8 +370,10 @@ class DatasetReader:
         cache_bytes: int | None = None,
         cache_dir: _PathLike | Literal[False] | None = None,
         disk_cache_bytes: int | None = None,
+        version: int | str | None = None,
     ) -> Self:
-        """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest);
+        """Opens the dataset in directory ``path`` (FileNotFoundError if it has no manifest),
+        or its version ``version`` (a number, or a tag's name; KeyError if there is none);
         ``cache_bytes``: the random-access cache's budget (default 256 MiB, 0: off);
         ``cache_dir``: a URI's disk cache (None: the node cache, False: none), of at most
         ``disk_cache_bytes`` (default 1 GiB)."""
@@ -377,6 +382,11 @@ class DatasetReader:
         """The dataset's directory."""
     def manifest_json(self) -> str:
         """The manifest's JSON text."""
+    @property
+    def version(self) -> int | None:
+        """The number of the version opened (None: written before versions)."""
+    def commit_json(self) -> str | None:
+        """The version's commit record as JSON text (None: written before versions)."""
     @property
     def num_sequences(self) -> int:
         """The number of top-level sequences."""
@@ -575,6 +585,17 @@ class DatasetWriter:
         """Stops without replacing the manifest."""
     def __enter__(self) -> DatasetWriter: ...
     def __exit__(self, exc_type: object, exc_value: object = None, traceback: object = None) -> bool: ...
+
+def dataset_log(path: _PathLike, storage_options: Mapping[str, str] | None = None) -> str:
+    """Every version's commit record, oldest first, as a JSON array."""
+
+def dataset_tags(path: _PathLike, storage_options: Mapping[str, str] | None = None) -> str:
+    """The dataset's tags, by name, as a JSON array."""
+
+def tag_dataset(
+    path: _PathLike, name: str, version: int | None = None, storage_options: Mapping[str, str] | None = None
+) -> str:
+    """Names a version (default: the current one), for good; the tag as a JSON object."""
 
 def commit_parts(
     path: _PathLike, storage_options: Mapping[str, str] | None = None, commit_id: str | None = None

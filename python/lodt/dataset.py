@@ -238,6 +238,10 @@ class Dataset:
     * ``storage_options``: for a dataset at a URI (``s3://``, ``az://``,
       ``gs://``, ``http(s)://``), the store's configuration (object_store's
       keys); credentials also come from the environment.
+    * ``version``: a dataset version to read instead of the current one
+      (``spec/DATASET.md`` 3.3): its number, or a tag's name
+      (:func:`lodt.tag`); :func:`lodt.log` lists them. ``KeyError`` if
+      there is no such version or tag.
     * ``return_ids``: yield ``(ids, batch)``, ``ids`` an int64 array of the
       sequences' ids (dataset order numbers, as :meth:`sequence` takes).
     * ``mmap``/``check_bodies``: local shards are memory-mapped (``mmap=False``:
@@ -306,6 +310,7 @@ class Dataset:
         pack_buffer: int | None = None,
         pack_equal: bool | None = None,
         pack_truncate: bool | None = None,
+        version: int | str | None = None,
     ) -> None:
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither (torch.distributed's, or 0 of 1)")
@@ -336,6 +341,11 @@ class Dataset:
         self.return_ids = return_ids
         self.packing = _packing(packing, pack_tokens, pack_rows, pack_buffer, pack_equal, pack_truncate)
         self.storage_options = dict(storage_options) if storage_options else None
+        if version is not None and (isinstance(version, bool) or not isinstance(version, (int, str))):
+            raise TypeError(f"version is a version number (int) or a tag name (str), found {version!r}")
+        # Pinned to its number once opened, so that every process (a
+        # DataLoader's workers) reads the same version.
+        self._version: int | str | None = version
         self._explicit = None if rank is None else (int(rank), int(world_size))  # type: ignore[arg-type]
         self._rank_world: tuple[int, int] | None = None
         self._reader: DatasetReader | None = None
@@ -387,9 +397,27 @@ class Dataset:
                 cache_bytes=self.cache_bytes,
                 cache_dir=self.cache_dir,
                 disk_cache_bytes=self.disk_cache_bytes,
+                version=self._version,
             )
+            if self._version is not None and self._reader.version is not None:
+                self._version = self._reader.version
             self._pid = pid
         return self._reader
+
+    @property
+    def version(self) -> int | None:
+        """The number of the dataset version this reads (``spec/DATASET.md``
+        3.3): the one given as ``version=`` (a number, or a tag's), or the
+        current one; ``None`` for a dataset written before versions."""
+        return self._native().version
+
+    @property
+    def commit(self) -> dict[str, Any] | None:
+        """The record of the commit that made this version: ``version``,
+        ``time``, ``commit_id``, ``operation``, ``sequences``, ``bytes`` and
+        what it added and removed (as :func:`lodt.log` lists them)."""
+        text = self._native().commit_json()
+        return None if text is None else dict(json.loads(text))
 
     def _ranks(self) -> tuple[int, int]:
         """This process's ``(rank, world_size)``."""

@@ -69,7 +69,7 @@ fn cache_dir_of(ob: &Bound<'_, PyAny>) -> PyResult<CacheDir> {
 
 #[pymethods]
 impl PyDatasetReader {
-    /// DatasetReader(path, *, mmap=True, storage_options=None, check_bodies=False, cache_bytes=None, cache_dir=None, disk_cache_bytes=None)
+    /// DatasetReader(path, *, mmap=True, storage_options=None, check_bodies=False, cache_bytes=None, cache_dir=None, disk_cache_bytes=None, version=None)
     ///
     /// Opens the dataset in directory `path`, or at a URI (`s3://`, `az://`,
     /// `gs://`, `http(s)://`; `storage_options` configure the store): its
@@ -81,9 +81,11 @@ impl PyDatasetReader {
     /// URI, the disk cache of the ranges read: `None` for the node cache
     /// shared by the machine's processes (under the system's temporary
     /// directory, `$LODT_CACHE_DIR` if set), a directory, or `False` for
-    /// none; `disk_cache_bytes` its size limit (default 1 GiB).
+    /// none; `disk_cache_bytes` its size limit (default 1 GiB). `version`:
+    /// a version's number (an int) or a tag's name (a str) to open instead
+    /// of the current manifest (`spec/DATASET.md` section 3.3).
     #[new]
-    #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false, cache_bytes = None, cache_dir = None, disk_cache_bytes = None))]
+    #[pyo3(signature = (path, *, mmap = true, storage_options = None, check_bodies = false, cache_bytes = None, cache_dir = None, disk_cache_bytes = None, version = None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
@@ -94,8 +96,27 @@ impl PyDatasetReader {
         cache_bytes: Option<usize>,
         cache_dir: Option<Bound<'_, PyAny>>,
         disk_cache_bytes: Option<u64>,
+        version: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let p = path.clone();
+        let at: Option<String> = match &version {
+            None => None,
+            Some(v) if v.is_instance_of::<PyString>() => Some(v.extract::<String>()?),
+            Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "version is a version number (int) or a tag name (str), found a bool",
+                ));
+            }
+            Some(v) => match v.extract::<u64>() {
+                Ok(n) => Some(n.to_string()),
+                Err(_) => {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "version is a version number (an int >= 0) or a tag name (str), found {}",
+                        v.repr()?
+                    )));
+                }
+            },
+        };
         let mut options = crate::file::open_options(mmap, check_bodies, storage_options);
         if let Some(bytes) = disk_cache_bytes {
             options.remote.cache_bytes = bytes;
@@ -111,7 +132,11 @@ impl PyDatasetReader {
         let dataset = py.detach(move || {
             guard("opening a dataset", || {
                 let store = store_at(&p, &options)?;
-                let dataset = Dataset::open_in(store).map_err(dataset_err)?;
+                let dataset = match &at {
+                    None => Dataset::open_in(store),
+                    Some(at) => Dataset::open_at_in(store, at),
+                }
+                .map_err(dataset_err)?;
                 Ok(match cache_bytes {
                     Some(bytes) => dataset.with_cache_bytes(bytes),
                     None => dataset,
@@ -141,6 +166,21 @@ impl PyDatasetReader {
     #[getter]
     fn path(&self) -> PathBuf {
         self.path.clone()
+    }
+
+    /// The number of the version this reader opened (`None`: a manifest
+    /// written before versions).
+    #[getter]
+    fn version(&self) -> Option<u64> {
+        self.dataset.commit_record().map(|r| r.version)
+    }
+
+    /// The record of the commit that made the version opened, as JSON
+    /// text (`None`: written before versions).
+    fn commit_json(&self) -> Option<String> {
+        self.dataset
+            .commit_record()
+            .and_then(|r| serde_json::to_string(r).ok())
     }
 
     /// The manifest, as its JSON text.

@@ -135,6 +135,7 @@ impl PyDatasetWriter {
             commit_id,
             format_version: codec.format_version,
             compression: codec.compression,
+            commit_time: None,
         };
         match (mode, &writer_id) {
             ("create" | "append", None) | ("part", Some(_)) => {}

@@ -138,6 +138,10 @@ pub fn dataset(err: DatasetError) -> PyErr {
             _ => PyValueError::new_err(message),
         },
         DatasetError::OutOfRange { .. } => PyIndexError::new_err(message),
+        DatasetError::NoSuchVersion { .. } | DatasetError::NoSuchTag { .. } => {
+            pyo3::exceptions::PyKeyError::new_err(message)
+        }
+        DatasetError::TagExists { .. } => PyFileExistsError::new_err(message),
         DatasetError::Tensor {
             source: lodt::Error::DTypeMismatch { .. },
             ..

@@ -41,6 +41,7 @@ mod panic;
 mod parts;
 mod plan;
 mod tensor;
+mod versions;
 
 use pyo3::prelude::*;
 
@@ -68,6 +69,9 @@ fn _lodt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(dataset_writer::commit_parts, m)?)?;
     m.add_function(wrap_pyfunction!(dataset_writer::write_index, m)?)?;
+    m.add_function(wrap_pyfunction!(versions::dataset_log, m)?)?;
+    m.add_function(wrap_pyfunction!(versions::dataset_tags, m)?)?;
+    m.add_function(wrap_pyfunction!(versions::tag_dataset, m)?)?;
     m.add_class::<parts::PyPartJob>()?;
     m.add_function(wrap_pyfunction!(parts::list_parts, m)?)?;
     m.add_function(wrap_pyfunction!(parts::remove_parts, m)?)?;

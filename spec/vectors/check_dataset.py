@@ -16,6 +16,8 @@ Usage: python3 check_dataset.py [DIR]   (DIR defaults to ./dataset)
        to ./mixture/mixture.json, its sources named relative to it)
        python3 check_dataset.py --evolve [FILE]   (a mixture changed at a resume, section
        10.6; FILE defaults to ./mixture/evolve.json)
+       python3 check_dataset.py --versions [DIR]   (versions and tags, section 3.3: every
+       version's record against its manifest, the log; DIR defaults to ./dataset)
 Exit status 0 when everything agrees.
 """
 
@@ -727,7 +729,80 @@ def check_mixture(path):
     need(sorted(i for share in got for b in share for i in b["ids"]) == sorted(ids), "packing the mixture delivers every position once")
 
 
+VERSION_NAME = re.compile(r"^lodt-dataset\.version\.(0|[1-9][0-9]*)\.json$")
+TAG_NAME = re.compile(r"^lodt-dataset\.tag\.([A-Za-z0-9_-][A-Za-z0-9._-]{0,63})\.json$")
+TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
+OPERATION = re.compile(r"^[a-z0-9_-]{1,32}$")
+
+
+def check_versions(directory):
+    """Section 3.3: the number of the main manifest, each kept version's
+    record against its own manifest and the version before it, the log
+    (every number from the first kept one, consecutive), and the tags."""
+    names = sorted(os.listdir(directory))
+    with open(os.path.join(directory, "lodt-dataset.json"), "rb") as f:
+        main_bytes = f.read()
+    main = json.loads(main_bytes)
+    kept = {int(m.group(1)): n for n in names for m in [VERSION_NAME.match(n)] if m}
+    record = main.get("commit")
+    number = record["version"] if record else (max(kept) + 1 if kept else 0)
+    versions = dict(kept)
+    log = []
+    for n in sorted(set(versions) | {number}):
+        if n in kept:
+            with open(os.path.join(directory, kept[n]), "rb") as f:
+                raw = f.read()
+            m = json.loads(raw)
+        else:
+            raw, m = main_bytes, main  # its copy not written yet: the main manifest
+        sequences = sum(s["sequences"] for s in m["shards"])
+        size = sum(s["bytes"] for s in m["shards"])
+        r = m.get("commit")
+        if r is None:
+            r = {"version": n, "operation": "unrecorded", "sequences": sequences, "bytes": size}
+        else:
+            need(r["version"] == n, "version %d: its manifest records version %d" % (n, r["version"]))
+            need(OPERATION.match(r["operation"]) is not None, "version %d: the operation" % n)
+            need(TIME.match(r["time"]) is not None if "time" in r else r["operation"] == "unrecorded",
+                 "version %d: the time" % n)
+            need((r["sequences"], r["bytes"]) == (sequences, size), "version %d: the totals" % n)
+            before = log[-1] if log else {"sequences": 0, "bytes": 0}
+            for what in ("sequences", "bytes"):
+                need(r[what + "_added"] == max(0, r[what] - before[what])
+                     and r[what + "_removed"] == max(0, before[what] - r[what]),
+                     "version %d: %s added and removed" % (n, what))
+            if n == number and n in kept:
+                # A final commit's copy is the bytes committed (the main manifest
+                # as long as no checkpoint or index rewrite replaced it).
+                need(raw == main_bytes or m["shards"] == main["shards"][:len(m["shards"])],
+                     "version %d: its copy and the main manifest" % n)
+        log.append(r)
+    numbers = [r["version"] for r in log]
+    need(numbers == list(range(numbers[0], numbers[0] + len(numbers))), "the versions are consecutive")
+    tags = 0
+    for n in names:
+        t = TAG_NAME.match(n)
+        if not t or t.group(1).isdigit():
+            continue
+        with open(os.path.join(directory, n), "rb") as f:
+            tag = json.loads(f.read())
+        need(tag["format"] == "lodt-dataset-tag" and tag["name"] == t.group(1), "tag %s" % n)
+        need(tag["version"] in numbers, "tag %s names a version that exists" % n)
+        tags += 1
+    return log, tags
+
+
 def main():
+    if sys.argv[1:2] == ["--versions"]:
+        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dataset")
+        try:
+            log, tags = check_versions(sys.argv[2] if len(sys.argv) > 2 else default)
+        except Bad as e:
+            print("FAILED: " + str(e))
+            return 1
+        print("ok: %d versions (%s) and %d tags agree with their manifests" % (
+            len(log), ", ".join("%d %s" % (r["version"], r["operation"]) for r in log), tags))
+        return 0
     if sys.argv[1:2] == ["--evolve"]:
         default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixture", "evolve.json")
         try:

@@ -121,6 +121,14 @@ pub(crate) fn commit_manifest(
         manifest.to_json_bytes()
     };
     let outcome = decide(store, target, manifest, &json, base, commit_id, evidence);
+    // A final commit of the main manifest, confirmed: keep its version's copy.
+    if target == MANIFEST_NAME
+        && matches!(evidence, Evidence::Id)
+        && outcome.is_ok()
+        && let Some(record) = &manifest.commit
+    {
+        super::versions::keep_version(store, record.version, &json);
+    }
     if let Some(index) = index {
         index.finish(store, &outcome);
     }
@@ -349,6 +357,13 @@ impl Dataset {
             }
             return Ok(merged);
         }
+        super::versions::prepare_commit(
+            &*store,
+            &mut merged,
+            base.is_some(),
+            Some(("merge", &commit_id)),
+            None,
+        )?;
         merged.record_commit(&commit_id);
         let old: HashSet<&str> = base
             .iter()
@@ -426,6 +441,7 @@ impl Dataset {
             });
         };
         manifest.version = super::manifest::ManifestVersion::CURRENT;
+        super::versions::prepare_commit(&*store, &mut manifest, true, None, None)?;
         let id = new_commit_id();
         commit_manifest(
             &*store,

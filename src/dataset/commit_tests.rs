@@ -488,3 +488,85 @@ fn bad_commit_lists_are_clear_errors() {
         assert!(err.to_string().contains(says), "{says}: {err}");
     }
 }
+
+/// Whether version `n`'s manifest is kept (`spec/DATASET.md` section 3.3).
+fn kept(store: &FlakyStore, n: u64) -> bool {
+    let name = crate::dataset::names::version_manifest_name(n);
+    store.objects.lock().unwrap().contains_key(&name)
+}
+
+#[test]
+fn a_version_is_kept_only_once_its_commit_is_confirmed() {
+    for (fault, committed) in [
+        (Fault::LoseAnswer, true),
+        (Fault::RefuseRetry, true),
+        (Fault::FailBefore, false),
+        (Fault::Unreachable { reads: 1 }, false),
+    ] {
+        let (_dir, store, result) = append_under(fault);
+        assert_eq!(result.is_ok(), committed, "{fault:?}: {result:?}");
+        assert!(kept(&store, 1), "{fault:?}");
+        // Unreachable: the commit applied but could not be confirmed, so no
+        // copy yet; the next commit writes it from the main manifest.
+        assert_eq!(kept(&store, 2), committed, "{fault:?}");
+        let next = DatasetWriter::append_in(store.clone(), options("append-2"))
+            .unwrap()
+            .finish()
+            .unwrap();
+        let applied = committed || matches!(fault, Fault::Unreachable { .. });
+        let n = next.commit.as_ref().unwrap().version;
+        assert_eq!(n, if applied { 3 } else { 2 }, "{fault:?}");
+        assert!((1..=n).all(|k| kept(&store, k)), "{fault:?}");
+        let v2 = Dataset::open_version_in(store.clone(), 2).unwrap();
+        assert_eq!(
+            v2.num_sequences(),
+            if applied { 20 } else { 10 },
+            "{fault:?}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_backfill_stops_the_commit_before_anything_is_written() {
+    let (_dir, store, result) = append_under(Fault::None);
+    result.unwrap();
+    // Version 2's copy lost (a crash before it), and its backfill fails.
+    store
+        .remove(&crate::dataset::names::version_manifest_name(2))
+        .unwrap();
+    let before = store.manifest();
+    let w = DatasetWriter::append_in(store.clone(), options("append-2")).unwrap();
+    store.arm(Fault::FailBefore);
+    assert!(w.finish().is_err());
+    assert_eq!(store.manifest(), before);
+    // A retry backfills it, then commits version 3.
+    let m = DatasetWriter::append_in(store.clone(), options("append-2"))
+        .unwrap()
+        .finish()
+        .unwrap();
+    assert_eq!(m.commit.as_ref().unwrap().version, 3);
+    assert!(kept(&store, 2) && kept(&store, 3));
+}
+
+#[test]
+fn a_tag_whose_answer_was_lost_is_decided_by_reading_it_again() {
+    let (_dir, store, result) = append_under(Fault::None);
+    result.unwrap();
+    for (name, fault) in [("a", Fault::LoseAnswer), ("b", Fault::RefuseRetry)] {
+        store.arm(fault);
+        let tag = Dataset::tag_in(store.clone(), name, Some(1)).unwrap();
+        assert_eq!(tag.version, 1);
+        assert_eq!(Dataset::tag_in(store.clone(), name, Some(1)).unwrap(), tag);
+    }
+    store.arm(Fault::FailBefore);
+    assert!(Dataset::tag_in(store.clone(), "c", None).is_err());
+    assert!(Dataset::tag_version_in(store.clone(), "c").is_err());
+    assert_eq!(
+        Dataset::tag_in(store.clone(), "c", None).unwrap().version,
+        2
+    );
+    assert!(matches!(
+        Dataset::tag_in(store.clone(), "a", Some(2)),
+        Err(DatasetError::TagExists { version: 1, .. })
+    ));
+}

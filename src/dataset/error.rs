@@ -209,6 +209,41 @@ pub enum DatasetError {
         /// Why the manifest could not be read again.
         check: String,
     },
+    /// A version of the dataset that does not exist (`spec/DATASET.md`
+    /// section 3.3).
+    #[error(
+        "{path} has no version {version} (its latest is version {latest}; `lodt log` lists them)"
+    )]
+    NoSuchVersion {
+        /// The dataset's location.
+        path: String,
+        /// The version asked for.
+        version: u64,
+        /// The dataset's current version.
+        latest: u64,
+    },
+    /// A tag that does not exist.
+    #[error("{path} has no tag {tag:?} (`lodt tag DIR NAME` makes one)")]
+    NoSuchTag {
+        /// The dataset's location.
+        path: String,
+        /// The tag asked for.
+        tag: String,
+    },
+    /// A tag that names another version already: tags never move.
+    #[error(
+        "tag {tag:?} of {path} names version {version} already, not {requested}: a tag never moves (choose another name)"
+    )]
+    TagExists {
+        /// The dataset's location.
+        path: String,
+        /// The tag.
+        tag: String,
+        /// The version it names.
+        version: u64,
+        /// The version asked for.
+        requested: u64,
+    },
     /// An argument that is not valid (a zero batch size, a rank not below the
     /// world size, a bad writer id, ...).
     #[error("invalid argument: {0}")]

@@ -120,6 +120,8 @@ struct Head {
     metadata: BTreeMap<String, String>,
     #[serde(default)]
     commits: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commit: Option<Box<super::versions::CommitRecord>>,
 }
 
 /// The index of `manifest`, whose JSON (with the pointer to this index) is
@@ -132,6 +134,7 @@ pub(crate) fn encode(manifest: &Manifest, manifest_bytes: u64) -> (Vec<u8>, u32)
         schema: manifest.schema.clone(),
         metadata: manifest.metadata.clone(),
         commits: manifest.commits.clone(),
+        commit: manifest.commit.clone(),
     };
     let head = serde_json::to_vec(&head).unwrap_or_default();
     let shards = &manifest.shards;
@@ -425,6 +428,7 @@ impl ShardIndex {
             schema: head.schema.clone(),
             metadata: BTreeMap::new(),
             commits: head.commits.clone(),
+            commit: head.commit.clone(),
             shards: Vec::new(),
         };
         manifest.validate_head(&self.location, self.shards > 0)?;
@@ -633,6 +637,11 @@ impl ShardIndex {
         &self.head.metadata
     }
 
+    /// The record of the commit that made the manifest's version.
+    pub(crate) fn commit_record(&self) -> Option<&super::versions::CommitRecord> {
+        self.head.commit.as_deref()
+    }
+
     /// The manifest without its shards (format, version, schema, metadata,
     /// commits).
     pub(crate) fn head_manifest(&self) -> Manifest {
@@ -642,6 +651,7 @@ impl ShardIndex {
             schema: self.head.schema.clone(),
             metadata: self.head.metadata.clone(),
             commits: self.head.commits.clone(),
+            commit: self.head.commit.clone(),
             shards: Vec::new(),
         }
     }

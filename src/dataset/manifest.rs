@@ -419,6 +419,12 @@ pub struct Manifest {
     /// 1.0 manifest). A write whose id is listed is committed.
     #[serde(default)]
     pub commits: Vec<String>,
+    /// Since 1.7: the record of the commit that made this manifest's
+    /// version (`spec/DATASET.md` section 3.3): its number, time, commit
+    /// id, operation and what it added and removed. Absent in a manifest
+    /// written before versions (or rewritten by an older writer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Box<super::versions::CommitRecord>>,
     /// The shards, in dataset order.
     pub shards: Vec<ShardEntry>,
 }
@@ -437,6 +443,7 @@ impl Manifest {
             schema,
             metadata,
             commits: Vec::new(),
+            commit: None,
             shards: Vec::new(),
         }
     }
@@ -566,6 +573,10 @@ impl Manifest {
         out.push_str(&json(&self.metadata));
         out.push_str(",\n\"commits\":");
         out.push_str(&json(&self.commits));
+        if let Some(commit) = &self.commit {
+            out.push_str(",\n\"commit\":");
+            out.push_str(&json(commit));
+        }
         out.push_str(",\n\"shards\":[");
         for (i, shard) in self.shards.iter().enumerate() {
             out.push_str(if i == 0 { "\n" } else { ",\n" });
@@ -684,6 +695,11 @@ impl Manifest {
             self.schema
                 .check_self(&format!("the schema of {path}"))
                 .map_err(|e| bad(e.to_string()))?;
+        }
+        if let Some(record) = &self.commit {
+            record
+                .check()
+                .map_err(|e| bad(format!("\"commit\": {e}")))?;
         }
         if self.commits.len() > COMMIT_HISTORY {
             return Err(bad(format!(

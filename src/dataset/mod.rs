@@ -116,6 +116,7 @@ mod state;
 pub mod store;
 mod stream;
 mod take;
+mod versions;
 mod writer;
 
 pub use checkpoint::{CHECKPOINT_VERSION, Checkpoint, consumer, next_worker, served_worker};
@@ -161,4 +162,5 @@ pub use store::{DatasetStore, LocalStore};
 #[doc(hidden)]
 pub use store::ShardSink;
 pub use stream::MiniBatch;
+pub use versions::{CommitRecord, Tag, UNRECORDED};
 pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, DatasetWriterOptions};

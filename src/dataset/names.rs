@@ -11,6 +11,8 @@
 //! | partial manifest of writer `ID` | [`part_manifest_name`]: `lodt-dataset.part.ID.json` |
 //! | shard of writer `ID` | [`part_shard_prefix`] + `NNNNNN.lodt` |
 //! | shard index of the manifest written by commit `ID` | [`INDEX_PREFIX`] + `ID` |
+//! | the manifest of version `N` | [`version_manifest_name`]: `lodt-dataset.version.N.json` |
+//! | tag `NAME` | [`tag_object_name`]: `lodt-dataset.tag.NAME.json` |
 
 /// The name of a dataset's manifest.
 ///
@@ -177,4 +179,93 @@ pub fn valid_commit_id(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The start of the name of a version's manifest (`spec/DATASET.md` section
+/// 3.3): `lodt-dataset.version.N.json`, `N` in decimal without leading zeros.
+///
+/// ```
+/// assert_eq!(lodt::dataset::names::VERSION_PREFIX, "lodt-dataset.version.");
+/// ```
+pub const VERSION_PREFIX: &str = "lodt-dataset.version.";
+
+/// The start of a tag's name (`spec/DATASET.md` section 3.3):
+/// `lodt-dataset.tag.NAME.json`.
+///
+/// ```
+/// assert_eq!(lodt::dataset::names::TAG_PREFIX, "lodt-dataset.tag.");
+/// ```
+pub const TAG_PREFIX: &str = "lodt-dataset.tag.";
+
+/// The end of the names of version manifests and tags.
+const JSON_SUFFIX: &str = ".json";
+
+/// The name of the manifest kept for version `n`.
+///
+/// ```
+/// assert_eq!(lodt::dataset::names::version_manifest_name(12), "lodt-dataset.version.12.json");
+/// ```
+pub fn version_manifest_name(n: u64) -> String {
+    format!("{VERSION_PREFIX}{n}{JSON_SUFFIX}")
+}
+
+/// The version number of a version manifest's name, if it is one (decimal,
+/// no leading zeros, no sign).
+///
+/// ```
+/// use lodt::dataset::names::version_of_name;
+/// assert_eq!(version_of_name("lodt-dataset.version.12.json"), Some(12));
+/// assert_eq!(version_of_name("lodt-dataset.version.012.json"), None);
+/// assert_eq!(version_of_name("lodt-dataset.json"), None);
+/// ```
+pub fn version_of_name(name: &str) -> Option<u64> {
+    let digits = name
+        .strip_prefix(VERSION_PREFIX)?
+        .strip_suffix(JSON_SUFFIX)?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
+/// Whether `name` is a valid tag name: 1 to 64 ASCII letters, digits, `.`,
+/// `_` and `-`, not starting with `.`, and not all digits (so that a tag is
+/// never taken for a version number).
+///
+/// ```
+/// use lodt::dataset::names::valid_tag_name;
+/// assert!(valid_tag_name("run-42.final"));
+/// assert!(!valid_tag_name("42"));
+/// assert!(!valid_tag_name("a/b"));
+/// assert!(!valid_tag_name(".x"));
+/// ```
+pub fn valid_tag_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && !name.bytes().all(|b| b.is_ascii_digit())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// The name of the object of tag `name`.
+///
+/// ```
+/// assert_eq!(lodt::dataset::names::tag_object_name("run-42"), "lodt-dataset.tag.run-42.json");
+/// ```
+pub fn tag_object_name(name: &str) -> String {
+    format!("{TAG_PREFIX}{name}{JSON_SUFFIX}")
+}
+
+/// The tag name of a tag object's name, if it is one.
+///
+/// ```
+/// use lodt::dataset::names::tag_of_name;
+/// assert_eq!(tag_of_name("lodt-dataset.tag.run-42.json"), Some("run-42"));
+/// assert_eq!(tag_of_name("lodt-dataset.tag.7.json"), None);
+/// ```
+pub fn tag_of_name(name: &str) -> Option<&str> {
+    name.strip_prefix(TAG_PREFIX)?
+        .strip_suffix(JSON_SUFFIX)
+        .filter(|t| valid_tag_name(t))
 }

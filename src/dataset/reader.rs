@@ -495,6 +495,25 @@ impl Dataset {
         }
     }
 
+    /// The record of the commit that made the version this dataset was
+    /// opened at (`spec/DATASET.md` section 3.3): its number, time, commit
+    /// id, operation and what it added and removed; `None` for a manifest
+    /// written before versions.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// lodt::dataset::DatasetWriter::create(dir.path(), Default::default())?.finish()?;
+    /// let record = lodt::dataset::Dataset::open(dir.path())?.commit_record().cloned().unwrap();
+    /// assert_eq!((record.version, record.operation.as_str()), (1, "create"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn commit_record(&self) -> Option<&super::versions::CommitRecord> {
+        match &self.listing {
+            Listing::Manifest(m) => m.commit.as_deref(),
+            Listing::Index { index, .. } => index.commit_record(),
+        }
+    }
+
     /// The number of shards.
     ///
     /// ```

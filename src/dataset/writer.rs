@@ -74,6 +74,22 @@ pub struct DatasetWriterOptions {
     /// How the shards' buffers are compressed (format 2.0 only; none by
     /// default).
     pub compression: format::Compression,
+    /// The time the new version records (`spec/DATASET.md` section 3.3):
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`. `None` (the default): the time of the
+    /// commit. For outputs that must be reproducible byte for byte (the
+    /// spec's test vector).
+    ///
+    /// ```
+    /// use lodt::dataset::{DatasetWriter, DatasetWriterOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// let options = DatasetWriterOptions { commit_time: Some("2026-12-01T00:00:00Z".into()), ..Default::default() };
+    /// let manifest = DatasetWriter::create(dir.path(), options)?.finish()?;
+    /// assert_eq!(manifest.commit.unwrap().time.as_deref(), Some("2026-12-01T00:00:00Z"));
+    /// let bad = DatasetWriterOptions { commit_time: Some("yesterday".into()), ..Default::default() };
+    /// assert!(DatasetWriter::create(dir.path().join("b"), bad).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub commit_time: Option<String>,
 }
 
 impl Default for DatasetWriterOptions {
@@ -85,6 +101,7 @@ impl Default for DatasetWriterOptions {
             commit_id: None,
             format_version: None,
             compression: format::Compression::None,
+            commit_time: None,
         }
     }
 }
@@ -196,6 +213,11 @@ pub struct DatasetWriter {
     committed: bool,
     /// The shards closed since the manifest was last written.
     uncommitted: Vec<String>,
+    /// Whether the dataset had no manifest when this writer started (its
+    /// final commit makes version 1, a `create`).
+    fresh: bool,
+    /// The time the version records (`None`: the commit's).
+    commit_time: Option<String>,
 }
 
 impl std::fmt::Debug for DatasetWriter {
@@ -236,6 +258,10 @@ impl DatasetWriter {
     /// ```
     pub fn create_in(store: Arc<dyn DatasetStore>, options: DatasetWriterOptions) -> Result<Self> {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
+        let commit_time = options.commit_time.clone();
+        if let Some(t) = &commit_time {
+            super::versions::check_time(t)?;
+        }
         let shards = ShardSettings::of(&options);
         store.prepare()?;
         let lock = store.lock()?;
@@ -266,7 +292,10 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(store, start, shards)
+        Self::start(store, start, shards).map(|mut w| {
+            w.commit_time = commit_time;
+            w
+        })
     }
 
     /// Adds shards to the dataset in directory `dir`. Its schema applies
@@ -306,6 +335,10 @@ impl DatasetWriter {
     /// ```
     pub fn append_in(store: Arc<dyn DatasetStore>, options: DatasetWriterOptions) -> Result<Self> {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
+        let commit_time = options.commit_time.clone();
+        if let Some(t) = &commit_time {
+            super::versions::check_time(t)?;
+        }
         let shards = ShardSettings::of(&options);
         let lock = match store.lock() {
             Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
@@ -336,7 +369,10 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(store, start, shards)
+        Self::start(store, start, shards).map(|mut w| {
+            w.commit_time = commit_time;
+            w
+        })
     }
 
     /// Starts (or continues) the part of writer `writer_id` in directory
@@ -395,6 +431,10 @@ impl DatasetWriter {
             )));
         }
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
+        let commit_time = options.commit_time.clone();
+        if let Some(t) = &commit_time {
+            super::versions::check_time(t)?;
+        }
         let shards = ShardSettings::of(&options);
         store.prepare()?;
         let name = part_manifest_name(writer_id);
@@ -424,7 +464,10 @@ impl DatasetWriter {
             commit_id,
             committed,
         };
-        Self::start(store, start, shards)
+        Self::start(store, start, shards).map(|mut w| {
+            w.commit_time = commit_time;
+            w
+        })
     }
 
     fn start(store: Arc<dyn DatasetStore>, start: Start, shards: ShardSettings) -> Result<Self> {
@@ -457,6 +500,7 @@ impl DatasetWriter {
             }
             digits.parse::<u64>().ok()
         };
+        let fresh = base.is_none();
         let existing = store.list()?;
         let next_index = existing
             .iter()
@@ -478,6 +522,8 @@ impl DatasetWriter {
             _lock: lock,
             base,
             commit_id,
+            fresh,
+            commit_time: None,
             committed,
             uncommitted: Vec::new(),
         })
@@ -724,6 +770,16 @@ impl DatasetWriter {
         // Written by this crate: its version (an appended 1.0 manifest
         // becomes 1.1, with commit ids).
         self.manifest.version = ManifestVersion::CURRENT;
+        if self.target == MANIFEST_NAME {
+            let operation = if self.fresh { "create" } else { "append" };
+            super::versions::prepare_commit(
+                &*self.store,
+                &mut self.manifest,
+                !self.fresh,
+                last.then_some((operation, self.commit_id.as_str())),
+                self.commit_time.as_deref(),
+            )?;
+        }
         let evidence = if last {
             self.manifest.record_commit(&self.commit_id);
             Evidence::Id

@@ -18,6 +18,7 @@ mod cli_fifo;
 mod cli_hostile_names;
 mod cli_inspect;
 mod cli_remote;
+mod cli_versions;
 mod concurrent_append;
 mod file_size_limit;
 mod foreign_cli;

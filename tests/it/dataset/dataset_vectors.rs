@@ -68,6 +68,8 @@ fn expected_files() -> BTreeMap<String, Vec<u8>> {
         commit_id: Some("test-vector".to_string()),
         // The vector's shards are 1.0 files (its bytes are pinned).
         format_version: Some(lodt::format::Version { major: 1, minor: 0 }),
+        // The version's record (section 3.3) is pinned too.
+        commit_time: Some("2026-12-01T00:00:00Z".to_string()),
         ..Default::default()
     };
     let mut w = DatasetWriter::create_in(store.clone(), options).unwrap();
@@ -372,5 +374,39 @@ fn an_independent_python_reader_agrees() {
     assert_eq!(
         stdout,
         "ok: 3 shards and the manifest agree; 13 sequences; epoch orders, the cursor, the joined order, the world-size resume, packing, locality and the shard index match\n"
+    );
+    // Versions (section 3.3): the vector's one version, and a dataset of
+    // three versions and a tag written here, checked from the spec alone.
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(&python)
+            .arg(&script)
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    assert_eq!(
+        run(&["--versions".as_ref()]),
+        "ok: 1 versions (1 create) and 0 tags agree with their manifests\n"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    for first in [0, 3, 7] {
+        let mut w = match DatasetWriter::append(tmp.path(), Default::default()) {
+            Ok(w) => w,
+            Err(_) => DatasetWriter::create(tmp.path(), Default::default()).unwrap(),
+        };
+        w.write(&batch(first, 3)).unwrap();
+        w.finish().unwrap();
+    }
+    Dataset::tag(tmp.path(), "first", Some(1)).unwrap();
+    assert_eq!(
+        run(&["--versions".as_ref(), tmp.path().as_os_str()]),
+        "ok: 3 versions (1 create, 2 append, 3 append) and 1 tags agree with their manifests\n"
     );
 }

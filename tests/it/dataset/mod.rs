@@ -10,6 +10,7 @@ mod dataset_pack;
 mod dataset_pack_equal;
 mod dataset_pack_truncate;
 mod dataset_vectors;
+mod dataset_versions;
 mod dataset_writer;
 mod loader_cursor;
 mod loader_grown;

@@ -2,4 +2,4 @@
 
 mod read_ahead;
 mod remote_checked;
-mod remote_s3;
+pub(crate) mod remote_s3;

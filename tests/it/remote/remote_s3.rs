@@ -20,9 +20,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Moto {
+pub(crate) struct Moto {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for Moto {
@@ -32,7 +32,7 @@ impl Drop for Moto {
     }
 }
 
-fn python_with_moto() -> Option<PathBuf> {
+pub(crate) fn python_with_moto() -> Option<PathBuf> {
     let python = PathBuf::from(std::env::var_os("LODT_PYTHON")?);
     let ok = Command::new(&python)
         .args(["-c", "import moto.server"])
@@ -41,7 +41,7 @@ fn python_with_moto() -> Option<PathBuf> {
     ok.then_some(python)
 }
 
-fn start_moto(python: &PathBuf) -> Moto {
+pub(crate) fn start_moto(python: &PathBuf) -> Moto {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -73,7 +73,7 @@ fn start_moto(python: &PathBuf) -> Moto {
 }
 
 /// Creates `bucket` (moto checks no signature).
-fn create_bucket(port: u16, bucket: &str) {
+pub(crate) fn create_bucket(port: u16, bucket: &str) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(
         s,
@@ -85,7 +85,7 @@ fn create_bucket(port: u16, bucket: &str) {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
 
-fn options(port: u16) -> RemoteOptions {
+pub(crate) fn options(port: u16) -> RemoteOptions {
     RemoteOptions::default()
         .with_option("aws_endpoint", format!("http://127.0.0.1:{port}"))
         .with_option("aws_allow_http", "true")
