@@ -121,7 +121,7 @@ struct Head {
     #[serde(default)]
     commits: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    commit: Option<Box<super::versions::CommitRecord>>,
+    commit: Option<Box<super::commit_record::CommitRecord>>,
 }
 
 /// The index of `manifest`, whose JSON (with the pointer to this index) is
@@ -638,7 +638,7 @@ impl ShardIndex {
     }
 
     /// The record of the commit that made the manifest's version.
-    pub(crate) fn commit_record(&self) -> Option<&super::versions::CommitRecord> {
+    pub(crate) fn commit_record(&self) -> Option<&super::commit_record::CommitRecord> {
         self.head.commit.as_deref()
     }
 

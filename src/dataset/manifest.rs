@@ -424,7 +424,7 @@ pub struct Manifest {
     /// id, operation and what it added and removed. Absent in a manifest
     /// written before versions (or rewritten by an older writer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<Box<super::versions::CommitRecord>>,
+    pub commit: Option<Box<super::commit_record::CommitRecord>>,
     /// The shards, in dataset order.
     pub shards: Vec<ShardEntry>,
 }

@@ -6,7 +6,7 @@
 
 use super::error::{DatasetError, Result};
 use super::manifest::Schema;
-use super::mixture_draws::{DrawRule, Draws};
+use super::mixture_draws::{DrawRule, Draws, check_progress};
 use super::options::{MixtureOptions, Stop};
 use super::reader::{Dataset, SequenceLocation};
 use super::shuffle::{EpochOrder, Shuffle, stream_seed};
@@ -17,16 +17,6 @@ use std::sync::{Arc, Mutex};
 
 /// The stream of the per-source order seeds (`spec/DATASET.md`, "Mixtures").
 const PURPOSE_SOURCE: u64 = 4;
-
-/// The longest expected epoch (in draws) of an exhaustion rule: `2^36`.
-/// Finding where such an epoch ends takes one draw per position, so a
-/// mixture whose weights make it longer (a tiny weight under
-/// [`Stop::AllExhausted`]) is refused rather than left to run for hours.
-///
-/// ```
-/// assert_eq!(lodt::dataset::MAX_MIXTURE_EPOCH, 1 << 36);
-/// ```
-pub const MAX_MIXTURE_EPOCH: u64 = 1 << 36;
 
 /// Several datasets with the same schema read as one stream: each position
 /// of an epoch is drawn from source `k` with probability
@@ -92,7 +82,7 @@ impl Mixture {
     /// A mixture of `sources` with `weights` (one per source, finite,
     /// `>= 0`, not all 0). The sources must have the same schema, and a
     /// source of positive weight at least one sequence. Under an exhaustion
-    /// rule, an epoch expected to be longer than [`MAX_MIXTURE_EPOCH`]
+    /// rule, an epoch expected to be longer than [`MAX_MIXTURE_EPOCH`](super::MAX_MIXTURE_EPOCH)
     /// draws is refused.
     ///
     /// ```
@@ -315,7 +305,7 @@ impl Mixture {
     /// This mixture continuing the epoch of `evolved` (10.6), checked
     /// against its sources.
     pub(crate) fn with_evolved(&self, evolved: Evolved) -> Result<Mixture> {
-        super::mixture_evolve::check_evolved(self, &evolved)?;
+        check_progress(&evolved.sources, &self.state().sources, &evolved.removed)?;
         Ok(Mixture {
             sources: self.sources.clone(),
             counts: self.counts.clone(),
@@ -569,67 +559,10 @@ impl Iterator for MixedOrder {
     }
 }
 
-/// `weights` scaled by the power of two `2^-E` that brings the largest into
-/// `[1, 2)` (`spec/DATASET.md` 10.2): exact, so it changes no draw of weights
-/// whose sums stay in the normal range, and it makes equal subnormal weights
-/// draw equally and a sum that would overflow finite. All zeros stay zeros.
-pub(crate) fn scale_weights(weights: &[f64]) -> Vec<f64> {
-    let max = weights.iter().copied().fold(0.0f64, f64::max);
-    if !(max > 0.0 && max.is_finite()) {
-        return weights.to_vec();
-    }
-    let e = exponent(max);
-    weights.iter().map(|&w| ldexp(w, -e)).collect()
-}
-
-/// The running sums of `weights` (double additions in order, from 0.0).
-pub(crate) fn running_sums(weights: &[f64]) -> Vec<f64> {
-    let mut total = 0.0f64;
-    weights
-        .iter()
-        .map(|&w| {
-            total += w;
-            total
-        })
-        .collect()
-}
-
-/// The `E` with `2^E <= x < 2^(E+1)`, for a finite `x > 0`.
-fn exponent(x: f64) -> i32 {
-    let bits = x.to_bits();
-    let biased = ((bits >> 52) & 0x7ff) as i32;
-    if biased > 0 {
-        biased - 1023
-    } else {
-        // Subnormal: x = m · 2^-1074 with m < 2^52.
-        let m = bits & ((1u64 << 52) - 1);
-        63 - m.leading_zeros() as i32 - 1074
-    }
-}
-
-/// `2^n`, exactly, for `-1074 <= n <= 1023`.
-fn pow2(n: i32) -> f64 {
-    if n >= -1022 {
-        f64::from_bits(((n + 1023) as u64) << 52)
-    } else {
-        f64::from_bits(1u64 << (n + 1074))
-    }
-}
-
-/// `w · 2^n` rounded once (C's `ldexp`), for `-1023 <= n <= 1074` and a
-/// result below 2 when `n > 0`: scaling up is exact (two steps when `2^n`
-/// is not a double), scaling down is one correctly rounded product.
-fn ldexp(w: f64, n: i32) -> f64 {
-    if n > 1023 {
-        w * pow2(n - 1023) * pow2(1023)
-    } else {
-        w * pow2(n)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dataset::mixture_draws::{exponent, ldexp, pow2, running_sums, scale_weights};
     use crate::dataset::shuffle::Rng;
 
     fn with_weights(weights: &[f64]) -> Mixture {

@@ -8,6 +8,7 @@ use super::error::{DatasetError, Result};
 use super::options::Stop;
 use super::shuffle::Rng;
 use super::state::{Evolved, MixtureState, SourceProgress};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// The stream of the draws of an epoch: `(seed, epoch, 5, 0)`.
@@ -15,6 +16,16 @@ const PURPOSE_DRAWS: u64 = 5;
 /// The stream of the draws after a change of parameters (10.6):
 /// `(seed, epoch, 7, delivered)`.
 const PURPOSE_EVOLVED_DRAWS: u64 = 7;
+
+/// The longest expected epoch (in draws) of an exhaustion rule: `2^36`.
+/// Finding where such an epoch ends takes one draw per position, so a
+/// mixture whose weights make it longer (a tiny weight under
+/// [`Stop::AllExhausted`]) is refused rather than left to run for hours.
+///
+/// ```
+/// assert_eq!(lodt::dataset::MAX_MIXTURE_EPOCH, 1 << 36);
+/// ```
+pub const MAX_MIXTURE_EPOCH: u64 = 1 << 36;
 
 /// What decides a mixture's draws: the scaled weights and their running
 /// sums, each source's number of sequences, the seed and the stopping rule.
@@ -34,8 +45,8 @@ pub(crate) struct DrawRule {
 impl DrawRule {
     /// The rule of `weights` (already checked) over sources of `sizes`.
     pub(crate) fn new(weights: &[f64], sizes: Vec<u64>, seed: u64, stop: Stop) -> Self {
-        let scaled = super::mixture::scale_weights(weights);
-        let cumulative = super::mixture::running_sums(&scaled);
+        let scaled = scale_weights(weights);
+        let cumulative = running_sums(&scaled);
         DrawRule {
             scaled,
             cumulative,
@@ -80,7 +91,7 @@ impl DrawRule {
     }
 
     /// Refuses an exhaustion rule whose epochs would be too long to find
-    /// (expected to take more than [`MAX_MIXTURE_EPOCH`](super::MAX_MIXTURE_EPOCH) draws), saying why.
+    /// (expected to take more than [`MAX_MIXTURE_EPOCH`] draws), saying why.
     pub(crate) fn check_length(&self) -> std::result::Result<(), String> {
         let total = self.total();
         let times = self
@@ -94,7 +105,7 @@ impl DrawRule {
             Stop::FirstExhausted => times.fold(f64::INFINITY, f64::min),
             Stop::AllExhausted => times.fold(0.0, f64::max),
         };
-        let max = super::MAX_MIXTURE_EPOCH;
+        let max = MAX_MIXTURE_EPOCH;
         if expected > max as f64 {
             return Err(format!(
                 "with these weights an epoch ({:?}) is expected to take about {expected:.3e} draws, more than {max} (MAX_MIXTURE_EPOCH): raise the small weights, or stop after a number of sequences",
@@ -258,6 +269,107 @@ impl Iterator for Draws {
         }
         Some((k, j))
     }
+}
+
+/// `weights` scaled by the power of two `2^-E` that brings the largest into
+/// `[1, 2)` (`spec/DATASET.md` 10.2): exact, so it changes no draw of weights
+/// whose sums stay in the normal range, and it makes equal subnormal weights
+/// draw equally and a sum that would overflow finite. All zeros stay zeros.
+pub(crate) fn scale_weights(weights: &[f64]) -> Vec<f64> {
+    let max = weights.iter().copied().fold(0.0f64, f64::max);
+    if !(max > 0.0 && max.is_finite()) {
+        return weights.to_vec();
+    }
+    let e = exponent(max);
+    weights.iter().map(|&w| ldexp(w, -e)).collect()
+}
+
+/// The running sums of `weights` (double additions in order, from 0.0).
+pub(crate) fn running_sums(weights: &[f64]) -> Vec<f64> {
+    let mut total = 0.0f64;
+    weights
+        .iter()
+        .map(|&w| {
+            total += w;
+            total
+        })
+        .collect()
+}
+
+/// The `E` with `2^E <= x < 2^(E+1)`, for a finite `x > 0`.
+pub(crate) fn exponent(x: f64) -> i32 {
+    let bits = x.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    if biased > 0 {
+        biased - 1023
+    } else {
+        // Subnormal: x = m · 2^-1074 with m < 2^52.
+        let m = bits & ((1u64 << 52) - 1);
+        63 - m.leading_zeros() as i32 - 1074
+    }
+}
+
+/// `2^n`, exactly, for `-1074 <= n <= 1023`.
+pub(crate) fn pow2(n: i32) -> f64 {
+    if n >= -1022 {
+        f64::from_bits(((n + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (n + 1074))
+    }
+}
+
+/// `w · 2^n` rounded once (C's `ldexp`), for `-1023 <= n <= 1074` and a
+/// result below 2 when `n > 0`: scaling up is exact (two steps when `2^n`
+/// is not a double), scaling down is one correctly rounded product.
+pub(crate) fn ldexp(w: f64, n: i32) -> f64 {
+    if n > 1023 {
+        w * pow2(n - 1023) * pow2(1023)
+    } else {
+        w * pow2(n)
+    }
+}
+
+/// Checks a list of source progress against the sources it describes, and
+/// that no two sources (with the removed ones) share an order index.
+pub(crate) fn check_progress(
+    progress: &[SourceProgress],
+    sources: &[super::state::SourceState],
+    removed: &[SourceProgress],
+) -> Result<()> {
+    let bad = |reason: String| Err(DatasetError::BadState { reason });
+    if progress.len() != sources.len() {
+        return bad(format!(
+            "its mixture's change records {} sources, the mixture has {}",
+            progress.len(),
+            sources.len()
+        ));
+    }
+    let mut orders = BTreeSet::new();
+    for (k, p) in progress.iter().chain(removed).enumerate() {
+        if let Some(s) = sources.get(k)
+            && (s.sequences, s.fingerprint) != (p.sequences, p.fingerprint)
+        {
+            return bad(format!(
+                "its mixture's change records source {k} with {} sequences and fingerprint {:#010x}, the mixture's source has {} and {:#010x}",
+                p.sequences, p.fingerprint, s.sequences, s.fingerprint
+            ));
+        }
+        if !p.skip.windows(2).all(|w| w[0] < w[1])
+            || p.skip.first().is_some_and(|&j| j <= p.frontier)
+        {
+            return bad(format!(
+                "its mixture's change has a skip list of source entry {k} that is not increasing above its frontier {}",
+                p.frontier
+            ));
+        }
+        if !orders.insert(p.order) {
+            return bad(format!(
+                "its mixture's change gives order index {} to two sources",
+                p.order
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use super::error::{DatasetError, Result};
 use super::feed::Feed;
 use super::mixture::Mixture;
-use super::mixture_draws::DrawRule;
+use super::mixture_draws::{DrawRule, check_progress};
 use super::options::LoaderOptions;
 use super::state::{
     Base, Evolved, LoaderState, MixtureState, PackState, PackWindow, STATE_VERSION, SourceProgress,
@@ -392,53 +392,4 @@ impl Progress {
             skip: self.ahead.iter().copied().collect(),
         }
     }
-}
-
-/// Checks a list of source progress against the sources it describes, and
-/// that no two sources (with the removed ones) share an order index.
-fn check_progress(
-    progress: &[SourceProgress],
-    sources: &[super::state::SourceState],
-    removed: &[SourceProgress],
-) -> Result<()> {
-    let bad = |reason: String| Err(DatasetError::BadState { reason });
-    if progress.len() != sources.len() {
-        return bad(format!(
-            "its mixture's change records {} sources, the mixture has {}",
-            progress.len(),
-            sources.len()
-        ));
-    }
-    let mut orders = BTreeSet::new();
-    for (k, p) in progress.iter().chain(removed).enumerate() {
-        if let Some(s) = sources.get(k)
-            && (s.sequences, s.fingerprint) != (p.sequences, p.fingerprint)
-        {
-            return bad(format!(
-                "its mixture's change records source {k} with {} sequences and fingerprint {:#010x}, the mixture's source has {} and {:#010x}",
-                p.sequences, p.fingerprint, s.sequences, s.fingerprint
-            ));
-        }
-        if !p.skip.windows(2).all(|w| w[0] < w[1])
-            || p.skip.first().is_some_and(|&j| j <= p.frontier)
-        {
-            return bad(format!(
-                "its mixture's change has a skip list of source entry {k} that is not increasing above its frontier {}",
-                p.frontier
-            ));
-        }
-        if !orders.insert(p.order) {
-            return bad(format!(
-                "its mixture's change gives order index {} to two sources",
-                p.order
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Checks `evolved` against the sources of `mixture`.
-pub(crate) fn check_evolved(mixture: &Mixture, evolved: &Evolved) -> Result<()> {
-    let sources: Vec<super::state::SourceState> = mixture.state().sources;
-    check_progress(&evolved.sources, &sources, &evolved.removed)
 }

@@ -85,6 +85,7 @@
 mod batch_cache;
 mod checkpoint;
 mod commit;
+mod commit_record;
 mod compat;
 mod counts;
 mod cursor;
@@ -133,7 +134,8 @@ pub use manifest::{
     FORMAT_NAME, MANIFEST_MAJOR, MANIFEST_MINOR, MAX_MANIFEST_BYTES, Manifest, ManifestVersion,
     Schema, ShardEntry, TensorCounts, TensorSchema, merge_manifests,
 };
-pub use mixture::{MAX_MIXTURE_EPOCH, Mixture};
+pub use mixture::Mixture;
+pub use mixture_draws::MAX_MIXTURE_EPOCH;
 #[allow(deprecated)]
 pub use moved::{
     COMMIT_HISTORY, ObjectVersion, PART_PREFIX, SHARD_SUFFIX, StoreLock, WriterOptions,
@@ -159,8 +161,9 @@ pub use state::{
 pub use store::{DatasetStore, LocalStore};
 // Moved to store::ShardSink; kept here for one release, hidden (a trait has
 // no deprecated alias).
+pub use commit_record::{CommitRecord, UNRECORDED};
 #[doc(hidden)]
 pub use store::ShardSink;
 pub use stream::MiniBatch;
-pub use versions::{CommitRecord, Tag, UNRECORDED};
+pub use versions::Tag;
 pub use writer::{DEFAULT_SHARD_BYTES, DatasetWriter, DatasetWriterOptions};

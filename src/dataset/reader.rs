@@ -507,7 +507,7 @@ impl Dataset {
     /// assert_eq!((record.version, record.operation.as_str()), (1, "create"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn commit_record(&self) -> Option<&super::versions::CommitRecord> {
+    pub fn commit_record(&self) -> Option<&super::commit_record::CommitRecord> {
         match &self.listing {
             Listing::Manifest(m) => m.commit.as_deref(),
             Listing::Index { index, .. } => index.commit_record(),

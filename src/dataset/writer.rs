@@ -260,7 +260,7 @@ impl DatasetWriter {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
         let commit_time = options.commit_time.clone();
         if let Some(t) = &commit_time {
-            super::versions::check_time(t)?;
+            super::commit_record::check_time(t)?;
         }
         let shards = ShardSettings::of(&options);
         store.prepare()?;
@@ -337,7 +337,7 @@ impl DatasetWriter {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
         let commit_time = options.commit_time.clone();
         if let Some(t) = &commit_time {
-            super::versions::check_time(t)?;
+            super::commit_record::check_time(t)?;
         }
         let shards = ShardSettings::of(&options);
         let lock = match store.lock() {
@@ -433,7 +433,7 @@ impl DatasetWriter {
         let commit_id = commit_id_or_new(options.commit_id.as_deref())?;
         let commit_time = options.commit_time.clone();
         if let Some(t) = &commit_time {
-            super::versions::check_time(t)?;
+            super::commit_record::check_time(t)?;
         }
         let shards = ShardSettings::of(&options);
         store.prepare()?;
