@@ -792,42 +792,41 @@ def check_versions(directory):
     return log, tags
 
 
+def _versions_message(result):
+    log, tags = result
+    return "ok: %d versions (%s) and %d tags agree with their manifests" % (
+        len(log), ", ".join("%d %s" % (r["version"], r["operation"]) for r in log), tags)
+
+
+def _dataset_message(result):
+    shards, total, _ = result
+    return "ok: %d shards and the manifest agree; %d sequences; epoch orders, the cursor, the joined order, the world-size resume, packing, locality and the shard index match" % (shards, total)
+
+
+# Per flag: the check, its default input (relative to this script) and the
+# line printed when it passes; no flag checks the dataset vector.
+MODES = {
+    "--versions": (check_versions, "dataset", _versions_message),
+    "--evolve": (check_evolve, os.path.join("mixture", "evolve.json"),
+                 lambda _: "ok: the mixture changed twice in an epoch continues each source as section 10.6 says"),
+    "--mixture": (check_mixture, os.path.join("mixture", "mixture.json"),
+                  lambda _: "ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences, and the packed stream, match"),
+    None: (check, "dataset", _dataset_message),
+}
+
+
 def main():
-    if sys.argv[1:2] == ["--versions"]:
-        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dataset")
-        try:
-            log, tags = check_versions(sys.argv[2] if len(sys.argv) > 2 else default)
-        except Bad as e:
-            print("FAILED: " + str(e))
-            return 1
-        print("ok: %d versions (%s) and %d tags agree with their manifests" % (
-            len(log), ", ".join("%d %s" % (r["version"], r["operation"]) for r in log), tags))
-        return 0
-    if sys.argv[1:2] == ["--evolve"]:
-        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixture", "evolve.json")
-        try:
-            check_evolve(sys.argv[2] if len(sys.argv) > 2 else default)
-        except Bad as e:
-            print("FAILED: " + str(e))
-            return 1
-        print("ok: the mixture changed twice in an epoch continues each source as section 10.6 says")
-        return 0
-    if sys.argv[1:2] == ["--mixture"]:
-        default = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixture", "mixture.json")
-        try:
-            check_mixture(sys.argv[2] if len(sys.argv) > 2 else default)
-        except Bad as e:
-            print("FAILED: " + str(e))
-            return 1
-        print("ok: the mixture streams of first_exhausted, all_exhausted and 30 sequences, and the packed stream, match")
-        return 0
-    directory = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "dataset")
+    args = sys.argv[1:]
+    flag = args[0] if args and args[0] in MODES else None
+    rest = args[1:] if flag else args
+    run, default, message = MODES[flag]
+    target = rest[0] if rest else os.path.join(os.path.dirname(os.path.abspath(__file__)), default)
     try:
-        shards, total, _ = check(directory)
+        result = run(target)
     except Bad as e:
         print("FAILED: " + str(e))
         return 1
-    print("ok: %d shards and the manifest agree; %d sequences; epoch orders, the cursor, the joined order, the world-size resume, packing, locality and the shard index match" % (shards, total))
+    print(message(result))
     return 0
 
 

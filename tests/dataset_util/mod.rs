@@ -187,3 +187,19 @@ pub fn python_output(script: &Path, args: &[&str]) -> Option<String> {
     );
     Some(stdout)
 }
+
+/// Checks that the committed test vector `spec/vectors/{name}` is
+/// `expected`, what the code produces; `LODT_BLESS=1` rewrites it first.
+pub fn check_vector(name: &str, expected: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("spec/vectors")
+        .join(name);
+    if std::env::var_os("LODT_BLESS").is_some() {
+        std::fs::write(&path, expected).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == expected,
+        "spec/vectors/{name} differs from what the code produces (LODT_BLESS=1 rewrites it)"
+    );
+}

@@ -350,10 +350,6 @@ fn rows_batching_works_on_a_mixture() {
 
 // -- the test vector ---------------------------------------------------------
 
-fn vector_path() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/vectors/mixture/mixture.json")
-}
-
 /// The mixture vector: the dataset vector twice, weights 3 and 1, draw seed
 /// 11, shuffle seed 7 buffer 4; per stopping rule, the `(source, id)` of
 /// every position of epochs 0 and 1.
@@ -457,16 +453,7 @@ fn vector() -> String {
 
 #[test]
 fn the_mixture_vector_matches_the_loader() {
-    let expected = vector();
-    let path = vector_path();
-    if std::env::var_os("LODT_BLESS").is_some() {
-        std::fs::write(&path, &expected).unwrap();
-    }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == expected,
-        "spec/vectors/mixture/mixture.json differs from what the code produces (LODT_BLESS=1 rewrites it)"
-    );
+    dataset_util::check_vector("mixture/mixture.json", &vector());
 }
 
 #[test]

@@ -308,10 +308,6 @@ fn a_packing_state_continues_on_changed_weights_exactly_once() {
     assert!(counts.contains_key(&s[2].fingerprint()));
 }
 
-fn vector_path() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("spec/vectors/mixture/evolve.json")
-}
-
 /// The vector of 10.6: the dataset vector as three sources; a state after
 /// two consumers' uneven progress on weights [3, 1] (all_exhausted),
 /// changed to three sources [1, 1, 2] (first_exhausted), then, after more
@@ -401,16 +397,7 @@ fn vector() -> String {
 
 #[test]
 fn the_evolve_vector_matches_the_loader() {
-    let expected = vector();
-    let path = vector_path();
-    if std::env::var_os("LODT_BLESS").is_some() {
-        std::fs::write(&path, &expected).unwrap();
-    }
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        committed == expected,
-        "spec/vectors/mixture/evolve.json differs from what the code produces (LODT_BLESS=1 rewrites it)"
-    );
+    dataset_util::check_vector("mixture/evolve.json", &vector());
 }
 
 #[test]
